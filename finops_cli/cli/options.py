@@ -1,0 +1,35 @@
+"""Options shared by several commands, declared once as ``Annotated`` aliases."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+class Mode(StrEnum):
+    cost = "cost"
+    reliability = "reliability"
+
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option("--store", envvar="FINOPS_STORE", help="Store directory (default .finops/).", show_default=False),
+]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output format.")]
+OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the output to this file instead of stdout.")]
+FleetOpt = Annotated[Path, typer.Option("--fleet", help="fleet.yaml: the substrates.")]
+WorkloadsOpt = Annotated[Path, typer.Option("--workloads", help="workloads.yaml: the demand.")]
+OptionalWorkloadsOpt = Annotated[Path | None, typer.Option("--workloads", help="workloads.yaml: the demand.")]
+ModeOpt = Annotated[
+    Mode,
+    typer.Option("--mode", help="cost: price alone decides; reliability: penalise latency-critical work on spot."),
+]

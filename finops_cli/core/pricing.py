@@ -1,0 +1,124 @@
+"""Marginal prices of one GPU-hour (or one API unit) for a workload on a substrate.
+
+This is the single place the merit order, the planner and the dispatch simulator get prices from:
+``price × preference × W (NETC multiplier) [+ reliability penalty]``, split into convex congestion
+segments above ``comfortable_utilization``. Prices must already be resolved (see
+``finops_cli.estate.prices``): a substrate reaching here has a number in ``price_per_gpu_hour``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from finops_cli.core.netc import wall_hours_per_useful_hour
+from finops_cli.schema.estate import Fleet, Substrate, Workload
+
+Mode = Literal["cost", "reliability"]
+
+#: Checkpoint assumed for interruptible work that does not configure one (30 min, no write time).
+DEFAULT_CHECKPOINT_MINUTES = 30.0
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A slice of a substrate's capacity with its own price per GPU-hour (or per unit for APIs).
+
+    ``capacity_gpus`` is GPUs (GPU-hours per hour); ``None`` means unbounded (APIs, uncapped on-demand).
+    """
+
+    index: int
+    capacity_gpus: float | None
+    usd_per_gpu_hour: float  # money (what the bill says), before penalties
+    penalty_per_gpu_hour: float  # not money: reliability penalty, steers but is reported apart
+
+
+def capacity_gpus(substrate: Substrate, fleet: Fleet) -> float | None:
+    """Usable GPUs: ``gpus`` (× degraded factor when degraded), 0 when down, None when unbounded."""
+    if substrate.status == "down":
+        return 0.0
+    if substrate.kind == "api" or substrate.gpus is None:
+        return None
+    cap = substrate.gpus
+    if substrate.status == "degraded":
+        cap *= substrate.degraded_capacity_factor or fleet.degraded_capacity_factor
+    return cap
+
+
+def spot_multiplier(substrate: Substrate, workload: Workload) -> float:
+    """NETC multiplier W for ``workload`` on ``substrate`` (1 for non-spot substrates).
+
+    Non-interruptible work on spot restarts from scratch on a preemption: modelled as W with the
+    checkpoint interval equal to the job's run (here: one hour of work per restart).
+    """
+    if substrate.kind != "spot":
+        return 1.0
+    lam = substrate.interruptions_per_hour or 0.0
+    if workload.checkpoint is not None:
+        tau_h = workload.checkpoint.interval_minutes / 60
+        delta_h = workload.checkpoint.write_minutes / 60
+    else:
+        tau_h = (DEFAULT_CHECKPOINT_MINUTES if workload.interruptible else 60.0) / 60
+        delta_h = 0.0
+    return wall_hours_per_useful_hour(lam, tau_h, delta_h, substrate.resume_minutes / 60)
+
+
+def base_price_per_gpu_hour(substrate: Substrate) -> float:
+    """The resolved marginal price; raises if the estate was not resolved first."""
+    if substrate.price_per_gpu_hour is None:
+        if substrate.kind == "reserved":
+            return 0.0
+        raise ValueError(f"substrate {substrate.id}: price not resolved (price_feed/price_ref)")
+    return substrate.price_per_gpu_hour
+
+
+def reliability_penalty(substrate: Substrate, workload: Workload, fleet: Fleet, mode: Mode) -> float:
+    """Finite penalty per GPU-hour for latency-critical work on spot in reliability mode; else 0."""
+    if mode != "reliability" or substrate.kind != "spot":
+        return 0.0
+    if workload.slo != "latency_critical" or workload.interruptible:
+        return 0.0
+    return fleet.reliability_penalty_per_gpu_hour
+
+
+def segments(substrate: Substrate, workload: Workload, fleet: Fleet, mode: Mode = "cost") -> list[Segment]:
+    """Convex piecewise-linear price of ``workload``'s GPU-hours on ``substrate``.
+
+    Segment 0 runs to ``comfortable_utilization × capacity`` at ``price × preference × W``; each
+    fleet congestion step above it multiplies that price. API substrates are one unbounded segment
+    priced per unit (the caller divides nothing: throughput is 1 unit per "GPU-hour" there).
+    """
+    penalty = reliability_penalty(substrate, workload, fleet, mode)
+    if substrate.kind == "api":
+        price = (substrate.price_per_unit or {})[workload.unit] * substrate.preference
+        return [Segment(0, None, price, 0.0)]
+    cap = capacity_gpus(substrate, fleet)
+    price = base_price_per_gpu_hour(substrate) * substrate.preference * spot_multiplier(substrate, workload)
+    if cap is None:
+        return [Segment(0, None, price, penalty)]
+    out = [Segment(0, cap * substrate.comfortable_utilization, price, penalty)]
+    lower = substrate.comfortable_utilization
+    for step in fleet.congestion:
+        if step.up_to <= lower:
+            continue
+        out.append(Segment(len(out), cap * (step.up_to - lower), price * step.multiplier, penalty))
+        lower = step.up_to
+    return [s for s in out if s.capacity_gpus is None or s.capacity_gpus > 0] or [Segment(0, 0.0, price, penalty)]
+
+
+def units_per_gpu_hour(substrate: Substrate, workload: Workload) -> float:
+    """Throughput of ``workload`` on ``substrate``; APIs serve units directly (1 unit per unit bought)."""
+    if substrate.kind == "api":
+        return 1.0
+    return workload.throughput[substrate.accelerator or ""]
+
+
+def cost_per_unit(substrate: Substrate, workload: Workload, fleet: Fleet, mode: Mode = "cost") -> float:
+    """Uncongested merit-order price: currency (+ penalty) per unit of usable output."""
+    seg = segments(substrate, workload, fleet, mode)[0]
+    return (seg.usd_per_gpu_hour + seg.penalty_per_gpu_hour) / units_per_gpu_hour(substrate, workload)
+
+
+def is_finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)

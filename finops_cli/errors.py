@@ -1,0 +1,47 @@
+"""Domain errors and the exit codes the CLI maps them to.
+
+Every error a user can cause is one of these; the CLI prints ``str(err)`` on one line (no traceback)
+and exits with ``err.exit_code``. Library callers catch them like any exception.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_GATE_FAILED = 1
+EXIT_INVALID_INPUT = 2
+EXIT_INFEASIBLE = 3
+
+
+class FinopsError(Exception):
+    """Base class: a problem the user can act on, with the exit code it deserves."""
+
+    exit_code: int = EXIT_INVALID_INPUT
+
+
+class InputError(FinopsError):
+    """Invalid input or usage: a bad file, column, value or flag (exit code 2).
+
+    The message names the file, the row or column or field path, and what was expected.
+    """
+
+    exit_code = EXIT_INVALID_INPUT
+
+    def __init__(self, message: str, *, path: object | None = None, where: str | None = None) -> None:
+        prefix = ""
+        if path is not None:
+            prefix = f"{path}: "
+        if where:
+            prefix += f"{where}: "
+        super().__init__(prefix + message)
+
+
+class InfeasibleError(FinopsError):
+    """No compliant destination, or demand above compliant capacity with no overflow (exit code 3)."""
+
+    exit_code = EXIT_INFEASIBLE
+
+
+class GateFailed(FinopsError):
+    """A cost-gate rule was crossed (exit code 1)."""
+
+    exit_code = EXIT_GATE_FAILED

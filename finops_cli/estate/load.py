@@ -1,0 +1,102 @@
+"""Load ``fleet.yaml`` / ``workloads.yaml``; every error names the file and the field path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from finops_cli.errors import InputError
+from finops_cli.schema.estate import Fleet, Workloads
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Estate:
+    """A validated fleet and its workloads; ``base_dir`` resolves relative paths (demand profiles)."""
+
+    fleet: Fleet
+    workloads: Workloads
+    base_dir: Path
+
+
+def _field_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part).startswith(("function-after", "function-before")):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _message(err: dict[str, Any]) -> str:
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return "unknown key (check the spelling)"
+    if kind == "missing":
+        return "required"
+    if kind == "greater_than":
+        return f"must be > {ctx.get('gt')}"
+    if kind == "greater_than_equal":
+        return f"must be >= {ctx.get('ge')}"
+    if kind == "less_than_equal":
+        return f"must be <= {ctx.get('le')}"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}"
+    msg = str(err["msg"])
+    return msg.removeprefix("Value error, ")
+
+
+def format_validation_error(path: Path | str, exc: ValidationError) -> str:
+    """``fleet.yaml: substrates[3].gpus: must be > 0`` — one line per problem."""
+    lines = []
+    for err in exc.errors():
+        where = _field_path(tuple(err["loc"]))
+        lines.append(f"{path}: {where + ': ' if where else ''}{_message(err)}")
+    return "\n".join(lines)
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", path=path) from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc.__class__.__name__}", path=path) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InputError(f"invalid YAML ({problem})", path=path, where=where) from None
+
+
+def load_model(path: Path | str, model: type[M]) -> M:
+    path = Path(path)
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError("expected a YAML mapping at the top level", path=path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(format_validation_error(path, exc)) from None
+
+
+def load_fleet(path: Path | str) -> Fleet:
+    return load_model(path, Fleet)
+
+
+def load_workloads(path: Path | str) -> Workloads:
+    return load_model(path, Workloads)
+
+
+def load_estate(fleet_path: Path | str, workloads_path: Path | str) -> Estate:
+    return Estate(load_fleet(fleet_path), load_workloads(workloads_path), Path(workloads_path).parent)

@@ -1,0 +1,208 @@
+"""The estate contract: ``fleet.yaml`` (substrates) and ``workloads.yaml`` (demand), version 1.
+
+Models forbid unknown keys so a typo (``gpu: 8``) fails loudly instead of silently meaning zero.
+Units are in the field names: ``price_per_gpu_hour`` is currency per GPU-hour, ``interruptions_per_hour``
+is preemptions per hour, minutes are minutes. Loading and error formatting live in
+:mod:`finops_cli.estate.load`; this module only says what a valid estate is.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+
+SubstrateKind = Literal["owned", "reserved", "on_demand", "spot", "api"]
+Isolation = Literal["dedicated", "shared"]
+Status = Literal["up", "degraded", "down"]
+Slo = Literal["latency_critical", "standard", "offline"]
+Statistic = Literal["mean", "p50", "p90", "latest"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PriceFeed(_Strict):
+    """Resolve a substrate's price from the spot-price store instead of a fixed number."""
+
+    provider: str
+    region: str
+    instance_type: str
+    gpus_per_instance: PositiveFloat | None = None  # default: from the pricebook's instance table
+    statistic: Statistic = "p90"
+    window_days: PositiveFloat = 30.0
+
+
+class Purchasable(_Strict):
+    """A commitment the planner may buy in whole blocks, paid for the whole horizon used or not."""
+
+    block_gpus: PositiveFloat
+    price_per_gpu_hour: float = Field(ge=0)
+    max_blocks: int = Field(ge=0)
+
+
+class CongestionStep(_Strict):
+    """Above the previous step's utilisation and up to ``up_to``, each GPU-hour costs ``multiplier`` × price."""
+
+    up_to: float = Field(gt=0, le=1)
+    multiplier: float = Field(ge=1)
+
+
+def _default_congestion() -> list[CongestionStep]:
+    return [CongestionStep(up_to=0.95, multiplier=1.25), CongestionStep(up_to=1.0, multiplier=1.6)]
+
+
+class Substrate(_Strict):
+    """One place work can run: a pool of GPUs under one billing model, or a model API."""
+
+    id: str = Field(min_length=1)
+    provider: str = Field(min_length=1)
+    kind: SubstrateKind
+    accelerator: str | None = None
+    region: str | None = None
+    jurisdiction: str = Field(min_length=1)
+    isolation: Isolation = "dedicated"
+    gpus: float | None = Field(default=None, ge=0)
+    gpus_per_node: PositiveFloat | None = None
+    price_per_gpu_hour: float | None = Field(default=None, ge=0)
+    price_feed: PriceFeed | None = None
+    price_ref: str | None = None  # "<provider>/<offering>/<term>" in pricebooks/reference_prices.csv
+    committed_per_gpu_hour: float = Field(default=0.0, ge=0)
+    comfortable_utilization: float = Field(default=0.85, gt=0, le=1)
+    preference: PositiveFloat = 1.0
+    status: Status = "up"
+    degraded_capacity_factor: float | None = Field(default=None, gt=0, le=1)
+    interruptions_per_hour: float | None = Field(default=None, ge=0)
+    resume_minutes: float = Field(default=0.0, ge=0)
+    resume_cost: float = Field(default=0.0, ge=0)
+    purchasable: Purchasable | None = None
+    price_per_unit: dict[str, float] | None = None  # api: currency per unit served, e.g. {Mtokens: 15.0}
+    instance_type: str | None = None  # for matching billing lines to this substrate
+    match: dict[str, str] | None = None  # extra billing-line matchers, e.g. {ResourceId: "cw-..."}
+
+    @model_validator(mode="after")
+    def _kind_rules(self) -> Substrate:
+        if self.kind == "api":
+            if not self.price_per_unit:
+                raise ValueError("an api substrate needs price_per_unit (e.g. {Mtokens: 15.0})")
+            if any(v < 0 for v in self.price_per_unit.values()):
+                raise ValueError("price_per_unit values must be >= 0")
+            return self
+        if not self.accelerator:
+            raise ValueError(f"a {self.kind} substrate needs an accelerator")
+        if self.price_per_unit:
+            raise ValueError("price_per_unit is only for api substrates")
+        n_prices = sum(x is not None for x in (self.price_per_gpu_hour, self.price_feed, self.price_ref))
+        if n_prices > 1:
+            raise ValueError("give one of price_per_gpu_hour, price_feed, price_ref")
+        if n_prices == 0 and self.kind != "reserved":
+            raise ValueError(f"a {self.kind} substrate needs price_per_gpu_hour, price_feed or price_ref")
+        if self.kind == "spot" and self.interruptions_per_hour is None:
+            raise ValueError("a spot substrate needs interruptions_per_hour")
+        if self.kind in ("owned", "reserved", "spot") and self.gpus is None and self.purchasable is None:
+            raise ValueError(f"a {self.kind} substrate needs gpus (its capacity)")
+        if self.kind == "reserved" and not (self.gpus or self.purchasable):
+            raise ValueError("a reserved substrate needs gpus > 0 or a purchasable block")
+        if self.purchasable is not None and self.kind != "reserved":
+            raise ValueError("purchasable is only for reserved substrates")
+        return self
+
+
+class Fleet(_Strict):
+    """``fleet.yaml``: every substrate, plus fleet-wide economic knobs."""
+
+    version: Literal[1]
+    currency: str = Field(default="USD", min_length=3, max_length=3)
+    substrates: list[Substrate] = Field(min_length=1)
+    congestion: list[CongestionStep] = Field(default_factory=_default_congestion)
+    reliability_penalty_per_gpu_hour: float = Field(default=5.0, ge=0)
+    degraded_capacity_factor: float = Field(default=0.5, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Fleet:
+        seen: set[str] = set()
+        for i, s in enumerate(self.substrates):
+            if s.id in seen:
+                raise ValueError(f"substrates[{i}].id: duplicate id {s.id!r}")
+            seen.add(s.id)
+        ups = [c.up_to for c in self.congestion]
+        if ups != sorted(ups) or (ups and ups[-1] != 1.0):
+            raise ValueError("congestion: steps must rise in up_to and end at 1.0")
+        mults = [c.multiplier for c in self.congestion]
+        if mults != sorted(mults):
+            raise ValueError("congestion: multipliers must not fall (costs are convex)")
+        return self
+
+    def substrate(self, substrate_id: str) -> Substrate:
+        for s in self.substrates:
+            if s.id == substrate_id:
+                return s
+        raise KeyError(substrate_id)
+
+
+class FromStore(_Strict):
+    """Demand observed in the store: GPU-hours of lines/devices whose ``tag`` equals ``value``."""
+
+    tag: str
+    value: str
+
+
+class Demand(_Strict):
+    """Exactly one of: a horizon ``total``, an hourly ``profile`` CSV (hour,units), or ``from_store``."""
+
+    total: float | None = Field(default=None, ge=0)
+    profile: str | None = None
+    from_store: FromStore | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Demand:
+        n = sum(x is not None for x in (self.total, self.profile, self.from_store))
+        if n != 1:
+            raise ValueError("give exactly one of total, profile, from_store")
+        return self
+
+
+class Requires(_Strict):
+    """Compliance constraints; ``None`` means unconstrained."""
+
+    jurisdictions: list[str] | None = None
+    providers: list[str] | None = None
+    isolation: Isolation | None = None
+
+
+class Checkpoint(_Strict):
+    interval_minutes: PositiveFloat
+    write_minutes: float = Field(default=0.0, ge=0)
+
+
+class Workload(_Strict):
+    """A stream of work with a unit of usable output and where it may run."""
+
+    id: str = Field(min_length=1)
+    team: str = "unassigned"
+    slo: Slo = "standard"
+    interruptible: bool = False
+    unit: str = Field(min_length=1)
+    demand: Demand
+    deferrable: bool = False
+    max_parallel_gpus: PositiveFloat | None = None
+    throughput: dict[str, PositiveFloat] = Field(default_factory=dict)  # units per GPU-hour by accelerator
+    requires: Requires = Field(default_factory=Requires)
+    checkpoint: Checkpoint | None = None
+
+
+class Workloads(_Strict):
+    """``workloads.yaml``."""
+
+    version: Literal[1]
+    workloads: list[Workload] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Workloads:
+        seen: set[str] = set()
+        for i, w in enumerate(self.workloads):
+            if w.id in seen:
+                raise ValueError(f"workloads[{i}].id: duplicate id {w.id!r}")
+            seen.add(w.id)
+        return self

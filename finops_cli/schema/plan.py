@@ -1,0 +1,76 @@
+"""The plan document (``finops plan --format json`` / ``--out plan.json``), schema version 1.
+
+This is the contract between the planner and its readers (report, gate, CI). The JSON Schema
+published as ``docs/plan.schema.json`` is generated from these models
+(``PlanDocument.model_json_schema()``). Money is in ``currency``; GPU-hours and units are totals
+over the horizon. Extra fields are allowed so that minor additions do not break older readers.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Horizon(_Doc):
+    start: str  # ISO-8601 UTC
+    hours: int = Field(gt=0)
+    blocks: int = Field(gt=0)
+
+
+class SolverInfo(_Doc):
+    name: str
+    status: str
+    objective: float | None
+    mip_gap: float | None
+    seconds: float = Field(ge=0)
+    best_bound: float | None = None
+
+
+class Totals(_Doc):
+    planned_cost: float
+    baseline_cost: float | None
+    savings: float | None
+    savings_pct: float | None
+    sunk_cost: float
+    penalty: float = 0.0  # reliability penalties: steer the plan, are not money
+
+
+class Allocation(_Doc):
+    workload: str
+    substrate: str
+    kind: str
+    gpu_hours: float = Field(ge=0)
+    units: float = Field(ge=0)
+    cost: float
+
+
+class Commitment(_Doc):
+    substrate: str
+    blocks: int = Field(ge=0)
+    gpus: float = Field(ge=0)
+    cost: float
+
+
+class Unserved(_Doc):
+    workload: str
+    block: int
+    units: float
+
+
+class PlanDocument(_Doc):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    currency: str
+    horizon: Horizon
+    solver: SolverInfo
+    totals: Totals
+    allocations: list[Allocation]
+    commitments: list[Commitment]
+    unserved: list[Unserved]

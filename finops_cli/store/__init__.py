@@ -1,0 +1,8 @@
+"""The Parquet store: Hive-partitioned datasets under one root, written atomically.
+
+This is the only package that knows paths inside the store.
+"""
+
+from finops_cli.store.store import DATASETS, Store, resolve_store_root
+
+__all__ = ["DATASETS", "Store", "resolve_store_root"]
