@@ -1,0 +1,280 @@
+"""Time-weighted spot-price statistics: a price holds until the next change.
+
+Spot-price feeds (``describe_spot_price_history``, the GCP catalog) are *change events*, not samples at a
+regular cadence: a price published at 06:12 holds until the next event for the same zone and instance
+type. A plain mean of the events over-weights turbulent hours, so every statistic here weights each price
+by how long it was in effect inside the window.
+
+Pure functions: a prices table in (pyarrow or pandas, the ``spot_prices`` store schema), numbers out.
+
+Store schema (per row, one price change)::
+
+    provider, month                 partition columns
+    timestamp                       UTC instant the price took effect
+    region, zone                    zone may be null (GCP prices are regional)
+    instance_type                   AWS/Azure instance type; GCP GPU SKUs use ``gpu-<model>`` (see below)
+    product_description             "Linux/UNIX", ... (AWS); null elsewhere
+    price_kind                      "spot" | "on_demand"
+    usd_per_instance_hour           price of one instance for one hour
+    gpus, accelerator               from the pricebook (``instance_gpu_facts``); null when unknown
+    usd_per_gpu_hour                usd_per_instance_hour / gpus (null when gpus unknown)
+
+GCP GPU SKUs are priced per GPU-hour already; they are stored as a one-GPU "instance" named
+``gpu-<model>`` (e.g. ``gpu-h100-80gb``) with ``gpus = 1``, so ``usd_per_instance_hour ==
+usd_per_gpu_hour`` and the same statistics apply unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+Statistic = Literal["mean", "p50", "p90", "latest", "min", "max"]
+STATISTICS: tuple[str, ...] = ("mean", "p50", "p90", "latest", "min", "max")
+Per = Literal["instance_hour", "gpu_hour"]
+
+#: group keys of the ``finops prices`` table
+GROUP_KEYS: list[str] = ["provider", "region", "zone", "instance_type", "product_description", "price_kind"]
+
+
+class NoPriceData(LookupError):
+    """No price rows match the provider/region/instance type (and window) asked for."""
+
+
+def _frame(prices: pa.Table | pd.DataFrame) -> pd.DataFrame:
+    df = prices.to_pandas() if isinstance(prices, pa.Table) else prices.copy()
+    for col in ("zone", "product_description", "price_kind", "accelerator"):
+        if col not in df.columns:
+            df[col] = None
+    if "gpus" not in df.columns:
+        df["gpus"] = np.nan
+    df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True)
+    return df
+
+
+def _region_mask(df: pd.DataFrame, region: str) -> pd.Series:
+    """``region`` matches a region (``us-east-1``) or one zone (``us-east-1a``)."""
+    return (df["region"] == region) | (df["zone"] == region)
+
+
+def weighted_segments(
+    timestamps: Iterable[pd.Timestamp],
+    prices: Iterable[float],
+    start: pd.Timestamp | None,
+    end: pd.Timestamp,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Turn one series of price changes into (price, seconds in effect) inside ``[start, end]``.
+
+    Each price holds from its timestamp until the next change (or ``end``). The price in effect at
+    ``start`` is the last change at or before it, clipped to start there. Parameters are one zone and
+    one instance type; the caller groups.
+
+    Returns
+    -------
+    (prices_usd, seconds)
+        Arrays of equal length; zero-length segments are dropped.
+    """
+    s = pd.Series(list(prices), index=pd.DatetimeIndex(list(timestamps))).sort_index()
+    s = s[~s.index.duplicated(keep="last")]
+    s = s[s.index <= end]
+    if start is not None:
+        before = s[s.index <= start]
+        s = s[s.index > start]
+        if len(before):
+            s = pd.concat([pd.Series([before.iloc[-1]], index=pd.DatetimeIndex([start])), s])
+    if s.empty:
+        return np.array([]), np.array([])
+    idx = s.index.append(pd.DatetimeIndex([end]))
+    seconds = (idx[1:] - idx[:-1]).total_seconds().to_numpy()
+    values = s.to_numpy(dtype=float)
+    keep = seconds > 0
+    return values[keep], seconds[keep]
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """Lower weighted quantile: the smallest value ``v`` with ``Σ w[x ≤ v] ≥ q·Σ w``.
+
+    For prices weighted by seconds in effect, p90 is the price that was not exceeded 90 % of the time.
+    """
+    order = np.argsort(values, kind="stable")
+    v, w = values[order], weights[order]
+    cum = np.cumsum(w)
+    target = q * cum[-1]
+    i = int(np.searchsorted(cum, target - 1e-9 * cum[-1], side="left"))
+    return float(v[min(i, len(v) - 1)])
+
+
+def _series_stats(group: pd.DataFrame, value_col: str, start: pd.Timestamp | None, end: pd.Timestamp) -> dict:
+    """Pool the per-zone segments of one group and compute every statistic."""
+    vals: list[np.ndarray] = []
+    secs: list[np.ndarray] = []
+    latest: list[float] = []
+    for _zone, zdf in group.groupby(group["zone"].fillna(""), sort=False):
+        zdf = zdf.dropna(subset=[value_col])
+        if zdf.empty:
+            continue
+        v, s = weighted_segments(zdf["timestamp"], zdf[value_col], start, end)
+        if len(v) == 0:
+            # only a change exactly at ``end`` (or a single event): count it as a point
+            in_window = zdf[(zdf["timestamp"] <= end) & ((start is None) | (zdf["timestamp"] >= (start or end)))]
+            if in_window.empty:
+                continue
+            v = np.array([float(in_window.sort_values("timestamp")[value_col].iloc[-1])])
+            s = np.array([0.0])
+        vals.append(v)
+        secs.append(s)
+        latest.append(float(zdf.sort_values("timestamp")[value_col].iloc[-1]))
+    if not vals:
+        raise NoPriceData("no prices in the window")
+    v = np.concatenate(vals)
+    s = np.concatenate(secs)
+    w = s if s.sum() > 0 else np.ones_like(s)
+    return {
+        "min": float(v.min()),
+        "mean": float(np.average(v, weights=w)),
+        "p50": weighted_quantile(v, w, 0.5),
+        "p90": weighted_quantile(v, w, 0.9),
+        "max": float(v.max()),
+        "latest": float(np.mean(latest)),
+        "seconds": float(s.sum()),
+    }
+
+
+def price_statistic(
+    prices: pa.Table | pd.DataFrame,
+    provider: str,
+    region: str,
+    instance_type: str,
+    statistic: Statistic = "p90",
+    window_days: float = 30.0,
+    *,
+    per: Per = "instance_hour",
+    price_kind: str = "spot",
+    product_description: str | None = None,
+    end: datetime | None = None,
+) -> float:
+    """One time-weighted price statistic for a provider × region × instance type, in USD.
+
+    Parameters
+    ----------
+    prices
+        Rows of the ``spot_prices`` dataset (see the module docstring).
+    provider, region, instance_type
+        ``region`` may be a region (all its zones are pooled) or a single zone.
+    statistic
+        ``mean`` (time-weighted), ``p50``/``p90`` (lower time-weighted quantiles), ``latest`` (the latest
+        price per zone, averaged over zones), ``min``, ``max``.
+    window_days
+        The window is ``(end − window_days, end]``; ``end`` defaults to the newest matching price, so a
+        historical feed still gives an answer. The price in effect at the window start counts from there.
+    per
+        ``instance_hour`` (default) returns ``usd_per_instance_hour``; ``gpu_hour`` returns
+        ``usd_per_gpu_hour`` = usd_per_instance_hour / gpus (from the pricebook at ingest).
+    price_kind
+        ``spot`` (default) or ``on_demand`` (GCP catalog on-demand GPU SKUs).
+
+    Returns
+    -------
+    float
+        Dollars per instance-hour (or per GPU-hour with ``per="gpu_hour"``).
+
+    Raises
+    ------
+    NoPriceData
+        Nothing matches (the message says what was asked).
+    """
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}; got {statistic!r}")
+    df = _frame(prices)
+    what = f"{provider} {region} {instance_type} ({price_kind})"
+    mask = (df["provider"] == provider) & (df["instance_type"] == instance_type) & _region_mask(df, region)
+    mask &= df["price_kind"].fillna("spot") == price_kind
+    if product_description is not None:
+        mask &= df["product_description"] == product_description
+    sel = df[mask]
+    if sel.empty:
+        raise NoPriceData(f"no spot prices stored for {what}")
+    value_col = "usd_per_gpu_hour" if per == "gpu_hour" else "usd_per_instance_hour"
+    if sel[value_col].isna().all():
+        raise NoPriceData(f"no GPU count known for {what}; cannot give a price per GPU-hour")
+    end_ts = pd.Timestamp(end).tz_convert(UTC) if end is not None else sel["timestamp"].max()
+    if end is not None and pd.Timestamp(end).tzinfo is None:
+        end_ts = pd.Timestamp(end).tz_localize(UTC)
+    start_ts = end_ts - timedelta(days=float(window_days))
+    try:
+        stats = _series_stats(sel, value_col, start_ts, end_ts)
+    except NoPriceData:
+        window = f"the {window_days:g} days before {end_ts.isoformat()}"
+        raise NoPriceData(f"no spot prices for {what} in {window}") from None
+    return stats[statistic]
+
+
+def price_table(
+    prices: pa.Table | pd.DataFrame,
+    *,
+    instance_types: list[str] | None = None,
+    regions: list[str] | None = None,
+    since: datetime | None = None,
+    end: datetime | None = None,
+) -> pd.DataFrame:
+    """The ``finops prices`` table: per provider × region/zone × instance type, time-weighted statistics.
+
+    Columns: the :data:`GROUP_KEYS`, ``samples`` (price-change events in the window), ``hours`` covered,
+    ``min, mean, p50, p90, max, latest`` (USD per instance-hour), ``gpus``, ``usd_per_gpu_hour_mean``.
+    The window runs from ``since`` (default: the first event) to ``end`` (default: the last event of
+    each group).
+    """
+    df = _frame(prices)
+    if instance_types:
+        df = df[df["instance_type"].isin(instance_types)]
+    if regions:
+        df = df[df["region"].isin(regions) | df["zone"].isin(regions)]
+    start = pd.Timestamp(since).tz_convert(UTC) if since is not None and pd.Timestamp(since).tzinfo else None
+    if since is not None and start is None:
+        start = pd.Timestamp(since).tz_localize(UTC)
+    rows = []
+    keys = GROUP_KEYS
+    filled = df.assign(**{k: df[k].fillna("") for k in keys})
+    for key, group in filled.groupby(keys, sort=True):
+        g = group.assign(zone=group["zone"].replace("", None))
+        end_ts = pd.Timestamp(end) if end is not None else g["timestamp"].max()
+        if end_ts.tzinfo is None:
+            end_ts = end_ts.tz_localize(UTC)
+        try:
+            st = _series_stats(g, "usd_per_instance_hour", start, end_ts)
+        except NoPriceData:
+            continue
+        in_window = g[(g["timestamp"] <= end_ts) & ((start is None) | (g["timestamp"] > (start or end_ts)))]
+        gpus = g["gpus"].dropna()
+        gpus_val = float(gpus.iloc[0]) if len(gpus) else None
+        rows.append(
+            {
+                **{k: (v or None) for k, v in zip(keys, key, strict=True)},
+                "samples": len(in_window),
+                "hours": st["seconds"] / 3600.0,
+                **{s: st[s] for s in ("min", "mean", "p50", "p90", "max", "latest")},
+                "gpus": gpus_val,
+                "accelerator": next(iter(g["accelerator"].dropna()), None),
+                "usd_per_gpu_hour_mean": st["mean"] / gpus_val if gpus_val else None,
+            }
+        )
+    cols = [
+        *keys,
+        "samples",
+        "hours",
+        "min",
+        "mean",
+        "p50",
+        "p90",
+        "max",
+        "latest",
+        "gpus",
+        "accelerator",
+        "usd_per_gpu_hour_mean",
+    ]
+    return pd.DataFrame(rows, columns=cols)
