@@ -1,0 +1,540 @@
+"""Streaming readers shared by every ingest: CSV / CSV.gz, Parquet and JSON Lines, in record batches.
+
+Why streaming with an explicit schema: whole-file readers grow ~1 GB per million CUR rows, and type
+inference on the first block turns 12-digit account ids into integers (and breaks later blocks whose
+values do not fit the guess). So every column is read as a string unless the caller names its type
+(costs, quantities), and only the columns the caller asks for are decoded.
+
+Every failure a user can cause (missing file, empty file, truncated gzip, bad encoding, a value that is
+not a number, a malformed row) becomes one :class:`~finops_cli.errors.InputError` naming the file and
+the row and/or column.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import re
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from finops_cli.errors import InputError
+
+#: File name endings the readers understand, longest first.
+SUFFIXES: tuple[str, ...] = (
+    ".csv.gz",
+    ".jsonl.gz",
+    ".ndjson.gz",
+    ".json.gz",
+    ".csv",
+    ".parquet",
+    ".jsonl",
+    ".ndjson",
+    ".json",
+)
+
+NULL_VALUES = ["", "NULL", "null", "None", "NaN", "nan", "N/A"]
+
+#: Rows per batch for CSV (via the block size) and Parquet/JSONL; large enough to amortise per-batch work.
+CSV_BLOCK_BYTES = 8 << 20
+BATCH_ROWS = 65_536
+_READ_ERRORS = (pa.ArrowException, OSError, EOFError, UnicodeDecodeError, ValueError, gzip.BadGzipFile)
+
+
+@dataclass(frozen=True)
+class RowBatch:
+    """A record batch and the 1-based data-row number of its first row (header not counted)."""
+
+    batch: pa.RecordBatch
+    first_row: int
+
+
+def kind_of(path: Path) -> str:
+    """``csv`` | ``parquet`` | ``jsonl`` from the file name (``.gz`` allowed for text formats)."""
+    name = path.name.lower()
+    if name.endswith((".csv", ".csv.gz")):
+        return "csv"
+    if name.endswith(".parquet"):
+        return "parquet"
+    if name.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz")):
+        return "jsonl"
+    raise InputError(f"unsupported file type; expected one of {', '.join(SUFFIXES)}", path=path)
+
+
+def discover(paths: Iterable[str | Path], what: str = "export", suffixes: Collection[str] = SUFFIXES) -> list[Path]:
+    """Expand files and directories (recursively) into a sorted, de-duplicated list of readable files.
+
+    Hidden files and directories (``.x``) and names starting with ``_`` (``_SUCCESS``) are skipped inside
+    directories. A missing path, or a directory without any matching file, is an InputError.
+    """
+    found: list[Path] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError("no such file or directory", path=p)
+        if p.is_dir():
+            inside = sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file()
+                and f.name.lower().endswith(tuple(suffixes))
+                and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
+            )
+            if not inside:
+                raise InputError(f"directory holds no {what} files ({', '.join(suffixes)})", path=p)
+            candidates = inside
+        else:
+            kind_of(p)
+            candidates = [p]
+        for f in candidates:
+            r = f.resolve()
+            if r not in seen:
+                seen.add(r)
+                found.append(f)
+    if not found:
+        raise InputError(f"no {what} files given")
+    return found
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    raw = gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")  # noqa: SIM115
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+
+
+def _check_not_empty(path: Path) -> None:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    if size == 0:
+        raise InputError("file is empty; expected a header row and data", path=path)
+
+
+def read_header(path: Path) -> list[str]:
+    """Column names of a file without reading its body (CSV header, Parquet schema, first JSON object)."""
+    path = Path(path)
+    _check_not_empty(path)
+    kind = kind_of(path)
+    try:
+        if kind == "parquet":
+            schema = pq.read_schema(path)
+            return _flat_names(schema)
+        if kind == "csv":
+            raw = gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")  # noqa: SIM115
+            with raw:
+                first = raw.readline()
+            line = first.decode("utf-8-sig")
+            if not line.strip():
+                raise InputError("file is empty; expected a header row", path=path)
+            return [c.strip() for c in next(csv.reader([line]))]
+        with _open_text(path) as fh:
+            for line in fh:
+                if line.strip():
+                    obj = json.loads(line)
+                    if not isinstance(obj, dict):
+                        raise InputError("expected one JSON object per line (JSON Lines)", path=path, where="row 1")
+                    return list(_flatten_record(obj))
+            raise InputError("file is empty; expected JSON Lines", path=path)
+    except InputError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON Lines: {exc.msg}", path=path, where="row 1") from None
+    except UnicodeDecodeError:
+        raise InputError("invalid text encoding; expected UTF-8", path=path, where="header") from None
+    except _READ_ERRORS as exc:
+        raise InputError(f"cannot read header: {_short(exc)}", path=path) from None
+
+
+def _flat_names(schema: pa.Schema, prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for f in schema:
+        if pa.types.is_struct(f.type):
+            out += _flat_names(pa.schema(list(f.type)), prefix + f.name + ".")
+        else:
+            out.append(prefix + f.name)
+    return out
+
+
+def _short(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return msg[:300]
+
+
+def iter_batches(
+    path: str | Path,
+    *,
+    columns: Collection[str] | None = None,
+    types: Mapping[str, pa.DataType] | None = None,
+    batch_rows: int = BATCH_ROWS,
+    csv_block_bytes: int = CSV_BLOCK_BYTES,
+) -> Iterator[RowBatch]:
+    """Stream ``path`` as record batches.
+
+    Parameters
+    ----------
+    columns
+        Only these columns are decoded (those absent from the file are silently skipped: the caller checks
+        required columns against :func:`read_header`). ``None`` = all.
+    types
+        Column → Arrow type for non-string columns (costs, quantities). Every other column is a string,
+        so ids keep their leading zeros and 12 digits.
+    """
+    path = Path(path)
+    header = read_header(path)
+    wanted = [c for c in header if columns is None or c in set(columns)]
+    types = dict(types or {})
+    kind = kind_of(path)
+    if kind == "csv":
+        yield from _iter_csv(path, header, wanted, types, csv_block_bytes)
+    elif kind == "parquet":
+        yield from _iter_parquet(path, wanted, types, batch_rows)
+    else:
+        yield from _iter_jsonl(path, wanted, types, batch_rows)
+
+
+# ------------------------------------------------------------------------------------------------- CSV
+def _iter_csv(
+    path: Path, header: list[str], wanted: list[str], types: Mapping[str, pa.DataType], block: int
+) -> Iterator[RowBatch]:
+    # Header names may carry a BOM or padding; read with our own cleaned names.
+    column_types = {c: types.get(c, pa.string()) for c in wanted}
+    read_opts = pacsv.ReadOptions(
+        use_threads=False, block_size=block, column_names=header, skip_rows=1, encoding="utf8"
+    )
+    convert_opts = pacsv.ConvertOptions(
+        column_types=column_types,
+        include_columns=wanted,
+        null_values=NULL_VALUES,
+        strings_can_be_null=True,
+        quoted_strings_can_be_null=True,
+        check_utf8=True,
+    )
+    parse_opts = pacsv.ParseOptions(newlines_in_values=True)
+    row = 1
+    try:
+        reader = pacsv.open_csv(path, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                break
+            if batch.num_rows:
+                yield RowBatch(batch, row)
+            row += batch.num_rows
+    except InputError:
+        raise
+    except _READ_ERRORS as exc:
+        raise _csv_error(path, header, exc, row, types) from None
+
+
+_COL_RE = re.compile(r"column #(\d+)")
+_ROW_RE = re.compile(r"[Rr]ow #(\d+)")
+
+
+def _csv_error(
+    path: Path, header: list[str], exc: BaseException, row: int, types: Mapping[str, pa.DataType]
+) -> InputError:
+    msg = _short(exc)
+    low = msg.lower()
+    if "gzip" in low or "zlib" in low or "inflate" in low or "compressed" in low or isinstance(exc, EOFError):
+        return InputError(
+            f"corrupt or truncated gzip data ({msg})", path=path, where=f"after row {row - 1}" if row > 1 else None
+        )
+    if "utf8" in low or "utf-8" in low or isinstance(exc, UnicodeDecodeError):
+        return InputError("invalid text encoding; expected UTF-8", path=path, where=f"near row {row}")
+    m = _COL_RE.search(msg)
+    if m and "conversion error" in low:
+        idx = int(m.group(1))
+        col = header[idx] if idx < len(header) else f"#{idx}"
+        typ = types.get(col, pa.string())
+        bad_row, bad_value = _locate_bad_value(path, header, col, typ)
+        where = f"row {bad_row}, column {col!r}" if bad_row else f"column {col!r}"
+        expected = "a number" if pa.types.is_floating(typ) or pa.types.is_integer(typ) else str(typ)
+        value = f" (got {bad_value!r})" if bad_value is not None else ""
+        return InputError(f"expected {expected}{value}", path=path, where=where)
+    m = _ROW_RE.search(msg)
+    # pyarrow counts file lines (header = line 1); we name data rows (header excluded).
+    where = f"row {int(m.group(1)) - 1}" if m else f"near row {row}"
+    if "expected" in low and "columns" in low:
+        return InputError(f"malformed row: {msg}", path=path, where=where)
+    return InputError(f"unreadable CSV: {msg}", path=path, where=where)
+
+
+def _locate_bad_value(path: Path, header: list[str], column: str, typ: pa.DataType) -> tuple[int | None, str | None]:
+    """Error path only: re-read one column as text and find the first value that does not cast to ``typ``."""
+    try:
+        reader = pacsv.open_csv(
+            path,
+            read_options=pacsv.ReadOptions(use_threads=False, column_names=header, skip_rows=1),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(
+                column_types={column: pa.string()},
+                include_columns=[column],
+                null_values=NULL_VALUES,
+                strings_can_be_null=True,
+            ),
+        )
+        row = 1
+        for batch in reader:
+            values = batch.column(0)
+            try:
+                pc.cast(values, typ)
+            except pa.ArrowException:
+                for i, v in enumerate(values.to_pylist()):
+                    try:
+                        pc.cast(pa.array([v], pa.string()), typ)
+                    except pa.ArrowException:
+                        return row + i, v
+            row += batch.num_rows
+    except _READ_ERRORS:
+        return None, None
+    return None, None
+
+
+# --------------------------------------------------------------------------------------------- Parquet
+def _iter_parquet(
+    path: Path, wanted: list[str], types: Mapping[str, pa.DataType], batch_rows: int
+) -> Iterator[RowBatch]:
+    row = 1
+    try:
+        pf = pq.ParquetFile(path)
+        top = {c.split(".")[0] for c in wanted}
+        names = [n for n in pf.schema_arrow.names if n in top]
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=names):
+            table = pa.Table.from_batches([batch])
+            while any(pa.types.is_struct(f.type) for f in table.schema):
+                table = table.flatten()
+            table = table.select([c for c in table.column_names if c in set(wanted)])
+            table = _cast_columns(table, types, path, row)
+            for b in table.to_batches():
+                if b.num_rows:
+                    yield RowBatch(b, row)
+                    row += b.num_rows
+    except InputError:
+        raise
+    except _READ_ERRORS as exc:
+        raise InputError(f"unreadable Parquet: {_short(exc)}", path=path, where=f"near row {row}") from None
+
+
+def _cast_columns(table: pa.Table, types: Mapping[str, pa.DataType], path: Path, first_row: int) -> pa.Table:
+    """Cast named columns to their types; everything scalar that is not named becomes a string."""
+    for i, name in enumerate(table.column_names):
+        col = table.column(i)
+        target = types.get(name)
+        if target is None:
+            if pa.types.is_nested(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                continue
+            if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+                continue  # already typed; the format parser normalises to UTC
+            target = pa.string()
+        if col.type == target:
+            continue
+        try:
+            table = table.set_column(i, name, pc.cast(col, target))
+        except pa.ArrowException:
+            values = col.to_pylist()
+            for j, v in enumerate(values):
+                try:
+                    pc.cast(pa.array([v]), target)
+                except pa.ArrowException:
+                    raise InputError(
+                        f"expected {'a number' if pa.types.is_floating(target) else target} (got {v!r})",
+                        path=path,
+                        where=f"row {first_row + j}, column {name!r}",
+                    ) from None
+            raise
+    return table
+
+
+# ------------------------------------------------------------------------------------------ JSON Lines
+def _flatten_record(obj: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    """Nested objects become dotted columns (``service.description``, as in BigQuery's CSV export);
+    lists stay as JSON text (``credits``, ``labels``)."""
+    out: dict[str, object] = {}
+    for k, v in obj.items():
+        if isinstance(v, dict):
+            out.update(_flatten_record(v, f"{prefix}{k}."))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def _iter_jsonl(path: Path, wanted: list[str], types: Mapping[str, pa.DataType], batch_rows: int) -> Iterator[RowBatch]:
+    row = 1
+    first_row = 1
+    records: list[dict[str, object]] = []
+    try:
+        with _open_text(path) as fh:
+            for line in fh:
+                if line.strip():
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise InputError(f"not valid JSON ({exc.msg})", path=path, where=f"row {row}") from None
+                    if not isinstance(obj, dict):
+                        raise InputError("expected a JSON object", path=path, where=f"row {row}")
+                    records.append(_flatten_record(obj))
+                    row += 1
+                    if len(records) >= batch_rows:
+                        yield RowBatch(_records_to_batch(records, wanted, types, path, first_row), first_row)
+                        first_row, records = row, []
+        if records:
+            yield RowBatch(_records_to_batch(records, wanted, types, path, first_row), first_row)
+    except InputError:
+        raise
+    except _READ_ERRORS as exc:
+        msg = _short(exc)
+        if isinstance(exc, UnicodeDecodeError):
+            raise InputError("invalid text encoding; expected UTF-8", path=path, where=f"near row {row}") from None
+        if isinstance(exc, EOFError | gzip.BadGzipFile) or "gzip" in msg.lower() or "crc" in msg.lower():
+            raise InputError(
+                f"corrupt or truncated gzip data ({msg})", path=path, where=f"after row {row - 1}"
+            ) from None
+        raise InputError(f"unreadable JSON Lines: {msg}", path=path, where=f"near row {row}") from None
+
+
+def _records_to_batch(
+    records: list[dict[str, object]], wanted: list[str], types: Mapping[str, pa.DataType], path: Path, first_row: int
+) -> pa.RecordBatch:
+    names = list(dict.fromkeys(k for r in records for k in r if k in set(wanted)))
+    arrays = []
+    for name in names:
+        target = types.get(name, pa.string())
+        raw = [r.get(name) for r in records]
+        if pa.types.is_string(target):
+            vals = [
+                None if v is None or v == "" else (json.dumps(v) if isinstance(v, list | dict) else _text(v))
+                for v in raw
+            ]
+            arrays.append(pa.array(vals, pa.string()))
+            continue
+        try:
+            arrays.append(pc.cast(pa.array([None if v == "" else v for v in raw]), target))
+        except (pa.ArrowException, TypeError):
+            for j, v in enumerate(raw):
+                try:
+                    pc.cast(pa.array([v]), target)
+                except (pa.ArrowException, TypeError):
+                    raise InputError(
+                        f"expected {'a number' if pa.types.is_floating(target) else target} (got {v!r})",
+                        path=path,
+                        where=f"row {first_row + j}, column {name!r}",
+                    ) from None
+            raise
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _text(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+# ------------------------------------------------------------------------------------- value helpers
+_TZ_SUFFIX = re.compile(r"(Z|[+-]00:?00)$")
+
+
+def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:
+    """Parse text timestamps to ``timestamp[us, UTC]``.
+
+    Accepts ISO 8601 with ``T`` or a space, with or without fractional seconds, with ``Z`` / an offset or
+    none (naive = UTC), plain dates, and US ``MM/DD/YYYY`` dates (Azure). Already-typed timestamps are
+    converted to UTC; naive ones are taken as UTC.
+    """
+    utc = pa.timestamp("us", tz="UTC")
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    t = values.type
+    if pa.types.is_timestamp(t):
+        if t.tz is None:
+            return pc.cast(pc.cast(values, pa.timestamp("us")), utc)
+        return pc.cast(values, utc)
+    if pa.types.is_date(t):
+        return pc.cast(pc.cast(values, pa.timestamp("us")), utc)
+    values = pc.utf8_trim_whitespace(pc.cast(values, pa.string()))
+    for attempt in (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime):
+        try:
+            return attempt(values)
+        except pa.ArrowException:
+            continue
+    for i, v in enumerate(values.to_pylist()):
+        if v is None:
+            continue
+        one = pa.array([v], pa.string())
+        ok = False
+        for attempt in (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime):
+            try:
+                attempt(one)
+                ok = True
+                break
+            except pa.ArrowException:
+                continue
+        if not ok:
+            raise InputError(
+                f"expected a date/time such as 2026-10-01T00:00:00Z (got {v!r})",
+                path=path,
+                where=f"row {first_row + i}, column {column!r}",
+            )
+    raise InputError("mixed date/time formats", path=path, where=f"column {column!r}")
+
+
+def _ts_with_zone(v: pa.Array) -> pa.Array:
+    return pc.cast(v, pa.timestamp("us", tz="UTC"))
+
+
+def _ts_naive(v: pa.Array) -> pa.Array:
+    return pc.cast(pc.cast(v, pa.timestamp("us")), pa.timestamp("us", tz="UTC"))
+
+
+def _ts_stripped(v: pa.Array) -> pa.Array:
+    return _ts_naive(pc.replace_substring_regex(v, _TZ_SUFFIX.pattern, ""))
+
+
+def _ts_us_date(v: pa.Array) -> pa.Array:
+    return pc.cast(pc.strptime(v, format="%m/%d/%Y", unit="us", error_is_null=False), pa.timestamp("us", tz="UTC"))
+
+
+def _ts_us_datetime(v: pa.Array) -> pa.Array:
+    return pc.cast(
+        pc.strptime(v, format="%m/%d/%Y %H:%M:%S", unit="us", error_is_null=False), pa.timestamp("us", tz="UTC")
+    )
+
+
+def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:
+    """Cast to float64 (text allowed), naming the first row that is not a number."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_floating(values.type):
+        return pc.cast(values, pa.float64())
+    try:
+        return pc.cast(values, pa.float64())
+    except pa.ArrowException:
+        for i, v in enumerate(values.to_pylist()):
+            try:
+                pc.cast(pa.array([v]), pa.float64())
+            except pa.ArrowException:
+                raise InputError(
+                    f"expected a number (got {v!r})", path=path, where=f"row {first_row + i}, column {column!r}"
+                ) from None
+        raise
+
+
+def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) -> pa.Array:
+    """Apply a Python function once per distinct value and broadcast back (tags, SKU text, JSON cells).
+
+    Billing columns are highly repetitive, so this is vectorised in practice: cost ∝ distinct values.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    enc = pc.dictionary_encode(values)
+    mapped = pa.array([fn(v) for v in enc.dictionary.to_pylist()], out_type)
+    return pc.take(mapped, enc.indices)

@@ -1,0 +1,128 @@
+"""One registry per kind of input format: names, aliases and header sniffers in one place.
+
+Parsers register themselves where they are defined::
+
+    BILLING_FORMATS = Registry("billing format")
+
+    @BILLING_FORMATS.register("aws-cur2", aliases=["cur2"], sniff=lambda cols: "line_item_unblended_cost" in cols)
+    class AwsCur2(BillingFormat): ...
+
+``from_str`` lowercases a name and resolves aliases; an unknown name raises an :class:`InputError` that
+lists the valid names. ``sniff`` runs every sniffer over a file's column names (``--format auto``) and
+returns the single best match, or raises naming the file and the columns it saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from finops_cli.errors import InputError
+
+T = TypeVar("T")
+
+#: A sniffer sees the set of a file's column names and returns a score: False/0 = not this format,
+#: True/1 = plausible, higher = more specific (ties between the best are an error: pass ``--format``).
+Sniffer = Callable[[frozenset[str]], float | bool]
+
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Entry(Generic[T]):
+    """A registered format: its canonical name, aliases, header sniffer and the parser object."""
+
+    name: str
+    obj: T
+    aliases: tuple[str, ...] = ()
+    sniff: Sniffer | None = None
+    description: str = ""
+
+
+@dataclass
+class Registry(Generic[T]):
+    """Formats of one kind (billing, utilisation, spot prices) keyed by lower-case name."""
+
+    kind: str
+    _entries: dict[str, Entry[T]] = field(default_factory=dict)
+    _aliases: dict[str, str] = field(default_factory=dict)
+
+    def register(
+        self,
+        name: str,
+        *,
+        aliases: Collection[str] = (),
+        sniff: Sniffer | None = None,
+        description: str = "",
+    ) -> Callable[[Any], Any]:
+        """Decorator: register a parser (class, instance or function) under ``name`` and ``aliases``.
+
+        A decorated class is instantiated once with no arguments; functions and instances are stored as is.
+        """
+        key = name.lower()
+
+        def deco(obj: Any) -> Any:
+            target = obj() if isinstance(obj, type) else obj
+            if key in self._entries or key in self._aliases:
+                raise ValueError(f"{self.kind} {name!r} registered twice")
+            self._entries[key] = Entry(key, target, tuple(a.lower() for a in aliases), sniff, description)
+            for alias in aliases:
+                self._aliases[alias.lower()] = key
+            return obj
+
+        return deco
+
+    def names(self) -> list[str]:
+        """Canonical names in registration order."""
+        return list(self._entries)
+
+    def __iter__(self) -> Iterator[Entry[T]]:
+        return iter(self._entries.values())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name.lower() in self._entries or name.lower() in self._aliases)
+
+    def from_str(self, name: str) -> Entry[T]:
+        """The entry for ``name`` or an alias (case-insensitive); an unknown name lists the valid ones."""
+        key = name.strip().lower()
+        key = self._aliases.get(key, key)
+        entry = self._entries.get(key)
+        if entry is None:
+            valid = ", ".join([AUTO, *self.names()])
+            raise InputError(f"unknown {self.kind} {name!r}; expected one of: {valid}")
+        return entry
+
+    def sniff(self, columns: Collection[str], path: object = None) -> Entry[T]:
+        """Run every sniffer over ``columns``; return the single best-scoring entry.
+
+        Raises :class:`InputError` naming ``path`` when no sniffer matches or the best ones tie.
+        """
+        cols = frozenset(c.strip().lstrip("\ufeff") for c in columns)
+        scored: list[tuple[float, Entry[T]]] = []
+        for entry in self._entries.values():
+            if entry.sniff is None:
+                continue
+            score = float(entry.sniff(cols))
+            if score > 0:
+                scored.append((score, entry))
+        if not scored:
+            shown = ", ".join(sorted(cols)[:8]) + (", …" if len(cols) > 8 else "")
+            raise InputError(
+                f"header matches no known {self.kind} (columns: {shown}); expected one of: {', '.join(self.names())}",
+                path=path,
+            )
+        scored.sort(key=lambda se: -se[0])
+        best = [e for s, e in scored if s == scored[0][0]]
+        if len(best) > 1:
+            raise InputError(
+                f"header fits several {self.kind}s ({', '.join(e.name for e in best)}); pass --format",
+                path=path,
+            )
+        return best[0]
+
+    def resolve(self, name: str, columns: Collection[str], path: object = None) -> tuple[Entry[T], bool]:
+        """``name`` (or ``auto``) → (entry, was_sniffed)."""
+        if name.strip().lower() == AUTO:
+            return self.sniff(columns, path), True
+        return self.from_str(name), False
