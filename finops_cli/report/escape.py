@@ -1,0 +1,98 @@
+"""Escape untrusted strings (tag values, team names, resource ids) for GitHub markdown and chart labels.
+
+Billing tags and ids are written by whoever created the resource, and they end up in a leadership
+report and in a pull-request comment. They must not break a table (``|``, newlines), start emphasis,
+code or a link (``*_`[]``), inject HTML (``<script>``), render maths (``$``), ping people (``@team``)
+or turn into clickable URLs. :func:`md_text` makes such a string inert, one line and bounded in
+length; :func:`md_table` builds a GFM table whose every cell goes through it.
+
+CommonMark lets any ASCII punctuation be backslash-escaped, so ``\\<script\\>`` renders as the literal
+text ``<script>`` and never as HTML; GFM splits table cells on unescaped ``|`` only.
+GitHub's mention and URL autolinking work on the rendered text, so a zero-width space
+(``&#8203;``) is placed after ``@`` and inside ``://`` / ``www.`` to defuse them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+#: Inline-significant markdown punctuation (CommonMark + GFM tables, strikethrough, maths).
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$&])")
+#: Unicode bidi overrides/isolates: can make "evil.exe" display as "exe.live" (Trojan Source).
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+_ZWSP = "&#8203;"
+DEFAULT_MAX_LEN = 80
+
+
+def one_line(value: object, max_len: int | None = DEFAULT_MAX_LEN) -> str:
+    """Make ``value`` a single printable line: control characters and line breaks become spaces,
+    runs of whitespace collapse, bidi overrides are dropped, and long strings are shortened in the
+    middle (``head…tail``) so two long ids stay distinguishable."""
+    text = "" if value is None else str(value)
+    text = _BIDI.sub("", text)
+    text = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in text)
+    text = " ".join(text.split())
+    if max_len is not None and len(text) > max_len:
+        keep = max(max_len - 1, 2)
+        head = (keep + 1) // 2
+        tail = keep - head
+        text = text[:head] + "…" + (text[-tail:] if tail else "")
+    return text
+
+
+def md_text(value: object, max_len: int | None = DEFAULT_MAX_LEN) -> str:
+    """Escape an untrusted string for inline GitHub markdown (prose or a table cell).
+
+    The result renders as exactly the (one-lined, possibly shortened) original text: no HTML, no
+    emphasis, no links, no table break, no mention.
+    """
+    text = _MD_SPECIAL.sub(r"\\\1", one_line(value, max_len))
+    text = text.replace("@", "@" + _ZWSP)
+    text = re.sub(r"(?i)(\w)://", lambda m: m.group(1) + ":" + _ZWSP + "//", text)
+    text = re.sub(r"(?i)\bwww\.", "www" + _ZWSP + ".", text)
+    return text
+
+
+def plot_label(value: object, max_len: int | None = 40) -> str:
+    """Make an untrusted string safe as a matplotlib label (``$`` would start mathtext)."""
+    return one_line(value, max_len).replace("$", r"\$")
+
+
+Align = Literal["left", "right", "center"]
+_ALIGN_MARK = {"left": ":---", "right": "---:", "center": ":---:"}
+
+
+def md_table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[object]],
+    align: Sequence[Align] | None = None,
+    *,
+    trusted: Sequence[bool] | None = None,
+    max_len: int | None = DEFAULT_MAX_LEN,
+) -> str:
+    """A GFM table; cells are escaped with :func:`md_text` unless ``trusted[i]`` marks column ``i``
+    as already-safe markdown (e.g. numbers we formatted ourselves).
+
+    Headers are escaped too. Returns the table without a trailing newline.
+    """
+    n = len(headers)
+    align = list(align or ["left"] * n)
+    trusted = list(trusted or [False] * n)
+    if len(align) != n or len(trusted) != n:
+        raise ValueError("headers, align and trusted must have the same length")
+    lines = [
+        "| " + " | ".join(md_text(h, None) for h in headers) + " |",
+        "| " + " | ".join(_ALIGN_MARK[a] for a in align) + " |",
+    ]
+    for row in rows:
+        if len(row) != n:
+            raise ValueError(f"row has {len(row)} cells, expected {n}")
+        cells = [
+            one_line(cell, None).replace("|", r"\|") if trusted[i] else md_text(cell, max_len)
+            for i, cell in enumerate(row)
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
