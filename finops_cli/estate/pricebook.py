@@ -1,0 +1,122 @@
+"""Reference tables shipped in ``pricebooks/``: loaders (no network; the CSVs are maintained by hand).
+
+Reference prices (``pricebooks/reference_prices.csv``): list on-demand, typical spot and API per-unit
+prices for common GPU offerings, each row with its ``source`` and the date it was read (``read_on``).
+A substrate may say ``price_ref: aws/p5.48xlarge/on_demand`` instead of a number; reports that used a
+reference price say how old it is (:func:`reference_price_age_days`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from datetime import date, datetime
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from finops_cli.errors import InputError
+
+REFERENCE_PRICES_FILE = "reference_prices.csv"
+_REF_COLUMNS = (
+    "provider",
+    "offering",
+    "term",
+    "accelerator",
+    "gpus",
+    "usd_per_instance_hour",
+    "usd_per_gpu_hour",
+    "unit",
+    "usd_per_unit",
+    "region",
+    "source",
+    "read_on",
+)
+
+
+def pricebook_dir() -> Path:
+    import pricebooks
+
+    return pricebooks.DIR
+
+
+@dataclass(frozen=True)
+class ReferencePrice:
+    """One row of ``reference_prices.csv``: ``ref`` is ``provider/offering/term``."""
+
+    ref: str
+    provider: str
+    offering: str
+    term: str  # on_demand | spot | reserved | api
+    accelerator: str | None
+    usd_per_gpu_hour: float | None
+    unit: str | None
+    usd_per_unit: float | None
+    region: str | None
+    source: str
+    read_on: date
+
+
+@lru_cache(maxsize=4)
+def _reference_table(path: Path) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise InputError("reference price table not found", path=path) from None
+    missing = [c for c in _REF_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"missing column(s) {missing}", path=path)
+    frame["ref"] = frame["provider"] + "/" + frame["offering"] + "/" + frame["term"]
+    for i, row in frame.iterrows():
+        where = f"line {int(i) + 2}"  # type: ignore[call-overload]
+        try:
+            datetime.strptime(row["read_on"], "%Y-%m-%d")
+        except ValueError:
+            raise InputError(f"read_on: expected YYYY-MM-DD, got {row['read_on']!r}", path=path, where=where) from None
+        if not row["source"]:
+            raise InputError("source: every reference price needs its source", path=path, where=where)
+        if not (row["usd_per_gpu_hour"] or row["usd_per_unit"]):
+            raise InputError("give usd_per_gpu_hour or usd_per_unit", path=path, where=where)
+    return frame
+
+
+def reference_prices(path: Path | None = None) -> pd.DataFrame:
+    """The reference price table (strings as read, plus a ``ref`` column ``provider/offering/term``)."""
+    return _reference_table(path or pricebook_dir() / REFERENCE_PRICES_FILE).copy()
+
+
+def _num(text: str) -> float | None:
+    return float(text) if text not in ("", None) else None
+
+
+def reference_price(ref: str, path: Path | None = None) -> ReferencePrice:
+    """Look up ``provider/offering/term``; an unknown ref is an :class:`InputError` suggesting close ones."""
+    table = _reference_table(path or pricebook_dir() / REFERENCE_PRICES_FILE)
+    rows = table[table["ref"] == ref]
+    if rows.empty:
+        close = difflib.get_close_matches(ref, table["ref"].tolist(), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(table['ref'].head(6))}, …"
+        raise InputError(f"price_ref {ref!r} is not in pricebooks/{REFERENCE_PRICES_FILE}{hint}")
+    row = rows.iloc[0]
+    return ReferencePrice(
+        ref=ref,
+        provider=row["provider"],
+        offering=row["offering"],
+        term=row["term"],
+        accelerator=row["accelerator"] or None,
+        usd_per_gpu_hour=_num(row["usd_per_gpu_hour"]),
+        unit=row["unit"] or None,
+        usd_per_unit=_num(row["usd_per_unit"]),
+        region=row["region"] or None,
+        source=row["source"],
+        read_on=datetime.strptime(row["read_on"], "%Y-%m-%d").date(),
+    )
+
+
+def reference_price_age_days(price: ReferencePrice, as_of: date | None = None) -> int:
+    """Whole days between the date the price was read and ``as_of`` (default: today, UTC)."""
+    from datetime import UTC
+
+    today = as_of or datetime.now(UTC).date()
+    return (today - price.read_on).days
