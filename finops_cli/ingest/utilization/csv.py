@@ -1,0 +1,178 @@
+"""Generic utilisation CSV (also CSV.gz, Parquet, JSON Lines through the shared readers).
+
+One row per device and sample: a timestamp (ISO-8601, epoch seconds or epoch milliseconds), a device
+(or a host plus a GPU index), a utilisation in 0–1 or 0–100, and optionally team, workload, resource id
+and host. Real traces name their columns their own way, so every column can be mapped with a flag
+(``--timestamp-col`` …); without one, common names are tried (see :data:`DEFAULTS`).
+
+dcgm-exporter data written as CSV works too: a ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` column is preferred
+over ``DCGM_FI_DEV_GPU_UTIL`` when both are present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from finops_cli.errors import InputError
+from finops_cli.ingest.readers import iter_batches, read_header, to_float
+from finops_cli.ingest.utilization.common import (
+    DEV_GPU_UTIL,
+    PROF_GR_ENGINE_ACTIVE,
+    accelerator_from_model_name,
+    check_utilization,
+    parse_timestamps,
+    raw_batch,
+)
+
+#: Column names tried, in order, when no mapping flag is given.
+DEFAULTS: dict[str, tuple[str, ...]] = {
+    "timestamp": ("timestamp", "time", "ts", "Timestamp", "datetime"),
+    "device": ("device_id", "device", "gpu_uuid", "UUID", "uuid"),
+    "util": ("utilization", "util", "gpu_utilization", PROF_GR_ENGINE_ACTIVE, DEV_GPU_UTIL, "gpu_util"),
+    "team": ("team",),
+    "workload": ("workload", "job"),
+    "resource": ("resource_id", "ResourceId", "instance_id"),
+    "host": ("host", "hostname", "Hostname", "node"),
+    "gpu": ("gpu", "gpu_index", "gpu_id"),
+    "accelerator": ("accelerator", "modelName", "gpu_model"),
+}
+
+
+@dataclass(frozen=True)
+class CsvMapping:
+    """Column-mapping flags of ``finops ingest utilization`` (None = try :data:`DEFAULTS`)."""
+
+    timestamp_col: str | None = None
+    device_col: str | None = None
+    util_col: str | None = None
+    team_col: str | None = None
+    workload_col: str | None = None
+    resource_col: str | None = None
+    host_col: str | None = None
+
+
+@dataclass
+class _Resolved:
+    columns: dict[str, str | None] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> str | None:
+        return self.columns.get(key)
+
+
+_FLAG = {
+    "timestamp": "--timestamp-col",
+    "device": "--device-col",
+    "util": "--util-col",
+    "team": "--team-col",
+    "workload": "--workload-col",
+    "resource": "--resource-col",
+    "host": "--host-col",
+}
+
+
+def resolve_columns(header: list[str], mapping: CsvMapping, path: Path) -> _Resolved:
+    """Pick the file's column for each role; name the missing one and the flag that maps it."""
+    have = set(header)
+    explicit = {
+        "timestamp": mapping.timestamp_col,
+        "device": mapping.device_col,
+        "util": mapping.util_col,
+        "team": mapping.team_col,
+        "workload": mapping.workload_col,
+        "resource": mapping.resource_col,
+        "host": mapping.host_col,
+    }
+    out: dict[str, str | None] = {}
+    for role, candidates in DEFAULTS.items():
+        chosen = explicit.get(role)
+        if chosen is not None:
+            if chosen not in have:
+                raise InputError(f"{_FLAG[role]} {chosen!r} is not a column (columns: {', '.join(header)})", path=path)
+            out[role] = chosen
+        else:
+            out[role] = next((c for c in candidates if c in have), None)
+    for role in ("timestamp", "util"):
+        if out[role] is None:
+            raise InputError(
+                f"no {role} column (tried {', '.join(DEFAULTS[role])}); name it with {_FLAG[role]}",
+                path=path,
+            )
+    if out["device"] is None and out["host"] is None:
+        raise InputError(
+            f"no device column (tried {', '.join(DEFAULTS['device'])}) and no host column; "
+            "name one with --device-col or --host-col",
+            path=path,
+        )
+    return _Resolved(out)
+
+
+def _strings(batch: pa.RecordBatch, name: str | None) -> pa.Array | None:
+    if name is None:
+        return None
+    col = batch.column(batch.schema.get_field_index(name))
+    return pc.cast(col, pa.string())
+
+
+def iter_csv(path: Path, mapping: CsvMapping) -> Iterator[pa.RecordBatch]:
+    """Yield raw batches; utilisation stays in the file's scale (the pipeline detects 0–1 vs 0–100)."""
+    header = read_header(path)
+    cols = resolve_columns(header, mapping, path)
+    wanted = [c for c in cols.columns.values() if c is not None]
+    util_col = cols["util"]
+    assert util_col is not None and cols["timestamp"] is not None
+    metric = util_col
+    for rb in iter_batches(path, columns=wanted, types={util_col: pa.float64()}):
+        batch, first = rb.batch, rb.first_row
+        ts = parse_timestamps(
+            batch.column(batch.schema.get_field_index(cols["timestamp"])),
+            path=path,
+            column=cols["timestamp"],
+            first_row=first,
+        )
+        util = to_float(
+            batch.column(batch.schema.get_field_index(util_col)), path=path, column=util_col, first_row=first
+        ).to_numpy(zero_copy_only=False)
+        check_utilization(util, path=path, column=util_col, first_row=first)
+        device = _strings(batch, cols["device"])
+        host = _strings(batch, cols["host"])
+        if device is None:
+            gpu = _strings(batch, cols["gpu"])
+            device = host if gpu is None else pc.binary_join_element_wise(host, pc.fill_null(gpu, ""), "/gpu")
+        if device.null_count:
+            bad = int(pc.index(pc.is_null(device), True).as_py())
+            raise InputError("empty device id", path=path, where=f"row {first + bad}, column {cols['device']!r}")
+        accel = _strings(batch, cols["accelerator"])
+        if accel is not None:
+            enc = pc.dictionary_encode(accel)
+            names = pa.array([accelerator_from_model_name(v) for v in enc.dictionary.to_pylist()], pa.string())
+            accel = pc.take(names, enc.indices)
+        resource = _strings(batch, cols["resource"])
+        yield raw_batch(
+            {
+                "timestamp_ns": ts,
+                "device_id": device,
+                "host": host,
+                "accelerator": accel,
+                "utilization": util,
+                "team": _strings(batch, cols["team"]),
+                "workload": _strings(batch, cols["workload"]),
+                "resource_id": resource if resource is not None else host,
+                "metric": pa.array(np.full(batch.num_rows, metric, dtype=object), pa.string()),
+            }
+        )
+
+
+def util_scale_hint(path: Path, mapping: CsvMapping) -> float | None:
+    """A scale known from the column's name (DCGM metrics), else None (detect from the values)."""
+    cols = resolve_columns(read_header(path), mapping, path)
+    if cols["util"] == DEV_GPU_UTIL:
+        return 100.0
+    if cols["util"] == PROF_GR_ENGINE_ACTIVE:
+        return 1.0
+    return None

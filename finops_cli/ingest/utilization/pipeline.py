@@ -1,0 +1,385 @@
+"""Utilisation ingest: parse → spill by device → infer intervals → atomic store write.
+
+Why a spill: a sample's interval is the time to the device's next sample, so each device's samples
+must be seen in time order, but traces interleave devices. Pass 1 streams the source and appends each
+batch to one of ``N`` bucket files chosen by a hash of the device id (``N`` grows with the source size,
+so one bucket stays a few hundred MB). Pass 2 loads one bucket at a time, sorts it by (device, time),
+and computes intervals. Memory is bounded by a bucket, not by the source.
+
+Interval rule (per device): the cadence is the median gap between consecutive samples. A sample stands
+for the gap to the next one when that gap is at most ``max_gap_factor`` × cadence, else for one cadence
+(the rest is a *gap*: neither busy nor idle, and it lowers coverage). The last sample stands for one
+cadence. A device seen once gets the source's median cadence (else ``default_interval_s``).
+
+Idempotency: each source (a file, or a directory of dcgm scrapes) is written under a key derived from
+its content and the options that change its meaning; ingesting it again replaces those files and its
+manifest entry. Everything happens in one store transaction, so an error or Ctrl-C leaves the store as
+it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from finops_cli.errors import InputError
+from finops_cli.ingest.readers import SUFFIXES, kind_of, read_header
+from finops_cli.ingest.registry import Registry
+from finops_cli.ingest.utilization.common import RAW_SCHEMA, STORE_SCHEMA
+from finops_cli.ingest.utilization.csv import DEFAULTS, CsvMapping, iter_csv, util_scale_hint
+from finops_cli.ingest.utilization.dcgm import SCRAPE_SUFFIXES, iter_dcgm
+from finops_cli.ingest.utilization.prometheus import iter_prometheus_range
+from finops_cli.store import Store
+from finops_cli.store.store import Transaction
+
+DATASET = "utilization"
+BUCKET_BYTES = 256 << 20
+DEFAULT_INTERVAL_S = 60.0
+MAX_GAP_FACTOR = 1.5
+
+_PROM_TEXT = "#prometheus-text"
+_PROM_RANGE = "#prometheus-range"
+
+#: Utilisation formats for ``--format``; sniffers see a file's columns, or a marker for non-tabular text.
+UTILIZATION_FORMATS: Registry[str] = Registry("utilisation format")
+UTILIZATION_FORMATS.register(
+    "dcgm",
+    aliases=["dcgm-exporter", "prometheus-text"],
+    sniff=lambda c: _PROM_TEXT in c,
+    description="dcgm-exporter scrape(s), Prometheus text format",
+)("dcgm")
+UTILIZATION_FORMATS.register(
+    "prometheus",
+    aliases=["prometheus-range", "promql"],
+    sniff=lambda c: _PROM_RANGE in c,
+    description="Prometheus /api/v1/query_range JSON",
+)("prometheus")
+UTILIZATION_FORMATS.register(
+    "csv",
+    aliases=["generic"],
+    sniff=lambda c: any(x in c for x in DEFAULTS["timestamp"]) and any(x in c for x in DEFAULTS["util"]),
+    description="generic CSV / CSV.gz / Parquet / JSON Lines, one row per device and sample",
+)("csv")
+
+
+@dataclass
+class SourceSummary:
+    """What one source contributed (also the manifest entry)."""
+
+    source: str
+    format: str
+    key: str
+    samples: int = 0
+    devices: int = 0
+    metrics: dict[str, int] = field(default_factory=dict)
+    util_scale: float = 1.0
+    util_scale_detected: bool = True
+    observed_seconds: float = 0.0
+    span_seconds: float = 0.0
+    months: list[str] = field(default_factory=list)
+    duplicates_dropped: int = 0
+
+    @property
+    def coverage(self) -> float:
+        """Observed seconds ÷ the devices' spans (first sample → last sample + one cadence)."""
+        return self.observed_seconds / self.span_seconds if self.span_seconds else 0.0
+
+
+@dataclass
+class UtilizationIngest:
+    """Result of :func:`ingest_utilization`."""
+
+    sources: list[SourceSummary]
+    rows_written: int
+
+    def to_dict(self) -> dict:
+        return {
+            "rows_written": self.rows_written,
+            "sources": [{**asdict(s), "coverage": s.coverage} for s in self.sources],
+        }
+
+
+# ------------------------------------------------------------------------------------ source discovery
+def _sources(paths: list[Path]) -> list[Path]:
+    """Files, and directories of scrape files (one source each); other directories are expanded."""
+    out: list[Path] = []
+    for p in paths:
+        if not p.exists():
+            raise InputError("no such file or directory", path=p)
+        if p.is_dir():
+            if any(f.is_file() and f.name.endswith(SCRAPE_SUFFIXES) for f in p.iterdir()):
+                out.append(p)
+                continue
+            files = sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file()
+                and f.name.lower().endswith((*SUFFIXES, *SCRAPE_SUFFIXES))
+                and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
+            )
+            if not files:
+                raise InputError("directory holds no utilisation files", path=p)
+            out.extend(files)
+        else:
+            out.append(p)
+    return out
+
+
+def _columns_for_sniffing(path: Path) -> frozenset[str]:
+    if path.is_dir() or path.name.endswith(SCRAPE_SUFFIXES):
+        return frozenset({_PROM_TEXT})
+    name = path.name.lower()
+    if name.endswith((".json", ".json.gz")):
+        import gzip
+
+        opener = gzip.open if name.endswith(".gz") else open
+        try:
+            with opener(path, "rt", encoding="utf-8") as fh:
+                head = fh.read(4096)
+        except (OSError, UnicodeDecodeError, EOFError) as exc:
+            raise InputError(f"cannot read: {exc}", path=path) from None
+        if '"resultType"' in head or ('"result"' in head and '"values"' in head):
+            return frozenset({_PROM_RANGE})
+    kind_of(path)
+    return frozenset(read_header(path))
+
+
+def _content_key(path: Path, fmt: str, options: dict) -> str:
+    h = hashlib.blake2b(digest_size=10)
+    h.update(json.dumps({"format": fmt, **options}, sort_keys=True).encode())
+    files = sorted(f for f in path.iterdir() if f.is_file()) if path.is_dir() else [path]
+    for f in files:
+        h.update(f.name.encode() if path.is_dir() else b"")
+        with open(f, "rb") as fh:
+            while chunk := fh.read(4 << 20):
+                h.update(chunk)
+    return f"{fmt}-{h.hexdigest()}"
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.iterdir() if f.is_file()) if path.is_dir() else path.stat().st_size
+
+
+# ------------------------------------------------------------------------------------------- pipeline
+def ingest_utilization(
+    store: Store,
+    paths: list[str | Path],
+    *,
+    fmt: str = "auto",
+    mapping: CsvMapping | None = None,
+    util_scale: float | None = None,
+    max_gap_factor: float = MAX_GAP_FACTOR,
+    default_interval_s: float = DEFAULT_INTERVAL_S,
+    on_rows: Callable[[int], None] | None = None,
+) -> UtilizationIngest:
+    """Ingest utilisation traces into the store's ``utilization`` dataset (partitioned by month).
+
+    Parameters
+    ----------
+    fmt
+        ``auto`` (sniff each source), ``dcgm``, ``prometheus`` or ``csv``.
+    util_scale
+        ``1`` (values are 0–1) or ``100`` (0–100); None detects it per source: a known DCGM metric has
+        its own scale, otherwise a maximum above 1 means percent.
+    max_gap_factor
+        A gap longer than this many cadences is not counted (see the module docstring).
+    on_rows
+        Progress callback, called with the number of samples parsed per batch.
+    """
+    mapping = mapping or CsvMapping()
+    if util_scale is not None and util_scale not in (1, 100):
+        raise InputError(f"--util-scale must be 1 or 100; got {util_scale:g}")
+    sources = _sources([Path(p) for p in paths])
+    summaries: list[SourceSummary] = []
+    with store.transaction() as tx:
+        for i, src in enumerate(sources):
+            entry, _ = UTILIZATION_FORMATS.resolve(fmt, _columns_for_sniffing(src), src)
+            name = entry.name
+            options = {
+                "mapping": asdict(mapping) if name == "csv" else None,
+                "util_scale": util_scale,
+                "max_gap_factor": max_gap_factor,
+            }
+            key = _content_key(src, name, options)
+            summary = SourceSummary(source=str(src), format=name, key=key)
+            batches = _parse(src, name, mapping)
+            hint = util_scale if util_scale is not None else (util_scale_hint(src, mapping) if name == "csv" else 1.0)
+            spill_dir = tx.staging / "_spill" / str(i)
+            n_buckets = max(1, math.ceil(_size(src) / BUCKET_BYTES))
+            max_util = _spill(batches, spill_dir, n_buckets, summary, on_rows)
+            if summary.samples == 0:
+                raise InputError("no utilisation samples found", path=src)
+            if hint is None:
+                scale, summary.util_scale_detected = (100.0 if max_util > 1.0 else 1.0), True
+            else:
+                scale, summary.util_scale_detected = float(hint), util_scale is None
+            if max_util / scale > 1.0 + 1e-9:
+                raise InputError(
+                    f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass --util-scale 100", path=src
+                )
+            summary.util_scale = scale
+            months: set[str] = set()
+            devices = 0
+            for b in range(n_buckets):
+                bucket = spill_dir / f"bucket-{b}.parquet"
+                if not bucket.exists():
+                    continue
+                table = pq.read_table(bucket)
+                devices += _write_bucket(
+                    tx, table, key, str(src), scale, max_gap_factor, default_interval_s, summary, months
+                )
+                bucket.unlink()
+            summary.devices = devices
+            summary.months = sorted(months)
+            tx.forget_source(key)
+            tx.record(
+                {
+                    "dataset": DATASET,
+                    "source_key": key,
+                    **{k: v for k, v in asdict(summary).items() if k != "key"},
+                    "coverage": summary.coverage,
+                }
+            )
+            summaries.append(summary)
+        rows = tx.rows_written
+    return UtilizationIngest(summaries, rows)
+
+
+def _parse(src: Path, name: str, mapping: CsvMapping) -> Iterator[pa.RecordBatch]:
+    if name == "dcgm":
+        return iter_dcgm(src)
+    if name == "prometheus":
+        return iter_prometheus_range(src)
+    return iter_csv(src, mapping)
+
+
+def _spill(
+    batches: Iterator[pa.RecordBatch],
+    spill_dir: Path,
+    n_buckets: int,
+    summary: SourceSummary,
+    on_rows: Callable[[int], None] | None,
+) -> float:
+    """Pass 1: append each batch's rows to the bucket of its device; return the maximum utilisation."""
+    spill_dir.mkdir(parents=True, exist_ok=True)
+    writers: dict[int, pq.ParquetWriter] = {}
+    max_util = -math.inf
+    try:
+        for batch in batches:
+            n = batch.num_rows
+            if n == 0:
+                continue
+            summary.samples += n
+            util_max = pc.max(batch.column("utilization")).as_py()
+            max_util = max(max_util, util_max if util_max is not None else -math.inf)
+            for item in pc.value_counts(batch.column("metric")).to_pylist():
+                m = item["values"] or "unknown"
+                summary.metrics[m] = summary.metrics.get(m, 0) + int(item["counts"])
+            if n_buckets == 1:
+                parts = {0: batch}
+            else:
+                enc = pc.dictionary_encode(batch.column("device_id"))
+                dict_bucket = np.array(
+                    [zlib.crc32(v.encode()) % n_buckets for v in enc.dictionary.to_pylist()], dtype=np.int32
+                )
+                bucket_of_row = dict_bucket[enc.indices.to_numpy(zero_copy_only=False)]
+                parts = {int(b): batch.filter(pa.array(bucket_of_row == b)) for b in np.unique(bucket_of_row)}
+            for b, part in parts.items():
+                w = writers.get(b)
+                if w is None:
+                    w = pq.ParquetWriter(spill_dir / f"bucket-{b}.parquet", RAW_SCHEMA, compression="lz4")
+                    writers[b] = w
+                w.write_batch(part)
+            if on_rows:
+                on_rows(n)
+    finally:
+        for w in writers.values():
+            w.close()
+    return max_util
+
+
+def _write_bucket(
+    tx: Transaction,
+    table: pa.Table,
+    key: str,
+    source: str,
+    scale: float,
+    max_gap_factor: float,
+    default_interval_s: float,
+    summary: SourceSummary,
+    months: set[str],
+) -> int:
+    """Pass 2 for one bucket: sort by (device, time), infer intervals, write per month. Returns devices."""
+    enc = pc.dictionary_encode(table.column("device_id")).combine_chunks()
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    ts = table.column("timestamp_ns").to_numpy()
+    order = np.lexsort((ts, codes))
+    codes, ts = codes[order], ts[order]
+    # Duplicate (device, timestamp) samples (overlapping scrapes): keep the last one read.
+    same_next = np.empty(len(ts), dtype=bool)
+    same_next[:-1] = codes[1:] == codes[:-1]
+    same_next[-1:] = False
+    delta = np.zeros(len(ts), dtype=np.int64)
+    delta[:-1] = ts[1:] - ts[:-1]
+    dup = same_next & (delta == 0)
+    if dup.any():
+        keep = ~dup
+        summary.duplicates_dropped += int(dup.sum())
+        order, codes, ts = order[keep], codes[keep], ts[keep]
+        same_next = np.empty(len(ts), dtype=bool)
+        same_next[:-1] = codes[1:] == codes[:-1]
+        same_next[-1:] = False
+        delta = np.zeros(len(ts), dtype=np.int64)
+        delta[:-1] = ts[1:] - ts[:-1]
+    n_dev = len(enc.dictionary)
+    gaps = pd.Series(delta[same_next] / 1e9).groupby(codes[same_next]).median()
+    cadence = np.full(n_dev, np.nan)
+    cadence[gaps.index.to_numpy()] = gaps.to_numpy()
+    fallback = float(np.nanmedian(cadence)) if np.isfinite(cadence).any() else default_interval_s
+    cadence = np.where(np.isfinite(cadence), cadence, fallback)
+    cad = cadence[codes]
+    delta_s = delta / 1e9
+    interval = np.where(same_next & (delta_s <= max_gap_factor * cad), delta_s, cad)
+    # Coverage: per device span = last − first + its last interval.
+    first_idx = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    last_idx = np.flatnonzero(~same_next)
+    summary.observed_seconds += float(interval.sum())
+    summary.span_seconds += float(((ts[last_idx] - ts[first_idx]) / 1e9 + interval[last_idx]).sum())
+
+    body = table.take(pa.array(order))
+    util = pc.divide(body.column("utilization"), scale) if scale != 1.0 else body.column("utilization")
+    out = pa.table(
+        {
+            "timestamp": pa.array(ts // 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            "interval_s": pa.array(interval, pa.float64()),
+            "device_id": body.column("device_id"),
+            "host": body.column("host"),
+            "accelerator": body.column("accelerator"),
+            "utilization": util,
+            "team": body.column("team"),
+            "workload": body.column("workload"),
+            "resource_id": body.column("resource_id"),
+            "metric": body.column("metric"),
+            "source": pa.repeat(pa.scalar(source, pa.string()), len(ts)),
+        },
+        schema=STORE_SCHEMA,
+    )
+    month_codes = ts.astype("datetime64[ns]").astype("datetime64[M]")
+    for m in np.unique(month_codes):
+        label = str(m)  # "2026-10"
+        months.add(label)
+        mask = month_codes == m
+        part = out if mask.all() else out.filter(pa.array(mask))
+        tx.write(DATASET, {"month": label}, key, part)
+    return n_dev
