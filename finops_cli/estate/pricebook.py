@@ -120,3 +120,93 @@ def reference_price_age_days(price: ReferencePrice, as_of: date | None = None) -
 
     today = as_of or datetime.now(UTC).date()
     return (today - price.read_on).days
+
+
+# --- GPU facts per instance type and GCP GPU SKU (pricebooks/instance_types.csv) ---------------------------------
+#
+# Billing lines name an instance type (``p5.48xlarge``, ``a3-highgpu-8g``, ``Standard_ND96isr_H100_v5``) or, for
+# GCP, a per-GPU SKU ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"); these helpers turn
+# them into (GPUs per instance, accelerator) so GPU-hours and the accelerator mix come out of the bill.
+
+INSTANCE_TYPES_FILE = "instance_types.csv"
+
+
+@dataclass(frozen=True)
+class GpuSkuFacts:
+    """What a GCP GPU SKU description says: the accelerator, how it is priced, and where."""
+
+    accelerator: str
+    pricing_category: str  # FOCUS: Dynamic (Spot Preemptible) | Committed (Commitment) | Standard
+    region_group: str | None  # "Americas", "EMEA", "APAC", or a region name, when the text has one
+
+
+@lru_cache(maxsize=1)
+def _instance_table() -> tuple[dict[tuple[str, str], tuple[int, str]], list[tuple[str, str]]]:
+    import csv
+
+    instances: dict[tuple[str, str], tuple[int, str]] = {}
+    skus: list[tuple[str, str]] = []
+    with open(pricebook_dir() / INSTANCE_TYPES_FILE, encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh):
+            if row["kind"] == "gpu_sku":
+                skus.append((row["instance_type"].lower(), row["accelerator"]))
+            else:
+                instances[(row["provider"].lower(), row["instance_type"].lower())] = (
+                    int(row["gpus"]),
+                    row["accelerator"],
+                )
+    # Longest stem first so "Nvidia H100 80GB Mega GPU" wins over "Nvidia H100 80GB GPU".
+    skus.sort(key=lambda s: -len(s[0]))
+    return instances, skus
+
+
+def instance_gpu_facts(provider: str, instance_type: str | None) -> tuple[int, str] | None:
+    """(GPUs per instance, accelerator) for a known instance type, else None.
+
+    ``provider`` is the store slug (aws, gcp, azure, coreweave, onprem); a type unknown for that provider but
+    listed under another one is accepted (FOCUS files from resellers name the underlying type).
+    """
+    if not instance_type:
+        return None
+    instances, _ = _instance_table()
+    key = instance_type.strip().lower()
+    hit = instances.get((provider.lower(), key))
+    if hit is not None:
+        return hit
+    for (_, name), facts in instances.items():
+        if name == key:
+            return facts
+    return None
+
+
+def gcp_gpu_sku_facts(description: str | None) -> GpuSkuFacts | None:
+    """Parse a GCP GPU SKU description, or None when it is not a GPU SKU.
+
+    ``"Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"`` → ``GpuSkuFacts("H100",
+    "Dynamic", "EMEA")``; ``"Commitment v1: Nvidia L4 GPU running in Americas for 1 Year"`` → Committed.
+    Core and RAM SKUs ("Spot Preemptible A3 Instance Core running in EMEA") return None.
+    """
+    import re
+
+    if not description:
+        return None
+    low = description.strip().lower()
+    _, skus = _instance_table()
+    accelerator = next((acc for stem, acc in skus if stem in low), None)
+    if accelerator is None:
+        m = re.search(r"nvidia (?:tesla )?([a-z]+\d+[a-z]?)\b.*\bgpu\b", low)
+        if not m:
+            return None
+        accelerator = m.group(1).upper()
+    region = re.search(r"running in (.+?)(?: for \d+ (?:year|month)s?)?$", description.strip(), re.IGNORECASE)
+    return GpuSkuFacts(accelerator, gcp_pricing_category(description), region.group(1).strip() if region else None)
+
+
+def gcp_pricing_category(description: str) -> str:
+    """FOCUS PricingCategory from a GCP SKU description: Spot/Preemptible → Dynamic, Commitment → Committed."""
+    low = description.lower()
+    if "spot" in low or "preemptible" in low:
+        return "Dynamic"
+    if low.startswith("commitment") or "commitment v" in low:
+        return "Committed"
+    return "Standard"

@@ -1,0 +1,115 @@
+"""The canonical billing line: FOCUS column names plus ``x_`` extensions, as stored in ``billing/``.
+
+Every billing parser emits exactly :data:`BILLING_SCHEMA` (same names, order and types), so every file
+of the store's ``billing`` dataset has one schema and DuckDB / Spark / Athena can read them as one table.
+
+Conventions
+-----------
+- Money columns are float64 in ``BillingCurrency`` (never summed across currencies).
+- Timestamps are ``timestamp[us, UTC]``; ChargePeriodEnd and BillingPeriodEnd are exclusive.
+- ``Tags`` is JSON object text (``{"team":"research","workload":"pretrain-70b"}``), keys sorted, provider
+  prefixes stripped (AWS ``user:team`` / ``user_team`` → ``team``). JSON text rather than a Parquet MAP
+  because every engine reads a string, and FOCUS defines Tags as a JSON key-value object.
+- ``x_GpuHours`` = usage hours × GPUs on the line (GPU-seconds / 3600 for GPU SKUs priced per GPU); 0 for
+  non-GPU lines and for non-usage lines (credits, tax, purchases, Savings Plan negation), so a plain sum
+  counts each GPU-hour once.
+- Partition columns (not stored in the files, rebuilt from the directory names): ``provider`` (lower-case
+  slug: aws | gcp | azure | coreweave | onprem | …) and ``billing_period`` (``YYYY-MM`` of BillingPeriodStart).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+
+#: (name, type, meaning). Order is the column order in every stored file.
+BILLING_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("BillingAccountId", pa.string(), "the account invoiced (AWS payer, GCP billing account, Azure billing account)"),
+    ("SubAccountId", pa.string(), "usage account / project / subscription"),
+    ("BillingPeriodStart", TS, "first instant of the invoice period"),
+    ("BillingPeriodEnd", TS, "exclusive end of the invoice period"),
+    ("ChargePeriodStart", TS, "start of the charge"),
+    ("ChargePeriodEnd", TS, "exclusive end of the charge"),
+    ("BilledCost", pa.float64(), "what the invoice charges for the line (BillingCurrency)"),
+    ("EffectiveCost", pa.float64(), "amortized cost: commitments spread over the usage they cover"),
+    ("ListCost", pa.float64(), "public on-demand price × quantity, where the source says it"),
+    ("BillingCurrency", pa.string(), "ISO 4217 code"),
+    ("ChargeCategory", pa.string(), "Usage | Purchase | Tax | Credit | Adjustment"),
+    ("ChargeClass", pa.string(), "Correction for corrections of earlier periods, else null"),
+    ("ChargeDescription", pa.string(), "the source's line description"),
+    ("PricingCategory", pa.string(), "Standard (on-demand) | Dynamic (spot) | Committed (RI/SP/reserved) | Other"),
+    ("CommitmentDiscountId", pa.string(), "reservation / savings plan / commitment id covering the line"),
+    ("ConsumedQuantity", pa.float64(), "usage amount in ConsumedUnit"),
+    ("ConsumedUnit", pa.string(), "Hours for instance time; the source unit otherwise"),
+    ("ResourceId", pa.string(), "instance / VM / node id"),
+    ("ResourceName", pa.string(), "display name of the resource"),
+    ("ServiceName", pa.string(), "e.g. Amazon Elastic Compute Cloud, Compute Engine, Virtual Machines"),
+    ("ServiceCategory", pa.string(), "Compute | Storage | Networking | … | Other"),
+    ("ProviderName", pa.string(), "who provides the resource (AWS, Google Cloud, Microsoft, CoreWeave, On-Premises)"),
+    ("PublisherName", pa.string(), "who publishes the service"),
+    ("InvoiceIssuerName", pa.string(), "who issues the invoice"),
+    ("RegionId", pa.string(), "provider region code (us-east-1, europe-west4, eastus, us-east-04)"),
+    ("AvailabilityZone", pa.string(), "zone, where the source has one"),
+    ("SkuId", pa.string(), "provider SKU id"),
+    ("Tags", pa.string(), "JSON object text, keys sorted, provider prefixes stripped"),
+    ("x_InstanceType", pa.string(), "instance / machine / node type (p5.48xlarge, a3-highgpu-8g, hgx-h100-8)"),
+    ("x_GpuCount", pa.int32(), "GPUs per instance of x_InstanceType (0 = none; null = unknown type)"),
+    ("x_AcceleratorType", pa.string(), "H100, A100, L4, … (null when no GPU)"),
+    ("x_GpuHours", pa.float64(), "GPU-hours of the line = usage hours × GPUs (0 for non-GPU and non-usage lines)"),
+    ("x_SourceFormat", pa.string(), "aws-cur | aws-cur2 | gcp | azure | focus"),
+    ("x_SourceFile", pa.string(), "file name the line came from"),
+    ("x_SourceRow", pa.int64(), "1-based data row in that file"),
+]
+
+BILLING_SCHEMA: pa.Schema = pa.schema([(n, t) for n, t, _ in BILLING_COLUMNS])
+BILLING_COLUMN_NAMES: list[str] = [n for n, _, _ in BILLING_COLUMNS]
+
+#: Hive partition columns of the ``billing`` dataset (see ``finops_cli.store.DATASETS``).
+PARTITION_COLUMNS: tuple[str, str] = ("provider", "billing_period")
+
+#: Schema of a batch handed to the store: the body plus the partition columns.
+BILLING_WRITE_SCHEMA: pa.Schema = BILLING_SCHEMA.append(pa.field("provider", pa.string())).append(
+    pa.field("billing_period", pa.string())
+)
+
+CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
+PRICING_CATEGORIES = ("Standard", "Dynamic", "Committed", "Other")
+
+#: Known provider names → partition slug; anything else is slugified (lower-case, [a-z0-9-]).
+PROVIDER_SLUGS: dict[str, str] = {
+    "aws": "aws",
+    "amazon web services": "aws",
+    "amazon web services, inc.": "aws",
+    "gcp": "gcp",
+    "google": "gcp",
+    "google cloud": "gcp",
+    "google cloud platform": "gcp",
+    "azure": "azure",
+    "microsoft": "azure",
+    "microsoft azure": "azure",
+    "coreweave": "coreweave",
+    "onprem": "onprem",
+    "on-prem": "onprem",
+    "on prem": "onprem",
+    "on-premises": "onprem",
+    "on premises": "onprem",
+}
+
+
+def provider_slug(name: str | None) -> str:
+    """Partition value for a ProviderName: ``"On-Premises"`` → ``onprem``, ``"Lambda Labs"`` → ``lambda-labs``."""
+    import re
+
+    if not name or not name.strip():
+        return "unknown"
+    key = name.strip().lower()
+    if key in PROVIDER_SLUGS:
+        return PROVIDER_SLUGS[key]
+    slug = re.sub(r"[^a-z0-9]+", "-", key).strip("-")
+    return slug or "unknown"
+
+
+def empty_billing_table() -> pa.Table:
+    """A zero-row table with the stored schema (for readers of an empty store)."""
+    return BILLING_SCHEMA.empty_table()
