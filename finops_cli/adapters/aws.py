@@ -1,0 +1,114 @@
+"""AWS through boto3: the only module that imports it.
+
+Credentials come from boto3's standard chain (environment, shared config/credentials files, SSO,
+instance/container roles); ``--aws-profile`` picks a named profile. Nothing here logs or returns a
+credential: error messages carry the region and the error code only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from finops_cli.errors import InputError
+
+_INSTALL_HINT = "boto3 is needed for AWS spot prices: pip install boto3"
+
+
+def _boto3() -> Any:
+    try:
+        import boto3
+    except ImportError:  # pragma: no cover - boto3 is a declared dependency
+        raise InputError(_INSTALL_HINT) from None
+    return boto3
+
+
+def ec2_client(region: str, profile: str | None = None) -> Any:
+    """An EC2 client for ``region`` from the standard credential chain (or ``profile``)."""
+    boto3 = _boto3()
+    from botocore.exceptions import ProfileNotFound
+
+    try:
+        session = boto3.Session(profile_name=profile, region_name=region)
+    except ProfileNotFound:
+        msg = f"AWS profile {profile!r} is not configured (see ~/.aws/config)"
+        raise InputError(msg, where="--aws-profile") from None
+    return session.client("ec2", region_name=region)
+
+
+def spot_price_history(
+    client: Any,
+    instance_types: Iterable[str],
+    *,
+    start_time: datetime | None = None,
+    end_time: datetime | None = None,
+    product_descriptions: Iterable[str] | None = ("Linux/UNIX",),
+) -> Iterator[dict[str, Any]]:
+    """Every ``SpotPriceHistory`` record of ``describe_spot_price_history``, following the paginator."""
+    kwargs: dict[str, Any] = {"InstanceTypes": list(instance_types)}
+    if start_time is not None:
+        kwargs["StartTime"] = start_time
+    if end_time is not None:
+        kwargs["EndTime"] = end_time
+    if product_descriptions:
+        kwargs["ProductDescriptions"] = list(product_descriptions)
+    paginator = client.get_paginator("describe_spot_price_history")
+    for page in paginator.paginate(**kwargs):
+        yield from page.get("SpotPriceHistory", [])
+
+
+@dataclass
+class RegionResults:
+    """Records fetched per region, and the regions that failed (region → one-line reason)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    failures: dict[str, str] = field(default_factory=dict)
+    per_region: dict[str, int] = field(default_factory=dict)
+
+
+def fetch_spot_prices(
+    regions: Iterable[str],
+    instance_types: Iterable[str],
+    *,
+    start_time: datetime | None = None,
+    end_time: datetime | None = None,
+    product_descriptions: Iterable[str] | None = ("Linux/UNIX",),
+    profile: str | None = None,
+    client_factory: Callable[[str], Any] | None = None,
+) -> RegionResults:
+    """Spot-price history for several regions; a failing region is reported and the rest kept."""
+    _boto3()
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+    factory = client_factory or (lambda region: ec2_client(region, profile))
+    out = RegionResults()
+    types = list(instance_types)
+    for region in regions:
+        try:
+            client = factory(region)
+            recs = list(
+                spot_price_history(
+                    client,
+                    types,
+                    start_time=start_time,
+                    end_time=end_time,
+                    product_descriptions=product_descriptions,
+                )
+            )
+        except NoCredentialsError:
+            out.failures[region] = "no AWS credentials found (configure a profile or environment credentials)"
+            continue
+        except ClientError as exc:
+            err = exc.response.get("Error", {})
+            out.failures[region] = f"{err.get('Code', 'ClientError')}: {err.get('Message', '')}".strip()
+            continue
+        except BotoCoreError as exc:
+            out.failures[region] = type(exc).__name__ + (f": {exc}" if "credential" not in str(exc).lower() else "")
+            continue
+        for r in recs:
+            r.setdefault("Region", region)
+        out.records.extend(recs)
+        out.per_region[region] = len(recs)
+    return out

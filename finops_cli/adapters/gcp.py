@@ -1,0 +1,72 @@
+"""GCP Cloud Billing Catalog through google-cloud-billing: the only module that imports it.
+
+``CloudCatalogClient.list_skus`` on Compute Engine (service ``6F81-5844-456A``) lists every SKU with its
+tiered rates. Credentials come from Application Default Credentials (``gcloud auth
+application-default login``, ``GOOGLE_APPLICATION_CREDENTIALS``, or the metadata server); nothing here
+logs them. Tests pass a ``transport`` (a subclass of the library's ``CloudCatalogTransport``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from finops_cli.errors import InputError
+
+COMPUTE_ENGINE_SERVICE = "services/6F81-5844-456A"
+_INSTALL_HINT = "google-cloud-billing is needed for GCP prices: pip install google-cloud-billing"
+
+
+def _billing() -> Any:
+    try:
+        from google.cloud import billing_v1
+    except ImportError:  # pragma: no cover - a declared dependency
+        raise InputError(_INSTALL_HINT) from None
+    return billing_v1
+
+
+def catalog_client(transport: Any = None) -> Any:
+    """A ``CloudCatalogClient`` (Application Default Credentials unless ``transport`` is given)."""
+    billing_v1 = _billing()
+    if transport is not None:
+        return billing_v1.CloudCatalogClient(transport=transport)
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        return billing_v1.CloudCatalogClient()
+    except DefaultCredentialsError:
+        raise InputError(
+            "no Google Cloud credentials found: run 'gcloud auth application-default login' "
+            "or set GOOGLE_APPLICATION_CREDENTIALS"
+        ) from None
+
+
+def list_skus(client: Any, service: str = COMPUTE_ENGINE_SERVICE) -> Iterator[Any]:
+    """Every SKU of ``service``; the client's pager follows ``next_page_token``."""
+    from google.api_core import exceptions as gexc
+
+    try:
+        yield from client.list_skus(parent=service)
+    except gexc.GoogleAPICallError as exc:
+        raise InputError(f"Cloud Billing Catalog: {type(exc).__name__}: {exc.message}") from None
+
+
+def rate_per_hour(sku: Any) -> tuple[float, str, Any] | None:
+    """(price per usage hour from the base tier, currency, effective time) of a SKU's first pricing info.
+
+    Money is ``units + nanos·1e-9``. The base tier is the one starting at usage 0. Usage units of
+    seconds or minutes are converted to hours; other units return None.
+    """
+    if not sku.pricing_info:
+        return None
+    info = sku.pricing_info[0]
+    expr = info.pricing_expression
+    tiers = sorted(expr.tiered_rates, key=lambda t: t.start_usage_amount)
+    if not tiers:
+        return None
+    price = tiers[0].unit_price
+    value = float(price.units) + float(price.nanos) * 1e-9
+    per = {"h": 1.0, "hour": 1.0, "min": 60.0, "s": 3600.0}.get(expr.usage_unit)
+    if per is None:
+        return None
+    return value * per, price.currency_code or "USD", info.effective_time

@@ -1,0 +1,329 @@
+"""Normalise spot-price records and merge them into the store (idempotent per price change)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from finops_cli.errors import InputError
+from finops_cli.store import Store
+
+DATASET = "spot_prices"
+_KEY = "prices"  # one file per (provider, month): merged, de-duplicated, replaced as a whole
+
+SPOT_SCHEMA = pa.schema(
+    [
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("region", pa.string()),
+        ("zone", pa.string()),
+        ("instance_type", pa.string()),
+        ("product_description", pa.string()),
+        ("price_kind", pa.string()),  # spot | on_demand
+        ("usd_per_instance_hour", pa.float64()),
+        ("gpus", pa.int32()),
+        ("accelerator", pa.string()),
+        ("usd_per_gpu_hour", pa.float64()),
+        ("source", pa.string()),  # aws-api | aws-cli-json | csv | gcp-catalog
+        ("sku_id", pa.string()),
+    ]
+)
+#: a price change is identified by these; re-ingesting one replaces it
+IDENTITY = ["timestamp", "region", "zone", "instance_type", "product_description", "price_kind"]
+
+# AvailabilityZoneId prefixes → region (ids are stable across accounts, names are not).
+_AZ_ID_PREFIX = {
+    "use1": "us-east-1",
+    "use2": "us-east-2",
+    "usw1": "us-west-1",
+    "usw2": "us-west-2",
+    "cac1": "ca-central-1",
+    "euw1": "eu-west-1",
+    "euw2": "eu-west-2",
+    "euw3": "eu-west-3",
+    "euc1": "eu-central-1",
+    "eun1": "eu-north-1",
+    "aps1": "ap-south-1",
+    "apne1": "ap-northeast-1",
+    "apne2": "ap-northeast-2",
+    "apse1": "ap-southeast-1",
+    "apse2": "ap-southeast-2",
+    "sae1": "sa-east-1",
+}
+_REGION_RE = re.compile(r"^([a-z]{2}(?:-gov)?-[a-z]+-\d+)")
+
+
+def region_of_zone(zone: str | None, zone_id: str | None = None) -> str | None:
+    """``us-east-1a`` → ``us-east-1``; ``use1-az4`` → ``us-east-1``; else None."""
+    if zone:
+        m = _REGION_RE.match(zone)
+        if m:
+            return m.group(1)
+    if zone_id:
+        return _AZ_ID_PREFIX.get(zone_id.split("-")[0])
+    return None
+
+
+def _gpu_facts(provider: str, instance_type: str) -> tuple[int, str] | None:
+    from finops_cli.estate.pricebook import instance_gpu_facts
+
+    return instance_gpu_facts(provider, instance_type)
+
+
+@dataclass
+class SpotIngest:
+    """What an ingest added: rows per (provider, month), per source, failures (region → reason)."""
+
+    rows_in: int = 0
+    rows_new: int = 0
+    partitions: list[dict[str, str]] = field(default_factory=list)
+    sources: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    unknown_instance_types: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows_in": self.rows_in,
+            "rows_new": self.rows_new,
+            "partitions": self.partitions,
+            "sources": self.sources,
+            "failures": self.failures,
+            "unknown_instance_types": self.unknown_instance_types,
+        }
+
+
+def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: object = None) -> pd.DataFrame:
+    """AWS-named records (API, CLI JSON or CSV) → the store's columns (without provider/month)."""
+    if not records:
+        return pd.DataFrame(columns=[f.name for f in SPOT_SCHEMA] + ["provider"])
+    df = pd.DataFrame.from_records(records)
+    label = "SpotPriceHistory" if source != "csv" else "row"
+    ts = pd.to_datetime(df["Timestamp"], utc=True, errors="coerce", format="ISO8601")
+    bad = ts.isna()
+    if bad.any():
+        i = int(bad.to_numpy().nonzero()[0][0])
+        raise InputError(
+            f"Timestamp {df['Timestamp'].iloc[i]!r}: expected ISO-8601 such as 2026-10-01T06:12:44+00:00",
+            path=path,
+            where=f"{label}[{i}]" if label != "row" else f"row {i + 1}",
+        )
+    price = pd.to_numeric(df["SpotPrice"], errors="coerce")
+    bad = price.isna() | (price < 0)
+    if bad.any():
+        i = int(bad.to_numpy().nonzero()[0][0])
+        raise InputError(
+            f"SpotPrice {df['SpotPrice'].iloc[i]!r}: expected a non-negative number (USD per instance-hour)",
+            path=path,
+            where=f"{label}[{i}]" if label != "row" else f"row {i + 1}",
+        )
+    zone = df["AvailabilityZone"] if "AvailabilityZone" in df else pd.Series([None] * len(df))
+    zone_id = df["AvailabilityZoneId"] if "AvailabilityZoneId" in df else pd.Series([None] * len(df))
+    zone = zone.where(zone.notna(), zone_id)
+    given_region = df["Region"] if "Region" in df else pd.Series([None] * len(df))
+    region = [
+        r
+        if isinstance(r, str) and r
+        else region_of_zone(z if isinstance(z, str) else None, zid if isinstance(zid, str) else None)
+        for r, z, zid in zip(given_region, df.get("AvailabilityZone", zone), zone_id, strict=True)
+    ]
+    provider = df["Provider"].fillna("aws").str.lower() if "Provider" in df else pd.Series(["aws"] * len(df))
+    return pd.DataFrame(
+        {
+            "provider": provider.to_numpy(),
+            "timestamp": ts.to_numpy(),
+            "region": region,
+            "zone": zone.to_numpy(),
+            "instance_type": df["InstanceType"].astype(str).to_numpy(),
+            "product_description": (
+                df["ProductDescription"] if "ProductDescription" in df else pd.Series([None] * len(df))
+            ).to_numpy(),
+            "price_kind": "spot",
+            "usd_per_instance_hour": price.to_numpy(dtype=float),
+            "source": source,
+            "sku_id": None,
+        }
+    )
+
+
+def gcp_skus_to_frame(skus: Iterable[Any], regions: list[str] | None = None) -> pd.DataFrame:
+    """GCP GPU SKUs (spot/preemptible and on-demand) → one row per SKU × service region.
+
+    GPU SKUs are priced per GPU-hour; each is stored as a one-GPU "instance" named ``gpu-<model>``
+    (``Nvidia H100 80GB GPU`` → ``gpu-h100-80gb``) with ``gpus = 1``. Commitment SKUs are skipped
+    (they are not a market price); non-USD catalogs are refused.
+    """
+    from finops_cli.adapters.gcp import rate_per_hour
+    from finops_cli.estate.pricebook import gcp_gpu_sku_facts
+
+    rows = []
+    wanted = set(regions or [])
+    for sku in skus:
+        cat = sku.category
+        if cat.resource_group != "GPU" and " GPU" not in sku.description:
+            continue
+        facts = gcp_gpu_sku_facts(sku.description)
+        if facts is None or facts.pricing_category == "Committed":
+            continue
+        if cat.usage_type not in ("OnDemand", "Preemptible", ""):
+            continue
+        rate = rate_per_hour(sku)
+        if rate is None:
+            continue
+        usd, currency, effective = rate
+        if currency != "USD":
+            raise InputError(f"Cloud Billing Catalog returned {currency} prices; only USD is supported")
+        kind = "spot" if facts.pricing_category == "Dynamic" or cat.usage_type == "Preemptible" else "on_demand"
+        m = re.search(r"nvidia\s+(?:tesla\s+)?(.+?)\s+gpu\b", sku.description, re.IGNORECASE)
+        model = (m.group(1) if m else facts.accelerator).lower().replace(" ", "-")
+        when = pd.Timestamp(effective) if effective else pd.Timestamp(datetime.now(UTC))
+        when = when.tz_localize(UTC) if when.tzinfo is None else when.tz_convert(UTC)
+        for region in sku.service_regions:
+            if wanted and region not in wanted:
+                continue
+            rows.append(
+                {
+                    "provider": "gcp",
+                    "timestamp": when,
+                    "region": region,
+                    "zone": None,
+                    "instance_type": f"gpu-{model}",
+                    "product_description": sku.description,
+                    "price_kind": kind,
+                    "usd_per_instance_hour": usd,
+                    "gpus": 1,
+                    "accelerator": facts.accelerator,
+                    "source": "gcp-catalog",
+                    "sku_id": sku.sku_id,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _attach_gpus(df: pd.DataFrame, unknown: set[str]) -> pd.DataFrame:
+    if "gpus" not in df:
+        df["gpus"] = None
+    if "accelerator" not in df:
+        df["accelerator"] = None
+    for (provider, itype), idx in df.groupby(["provider", "instance_type"]).groups.items():
+        if df.loc[idx, "gpus"].notna().all():
+            continue
+        facts = _gpu_facts(provider, itype)
+        if facts is None:
+            unknown.add(f"{provider}/{itype}")
+            continue
+        df.loc[idx, "gpus"] = facts[0]
+        df.loc[idx, "accelerator"] = facts[1]
+    gpus = pd.to_numeric(df["gpus"], errors="coerce")
+    df["gpus"] = gpus.astype("Int32")
+    df["usd_per_gpu_hour"] = df["usd_per_instance_hour"] / gpus
+    return df
+
+
+def write_prices(store: Store, frames: list[pd.DataFrame], result: SpotIngest) -> SpotIngest:
+    """Merge new rows into each (provider, month) partition: union, drop duplicate changes, replace."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return result
+    df = pd.concat(frames, ignore_index=True)
+    unknown: set[str] = set()
+    df = _attach_gpus(df, unknown)
+    result.unknown_instance_types = sorted(unknown)
+    df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True)
+    df["month"] = df["timestamp"].dt.strftime("%Y-%m")
+    result.rows_in += len(df)
+    with store.transaction() as tx:
+        for (provider, month), part in df.groupby(["provider", "month"], sort=True):
+            existing = store.read(DATASET, filter=(ds.field("provider") == provider) & (ds.field("month") == month))
+            new = pa.Table.from_pandas(part[[f.name for f in SPOT_SCHEMA]], schema=SPOT_SCHEMA, preserve_index=False)
+            if existing is not None and existing.num_rows:
+                old = existing.select([f.name for f in SPOT_SCHEMA]).cast(SPOT_SCHEMA)
+                merged = pa.concat_tables([old, new]).to_pandas()
+                before = len(old)
+            else:
+                merged = new.to_pandas()
+                before = 0
+            key = merged[IDENTITY].astype(str).agg("|".join, axis=1)
+            merged = merged.loc[~key.duplicated(keep="last")].sort_values(["instance_type", "zone", "timestamp"])
+            result.rows_new += len(merged) - before
+            table = pa.Table.from_pandas(merged, schema=SPOT_SCHEMA, preserve_index=False)
+            part_key = {"provider": str(provider), "month": str(month)}
+            tx.write(DATASET, part_key, _KEY, table)
+            tx.replace_partition(DATASET, part_key)
+            result.partitions.append(part_key)
+        tx.record({"dataset": DATASET, "source_key": f"spot:{datetime.now(UTC).isoformat()}", **result.to_dict()})
+    return result
+
+
+def ingest_spot_prices(
+    store: Store,
+    *,
+    files: list[str | Path] | None = None,
+    aws_regions: list[str] | None = None,
+    instance_types: list[str] | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    product_descriptions: list[str] | None = None,
+    aws_profile: str | None = None,
+    gcp: bool = False,
+    gcp_regions: list[str] | None = None,
+    aws_client_factory: Any = None,
+    gcp_transport: Any = None,
+) -> SpotIngest:
+    """Fetch or read spot prices and merge them into the store. See the module docstring for sources."""
+    from finops_cli.ingest.spot.files import read_aws_cli_json, read_table_feed
+
+    result = SpotIngest()
+    frames: list[pd.DataFrame] = []
+    for f in files or []:
+        path = Path(f)
+        if not path.is_file():
+            raise InputError("no such file", path=path)
+        name = path.name.lower()
+        if name.endswith((".json", ".json.gz")):
+            df = aws_records_to_frame(read_aws_cli_json(path), "aws-cli-json", path)
+        elif name.endswith((".csv", ".csv.gz", ".tsv", ".tsv.gz")):
+            rows, _ = read_table_feed(path)
+            df = aws_records_to_frame(rows, "csv", path)
+        else:
+            raise InputError("expected .json (AWS CLI output), .csv or .tsv", path=path)
+        result.sources[str(path)] = len(df)
+        frames.append(df)
+    if aws_regions:
+        if not instance_types:
+            raise InputError("--aws-region needs at least one --instance-type (e.g. p5.48xlarge)")
+        from finops_cli.adapters.aws import fetch_spot_prices
+
+        got = fetch_spot_prices(
+            aws_regions,
+            instance_types,
+            start_time=since,
+            end_time=until,
+            product_descriptions=product_descriptions if product_descriptions is not None else ["Linux/UNIX"],
+            profile=aws_profile,
+            client_factory=aws_client_factory,
+        )
+        result.failures.update({f"aws:{r}": msg for r, msg in got.failures.items()})
+        for region, n in got.per_region.items():
+            result.sources[f"aws:{region}"] = n
+        frames.append(aws_records_to_frame(got.records, "aws-api"))
+    if gcp:
+        from finops_cli.adapters.gcp import catalog_client, list_skus
+
+        client = catalog_client(transport=gcp_transport)
+        df = gcp_skus_to_frame(list_skus(client), gcp_regions)
+        if instance_types:
+            df = df[df["instance_type"].isin(instance_types)] if len(df) else df
+        result.sources["gcp:catalog"] = len(df)
+        frames.append(df)
+    if not frames:
+        raise InputError("nothing to ingest: give --file, --aws-region with --instance-type, or --gcp")
+    if all(len(f) == 0 for f in frames) and result.failures:
+        raise InputError("every source failed: " + "; ".join(f"{k}: {v}" for k, v in result.failures.items()))
+    return write_prices(store, frames, result)
