@@ -1,14 +1,222 @@
-"""finops plan — placeholder until implemented."""
+"""finops plan — the cheapest compliant substrate mix (MILP), with commitments and savings against the bill.
+
+Thin: parse options → :func:`finops_cli.api.plan` → render (rich tables, markdown or the JSON document).
+``--out`` always receives the JSON document (atomically), whatever ``--format`` prints.
+"""
 
 from __future__ import annotations
 
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from finops_cli.errors import InputError
+from finops_cli.cli.options import FleetOpt, FormatOpt, ModeOpt, OutputFormat, StoreOpt, WorkloadsOpt
+from finops_cli.cli.options import Mode as ModeEnum
+from finops_cli.cli.output import emit_text, stderr_console, stdout_console
+from finops_cli.cli.render import Col, money, money_table, pct, table_text
+
+
+class SolverChoice(StrEnum):
+    auto = "auto"
+    cbc = "cbc"
+    highs = "highs"
+
+
+def _tables(doc: dict) -> list:
+    cur = doc["currency"]
+    tables = []
+    # allocation by workload × substrate kind (GPU-hours and cost)
+    kinds = ["owned", "reserved", "spot", "on_demand", "api"]
+    by_w: dict[str, dict[str, float]] = {}
+    for a in doc["allocations"]:
+        row = by_w.setdefault(a["workload"], {})
+        row[a["kind"]] = row.get(a["kind"], 0.0) + a["cost"]
+        row["_gpuh"] = row.get("_gpuh", 0.0) + (a["gpu_hours"] if a["kind"] != "api" else 0.0)
+    present = [k for k in kinds if any(k in r for r in by_w.values())]
+    rows = [
+        [w, r.get("_gpuh", 0.0), *[r.get(k, 0.0) for k in present], sum(r.get(k, 0.0) for k in present)]
+        for w, r in sorted(by_w.items())
+    ]
+    tables.append(
+        money_table(
+            "Allocation by workload × substrate kind (usage cost)",
+            [Col("Workload"), Col("GPU-hours", "number"), *[Col(k, "money") for k in present], Col("Total", "money")],
+            rows,
+            totals=True,
+            currency=cur,
+        )
+    )
+    if doc["commitments"]:
+        tables.append(
+            money_table(
+                "Commitments to buy",
+                [Col("Substrate"), Col("Blocks", "number"), Col("GPUs", "number"), Col("Cost", "money")],
+                [[c["substrate"], c["blocks"], c["gpus"], c["cost"]] for c in doc["commitments"]],
+                totals=True,
+                currency=cur,
+            )
+        )
+    subs = doc.get("by_substrate") or []
+    t = doc["totals"]
+    base_label = "Billed" if t.get("baseline_source") == "billing" else "Merit order"
+    tables.append(
+        money_table(
+            f"Cost vs baseline ({base_label.lower()})",
+            [
+                Col("Substrate"),
+                Col("Kind"),
+                Col(base_label, "money"),
+                Col("Planned", "money"),
+                Col("Saving", "saving"),
+            ],
+            [
+                [
+                    s["substrate"],
+                    s["kind"],
+                    s["baseline_cost"],
+                    s["planned_cost"],
+                    (s["baseline_cost"] or 0) - s["planned_cost"],
+                ]
+                for s in subs
+                if s["planned_cost"] or s["baseline_cost"]
+            ],
+            totals=True,
+            currency=cur,
+        )
+    )
+    br = doc.get("savings_breakdown") or {}
+    lines = [
+        ["Planned cost", t["planned_cost"]],
+        ["  of which usage (incl. NETC overhead)", t.get("usage_cost")],
+        ["  of which NETC overhead", t.get("netc_overhead")],
+        ["  of which commitments bought", t.get("commitment_cost")],
+        ["  of which prepaid (sunk)", t["sunk_cost"]],
+        [f"Baseline ({base_label.lower()})", t["baseline_cost"]],
+        ["Merit-order reference", t.get("merit_order_cost")],
+    ]
+    tables.append(money_table("Totals", [Col("Item"), Col("Amount", "money")], lines, currency=cur))
+    if br:
+        tables.append(
+            money_table(
+                "Savings breakdown",
+                [Col("Bucket"), Col("Saving", "saving")],
+                [[k.replace("_", " "), v] for k, v in br.items()],
+                totals=["Savings", t["savings"]],
+                currency=cur,
+            )
+        )
+    return tables
+
+
+def _summary(doc: dict) -> str:
+    t, s, h = doc["totals"], doc["solver"], doc["horizon"]
+    cur = doc["currency"]
+    sav = t["savings"]
+    word = "saves" if (sav or 0) >= 0 else "costs"
+    return (
+        f"Plan {h['start'][:10]} +{h['hours']} h ({h['blocks']} blocks, mode {doc['mode']}): "
+        f"{money(t['planned_cost'], cur)} vs baseline {money(t['baseline_cost'], cur)} — {word} "
+        f"{money(abs(sav or 0), cur)} ({pct(abs(t['savings_pct'] or 0))}); reliability penalty (not money) "
+        f"{money(t['penalty'], cur)}. Solver {s['name']} {s['status']}, gap {pct(s['mip_gap'] or 0, decimals=3)}, "
+        f"{s['seconds']:.2f} s."
+    )
+
+
+def _markdown(doc: dict) -> str:
+    cur = doc["currency"]
+    t = doc["totals"]
+    out = [
+        "# Plan",
+        "",
+        _summary(doc),
+        "",
+        "| Workload | Substrate | Kind | GPU-hours | Units | Cost |",
+        "|---|---|---|--:|--:|--:|",
+    ]
+    out += [
+        f"| {a['workload']} | {a['substrate']} | {a['kind']} | {a['gpu_hours']:,.1f} | {a['units']:,.1f} | "
+        f"{money(a['cost'], cur)} |"
+        for a in doc["allocations"]
+    ]
+    if doc["commitments"]:
+        out += ["", "| Commitment | Blocks | GPUs | Cost |", "|---|--:|--:|--:|"]
+        out += [
+            f"| {c['substrate']} | {c['blocks']} | {c['gpus']:g} | {money(c['cost'], cur)} |"
+            for c in doc["commitments"]
+        ]
+    out += ["", "| Total | Amount |", "|---|--:|"]
+    for key in ("planned_cost", "sunk_cost", "baseline_cost", "savings", "merit_order_cost", "penalty"):
+        out.append(f"| {key.replace('_', ' ')} | {money(t.get(key), cur)} |")
+    return "\n".join(out) + "\n"
 
 
 def register(app: typer.Typer) -> None:
     @app.command("plan")
-    def _plan() -> None:
-        """Not implemented yet."""
-        raise InputError("finops plan is not implemented yet")
+    def _plan(
+        fleet: FleetOpt,
+        workloads: WorkloadsOpt,
+        store: StoreOpt = None,
+        horizon: Annotated[
+            str | None,
+            typer.Option("--horizon", help="YYYY-MM or START:HOURS (default: latest billing month in the store)."),
+        ] = None,
+        blocks: Annotated[
+            int | None, typer.Option("--blocks", help="Load-duration blocks (default 48; >= hours = hourly).", min=1)
+        ] = None,
+        mode: ModeOpt = ModeEnum.cost,
+        solver: Annotated[SolverChoice, typer.Option("--solver", help="cbc (default if present) or highs.")] = (
+            SolverChoice.auto
+        ),
+        time_limit: Annotated[float | None, typer.Option("--time-limit", help="Solver time limit, seconds.")] = None,
+        gap: Annotated[float | None, typer.Option("--gap", help="Relative MIP gap (default 0.0001).")] = None,
+        fmt: FormatOpt = OutputFormat.table,
+        out: Annotated[Path | None, typer.Option("--out", help="Also write the JSON plan document here.")] = None,
+    ) -> None:
+        """Plan the cheapest compliant substrate mix for the workloads' demand, with savings against the bill."""
+        from finops_cli import api
+
+        est = api.estate(fleet, workloads)
+        st = api.open_store(store) if (store is not None or _store_exists()) else None
+        result = api.plan(
+            est,
+            st,
+            horizon=horizon,
+            blocks=blocks,
+            mode=mode.value,
+            solver=solver.value,
+            time_limit=time_limit,
+            gap=gap,
+        )
+        doc = result.document.model_dump(mode="json")
+        text_json = json.dumps(doc, indent=2, allow_nan=False)
+        if out is not None:
+            emit_text(text_json, out)
+            stderr_console().print(f"wrote {out}")
+        for note in result.price_notes:
+            stderr_console().print(f"price: {note}")
+        if fmt == OutputFormat.json:
+            if out is None:
+                emit_text(text_json)
+            else:
+                emit_text(text_json)
+        elif fmt == OutputFormat.markdown:
+            emit_text(_markdown(doc))
+        else:
+            console = stdout_console()
+            if not console.is_terminal:
+                console.width = max(console.width, 140)  # piped: do not squeeze columns to ellipses
+            console.print(_summary(doc))
+            for table in _tables(doc):
+                console.print(table)
+
+
+def _store_exists() -> bool:
+    from finops_cli.store import resolve_store_root
+
+    return resolve_store_root(None).exists()
+
+
+__all__ = ["register", "table_text"]

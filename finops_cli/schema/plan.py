@@ -41,6 +41,11 @@ class Totals(_Doc):
     savings_pct: float | None
     sunk_cost: float
     penalty: float = 0.0  # reliability penalties: steer the plan, are not money
+    usage_cost: float | None = None  # GPU-hours (and API units) at marginal price, congestion + NETC included
+    commitment_cost: float | None = None  # commitments bought by the plan, whole horizon
+    netc_overhead: float | None = None  # part of usage_cost that preemptions add on spot (W − 1)
+    baseline_source: Literal["billing", "merit_order"] | None = None
+    merit_order_cost: float | None = None  # greedy merit-order dispatch of the same demand (always shown)
 
 
 class Allocation(_Doc):
@@ -65,6 +70,32 @@ class Unserved(_Doc):
     units: float
 
 
+class SavingsBreakdown(_Doc):
+    """Baseline − plan by substrate kind (docs/planner.md); the four add up to ``totals.savings``."""
+
+    idle_reclaimed: float  # owned + on_demand
+    spot_shift: float  # spot
+    commitment_sizing: float  # reserved (prepaid + bought)
+    api_overflow: float  # api
+
+
+class SubstrateCost(_Doc):
+    substrate: str
+    kind: str
+    planned_cost: float
+    baseline_cost: float | None = None
+    merit_order_cost: float | None = None
+
+
+class ClearingPrice(_Doc):
+    """Dual of a demand row: marginal cost of one more unit of the workload's output (block −1: horizon)."""
+
+    workload: str
+    block: int
+    hours: float
+    price_per_unit: float
+
+
 class PlanDocument(_Doc):
     schema_version: Literal[1] = SCHEMA_VERSION
     currency: str
@@ -74,3 +105,7 @@ class PlanDocument(_Doc):
     allocations: list[Allocation]
     commitments: list[Commitment]
     unserved: list[Unserved]
+    mode: Literal["cost", "reliability"] = "cost"
+    savings_breakdown: SavingsBreakdown | None = None
+    by_substrate: list[SubstrateCost] = Field(default_factory=list)
+    clearing_prices: list[ClearingPrice] = Field(default_factory=list)

@@ -1,0 +1,130 @@
+"""Load-duration blocks: a month of hourly demand in a few representative blocks.
+
+The plan has no link between consecutive hours (commitments and deferrable totals span the whole
+horizon, everything else is per hour), so the order of hours does not matter and hours with similar
+demand can be merged. Hours are ranked by their aggregate load (GPU-equivalents of the
+non-deferrable workloads, heaviest first); the single heaviest hour is block 0 (so the peak is kept
+exactly), and the remaining hours are cut into ``n − 1`` blocks of consecutive ranks whose sizes grow
+geometrically (short blocks near the peak, where capacity binds and averaging costs accuracy; long
+blocks in the trough). Each block carries its length in hours and each workload's *mean* demand per
+hour over its hours, so every workload's horizon total is kept exactly:
+
+.. math::
+
+    d_{w,b} = \\frac{1}{|H_b|} \\sum_{h \\in H_b} d_{w,h}, \\qquad \\sum_b |H_b| \\, d_{w,b} = \\sum_h d_{w,h}
+
+Averaging can only help the optimiser (any hourly plan averaged over a block is feasible for the
+block model at the same cost), so the block optimum is a lower bound on the hourly optimum; the
+benchmark measures the gap (``docs/performance.md``). With ``n ≥ hours`` every hour is its own block
+(full resolution).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: Default number of blocks; measured on the sample estate and the benchmark estates (docs/planner.md).
+DEFAULT_BLOCKS = 48
+
+#: Ratio between consecutive block lengths (after the peak hour); 1 would be equal-sized blocks.
+_GROWTH = 1.15
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """Blocks of hours with their lengths and the mean demand of each workload in each block.
+
+    Attributes
+    ----------
+    hours : ndarray, shape (n,)
+        Hours in each block.
+    hour_block : ndarray, shape (H,)
+        Block index of every hour of the horizon.
+    demand : DataFrame
+        Mean units per hour, index ``block`` (0…n-1), one column per workload.
+    """
+
+    hours: np.ndarray
+    hour_block: np.ndarray
+    demand: pd.DataFrame
+
+    @property
+    def n(self) -> int:
+        return len(self.hours)
+
+    @property
+    def total_hours(self) -> int:
+        return len(self.hour_block)
+
+
+def _block_sizes(n_hours: int, n_blocks: int) -> np.ndarray:
+    """Sizes (≥ 1, summing to ``n_hours``) of ``n_blocks`` blocks: 1 for the peak, then geometric growth."""
+    if n_blocks <= 1:
+        return np.array([n_hours])
+    rest, k = n_hours - 1, n_blocks - 1
+    raw = _GROWTH ** np.arange(k)
+    sizes = np.maximum(1, np.floor(raw / raw.sum() * rest)).astype(int)
+    # hand out the rounding remainder (or take back the excess) from the largest blocks
+    diff = rest - int(sizes.sum())
+    order = np.argsort(-raw)
+    i = 0
+    while diff != 0:
+        j = order[i % k]
+        if diff > 0:
+            sizes[j] += 1
+            diff -= 1
+        elif sizes[j] > 1:
+            sizes[j] -= 1
+            diff += 1
+        i += 1
+    return np.concatenate([[1], sizes])
+
+
+def load_duration_blocks(
+    demand: pd.DataFrame,
+    n_blocks: int,
+    *,
+    weights: Mapping[str, float] | None = None,
+    deferrable: Iterable[str] = (),
+) -> Blocks:
+    """Aggregate hourly demand (index hour, one column per workload, units/hour) into ``n_blocks`` blocks.
+
+    Parameters
+    ----------
+    demand
+        Units per hour, one row per hour of the horizon.
+    n_blocks
+        Number of blocks; ``n_blocks >= len(demand)`` keeps every hour (full resolution).
+    weights
+        GPU-hours per unit for each workload (``1 / throughput``), to rank hours by GPU load rather than by
+        units of different sizes; default 1.
+    deferrable
+        Workloads left out of the ranking (their work may move anywhere in the horizon).
+    """
+    n_hours = len(demand)
+    if n_hours == 0:
+        raise ValueError("demand has no hours")
+    if n_blocks < 1:
+        raise ValueError("n_blocks must be >= 1")
+    values = demand.to_numpy(dtype=float)
+    if n_blocks >= n_hours:
+        hour_block = np.arange(n_hours)
+        frame = pd.DataFrame(values, columns=demand.columns, index=pd.RangeIndex(n_hours, name="block"))
+        return Blocks(np.ones(n_hours), hour_block, frame)
+    skip = set(deferrable)
+    w = np.array([0.0 if c in skip else float((weights or {}).get(c, 1.0)) for c in demand.columns])
+    load = values @ w
+    order = np.argsort(-load, kind="stable")
+    sizes = _block_sizes(n_hours, n_blocks)
+    rank_block = np.repeat(np.arange(n_blocks), sizes)
+    hour_block = np.empty(n_hours, dtype=int)
+    hour_block[order] = rank_block
+    sums = np.zeros((n_blocks, values.shape[1]))
+    np.add.at(sums, hour_block, values)
+    means = sums / sizes[:, None]
+    frame = pd.DataFrame(means, columns=demand.columns, index=pd.RangeIndex(n_blocks, name="block"))
+    return Blocks(sizes.astype(float), hour_block, frame)

@@ -1,0 +1,135 @@
+"""Assemble the plan document (DESIGN §6, :class:`~finops_cli.schema.plan.PlanDocument`) from a solved plan."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+
+from finops_cli.core.baseline import BilledBaseline, savings_breakdown
+from finops_cli.planner import PlannerOutput
+from finops_cli.planner.baseline import sunk_by_substrate
+from finops_cli.schema.estate import Fleet
+from finops_cli.schema.plan import (
+    Allocation,
+    ClearingPrice,
+    Commitment,
+    Horizon,
+    PlanDocument,
+    SavingsBreakdown,
+    SolverInfo,
+    SubstrateCost,
+    Totals,
+    Unserved,
+)
+
+
+def _r(x: float, nd: int = 6) -> float:
+    return round(float(x), nd)
+
+
+def planned_by_substrate(out: PlannerOutput) -> pd.Series:
+    """Plan cost per substrate: usage + commitments bought + prepaid (sunk) capacity."""
+    return out.solution.cost_by_substrate().add(sunk_by_substrate(out.frame), fill_value=0.0)
+
+
+def plan_document(
+    out: PlannerOutput,
+    fleet: Fleet,
+    *,
+    start: datetime,
+    mode: str = "cost",
+    billed: BilledBaseline | None = None,
+) -> PlanDocument:
+    """The JSON contract of ``finops plan``: totals, allocations, commitments, shortages, prices."""
+    sol, frame = out.solution, out.frame
+    planned = sol.planned_cost
+    plan_by_s = planned_by_substrate(out)
+    merit = out.merit_order
+    use_billing = billed is not None and billed.lines_matched > 0
+    base_by_s = billed.cost_by_substrate if use_billing and billed is not None else merit.cost_by_substrate
+    baseline = float(base_by_s.sum())
+    savings = baseline - planned
+    breakdown = savings_breakdown(base_by_s, plan_by_s, fleet)
+    kinds = {s.id: s.kind for s in fleet.substrates}
+    ids = sorted(set(plan_by_s.index) | set(base_by_s.index) | set(merit.cost_by_substrate.index))
+    by_substrate = [
+        SubstrateCost(
+            substrate=sid,
+            kind=kinds.get(sid, "?"),
+            planned_cost=_r(plan_by_s.get(sid, 0.0)),
+            baseline_cost=_r(base_by_s.get(sid, 0.0)),
+            merit_order_cost=_r(merit.cost_by_substrate.get(sid, 0.0)),
+        )
+        for sid in ids
+    ]
+    info = sol.solve
+    solver = SolverInfo(
+        name=info.name,
+        status=info.status,
+        objective=None if info.objective is None else _r(info.objective),
+        mip_gap=info.mip_gap,
+        seconds=round(info.seconds, 4),
+        best_bound=None if info.best_bound is None else _r(info.best_bound),
+        build_seconds=round(out.build_seconds, 4),
+        dual_status=None if sol.dual_solve is None else sol.dual_solve.status,
+        variables=len(frame.rows),
+        groups=len(frame.groups),
+    )
+    totals = Totals(
+        planned_cost=_r(planned, 2),
+        baseline_cost=_r(baseline, 2),
+        savings=_r(savings, 2),
+        savings_pct=_r(savings / baseline, 6) if baseline > 0 else None,
+        sunk_cost=_r(sol.sunk_cost, 2),
+        penalty=_r(sol.penalty, 2),
+        usage_cost=_r(sol.usage_cost, 2),
+        commitment_cost=_r(sol.commitment_cost, 2),
+        netc_overhead=_r(float(sol.allocations["netc_overhead"].sum()) if len(sol.allocations) else 0.0, 2),
+        baseline_source="billing" if use_billing else "merit_order",
+        merit_order_cost=_r(merit.cost, 2),
+    )
+    allocations = [
+        Allocation(
+            workload=r.workload,
+            substrate=r.substrate,
+            kind=r.kind,
+            gpu_hours=_r(r.gpu_hours, 4),
+            units=_r(r.units, 4),
+            cost=_r(r.cost, 4),
+            penalty=_r(r.penalty, 4),
+            netc_overhead=_r(r.netc_overhead, 4),
+        )
+        for r in sol.allocations.itertuples()
+    ]
+    commitments = [
+        Commitment(substrate=r.substrate, blocks=int(r.blocks), gpus=float(r.gpus), cost=_r(r.cost, 2))
+        for r in sol.commitments.itertuples()
+        if r.blocks > 0
+    ]
+    unserved = [
+        Unserved(workload=r.workload, block=int(r.block), units=_r(r.units, 4), hours=r.hours)
+        for r in sol.unserved.itertuples()
+    ]
+    prices = [
+        ClearingPrice(workload=r.workload, block=int(r.block), hours=r.hours, price_per_unit=_r(r.usd_per_unit, 6))
+        for r in sol.clearing_prices.itertuples()
+    ]
+    return PlanDocument(
+        currency=fleet.currency,
+        horizon=Horizon(
+            start=start.isoformat().replace("+00:00", "Z"),
+            hours=frame.horizon_hours,
+            blocks=frame.blocks.n,
+            block_hours=[int(h) for h in frame.blocks.hours],
+        ),
+        solver=solver,
+        totals=totals,
+        allocations=allocations,
+        commitments=commitments,
+        unserved=unserved,
+        mode=mode,  # type: ignore[arg-type]
+        savings_breakdown=SavingsBreakdown(**{k: _r(v, 2) for k, v in breakdown.items()}),
+        by_substrate=by_substrate,
+        clearing_prices=prices,
+    )

@@ -1,0 +1,296 @@
+"""The plan frame: one row per decision variable, priced, before any solver object exists.
+
+Building the frame is where the model gets small (PERF-NOTES):
+
+1. **Compliant pairs only.** The gate (:func:`finops_cli.core.compliance.gate`) runs first; a
+   non-compliant (workload, substrate) pair never gets a row, so no price can buy it. A workload
+   with no compliant destination raises :class:`~finops_cli.core.compliance.NoCompliantDestination`
+   (exit 3) with the gate's reasons.
+2. **Priced segments.** Each compliant pair gets the convex congestion segments of
+   :func:`finops_cli.core.pricing.segments` (NETC multiplier and reliability penalty applied).
+   Spot that would never finish (λ·(t_lost + R) ≥ 1) is refused for that workload.
+3. **Dominated rows dropped.** A segment whose cost per unit is above the workload's cheapest
+   *unbounded* destination (an API, uncapped on-demand) can never be used in an optimum: moving that
+   work to the unbounded destination is cheaper and frees capacity. (Not applied to workloads with
+   ``max_parallel_gpus``, where GPUs, not money, may bind.)
+4. **Identical workloads grouped.** Workloads with the same priced rows (same compliant set, prices,
+   throughputs), the same deferrability and no parallel cap are one *group*: their demands add, and
+   the group's allocation is split back pro rata to demand, which is exact.
+5. **Blocks.** Rows exist per block of :mod:`finops_cli.planner.blocks`, not per hour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from finops_cli.core.compliance import NoCompliantDestination, gate
+from finops_cli.core.netc import SpotNeverFinishes
+from finops_cli.core.pricing import Mode, segments, units_per_gpu_hour
+from finops_cli.planner.blocks import Blocks, load_duration_blocks
+from finops_cli.schema.estate import Fleet, Substrate, Workload
+
+#: Columns of :attr:`PlanFrame.rows` (one row = one variable ``x``, GPUs in use on average in the block).
+ROW_COLUMNS = [
+    "group",
+    "substrate",
+    "segment",
+    "block",
+    "hours",
+    "usd_per_gpu_hour",
+    "penalty_per_gpu_hour",
+    "units_per_gpu_hour",
+    "is_api",
+]
+
+
+@dataclass
+class PlanFrame:
+    """Everything the model builder needs, as frames and arrays (no PuLP objects).
+
+    Attributes
+    ----------
+    rows
+        One row per variable; see :data:`ROW_COLUMNS`. ``hours`` is the block's length.
+    demand
+        Non-deferrable groups: mean units per hour, index (group, block), column ``units_per_hour``.
+    deferrable_units
+        Deferrable groups: units to serve anywhere in the horizon.
+    max_parallel_gpus
+        Groups with a cap on GPUs in use at once (per block).
+    capacity
+        Index (substrate, segment): ``fixed_gpus`` (None = unbounded) and ``gpus_per_commit_block``
+        (GPUs each purchasable block adds to this segment).
+    commitments
+        Purchasable substrates: ``block_gpus``, ``usd_per_gpu_hour``, ``max_blocks``, ``usd_per_block``
+        (price × block GPUs × horizon hours).
+    members
+        Workload → group, with the workload's share of its group's demand per block (``share``, shape
+        (n_blocks,)) used to split allocations back.
+    """
+
+    rows: pd.DataFrame
+    demand: pd.Series
+    deferrable_units: dict[str, float]
+    max_parallel_gpus: dict[str, float]
+    capacity: pd.DataFrame
+    commitments: pd.DataFrame
+    members: dict[str, tuple[str, np.ndarray]]
+    blocks: Blocks
+    horizon_hours: int
+    sunk_cost: float
+    substrates: dict[str, Substrate]
+    workloads: dict[str, Workload]
+    refused: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def groups(self) -> list[str]:
+        return sorted(set(self.rows["group"]))
+
+
+def _capacity_shares(substrate: Substrate, workload: Workload, fleet: Fleet, mode: Mode) -> list:
+    """Segments of ``substrate`` priced for ``workload``, with capacity per GPU of the substrate's size."""
+    if substrate.kind == "api" or (substrate.gpus is None and substrate.purchasable is None):
+        return segments(substrate, workload, fleet, mode)
+    unit = substrate.model_copy(update={"gpus": 1.0})
+    return segments(unit, workload, fleet, mode)
+
+
+def _priced_rows(workload: Workload, fleet: Fleet, mode: Mode) -> tuple[list[tuple], dict[str, list[str]]]:
+    """(substrate, segment, usd, penalty, units/GPU-hour, share-of-capacity or None, is_api) per compliant row."""
+    result = gate(workload, fleet)
+    excluded = dict(result.excluded)
+    rows: list[tuple] = []
+    for s in result.compliant:
+        try:
+            segs = _capacity_shares(s, workload, fleet, mode)
+        except SpotNeverFinishes as exc:
+            excluded[s.id] = [f"spot refused: {exc}"]
+            continue
+        thr = units_per_gpu_hour(s, workload)
+        for seg in segs:
+            rows.append((s.id, seg.index, seg.usd_per_gpu_hour, seg.penalty_per_gpu_hour, thr, seg.capacity_gpus))
+    if not rows:
+        raise NoCompliantDestination(workload.id, excluded)
+    return rows, excluded
+
+
+def _prune(rows: list[tuple], fleet: Fleet) -> list[tuple]:
+    """Drop rows dearer per unit than the workload's cheapest unbounded destination."""
+    unbounded = [
+        (usd + pen) / thr
+        for sid, _k, usd, pen, thr, cap in rows
+        if cap is None and fleet.substrate(sid).purchasable is None
+    ]
+    if not unbounded:
+        return rows
+    best = min(unbounded)
+    keep = [r for r in rows if (r[2] + r[3]) / r[4] <= best * (1 + 1e-12)]
+    # keep exactly one unbounded row at the best price (ties between unbounded rows are interchangeable)
+    seen_unbounded = False
+    out = []
+    for r in keep:
+        if r[5] is None and fleet.substrate(r[0]).purchasable is None:
+            if seen_unbounded:
+                continue
+            seen_unbounded = True
+        out.append(r)
+    return out
+
+
+def build_frame(
+    fleet: Fleet,
+    workloads: list[Workload],
+    demand: pd.DataFrame,
+    *,
+    n_blocks: int,
+    mode: Mode = "cost",
+    prune: bool = True,
+    group: bool = True,
+) -> PlanFrame:
+    """Price every compliant (workload, substrate, segment) and lay it out over load-duration blocks.
+
+    Parameters
+    ----------
+    fleet
+        Substrates with resolved numeric prices.
+    workloads
+        The workloads to plan; ``demand`` must have one column per workload id.
+    demand
+        Units per hour, one row per hour of the horizon.
+    n_blocks
+        Number of load-duration blocks (``>= hours`` = full resolution).
+    """
+    missing = [w.id for w in workloads if w.id not in demand.columns]
+    if missing:
+        raise ValueError(f"demand has no column for workloads {missing}")
+    horizon_hours = len(demand)
+    substrates = {s.id: s for s in fleet.substrates}
+    priced: dict[str, list[tuple]] = {}
+    refused: dict[str, list[str]] = {}
+    for w in workloads:
+        rows, excluded = _priced_rows(w, fleet, mode)
+        refused.update({f"{w.id}→{sid}": r for sid, r in excluded.items() if r and r[0].startswith("spot refused")})
+        priced[w.id] = _prune(rows, fleet) if prune and w.max_parallel_gpus is None else rows
+
+    # GPU-equivalents per unit, to rank hours by load: 1 / the workload's best throughput
+    weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
+    deferrable = [w.id for w in workloads if w.deferrable]
+    blocks = load_duration_blocks(demand[[w.id for w in workloads]], n_blocks, weights=weights, deferrable=deferrable)
+
+    # group identical workloads
+    group_of: dict[str, str] = {}
+    signature_group: dict[tuple, str] = {}
+    for w in workloads:
+        if not group or w.max_parallel_gpus is not None:
+            group_of[w.id] = w.id
+            continue
+        sig = (w.deferrable, tuple(sorted((r[0], r[1], r[2], r[3], r[4]) for r in priced[w.id])))
+        group_of[w.id] = signature_group.setdefault(sig, w.id)
+
+    n = blocks.n
+    block_demand = blocks.demand
+    group_rate: dict[str, np.ndarray] = {}
+    deferrable_units: dict[str, float] = {}
+    members: dict[str, tuple[str, np.ndarray]] = {}
+    for w in workloads:
+        g = group_of[w.id]
+        rate = block_demand[w.id].to_numpy(dtype=float)
+        if w.deferrable:
+            deferrable_units[g] = deferrable_units.get(g, 0.0) + float(demand[w.id].sum())
+        else:
+            group_rate[g] = group_rate.get(g, np.zeros(n)) + rate
+    for w in workloads:
+        g = group_of[w.id]
+        if w.deferrable:
+            total = deferrable_units[g]
+            share = np.full(n, float(demand[w.id].sum()) / total if total > 0 else 0.0)
+            if total <= 0:
+                share[:] = 1.0 / sum(1 for v in workloads if group_of[v.id] == g)
+        else:
+            rate = block_demand[w.id].to_numpy(dtype=float)
+            tot = group_rate[g]
+            count = sum(1 for v in workloads if group_of[v.id] == g)
+            share = np.divide(rate, tot, out=np.full(n, 1.0 / count), where=tot > 0)
+        members[w.id] = (g, share)
+
+    # rows: group × priced row × block
+    base = []
+    for gid in dict.fromkeys(group_of.values()):
+        for sid, k, usd, pen, thr, _cap in priced[gid]:
+            base.append((gid, sid, k, usd, pen, thr, substrates[sid].kind == "api"))
+    base_df = pd.DataFrame(
+        base,
+        columns=[
+            "group",
+            "substrate",
+            "segment",
+            "usd_per_gpu_hour",
+            "penalty_per_gpu_hour",
+            "units_per_gpu_hour",
+            "is_api",
+        ],
+    )
+    rows = base_df.loc[base_df.index.repeat(n)].reset_index(drop=True)
+    rows["block"] = np.tile(np.arange(n), len(base_df))
+    rows["hours"] = blocks.hours[rows["block"].to_numpy()]
+    rows = rows[ROW_COLUMNS]
+
+    demand_series = pd.Series(
+        {(g, b): float(r[b]) for g, r in group_rate.items() for b in range(n)}, dtype=float, name="units_per_hour"
+    )
+    if len(demand_series):
+        demand_series.index = pd.MultiIndex.from_tuples(demand_series.index, names=["group", "block"])
+
+    # capacity per (substrate, segment): shares × fixed GPUs, shares × block GPUs per commitment block
+    cap_rows = []
+    shares_seen: dict[tuple[str, int], float | None] = {}
+    for gid in dict.fromkeys(group_of.values()):
+        for sid, k, *_rest, cap in priced[gid]:
+            shares_seen.setdefault((sid, k), cap)
+    for (sid, k), share in shares_seen.items():
+        s = substrates[sid]
+        if share is None:
+            cap_rows.append((sid, k, np.nan, 0.0))
+            continue
+        # ``share``: GPUs of segment k per GPU of the substrate (degraded factor already applied)
+        fixed_gpus = share * (s.gpus or 0.0)
+        per_block = share * s.purchasable.block_gpus if s.purchasable is not None else 0.0
+        cap_rows.append((sid, k, fixed_gpus, per_block))
+    capacity = pd.DataFrame(cap_rows, columns=["substrate", "segment", "fixed_gpus", "gpus_per_commit_block"])
+    capacity = capacity.set_index(["substrate", "segment"]).sort_index()
+
+    commit_rows = [
+        (
+            s.id,
+            s.purchasable.block_gpus,
+            s.purchasable.price_per_gpu_hour,
+            s.purchasable.max_blocks,
+            s.purchasable.price_per_gpu_hour * s.purchasable.block_gpus * horizon_hours,
+        )
+        for s in fleet.substrates
+        if s.purchasable is not None and s.purchasable.max_blocks > 0 and s.status != "down"
+    ]
+    commitments = pd.DataFrame(
+        commit_rows, columns=["substrate", "block_gpus", "usd_per_gpu_hour", "max_blocks", "usd_per_block"]
+    ).set_index("substrate")
+
+    sunk = sum(s.committed_per_gpu_hour * (s.gpus or 0.0) for s in fleet.substrates) * horizon_hours
+    max_parallel = {w.id: float(w.max_parallel_gpus) for w in workloads if w.max_parallel_gpus is not None}
+    return PlanFrame(
+        rows=rows,
+        demand=demand_series,
+        deferrable_units=deferrable_units,
+        max_parallel_gpus=max_parallel,
+        capacity=capacity,
+        commitments=commitments,
+        members=members,
+        blocks=blocks,
+        horizon_hours=horizon_hours,
+        sunk_cost=float(sunk),
+        substrates=substrates,
+        workloads={w.id: w for w in workloads},
+        refused=refused,
+    )

@@ -1,0 +1,156 @@
+"""Read a solved plan back: allocations per workload and substrate, commitments, shortages and duals.
+
+Money, per allocation row ``i`` with value ``x_i`` in block ``b``:
+
+- GPU-hours ``= h_b · x_i``; units ``= a_i · h_b · x_i``;
+- cost ``= p_i · h_b · x_i`` (marginal price incl. congestion and the NETC multiplier ``W``);
+- NETC overhead ``= cost · (1 − 1/W)`` (what preemptions add on spot);
+- penalty ``= ρ_i · h_b · x_i`` (reliability steering, **not** money).
+
+Group rows are split back to their member workloads pro rata to demand (exact for identical members).
+The clearing price of workload ``w`` in block ``b`` is the dual of ``demand-{g}-{b}`` divided by
+``h_b`` (currency per unit), read from the LP re-solved with the commitment blocks fixed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from finops_cli.core.pricing import spot_multiplier
+from finops_cli.planner.model import PlanModel
+from finops_cli.planner.solve import SolveInfo
+
+#: Values below this (GPUs, units/hour) are solver noise.
+TOL = 1e-7
+
+
+@dataclass
+class PlanSolution:
+    """A solved plan in frames (money in the fleet's currency, quantities over the horizon)."""
+
+    solve: SolveInfo
+    usage: pd.DataFrame  # workload, substrate, kind, block, gpu_hours, units, cost, penalty
+    allocations: pd.DataFrame  # workload, substrate, kind, gpu_hours, units, cost, penalty, netc_overhead
+    commitments: pd.DataFrame  # substrate, blocks, gpus, cost
+    unserved: pd.DataFrame  # workload, block, hours, units, units_per_hour
+    clearing_prices: pd.DataFrame  # workload, block, hours, usd_per_unit
+    usage_cost: float
+    commitment_cost: float
+    penalty: float
+    sunk_cost: float
+    dual_solve: SolveInfo | None = None
+
+    @property
+    def planned_cost(self) -> float:
+        """Full cost of the plan over the horizon: usage + new commitments + prepaid (sunk) capacity."""
+        return self.usage_cost + self.commitment_cost + self.sunk_cost
+
+    def cost_by_substrate(self) -> pd.Series:
+        """Usage + new commitments + sunk prepaid cost, per substrate id."""
+        cost = self.allocations.groupby("substrate")["cost"].sum()
+        if not self.commitments.empty:
+            cost = cost.add(self.commitments.set_index("substrate")["cost"], fill_value=0.0)
+        return cost
+
+
+def _members_frame(m: PlanModel) -> pd.DataFrame:
+    n = m.frame.blocks.n
+    parts = [
+        pd.DataFrame({"workload": w, "group": g, "block": np.arange(n), "share": share})
+        for w, (g, share) in m.frame.members.items()
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def read_solution(m: PlanModel, solve: SolveInfo, dual_solve: SolveInfo | None = None) -> PlanSolution:
+    """Turn variable values (and duals, when the LP was re-solved) into a :class:`PlanSolution`."""
+    frame = m.frame
+    rows = frame.rows
+    values = np.array([v.varValue or 0.0 for v in m.x], dtype=float)
+    values[values < TOL] = 0.0
+    used = rows[values > 0].copy()
+    x = values[values > 0]
+    used["gpu_hours"] = x * used["hours"].to_numpy()
+    used["units"] = used["gpu_hours"] * used["units_per_gpu_hour"]
+    used["cost"] = used["gpu_hours"] * used["usd_per_gpu_hour"]
+    used["penalty"] = used["gpu_hours"] * used["penalty_per_gpu_hour"]
+    members = _members_frame(m)
+    per_w = used.merge(members, on=["group", "block"], how="inner")
+    for col in ("gpu_hours", "units", "cost", "penalty"):
+        per_w[col] = per_w[col] * per_w["share"]
+    per_w["kind"] = per_w["substrate"].map(lambda s: frame.substrates[s].kind)
+    usage = (
+        per_w.groupby(["workload", "substrate", "kind", "block"], as_index=False)[
+            ["gpu_hours", "units", "cost", "penalty"]
+        ]
+        .sum()
+        .sort_values(["workload", "substrate", "block"], ignore_index=True)
+    )
+    allocations = usage.groupby(["workload", "substrate", "kind"], as_index=False)[
+        ["gpu_hours", "units", "cost", "penalty"]
+    ].sum()
+
+    def _netc(row: pd.Series) -> float:
+        if row["kind"] != "spot":
+            return 0.0
+        wmul = spot_multiplier(frame.substrates[row["substrate"]], frame.workloads[row["workload"]])
+        return float(row["cost"]) * (1 - 1 / wmul)
+
+    allocations["netc_overhead"] = allocations.apply(_netc, axis=1) if len(allocations) else 0.0
+
+    commit_rows = []
+    for sid, var in m.commit.items():
+        blocks = round(var.value() or 0.0)
+        info = frame.commitments.loc[sid]
+        commit_rows.append((sid, blocks, blocks * float(info["block_gpus"]), blocks * float(info["usd_per_block"])))
+    commitments = pd.DataFrame(commit_rows, columns=["substrate", "blocks", "gpus", "cost"])
+
+    hours = frame.blocks.hours
+    short = []
+    for (g, b), var in m.unserved.items():
+        u = var.value() or 0.0
+        if u > TOL * max(1.0, float(frame.demand[(g, b)])):
+            for w, (wg, share) in frame.members.items():
+                if wg == g and share[b] > 0:
+                    short.append((w, int(b), float(hours[b]), u * share[b] * hours[b], u * share[b]))
+    for g, var in m.unserved_deferrable.items():
+        u = var.value() or 0.0
+        if u > TOL * max(1.0, frame.deferrable_units[g]):
+            for w, (wg, share) in frame.members.items():
+                if wg == g and share[0] > 0:
+                    short.append((w, -1, float(frame.horizon_hours), u * share[0], u * share[0] / frame.horizon_hours))
+    unserved = pd.DataFrame(short, columns=["workload", "block", "hours", "units", "units_per_hour"])
+
+    prices = []
+    if dual_solve is not None or not m.has_integers:
+        for (g, b), row in m.demand_rows.items():
+            pi = row.pi
+            if pi is None:
+                continue
+            for w, (wg, _share) in frame.members.items():
+                if wg == g:
+                    prices.append((w, int(b), float(hours[b]), float(pi) / float(hours[b])))
+        for g, row in m.defer_rows.items():
+            if row.pi is None:
+                continue
+            for w, (wg, _share) in frame.members.items():
+                if wg == g:
+                    prices.append((w, -1, float(frame.horizon_hours), float(row.pi)))
+    clearing = pd.DataFrame(prices, columns=["workload", "block", "hours", "usd_per_unit"])
+
+    return PlanSolution(
+        solve=solve,
+        usage=usage,
+        allocations=allocations,
+        commitments=commitments,
+        unserved=unserved,
+        clearing_prices=clearing,
+        usage_cost=float(allocations["cost"].sum()) if len(allocations) else 0.0,
+        commitment_cost=float(commitments["cost"].sum()) if len(commitments) else 0.0,
+        penalty=float(allocations["penalty"].sum()) if len(allocations) else 0.0,
+        sunk_cost=frame.sunk_cost,
+        dual_solve=dual_solve,
+    )
