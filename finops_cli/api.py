@@ -155,4 +155,29 @@ def plan(
 
 # --- report, gate ---------------------------------------------------------------------------------
 
+
+if TYPE_CHECKING:  # report/gate types for annotations only; the imports stay local to the functions
+    from finops_cli.report.gate import GateResult, Thresholds
+    from finops_cli.schema.plan import PlanDocument
+
+
+def gate(
+    plan: PlanDocument | dict | str | Path,
+    baseline: PlanDocument | dict | str | Path | None = None,
+    thresholds: Thresholds | None = None,
+) -> GateResult:
+    """Check a new plan against a baseline plan and thresholds (``finops gate``).
+
+    ``plan``/``baseline``: a :class:`~finops_cli.schema.plan.PlanDocument`, a decoded dict or a path.
+    ``thresholds``: :class:`~finops_cli.report.gate.Thresholds`. Returns a
+    :class:`~finops_cli.report.gate.GateResult`; raises :class:`~finops_cli.errors.InputError` on
+    unreadable, invalid or mismatched plans (different currency, horizon or schema version).
+    """
+    from finops_cli.report.gate import evaluate, plan_or_path
+
+    new = plan_or_path(plan)
+    base = plan_or_path(baseline) if baseline is not None else None
+    return evaluate(new, base, thresholds)
+
+
 # --- simulate -------------------------------------------------------------------------------------

@@ -16,7 +16,6 @@ API (keep it small)::
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,48 +25,17 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
+from finops_cli.report.format import compact_money, money, number, pct
+
+__all__ = ["Col", "compact_money", "money", "money_table", "number", "pct", "table_text"]
 
 ColumnKind = Literal["text", "money", "delta", "saving", "pct", "delta_pct", "number"]
 
 #: Rich styles: ``delta`` is an increase-is-bad column (cost change), ``saving`` an increase-is-good one.
 GOOD = "green"
+BAD = "red"
 #: Like ``box.SIMPLE_HEAD`` but with a rule above the totals section.
 _BOX = box.Box("    \n    \n ── \n    \n ── \n ── \n    \n    \n", ascii=False)
-BAD = "red"
-
-
-def money(value: float | None, currency: str = "USD", *, signed: bool = False, decimals: int = 2) -> str:
-    """Format an amount of money: ``$1,234.50``, ``-$20.00``, ``1,234.50 CHF``; ``—`` for None/NaN.
-
-    ``signed=True`` puts ``+`` on positive amounts (for deltas).
-    """
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    amount = round(float(value), decimals)
-    if amount == 0:
-        amount = 0.0  # no "-$0.00"
-    sign = "-" if amount < 0 else ("+" if signed and amount > 0 else "")
-    body = f"{abs(amount):,.{decimals}f}"
-    symbol = _SYMBOLS.get(currency.upper())
-    return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency.upper()}"
-
-
-def pct(fraction: float | None, *, signed: bool = False, decimals: int = 1) -> str:
-    """Format a fraction as a percentage: ``0.125`` → ``12.5%``; ``—`` for None/NaN."""
-    if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
-        return "—"
-    value = round(float(fraction) * 100, decimals)
-    if value == 0:
-        value = 0.0
-    return f"{value:+.{decimals}f}%" if signed else f"{value:.{decimals}f}%"
-
-
-def number(value: float | None, decimals: int = 0) -> str:
-    """Format a quantity (GPU-hours, units) with thousands separators; ``—`` for None/NaN."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{float(value):,.{decimals}f}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,500 @@
+"""The CI cost gate: compare a new plan with a baseline plan and a budget, rule by rule (pure, no I/O
+except :func:`read_plan`).
+
+Rules (each optional; every failed rule is reported, not just the first):
+
+- ``budget``            planned_cost ≤ budget
+- ``max-increase-pct``  delta_pct = 100 · (planned − baseline) / baseline ≤ P
+- ``max-increase-usd``  delta = planned − baseline ≤ U   (in the plans' currency)
+- ``max-spot-share``    spot_share = Σ cost of spot allocations / Σ cost of all allocations ≤ S (a fraction)
+
+The baseline is the ``--baseline`` plan's ``totals.planned_cost`` (the target branch's plan); without
+one, the new plan's own ``totals.baseline_cost`` (what the billing store says the same demand cost).
+Mismatched inputs (currency, horizon, schema version) raise :class:`InputError`: comparing them would
+be meaningless, so the gate refuses rather than passing or failing on nonsense.
+
+Renderers here return strings (``json``, ``markdown``, ``github``); the terminal ``text`` rendering
+lives in ``cli/gate.py`` because only the CLI uses rich.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from finops_cli.errors import InputError
+from finops_cli.report.escape import md_table, md_text
+from finops_cli.report.format import money as _money
+from finops_cli.schema.plan import SCHEMA_VERSION, PlanDocument
+
+GATE_SCHEMA_VERSION = 1
+MARKER = "<!-- finops-gate -->"
+#: GitHub rejects issue/PR comments longer than 65,536 characters; keep a margin for the workflow's own text.
+GITHUB_COMMENT_LIMIT = 65_536
+_GITHUB_BUDGET = GITHUB_COMMENT_LIMIT - 2_048
+#: Above this many detail rows the per-workload table is folded into ``<details>``.
+DETAILS_FOLD_ROWS = 15
+COMMITMENTS_ROW = "(new commitments)"
+FIXED_ROW = "(sunk and fixed costs)"
+
+
+# --- reading plan documents ------------------------------------------------------------------------
+
+
+def parse_plan(data: Any, source: str | Path = "plan") -> PlanDocument:
+    """Validate a decoded plan JSON document; errors name the source and the field path."""
+    if isinstance(data, PlanDocument):
+        return data
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object (a finops plan document)", path=source)
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError(
+            f"schema_version {version!r} is not supported; this finops reads plan schema version {SCHEMA_VERSION}"
+            " (re-run `finops plan --out ...` with this version)",
+            path=source,
+        )
+    try:
+        return PlanDocument.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        raise InputError(f"{first['msg']} (not a valid plan document)", path=source, where=where) from None
+
+
+def read_plan(path: str | Path) -> PlanDocument:
+    """Read and validate a plan JSON file (``finops plan --out plan.json``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found (expected a plan JSON from `finops plan --out`)", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not valid JSON: {exc.msg}", path=path, where=f"line {exc.lineno}, column {exc.colno}"
+        ) from None
+    return parse_plan(data, path)
+
+
+def plan_or_path(plan: PlanDocument | dict | str | Path) -> PlanDocument:
+    """Accept a document, a decoded dict or a path (the API's convenience)."""
+    if isinstance(plan, PlanDocument):
+        return plan
+    if isinstance(plan, dict):
+        return parse_plan(plan)
+    return read_plan(plan)
+
+
+# --- the gate --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The gate's rules; ``None`` = rule not checked. ``max_spot_share`` is a fraction (0.3 = 30 %)."""
+
+    budget: float | None = None
+    max_increase_pct: float | None = None
+    max_increase_usd: float | None = None
+    max_spot_share: float | None = None
+
+    def validate(self) -> None:
+        for name, value in asdict(self).items():
+            flag = "--" + name.replace("_", "-")
+            if value is not None and not math.isfinite(value):
+                raise InputError(f"{flag}: expected a finite number, got {value}")
+        if self.budget is not None and self.budget < 0:
+            raise InputError(f"--budget: expected an amount ≥ 0, got {self.budget}")
+        if self.max_spot_share is not None and not 0 <= self.max_spot_share <= 1:
+            raise InputError(f"--max-spot-share: expected a fraction between 0 and 1, got {self.max_spot_share}")
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    name: str
+    threshold: float
+    actual: float | None
+    passed: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class BreakdownRow:
+    """Cost of one workload on one substrate kind, in the baseline plan and in the new plan."""
+
+    workload: str
+    kind: str
+    baseline_cost: float | None
+    planned_cost: float
+    delta: float | None
+
+
+@dataclass
+class GateResult:
+    passed: bool
+    rules: list[RuleResult]
+    currency: str
+    baseline_cost: float | None
+    planned_cost: float
+    delta: float | None
+    delta_pct: float | None  # percent, e.g. 12.5 means +12.5 %
+    baseline_source: str | None  # "baseline-plan" | "billing" | None
+    spot_share: float
+    horizon: dict[str, Any]
+    solver: dict[str, Any]
+    unserved_units: float
+    breakdown: list[BreakdownRow] = field(default_factory=list)
+    schema_version: int = GATE_SCHEMA_VERSION
+
+    @property
+    def failed(self) -> list[RuleResult]:
+        return [r for r in self.rules if not r.passed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON result: ``{schema_version, passed, rules[...], baseline_cost, planned_cost, delta, delta_pct}``
+        plus context (currency, baseline_source, spot_share, horizon, solver, unserved_units, breakdown)."""
+        return {
+            "schema_version": self.schema_version,
+            "passed": self.passed,
+            "rules": [asdict(r) for r in self.rules],
+            "baseline_cost": self.baseline_cost,
+            "planned_cost": self.planned_cost,
+            "delta": self.delta,
+            "delta_pct": self.delta_pct,
+            "currency": self.currency,
+            "baseline_source": self.baseline_source,
+            "spot_share": self.spot_share,
+            "unserved_units": self.unserved_units,
+            "horizon": self.horizon,
+            "solver": self.solver,
+            "breakdown": [asdict(b) for b in self.breakdown],
+        }
+
+
+def _check_comparable(new: PlanDocument, base: PlanDocument) -> None:
+    if new.currency.upper() != base.currency.upper():
+        raise InputError(
+            f"currency mismatch: the new plan is in {new.currency}, the baseline plan in {base.currency}; "
+            "costs in different currencies are never compared"
+        )
+    if (new.horizon.start, new.horizon.hours) != (base.horizon.start, base.horizon.hours):
+        raise InputError(
+            f"horizon mismatch: the new plan covers {new.horizon.start} + {new.horizon.hours} h, the baseline plan "
+            f"{base.horizon.start} + {base.horizon.hours} h; plan both over the same horizon (--horizon)"
+        )
+
+
+def spot_share(plan: PlanDocument) -> float:
+    """Share of allocated cost on spot substrates: ``Σ cost[kind = spot] / Σ cost`` (0 when nothing is allocated)."""
+    total = sum(a.cost for a in plan.allocations)
+    spot = sum(a.cost for a in plan.allocations if a.kind == "spot")
+    return spot / total if total > 0 else 0.0
+
+
+def cost_by_workload_kind(plan: PlanDocument) -> dict[tuple[str, str], float]:
+    """Planned cost per (workload, substrate kind); new commitments and the sunk/fixed remainder get their own
+    rows so the rows always add up to ``totals.planned_cost``."""
+    costs: dict[tuple[str, str], float] = defaultdict(float)
+    kind_of = {a.substrate: a.kind for a in plan.allocations}
+    for a in plan.allocations:
+        costs[(a.workload, a.kind)] += a.cost
+    for c in plan.commitments:
+        costs[(COMMITMENTS_ROW, kind_of.get(c.substrate, "reserved"))] += c.cost
+    rest = plan.totals.planned_cost - sum(costs.values())
+    if abs(rest) >= 0.005:
+        costs[(FIXED_ROW, "fixed")] += rest
+    return dict(costs)
+
+
+def _breakdown(new: PlanDocument, base: PlanDocument | None) -> list[BreakdownRow]:
+    new_costs = cost_by_workload_kind(new)
+    base_costs = cost_by_workload_kind(base) if base is not None else {}
+    rows = []
+    for key in sorted(set(new_costs) | set(base_costs)):
+        planned = new_costs.get(key, 0.0)
+        baseline = base_costs.get(key, 0.0) if base is not None else None
+        rows.append(BreakdownRow(key[0], key[1], baseline, planned, None if baseline is None else planned - baseline))
+    rows.sort(key=lambda r: (-abs(r.delta if r.delta is not None else r.planned_cost), r.workload, r.kind))
+    return rows
+
+
+def _le(actual: float, threshold: float) -> bool:
+    return actual <= threshold + 1e-9 * max(1.0, abs(threshold))
+
+
+def evaluate(
+    new: PlanDocument, baseline: PlanDocument | None = None, thresholds: Thresholds | None = None
+) -> GateResult:
+    """Check ``new`` against ``baseline`` and ``thresholds``; pure, raises :class:`InputError` on mismatch.
+
+    ``delta = planned − baseline``; ``delta_pct = 100 · delta / baseline`` (``None`` when the baseline is 0,
+    and then an increase-percentage rule fails on any increase).
+    """
+    thresholds = thresholds or Thresholds()
+    thresholds.validate()
+    if baseline is not None:
+        _check_comparable(new, baseline)
+        baseline_cost: float | None = baseline.totals.planned_cost
+        source: str | None = "baseline-plan"
+    elif new.totals.baseline_cost is not None:
+        baseline_cost, source = new.totals.baseline_cost, "billing"
+    else:
+        baseline_cost, source = None, None
+
+    planned = new.totals.planned_cost
+    delta = None if baseline_cost is None else planned - baseline_cost
+    delta_pct = None if delta is None or baseline_cost in (None, 0) else 100.0 * delta / abs(baseline_cost)
+    share = spot_share(new)
+    cur = new.currency.upper()
+    rules: list[RuleResult] = []
+
+    if thresholds.budget is not None:
+        ok = _le(planned, thresholds.budget)
+        rules.append(
+            RuleResult(
+                "budget",
+                thresholds.budget,
+                planned,
+                ok,
+                f"planned cost {planned:,.2f} {cur} {'within' if ok else 'exceeds'} the budget of "
+                f"{thresholds.budget:,.2f} {cur}",
+            )
+        )
+    for name, limit in (
+        ("max-increase-pct", thresholds.max_increase_pct),
+        ("max-increase-usd", thresholds.max_increase_usd),
+    ):
+        if limit is None:
+            continue
+        if delta is None:
+            raise InputError(
+                f"--{name} needs a baseline: pass --baseline base.json (the target branch's plan), "
+                "or a plan whose totals.baseline_cost is known (billing ingested)"
+            )
+        if name == "max-increase-usd":
+            ok = _le(delta, limit)
+            rules.append(
+                RuleResult(name, limit, delta, ok, f"cost change {delta:+,.2f} {cur} (limit +{limit:,.2f} {cur})")
+            )
+        else:
+            ok = _le(delta_pct, limit) if delta_pct is not None else delta <= 0
+            shown = "n/a (baseline is 0)" if delta_pct is None else f"{delta_pct:+.2f}%"
+            rules.append(RuleResult(name, limit, delta_pct, ok, f"cost change {shown} (limit +{limit:g}%)"))
+    if thresholds.max_spot_share is not None:
+        ok = _le(share, thresholds.max_spot_share)
+        rules.append(
+            RuleResult(
+                "max-spot-share",
+                thresholds.max_spot_share,
+                share,
+                ok,
+                f"spot carries {share:.1%} of allocated cost (limit {thresholds.max_spot_share:.1%})",
+            )
+        )
+
+    return GateResult(
+        passed=all(r.passed for r in rules),
+        rules=rules,
+        currency=cur,
+        baseline_cost=baseline_cost,
+        planned_cost=planned,
+        delta=delta,
+        delta_pct=delta_pct,
+        baseline_source=source,
+        spot_share=share,
+        horizon=new.horizon.model_dump(),
+        solver=new.solver.model_dump(),
+        unserved_units=sum(u.units for u in new.unserved),
+        breakdown=_breakdown(new, baseline),
+    )
+
+
+# --- renderers -------------------------------------------------------------------------------------
+
+
+def summary_line(result: GateResult) -> str:
+    """One line: verdict, planned cost and change, e.g. ``finops gate passed: planned $1,000.00 (+$50.00, +5.3% vs
+    baseline plan)``."""
+    cur = result.currency
+    verdict = "passed" if result.passed else f"FAILED ({len(result.failed)} of {len(result.rules)} rules)"
+    text = f"finops gate {verdict}: planned {_money(result.planned_cost, cur)}"
+    if result.delta is not None:
+        label = "baseline plan" if result.baseline_source == "baseline-plan" else "billing baseline"
+        pct_text = "" if result.delta_pct is None else f", {result.delta_pct:+.1f}%"
+        text += f" ({_money(result.delta, cur, signed=True)}{pct_text} vs {label} {_money(result.baseline_cost, cur)})"
+    if not result.rules:
+        text += "; no rules given"
+    return text
+
+
+def render_json(result: GateResult) -> str:
+    return json.dumps(result.to_dict(), indent=2, allow_nan=False)
+
+
+def threshold_text(rule: RuleResult, currency: str) -> tuple[str, str]:
+    if rule.name == "max-increase-pct":
+        actual = "n/a" if rule.actual is None else f"{rule.actual:+.2f}%"
+        return f"+{rule.threshold:g}%", actual
+    if rule.name == "max-spot-share":
+        return f"{rule.threshold:.1%}", f"{rule.actual:.1%}"
+    return _money(rule.threshold, currency), _money(rule.actual, currency, signed=rule.name == "max-increase-usd")
+
+
+def _rules_table(result: GateResult) -> str:
+    rows = []
+    for rule in result.rules:
+        threshold, actual = threshold_text(rule, result.currency)
+        rows.append([f"`{rule.name}`", threshold, actual, "✅ pass" if rule.passed else "❌ **fail**"])
+    return md_table(
+        ["Rule", "Threshold", "Actual", "Result"], rows, ["left", "right", "right", "left"], trusted=[True] * 4
+    )
+
+
+def _kind_rows(result: GateResult) -> list[list[str]]:
+    by_kind: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for row in result.breakdown:
+        by_kind[row.kind][0] += row.baseline_cost or 0.0
+        by_kind[row.kind][1] += row.planned_cost
+    return _cost_rows([([md_text(kind)], b, p) for kind, (b, p) in sorted(by_kind.items())], result)
+
+
+def _cost_rows(items: list[tuple[list[str], float, float]], result: GateResult) -> list[list[str]]:
+    cur = result.currency
+    has_base = result.baseline_source == "baseline-plan"
+    rows = []
+    for labels, base, planned in items:
+        row = list(labels)
+        if has_base:
+            delta = planned - base
+            pct_text = f"{100 * delta / base:+.1f}%" if base else ("new" if planned else "—")
+            row += [_money(base, cur), _money(planned, cur), _money(delta, cur, signed=True), pct_text]
+        else:
+            row.append(_money(planned, cur))
+        rows.append(row)
+    return rows
+
+
+def _cost_headers(result: GateResult, first: list[str]) -> tuple[list[str], list[str]]:
+    if result.baseline_source == "baseline-plan":
+        return [*first, "Baseline", "New", "Δ", "Δ%"], ["left"] * len(first) + ["right"] * 4
+    return [*first, "Planned"], ["left"] * len(first) + ["right"]
+
+
+def _detail_table(result: GateResult, rows: list[BreakdownRow]) -> str:
+    items = [([md_text(r.workload), md_text(r.kind)], r.baseline_cost or 0.0, r.planned_cost) for r in rows]
+    headers, align = _cost_headers(result, ["Workload", "Substrate kind"])
+    return md_table(headers, _cost_rows(items, result), align, trusted=[True] * len(headers))
+
+
+def _total_row(result: GateResult) -> list[str]:
+    cur = result.currency
+    if result.baseline_source == "baseline-plan":
+        pct_text = "—" if result.delta_pct is None else f"{result.delta_pct:+.1f}%"
+        return [
+            "**Total**",
+            f"**{_money(result.baseline_cost, cur)}**",
+            f"**{_money(result.planned_cost, cur)}**",
+            f"**{_money(result.delta, cur, signed=True)}**",
+            f"**{pct_text}**",
+        ]
+    return ["**Total**", f"**{_money(result.planned_cost, cur)}**"]
+
+
+def _kind_table(result: GateResult) -> str:
+    headers, align = _cost_headers(result, ["Substrate kind"])
+    rows = [*_kind_rows(result), _total_row(result)]
+    return md_table(headers, rows, align, trusted=[True] * len(headers))
+
+
+def _context_line(result: GateResult) -> str:
+    h, s = result.horizon, result.solver
+    gap = s.get("mip_gap")
+    gap_text = "" if gap is None else f", gap {gap:.2%}"
+    return (
+        f"Horizon {md_text(h.get('start'))} + {h.get('hours')} h in {h.get('blocks')} blocks · "
+        f"solver {md_text(s.get('name'))} ({md_text(s.get('status'))}{gap_text}) · "
+        f"currency {md_text(result.currency)} · "
+        f"spot share {result.spot_share:.1%}"
+    )
+
+
+def _warnings(result: GateResult) -> list[str]:
+    out = []
+    if result.unserved_units > 0:
+        out.append(f"> ⚠️ The new plan leaves {result.unserved_units:,.1f} units of demand unserved.")
+    status = str(result.solver.get("status", "")).lower()
+    if status and status not in ("optimal", "ok"):
+        out.append(f"> ⚠️ Solver status: {md_text(result.solver.get('status'))}.")
+    return out
+
+
+def render_markdown(result: GateResult) -> str:
+    """The gate result as a markdown document (no size cap, no marker)."""
+    icon = "✅" if result.passed else "❌"
+    parts = [f"## {icon} {summary_line(result)}", ""]
+    parts += [*_warnings(result), ""] if _warnings(result) else []
+    if result.rules:
+        parts += [_rules_table(result), ""]
+    parts += ["### Cost by substrate kind", "", _kind_table(result), ""]
+    parts += ["### Cost by workload and substrate kind", "", _detail_table(result, result.breakdown), ""]
+    parts += [_context_line(result)]
+    return "\n".join(parts) + "\n"
+
+
+def render_github(result: GateResult, limit: int = _GITHUB_BUDGET) -> str:
+    """A PR comment: summary line first, rules, cost by kind, per-workload detail (folded into ``<details>``
+    when long, trimmed to the smallest changes last so the comment stays under GitHub's 65,536-character
+    limit) and the hidden :data:`MARKER` a workflow uses to update the comment in place."""
+    icon = "✅" if result.passed else "❌"
+    head = [f"### {icon} {summary_line(result)}", ""]
+    head += [*_warnings(result), ""] if _warnings(result) else []
+    if result.rules:
+        head += [_rules_table(result), ""]
+    head += ["#### Cost by substrate kind", "", _kind_table(result), ""]
+    tail = ["", f"<sub>{_context_line(result)}</sub>", "", MARKER]
+
+    def build(rows: list[BreakdownRow], omitted: int) -> str:
+        detail = _detail_table(result, rows)
+        if omitted:
+            detail += f"\n\n… and {omitted} more rows with smaller changes (full detail: `finops gate --format json`)."
+        fold = len(result.breakdown) > DETAILS_FOLD_ROWS or omitted > 0
+        if fold:
+            title = f"Cost by workload and substrate kind ({len(result.breakdown)} rows)"
+            block = ["<details>", f"<summary>{title}</summary>", "", detail, "", "</details>"]
+        else:
+            block = ["#### Cost by workload and substrate kind", "", detail]
+        return "\n".join(head + block + tail) + "\n"
+
+    rows = list(result.breakdown)
+    text = build(rows, 0)
+    if len(text) <= limit:
+        return text
+    # Binary search for the most rows that fit (rows are sorted by |Δ|, largest first).
+    lo, hi = 0, len(rows)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(build(rows[:mid], len(rows) - mid)) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return build(rows[:lo], len(rows) - lo)
+
+
+def render(result: GateResult, fmt: str) -> str:
+    """Render for ``--format json|markdown|github`` (``text`` is the CLI's rich table)."""
+    if fmt == "json":
+        return render_json(result)
+    if fmt == "markdown":
+        return render_markdown(result)
+    if fmt == "github":
+        return render_github(result)
+    raise InputError(f"--format: expected one of text, json, markdown, github, got {fmt!r}")
