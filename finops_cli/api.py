@@ -8,16 +8,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from finops_cli.estate import Estate, load_estate
 from finops_cli.store import Store, resolve_store_root
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+
     import pandas as pd
+    import pyarrow as pa
 
     from finops_cli.core.demand import Horizon as DemandHorizon
+    from finops_cli.core.netc_report import NetcRow, Trace
+    from finops_cli.core.stack import Stack
+    from finops_cli.estate.prices import PriceSource
+    from finops_cli.ingest.spot import SpotIngest
+    from finops_cli.ingest.utilization import CsvMapping, UtilizationIngest
     from finops_cli.planner import PlannerOutput
+    from finops_cli.report.waste import WasteReport
     from finops_cli.schema.plan import PlanDocument
 
 
@@ -35,7 +45,319 @@ def estate(fleet: str | Path, workloads: str | Path) -> Estate:
 
 # --- ingest: utilisation, spot prices; prices; waste ----------------------------------------------
 
+
+def ingest_utilization(
+    paths: list[str | Path],
+    *,
+    store: str | Path | Store | None = None,
+    fmt: str = "auto",
+    mapping: CsvMapping | None = None,
+    util_scale: float | None = None,
+    on_rows: Callable[[int], None] | None = None,
+) -> UtilizationIngest:
+    """Ingest utilisation traces (dcgm scrapes, Prometheus range JSON, generic CSV) into ``utilization``."""
+    from finops_cli.ingest.utilization import ingest_utilization as _ingest
+
+    st = store if isinstance(store, Store) else open_store(store)
+    return _ingest(st, list(paths), fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows)
+
+
+def ingest_spot_prices(*, store: str | Path | Store | None = None, **kwargs: Any) -> SpotIngest:
+    """Fetch (AWS boto3, GCP catalog) or read (AWS CLI JSON, CSV/TSV) spot prices into ``spot_prices``.
+
+    Keyword arguments are those of :func:`finops_cli.ingest.spot.ingest_spot_prices`.
+    """
+    from finops_cli.ingest.spot import ingest_spot_prices as _ingest
+
+    st = store if isinstance(store, Store) else open_store(store)
+    return _ingest(st, **kwargs)
+
+
+def spot_prices_table(store: str | Path | Store | None = None, provider: str | None = None) -> pa.Table | None:
+    """The ``spot_prices`` dataset (optionally one provider), or None when nothing was ingested."""
+    import pyarrow.dataset as ds
+
+    st = store if isinstance(store, Store) else open_store(store)
+    flt = ds.field("provider") == provider if provider else None
+    return st.read("spot_prices", filter=flt)
+
+
+def prices(
+    *,
+    store: str | Path | Store | None = None,
+    instance_types: list[str] | None = None,
+    regions: list[str] | None = None,
+    since: datetime | None = None,
+) -> pd.DataFrame:
+    """``finops prices``: time-weighted statistics per provider × region/zone × instance type."""
+    from finops_cli.errors import InputError
+    from finops_cli.report.prices import price_table
+
+    table = spot_prices_table(store)
+    if table is None or table.num_rows == 0:
+        raise InputError("no spot prices in the store; run 'finops ingest spot-prices' first")
+    out = price_table(table, instance_types=instance_types, regions=regions, since=since)
+    if out.empty:
+        raise InputError("no spot prices match --instance-type/--region/--since")
+    return out
+
+
+def waste(
+    *,
+    store: str | Path | Store | None = None,
+    by: str = "team",
+    fleet: str | Path | None = None,
+    price_per_gpu_hour: float | None = None,
+    month: str | None = None,
+) -> WasteReport:
+    """``finops waste``: idle GPU-hours and dollars for one month of utilisation (default: the latest).
+
+    Streams the ``utilization`` partition in batches (memory ∝ devices, not samples), prices devices from
+    the billing store of the same month, else ``fleet``, else ``price_per_gpu_hour``.
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    from finops_cli.errors import InputError
+    from finops_cli.estate.load import load_fleet
+    from finops_cli.report.waste import GROUP_BYS, UtilHistogram, resource_rates, waste_report
+
+    if by not in GROUP_BYS:
+        raise InputError(f"--by must be one of {', '.join(GROUP_BYS)}; got {by!r}")
+    st = store if isinstance(store, Store) else open_store(store)
+    data = st.dataset("utilization")
+    if data is None:
+        raise InputError("no utilisation in the store; run 'finops ingest utilization' first")
+    months = sorted({p.parent.name.split("=", 1)[1] for p in st.files("utilization")})
+    month = month or months[-1]
+    if month not in months:
+        raise InputError(f"--month {month}: no utilisation for it (have {', '.join(months)})")
+    keys = ["device_id", "resource_id", "host", "team", "workload", "accelerator"]
+    partials: list[pa.Table] = []
+    spans: list[pa.Table] = []
+    hist = UtilHistogram()
+    scanner = data.scanner(
+        columns=[*keys, "utilization", "interval_s", "timestamp"], filter=ds.field("month") == month, batch_size=1 << 20
+    )
+    for batch in scanner.to_batches():
+        if batch.num_rows == 0:
+            continue
+        util = batch.column("utilization")
+        hist.add(util.to_numpy(zero_copy_only=False))
+        t = pa.table(
+            {
+                **{k: batch.column(k) for k in keys},
+                "busy_s": pc.multiply(util, batch.column("interval_s")),
+                "interval_s": batch.column("interval_s"),
+                "zero": pc.cast(pc.equal(util, 0.0), pa.int64()),
+                "ts": batch.column("timestamp"),
+            }
+        )
+        partials.append(
+            t.group_by(keys).aggregate([("interval_s", "sum"), ("busy_s", "sum"), ("zero", "sum"), ("zero", "count")])
+        )
+        spans.append(t.group_by("device_id").aggregate([("ts", "min"), ("ts", "max"), ("interval_s", "max")]))
+    if not partials:
+        raise InputError(f"no utilisation samples for {month}")
+    agg = (
+        pa.concat_tables(partials)
+        .group_by(keys)
+        .aggregate([("interval_s_sum", "sum"), ("busy_s_sum", "sum"), ("zero_sum", "sum"), ("zero_count", "sum")])
+        .to_pandas()
+    )
+    usage = pd.DataFrame(
+        {
+            **{k: agg[k] for k in keys},
+            "samples": agg["zero_count_sum"],
+            "zero_samples": agg["zero_sum_sum"],
+            "device_hours": agg["interval_s_sum_sum"] / 3600.0,
+            "busy_hours": agg["busy_s_sum_sum"] / 3600.0,
+        }
+    )
+    sp = (
+        pa.concat_tables(spans)
+        .group_by("device_id")
+        .aggregate([("ts_min", "min"), ("ts_max", "max"), ("interval_s_max", "max")])
+        .to_pandas()
+    )
+    span_hours = float(
+        ((sp["ts_max_max"] - sp["ts_min_min"]).dt.total_seconds() + sp["interval_s_max_max"]).sum() / 3600.0
+    )
+    fl = load_fleet(fleet) if fleet is not None else None
+    billing = st.read(
+        "billing",
+        columns=[
+            "ResourceId", "RegionId", "x_InstanceType", "x_AcceleratorType", "PricingCategory", "Tags",
+            "x_GpuHours", "EffectiveCost", "BillingCurrency", "ChargePeriodStart", "provider",
+        ],
+        filter=ds.field("billing_period") == month,
+    ) if st.has("billing") else None  # fmt: skip
+    bill_df = billing.to_pandas() if billing is not None else pd.DataFrame()
+    if len(bill_df):
+        currencies = sorted(bill_df["BillingCurrency"].dropna().unique())
+        if len(currencies) > 1:
+            raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
+    rates = resource_rates(bill_df, fl)
+    report = waste_report(
+        usage,
+        rates=rates,
+        fleet=fl,
+        price_per_gpu_hour=price_per_gpu_hour,
+        by=by,
+        histogram=hist,  # type: ignore[arg-type]
+        span_hours=span_hours,
+    )
+    report.totals["month"] = month
+    return report
+
+
 # --- estate: validate, stack, netc ----------------------------------------------------------------
+
+
+def validate(fleet: str | Path, workloads: str | Path | None = None, *, strict: bool = False) -> list[str]:
+    """Load and check ``fleet.yaml`` (and ``workloads.yaml``); return warnings, raise on errors.
+
+    Errors: :class:`~finops_cli.errors.InputError` (exit 2) naming file and field path;
+    a workload with no compliant destination raises :class:`~finops_cli.core.compliance.NoCompliantDestination`.
+    """
+    from finops_cli.estate.checks import check_estate, check_price_refs, check_reserved_capacity, check_spot_rates
+    from finops_cli.estate.load import load_fleet, load_workloads
+    from finops_cli.schema.estate import Workloads
+
+    if workloads is not None:
+        return check_estate(load_estate(fleet, workloads), strict)
+    placeholder = Workloads.model_validate(
+        {"version": 1, "workloads": [{"id": "-", "unit": "-", "demand": {"total": 0}}]}
+    )
+    est = Estate(load_fleet(fleet), placeholder, Path(fleet).parent, fleet_path=Path(fleet))
+    _ = load_workloads  # workloads are optional here
+    return [w for check in (check_price_refs, check_spot_rates, check_reserved_capacity) for w in check(est, strict)]
+
+
+@dataclass
+class StackResult:
+    """``finops stack``: one merit order per workload (or a generic GPU-hour one), with price provenance."""
+
+    stacks: list[Stack]
+    currency: str
+    prices: list[PriceSource]
+    horizon: DemandHorizon | None
+
+    def as_json(self) -> object:
+        """One object for a single stack (the issue's shape), else a list of them."""
+        docs = [s.as_dict() | {"currency": self.currency} for s in self.stacks]
+        return docs[0] if len(docs) == 1 else docs
+
+
+def _estate_store(fleet_has_feed: bool, estate: Estate | None, store: str | Path | Store | None) -> Store | None:
+    needs = fleet_has_feed or (
+        estate is not None and any(w.demand.from_store is not None for w in estate.workloads.workloads)
+    )
+    if isinstance(store, Store):
+        return store
+    if store is not None or needs:
+        return open_store(store)
+    return None
+
+
+def stack(
+    fleet: str | Path,
+    workloads: str | Path | None = None,
+    *,
+    workload: str | None = None,
+    mode: str = "cost",
+    store: str | Path | Store | None = None,
+    horizon: str | DemandHorizon | None = None,
+) -> StackResult:
+    """The merit order (DESIGN §5) of each workload, or of ``workload`` only, cleared against its demand.
+
+    Demand per workload is its mean hourly units when deferrable, else its peak hour, over ``horizon``
+    (default: the month the demand profiles cover). Without ``workloads`` the fleet is shown in
+    GPU-hours. A ``price_feed`` needs the spot-price store (``store`` or the default one).
+    """
+    from finops_cli.core.demand import Horizon
+    from finops_cli.core.stack import build_stack
+    from finops_cli.errors import InputError
+    from finops_cli.estate.demand_io import estate_demand, infer_horizon
+    from finops_cli.estate.load import load_fleet
+    from finops_cli.estate.prices import needs_store, resolve_fleet
+
+    if workloads is None:
+        if workload is not None:
+            raise InputError("--workload needs --workloads")
+        fl = load_fleet(fleet)
+        resolved, sources = resolve_fleet(fl, _estate_store(needs_store(fl), None, store))
+        return StackResult([build_stack(None, resolved, mode)], fl.currency, sources, None)  # type: ignore[arg-type]
+    est = load_estate(fleet, workloads)
+    chosen = est.workloads.workloads
+    if workload is not None:
+        chosen = [w for w in chosen if w.id == workload]
+        if not chosen:
+            known = ", ".join(w.id for w in est.workloads.workloads)
+            raise InputError(f"--workload {workload!r} is not in {workloads} (known: {known})")
+    st = _estate_store(needs_store(est.fleet), est, store)
+    resolved, sources = resolve_fleet(est.fleet, st)
+    hz = Horizon.parse(horizon) if isinstance(horizon, str) else (horizon or infer_horizon(est))
+    demand = estate_demand(est, hz, st)
+    stacks = []
+    for w in chosen:
+        col = demand[w.id]
+        units, basis = (float(col.mean()), "mean_hourly") if w.deferrable else (float(col.max()), "peak_hourly")
+        stacks.append(build_stack(w, resolved, mode, units, basis))  # type: ignore[arg-type]
+    return StackResult(stacks, est.fleet.currency, sources, hz)
+
+
+@dataclass
+class NetcResult:
+    """``finops netc``: one row per (interruptible workload, compliant spot substrate)."""
+
+    rows: list[NetcRow]
+    currency: str
+    horizon: DemandHorizon
+    prices: list[PriceSource]
+    trace: Trace | None = None
+
+
+def netc(
+    fleet: str | Path,
+    workloads: str | Path,
+    *,
+    trace: str | Path | None = None,
+    substrate: str | None = None,
+    store: str | Path | Store | None = None,
+    horizon: str | DemandHorizon | None = None,
+) -> NetcResult:
+    """NETC of every interruptible workload's demand on each compliant spot substrate (DESIGN §5).
+
+    With ``trace`` (Can't Be Late JSON or preemption-timestamp CSV) λ is estimated from it and the job
+    is replayed on it; ``substrate`` limits the report (and the trace) to one spot substrate.
+    """
+    from finops_cli.core.demand import Horizon
+    from finops_cli.core.netc_report import netc_rows
+    from finops_cli.errors import InputError
+    from finops_cli.estate.demand_io import estate_demand, infer_horizon
+    from finops_cli.estate.prices import needs_store, resolve_fleet
+    from finops_cli.estate.traces import read_trace
+
+    est = load_estate(fleet, workloads)
+    if substrate is not None:
+        try:
+            s = est.fleet.substrate(substrate)
+        except KeyError:
+            raise InputError(f"--substrate {substrate!r} is not in {fleet}") from None
+        if s.kind != "spot":
+            raise InputError(f"--substrate {substrate}: kind {s.kind}, NETC is for spot substrates")
+    st = _estate_store(needs_store(est.fleet), est, store)
+    resolved, sources = resolve_fleet(est.fleet, st)
+    hz = Horizon.parse(horizon) if isinstance(horizon, str) else (horizon or infer_horizon(est))
+    demand = estate_demand(est, hz, st)
+    totals = {w: float(demand[w].sum()) for w in demand.columns}
+    tr = read_trace(trace) if trace is not None else None
+    rows = netc_rows(est.workloads.workloads, resolved, totals, tr, substrate)
+    return NetcResult(rows, est.fleet.currency, hz, sources, tr)
+
 
 # --- plan -----------------------------------------------------------------------------------------
 

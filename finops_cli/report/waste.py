@@ -1,0 +1,368 @@
+"""Idle GPU waste: what the fleet paid for while its GPUs sat idle.
+
+Pure metrics (tables in, a :class:`WasteReport` out); :func:`finops_cli.api.waste` reads the store.
+
+For each device (one GPU) the trace gives samples of a busy fraction ``u`` each standing for an interval
+``Δt`` (inferred at ingest; gaps are not counted):
+
+.. math::
+
+    \\text{device hours} = \\sum Δt, \\quad \\text{busy hours} = \\sum u·Δt, \\quad
+    \\text{idle hours} = \\text{device hours} − \\text{busy hours}
+
+    \\text{idle \\$} = \\sum_\\text{devices} c · \\text{idle hours}
+
+where ``c`` is the device's cost per GPU-hour, taken from the first source that knows it:
+
+1. **billing**: ``Σ EffectiveCost ÷ Σ x_GpuHours`` of the billing lines with the device's ResourceId
+   (amortised, so a prepaid reservation costs what it costs per hour whether used or not);
+2. **fleet**: ``price_per_gpu_hour + committed_per_gpu_hour`` of the device's substrate in ``fleet.yaml``
+   (the substrate comes from the device's billing lines, else a substrate whose ``match.ResourceId`` or
+   ``match.host`` names the device's resource or host);
+3. **flag**: ``--price-per-gpu-hour``;
+4. none: the idle hours are reported, the dollars are not (``unpriced_device_hours``).
+
+Paid capacity with no samples at all (billed GPU-hours of resources the trace never saw) is reported on
+its own line, *unobserved*: neither idle nor busy, because nobody measured it.
+
+A mean hides a fleet where most GPUs sit at zero while a few run hot, so the report carries the
+distribution too: the share of samples at exactly 0 % and the deciles of sample utilisation.
+
+References
+----------
+Jeon, M., Venkataraman, S., Phanishayee, A., Qian, J., Xiao, W., Yang, F. "Analysis of Large-Scale
+Multi-Tenant GPU Clusters for DNN Training Workloads." USENIX ATC 2019 (Microsoft Philly traces: ~52 %
+average GPU utilisation). https://www.usenix.org/conference/atc19/presentation/jeon
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from finops_cli.schema.estate import Fleet
+
+GroupBy = Literal["team", "substrate", "instance_type", "device"]
+GROUP_BYS: tuple[str, ...] = ("team", "substrate", "instance_type", "device")
+
+PHILLY_MEAN_UTILIZATION = 0.52
+PHILLY_REFERENCE = (
+    "Jeon et al., Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads, "
+    "USENIX ATC 2019 (Microsoft Philly: ~52 % average GPU utilisation)"
+)
+
+UNKNOWN = "(unknown)"
+UNOBSERVED = "(unobserved)"
+
+#: columns of the per-device usage table :func:`waste_report` takes (one row per device × team × workload)
+USAGE_COLUMNS = [
+    "device_id",
+    "resource_id",
+    "host",
+    "team",
+    "workload",
+    "accelerator",
+    "samples",
+    "zero_samples",
+    "device_hours",
+    "busy_hours",
+]
+
+
+@dataclass
+class UtilHistogram:
+    """Streaming histogram of sample utilisation (0–1) in 1000 bins, plus an exact count of zeros.
+
+    Deciles come out to within 0.1 percentage point without holding every sample.
+    """
+
+    bins: int = 1000
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(1000, dtype=np.int64))
+    zeros: int = 0
+    n: int = 0
+
+    def add(self, values: np.ndarray) -> None:
+        v = np.asarray(values, dtype=float)
+        v = v[np.isfinite(v)]
+        self.n += len(v)
+        self.zeros += int((v == 0).sum())
+        idx = np.clip((v * self.bins).astype(np.int64), 0, self.bins - 1)
+        self.counts += np.bincount(idx, minlength=self.bins)
+
+    def share_at_zero(self) -> float:
+        return self.zeros / self.n if self.n else 0.0
+
+    def deciles(self) -> list[float]:
+        """Utilisation at the 10th … 90th percentiles of samples (bin lower edges, exact 0 where zeros reach)."""
+        if not self.n:
+            return []
+        cum = np.cumsum(self.counts)
+        out = []
+        for q in np.arange(1, 10) / 10:
+            i = int(np.searchsorted(cum, q * self.n, side="left"))
+            out.append(0.0 if (self.zeros >= q * self.n) else round(min(i, self.bins - 1) / self.bins, 4))
+        return out
+
+
+@dataclass
+class WasteReport:
+    """Totals, groups, unobserved paid capacity and the utilisation distribution."""
+
+    by: str
+    currency: str
+    totals: dict[str, Any]
+    groups: list[dict[str, Any]]
+    unobserved: list[dict[str, Any]]
+    distribution: dict[str, Any]
+    priced_by: dict[str, float]
+    baseline: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "by": self.by,
+            "currency": self.currency,
+            "totals": self.totals,
+            "groups": self.groups,
+            "unobserved": self.unobserved,
+            "distribution": self.distribution,
+            "priced_by": self.priced_by,
+            "baseline": self.baseline,
+        }
+
+
+# ----------------------------------------------------------------------------------------- billing
+def _tag(tags: str | None, key: str) -> str | None:
+    if not tags:
+        return None
+    try:
+        return json.loads(tags).get(key)
+    except (ValueError, AttributeError):
+        return None
+
+
+def resource_rates(billing: pd.DataFrame, fleet: Fleet | None = None) -> pd.DataFrame:
+    """Per billed GPU resource: paid GPU-hours, EffectiveCost and cost per GPU-hour.
+
+    .. math:: c_r = \\frac{\\sum_{lines\\,of\\,r} \\text{EffectiveCost}}{\\sum_{lines\\,of\\,r} \\text{x\\_GpuHours}}
+
+    Only resources with GPU-hours are kept. Columns: ``resource_id, provider, region, instance_type,
+    accelerator, pricing_category, team, substrate, gpu_hours, cost, usd_per_gpu_hour, currency``.
+    """
+    cols = [
+        "resource_id", "provider", "region", "instance_type", "accelerator", "pricing_category", "team",
+        "substrate", "gpu_hours", "cost", "usd_per_gpu_hour", "currency",
+    ]  # fmt: skip
+    if billing is None or billing.empty:
+        return pd.DataFrame(columns=cols)
+    b = billing[billing["ResourceId"].notna()].copy()
+    if b.empty:
+        return pd.DataFrame(columns=cols)
+    if fleet is not None:
+        from finops_cli.core.baseline import match_billing
+
+        b["substrate"] = match_billing(b, fleet)
+    else:
+        b["substrate"] = None
+    b["x_GpuHours"] = b["x_GpuHours"].fillna(0.0).astype(float)
+    b["team"] = b["Tags"].map(lambda t: _tag(t, "team")) if "Tags" in b else None
+
+    def first(s: pd.Series) -> Any:
+        s = s.dropna()
+        return s.iloc[0] if len(s) else None
+
+    g = b.groupby("ResourceId", sort=True)
+    out = pd.DataFrame(
+        {
+            "provider": g["provider"].agg(first) if "provider" in b else None,
+            "region": g["RegionId"].agg(first),
+            "instance_type": g["x_InstanceType"].agg(first),
+            "accelerator": g["x_AcceleratorType"].agg(first),
+            "pricing_category": g["PricingCategory"].agg(first),
+            "team": g["team"].agg(first),
+            "substrate": g["substrate"].agg(first),
+            "gpu_hours": g["x_GpuHours"].sum(),
+            "cost": g["EffectiveCost"].sum(),
+            "currency": g["BillingCurrency"].agg(first),
+        }
+    )
+    out = out[out["gpu_hours"] > 0].copy()
+    out["usd_per_gpu_hour"] = out["cost"] / out["gpu_hours"]
+    out.index.name = "resource_id"
+    return out.reset_index()[cols]
+
+
+def _fleet_substrate_for(fleet: Fleet, resource_id: str | None, host: str | None) -> str | None:
+    for s in fleet.substrates:
+        match = s.match or {}
+        for col, pattern in match.items():
+            value = resource_id if col in ("ResourceId", "resource_id") else host if col in ("host", "Host") else None
+            if value is not None and fnmatch.fnmatchcase(value, pattern):
+                return s.id
+    return None
+
+
+# ------------------------------------------------------------------------------------------- report
+def waste_report(
+    usage: pd.DataFrame,
+    *,
+    rates: pd.DataFrame | None = None,
+    fleet: Fleet | None = None,
+    price_per_gpu_hour: float | None = None,
+    by: GroupBy = "team",
+    histogram: UtilHistogram | None = None,
+    span_hours: float | None = None,
+) -> WasteReport:
+    """Idle hours and dollars per group, the unobserved paid capacity, and the distribution.
+
+    Parameters
+    ----------
+    usage
+        One row per device × team × workload with :data:`USAGE_COLUMNS` (hours, not seconds).
+    rates
+        :func:`resource_rates` of the billing store (may be empty).
+    fleet
+        For the substrate price fallback and the ``substrate`` grouping.
+    price_per_gpu_hour
+        Last-resort price for devices neither billing nor the fleet prices.
+    histogram
+        Sample-utilisation distribution (optional).
+    span_hours
+        Σ over devices of (last sample − first sample + interval), for coverage when there is no billing.
+    """
+    if by not in GROUP_BYS:
+        raise ValueError(f"by must be one of {', '.join(GROUP_BYS)}")
+    rates = rates if rates is not None else pd.DataFrame(columns=["resource_id"])
+    u = usage.copy()
+    for c in USAGE_COLUMNS:
+        if c not in u:
+            u[c] = None
+    u["resource_key"] = u["resource_id"].where(u["resource_id"].notna(), u["host"])
+    rate_by_res = rates.set_index("resource_id") if len(rates) else pd.DataFrame()
+    substrate_price: dict[str, float] = {}
+    if fleet is not None:
+        for s in fleet.substrates:
+            if s.price_per_gpu_hour is not None:
+                substrate_price[s.id] = float(s.price_per_gpu_hour) + float(s.committed_per_gpu_hour or 0.0)
+    currency = (
+        str(rates["currency"].dropna().iloc[0])
+        if len(rates) and rates["currency"].notna().any()
+        else (fleet.currency if fleet is not None else "USD")
+    )
+
+    # Resolve each row's rate, its source, substrate, instance type and team.
+    usd, source, substrate, itype, team = [], [], [], [], []
+    for rid, host, tm in zip(u["resource_key"], u["host"], u["team"], strict=True):
+        hit = rate_by_res.loc[rid] if (len(rate_by_res) and rid is not None and rid in rate_by_res.index) else None
+        sub = hit["substrate"] if hit is not None else None
+        if sub is None and fleet is not None:
+            sub = _fleet_substrate_for(fleet, rid, host)
+        if hit is not None and np.isfinite(hit["usd_per_gpu_hour"]):
+            usd.append(float(hit["usd_per_gpu_hour"]))
+            source.append("billing")
+        elif sub is not None and sub in substrate_price:
+            usd.append(substrate_price[sub])
+            source.append("fleet")
+        elif price_per_gpu_hour is not None:
+            usd.append(float(price_per_gpu_hour))
+            source.append("flag")
+        else:
+            usd.append(math.nan)
+            source.append("none")
+        substrate.append(sub or UNKNOWN)
+        itype.append((hit["instance_type"] if hit is not None else None) or UNKNOWN)
+        team.append(tm if isinstance(tm, str) and tm else ((hit["team"] if hit is not None else None) or UNKNOWN))
+    u["usd_per_gpu_hour"] = usd
+    u["price_source"] = source
+    u["substrate"] = substrate
+    u["instance_type"] = itype
+    u["team"] = team
+    u["device"] = u["device_id"]
+    u["device_hours"] = u["device_hours"].astype(float)
+    u["busy_hours"] = u["busy_hours"].astype(float)
+    u["idle_hours"] = u["device_hours"] - u["busy_hours"]
+    u["idle_cost"] = u["usd_per_gpu_hour"] * u["idle_hours"]
+    u["cost"] = u["usd_per_gpu_hour"] * u["device_hours"]
+
+    groups = []
+    for key, g in u.groupby(by, sort=True):
+        dh, bh = float(g["device_hours"].sum()), float(g["busy_hours"].sum())
+        priced = g["idle_cost"].notna()
+        groups.append(
+            {
+                "key": str(key),
+                "devices": int(g["device_id"].nunique()),
+                "device_hours": dh,
+                "busy_hours": bh,
+                "idle_hours": dh - bh,
+                "idle_fraction": (dh - bh) / dh if dh else 0.0,
+                "idle_cost": float(g.loc[priced, "idle_cost"].sum()) if priced.any() else None,
+                "cost": float(g.loc[priced, "cost"].sum()) if priced.any() else None,
+            }
+        )
+    groups.sort(key=lambda r: -(r["idle_cost"] or 0.0))
+
+    # Paid capacity the trace never saw.
+    seen = set(u["resource_key"].dropna())
+    unobserved = []
+    if len(rates):
+        for r in rates.itertuples(index=False):
+            if r.resource_id in seen:
+                continue
+            key = {
+                "team": r.team or UNKNOWN,
+                "substrate": r.substrate or UNKNOWN,
+                "instance_type": r.instance_type or UNKNOWN,
+                "device": r.resource_id,
+            }[by]
+            unobserved.append(
+                {"key": str(key), "resource_id": r.resource_id, "gpu_hours": float(r.gpu_hours), "cost": float(r.cost)}
+            )
+
+    dh = float(u["device_hours"].sum())
+    bh = float(u["busy_hours"].sum())
+    priced = u["idle_cost"].notna()
+    unobs_h = sum(x["gpu_hours"] for x in unobserved)
+    if len(rates):
+        paid = float(rates["gpu_hours"].sum())
+        observed_paid = float(u.loc[u["resource_key"].isin(set(rates["resource_id"])), "device_hours"].sum())
+        coverage = min(observed_paid, paid) / paid if paid else None
+        coverage_basis = "billed GPU-hours"
+    else:
+        coverage = dh / span_hours if span_hours else None
+        coverage_basis = "trace span"
+    totals = {
+        "devices": int(u["device_id"].nunique()),
+        "samples": int(u["samples"].fillna(0).sum()),
+        "device_hours": dh,
+        "busy_hours": bh,
+        "idle_hours": dh - bh,
+        "idle_fraction": (dh - bh) / dh if dh else 0.0,
+        "mean_utilization": bh / dh if dh else 0.0,
+        "idle_cost": float(u.loc[priced, "idle_cost"].sum()) if priced.any() else None,
+        "cost": float(u.loc[priced, "cost"].sum()) if priced.any() else None,
+        "unpriced_device_hours": float(u.loc[~priced, "device_hours"].sum()),
+        "unobserved_gpu_hours": unobs_h,
+        "unobserved_cost": sum(x["cost"] for x in unobserved),
+        "coverage": coverage,
+        "coverage_basis": coverage_basis,
+    }
+    priced_by = {
+        s: float(u.loc[u["price_source"] == s, "device_hours"].sum()) for s in ("billing", "fleet", "flag", "none")
+    }
+    distribution = {
+        "samples": histogram.n if histogram else None,
+        "share_at_zero": histogram.share_at_zero() if histogram else None,
+        "deciles": histogram.deciles() if histogram else [],
+    }
+    baseline = {
+        "philly_mean_utilization": PHILLY_MEAN_UTILIZATION,
+        "fleet_mean_utilization": totals["mean_utilization"],
+        "reference": PHILLY_REFERENCE,
+    }
+    return WasteReport(by, currency, totals, groups, unobserved, distribution, priced_by, baseline)
