@@ -1,0 +1,62 @@
+"""The dispatch events file: outages, rate limits and recoveries of destinations (YAML, validated).
+
+.. code-block:: yaml
+
+    - {type: outage, substrate: frontier-api, start: 10, end: 12}          # hours from the trace start
+    - {type: rate_limit, substrate: aws-p5-spot-use1, start: 2026-10-03T00:00:00Z, end: 2026-10-04T00:00:00Z,
+       capacity_factor: 0.25}
+    - {type: recover, substrate: frontier-api, start: 11}                  # ends every event on it early
+
+``start``/``end`` are hours from the trace's origin or ISO timestamps (converted with the trace's origin).
+An event without ``end`` lasts until a ``recover`` (or for ever).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
+
+
+class DispatchEvent(BaseModel):
+    """One change to a destination's availability."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["outage", "rate_limit", "recover"]
+    substrate: str = Field(min_length=1)
+    start: float | datetime
+    end: float | datetime | None = None
+    capacity_factor: float | None = Field(default=None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _rules(self) -> DispatchEvent:
+        if self.type == "rate_limit" and self.capacity_factor is None:
+            raise ValueError("a rate_limit event needs capacity_factor (0-1: the share of capacity left)")
+        if self.type != "rate_limit" and self.capacity_factor is not None:
+            raise ValueError("capacity_factor is only for rate_limit events")
+        if self.type == "recover" and self.end is not None:
+            raise ValueError("a recover event has no end (it ends the substrate's events at start)")
+        if isinstance(self.start, float) and not math.isfinite(self.start):
+            raise ValueError("start must be a finite number of hours or a timestamp")
+        return self
+
+    def hours(self, origin: datetime | None) -> tuple[float, float]:
+        """``(start, end)`` in hours from ``origin`` (end = +inf when open)."""
+        return _to_hours(self.start, origin), math.inf if self.end is None else _to_hours(self.end, origin)
+
+
+class EventsFile(RootModel[list[DispatchEvent]]):
+    """The whole file: a YAML list of events."""
+
+
+def _to_hours(value: float | datetime, origin: datetime | None) -> float:
+    if isinstance(value, datetime):
+        if origin is None:
+            raise ValueError("timestamps in the events file need a trace with timestamps")
+        v = value if value.tzinfo else value.replace(tzinfo=UTC)
+        o = origin if origin.tzinfo else origin.replace(tzinfo=UTC)
+        return (v - o).total_seconds() / 3600
+    return float(value)
