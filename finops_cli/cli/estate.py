@@ -1,24 +1,315 @@
-"""finops validate / stack / netc — placeholder until implemented."""
+"""``finops validate`` / ``finops stack`` / ``finops netc``: parse → api → render."""
 
 from __future__ import annotations
 
-import typer
+import math
+from pathlib import Path
+from typing import Annotated, Any
 
-from finops_cli.errors import InputError
+import typer
+from rich.markup import escape
+
+from finops_cli.cli.options import (
+    FleetOpt,
+    FormatOpt,
+    ModeOpt,
+    OptionalWorkloadsOpt,
+    OutOpt,
+    OutputFormat,
+    StoreOpt,
+    WorkloadsOpt,
+)
+from finops_cli.cli.output import emit_json, emit_text, stderr_console
+
+HorizonOpt = Annotated[
+    str | None,
+    typer.Option("--horizon", help="YYYY-MM or START:HOURS (default: the month the demand profiles cover)."),
+]
+
+
+def _num(value: float | None, decimals: int = 2) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "∞" if value is not None else "—"
+    return f"{value:,.{decimals}f}"
+
+
+def _price(value: float | None, currency: str) -> str:
+    from finops_cli.cli.render import money
+
+    if value is None:
+        return "—"
+    decimals = 4 if abs(value) < 1 else 2
+    return money(value, currency, decimals=decimals)
+
+
+def _md_table(headers: list[str], rows: list[list[str]]) -> str:
+    from finops_cli.report.escape import md_text
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _stack_rows(stack: Any, currency: str) -> list[list[str]]:
+    rows = []
+    for i, e in enumerate(stack.steps):
+        mark = "◀ marginal" if stack.marginal_step == i else ""
+        label = e.substrate + (" (purchasable)" if e.purchasable else "")
+        seg = (
+            "base"
+            if e.segment == 0 and not e.purchasable
+            else ("commit" if e.purchasable else f"congested {e.segment}")
+        )
+        rows.append(
+            [
+                str(i + 1),
+                label,
+                e.kind,
+                seg,
+                _price(e.cost_per_unit, currency),
+                _num(e.capacity_units, 1),
+                _num(e.cumulative_units, 1),
+                mark,
+            ]
+        )
+    return rows
+
+
+_STACK_HEADERS = ["#", "substrate", "kind", "segment", "cost/unit", "capacity/h", "cumulative/h", ""]
+
+
+def _stack_summary(stack: Any, currency: str) -> str:
+    if stack.demand_units is None:
+        return ""
+    basis = {"mean_hourly": "mean hour (deferrable)", "peak_hourly": "peak hour"}.get(stack.demand_basis or "", "")
+    text = f"demand {stack.demand_units:,.2f} {stack.unit}/h ({basis})"
+    if stack.clearing_price is not None:
+        text += f", clearing price {_price(stack.clearing_price, currency)} per {stack.unit}"
+    elif stack.shortfall_units:
+        text += f", SHORT by {stack.shortfall_units:,.2f} {stack.unit}/h: no compliant capacity left"
+    return text
+
+
+def _render_stack_table(result: Any) -> str:
+    from rich.table import Table
+
+    from finops_cli.cli.render import table_text
+
+    parts = []
+    for stack in result.stacks:
+        title = f"Merit order: {stack.workload or 'fleet'} [{stack.unit}], {stack.mode} mode"
+        table = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
+        for h in _STACK_HEADERS:
+            table.add_column(h, justify="left" if h in ("substrate", "kind", "segment", "") else "right")
+        for row in _stack_rows(stack, result.currency):
+            table.add_row(*row)
+        text = table_text(table).rstrip()
+        summary = _stack_summary(stack, result.currency)
+        if summary:
+            text += "\n" + summary
+        if stack.excluded:
+            text += "\nexcluded:" + "".join(f"\n  {sid}: {'; '.join(r)}" for sid, r in stack.excluded.items())
+        parts.append(text)
+    notes = _price_notes(result.prices)
+    if notes:
+        parts.append("prices: " + "\n        ".join(notes))
+    return "\n\n".join(parts)
+
+
+def _price_notes(prices: list[Any]) -> list[str]:
+    from finops_cli.estate.prices import reference_price_notes
+
+    return reference_price_notes(prices)
+
+
+def _render_stack_markdown(result: Any) -> str:
+    parts = []
+    for stack in result.stacks:
+        parts.append(f"### Merit order: {stack.workload or 'fleet (GPU-hours)'} ({stack.unit}, {stack.mode} mode)\n")
+        parts.append(_md_table([*_STACK_HEADERS[:-1], "note"], _stack_rows(stack, result.currency)))
+        summary = _stack_summary(stack, result.currency)
+        if summary:
+            parts.append(f"\n{summary[0].upper()}{summary[1:]}.")
+        if stack.excluded:
+            parts.append("\nExcluded:\n")
+            parts.extend(f"- `{sid}`: {', '.join(r)}" for sid, r in stack.excluded.items())
+        parts.append("")
+    notes = _price_notes(result.prices)
+    if notes:
+        parts.append("Prices:\n")
+        parts.extend(f"- {n}" for n in notes)
+    return "\n".join(parts)
+
+
+def _netc_rows(result: Any) -> list[list[str]]:
+    rows = []
+    cur = result.currency
+    for r in result.rows:
+        alt = r.stable_alternative
+        alt_text = f"{alt['substrate']} {_price(alt['cost'], cur)}" if alt else "—"
+        if r.refused:
+            rows.append([r.workload, r.substrate, _num(r.preemptions_per_hour, 4), "refused", "", "", "", "", "", "",
+                         alt_text])  # fmt: skip
+            continue
+        rows.append(
+            [
+                r.workload,
+                r.substrate,
+                _num(r.preemptions_per_hour, 4),
+                _num(r.multiplier, 4),
+                _num(r.expected_preemptions, 1),
+                _num(r.expected_lost_hours, 1),
+                _price(r.netc, cur),
+                _num(r.tau_minutes, 1),
+                _num(r.tau_star_minutes, 1),
+                _price(r.netc_at_tau_star, cur),
+                alt_text,
+            ]
+        )
+    return rows
+
+
+_NETC_HEADERS = [
+    "workload",
+    "spot substrate",
+    "λ/h",
+    "W",
+    "preemptions",
+    "lost h",
+    "NETC",
+    "τ min",
+    "τ* min",
+    "NETC at τ*",
+    "stable alternative",
+]
+
+
+def _netc_notes(result: Any) -> list[str]:
+    notes = []
+    for r in result.rows:
+        if r.refused:
+            notes.append(f"{r.workload} on {r.substrate}: spot refused: {r.refused}")
+        if r.replay and "realised_cost" in r.replay:
+            rp = r.replay
+            cur = result.currency
+            notes.append(
+                f"{r.workload} on {r.substrate}: replay on {r.trace['name'] if r.trace else 'trace'}: realised "
+                f"{_price(rp['realised_cost'], cur)} vs NETC {_price(rp['predicted_netc'], cur)}"
+                f" ({rp['error_pct']:+.2f}%), {rp['preemptions']} preemptions, W {rp['multiplier']:.4f}"
+            )
+    if result.trace is not None:
+        t = result.trace.rate
+        notes.insert(
+            0,
+            f"trace {result.trace.name}: {t.preemptions} preemptions in {t.available_hours:,.1f} available hours "
+            f"({t.observed_hours:,.1f} observed): λ = {t.preemptions_per_hour:.4f}/h",
+        )
+    return notes
 
 
 def register(app: typer.Typer) -> None:
     @app.command("validate")
-    def _validate() -> None:
-        """Not implemented yet."""
-        raise InputError("finops validate is not implemented yet")
+    def _validate(
+        fleet: FleetOpt,
+        workloads: OptionalWorkloadsOpt = None,
+        strict: Annotated[bool, typer.Option("--strict", help="Treat warnings as errors.")] = False,
+    ) -> None:
+        """Check fleet.yaml (and workloads.yaml) before any math: exit 0 if valid, 2 if not."""
+        from finops_cli import api
+
+        warnings = api.validate(fleet, workloads, strict=strict)
+        console = stderr_console()
+        for w in warnings:
+            console.print(f"[yellow]warning:[/] {escape(w)}")
+        what = f"{fleet}" + (f" and {workloads}" if workloads else "")
+        emit_text(f"valid: {what} ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})")
 
     @app.command("stack")
-    def _stack() -> None:
-        """Not implemented yet."""
-        raise InputError("finops stack is not implemented yet")
+    def _stack(
+        fleet: FleetOpt,
+        workloads: OptionalWorkloadsOpt = None,
+        workload: Annotated[str | None, typer.Option("--workload", help="Only this workload's merit order.")] = None,
+        mode: ModeOpt = "cost",  # type: ignore[assignment]
+        fmt: FormatOpt = OutputFormat.table,
+        chart: Annotated[
+            Path | None, typer.Option("--chart", help="Write the step-curve PNG here (one per workload).")
+        ] = None,
+        store: StoreOpt = None,
+        horizon: HorizonOpt = None,
+        out: OutOpt = None,
+    ) -> None:
+        """The merit-order supply curve: compliant substrates by cost per unit of usable output."""
+        from finops_cli import api
+
+        result = api.stack(fleet, workloads, workload=workload, mode=str(mode), store=store, horizon=horizon)
+        if chart is not None:
+            from finops_cli.report.charts import merit_order_chart
+
+            for st in result.stacks:
+                path = (
+                    chart if len(result.stacks) == 1 else chart.with_name(f"{chart.stem}.{st.workload}{chart.suffix}")
+                )
+                merit_order_chart(st, path, currency=result.currency)
+                stderr_console().print(f"chart: {path}")
+        if fmt == OutputFormat.json:
+            emit_json(result.as_json(), out)
+        elif fmt == OutputFormat.markdown:
+            emit_text(_render_stack_markdown(result), out)
+        else:
+            emit_text(_render_stack_table(result), out)
 
     @app.command("netc")
-    def _netc() -> None:
-        """Not implemented yet."""
-        raise InputError("finops netc is not implemented yet")
+    def _netc(
+        fleet: FleetOpt,
+        workloads: WorkloadsOpt,
+        trace: Annotated[
+            Path | None,
+            typer.Option(
+                "--trace", help="Spot trace: Can't Be Late JSON (1 = unavailable) or CSV of preemption times."
+            ),
+        ] = None,
+        substrate: Annotated[
+            str | None, typer.Option("--substrate", help="Only this spot substrate (the one the trace describes).")
+        ] = None,
+        fmt: FormatOpt = OutputFormat.table,
+        store: StoreOpt = None,
+        horizon: HorizonOpt = None,
+        out: OutOpt = None,
+    ) -> None:
+        """Net Expected Training Cost of interruptible work on each compliant spot substrate."""
+        from finops_cli import api
+
+        result = api.netc(fleet, workloads, trace=trace, substrate=substrate, store=store, horizon=horizon)
+        if fmt == OutputFormat.json:
+            emit_json([r.as_dict() for r in result.rows], out)
+            return
+        notes = _netc_notes(result) + _price_notes(result.prices)
+        if fmt == OutputFormat.markdown:
+            text = "### NETC: interruptible work on spot\n\n" + _md_table(_NETC_HEADERS, _netc_rows(result))
+            if notes:
+                text += "\n\n" + "\n".join(f"- {n}" for n in notes)
+            emit_text(text, out)
+            return
+        from rich.table import Table
+
+        from finops_cli.cli.render import table_text
+
+        table = Table(
+            title=f"NETC: interruptible work on spot, {result.horizon.start:%Y-%m-%d} + {result.horizon.hours} h",
+            title_justify="left",
+            header_style="bold",
+            box=None,
+            pad_edge=False,
+        )
+        for h in _NETC_HEADERS:
+            table.add_column(
+                h, justify="left" if h in ("workload", "spot substrate", "stable alternative") else "right"
+            )
+        for row in _netc_rows(result):
+            table.add_row(*row)
+        text = table_text(table, width=200).rstrip()
+        if not result.rows:
+            text += "\n(no interruptible workload has a compliant spot substrate)"
+        if notes:
+            text += "\n" + "\n".join(notes)
+        emit_text(text, out)

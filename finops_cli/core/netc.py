@@ -24,6 +24,9 @@ Daly, J. T. (2006). A higher order estimate of the optimum checkpoint interval. 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import numpy as np
 
 from finops_cli.errors import InfeasibleError
 
@@ -79,3 +82,172 @@ def young_daly_interval_hours(write_hours: float, preemptions_per_hour: float) -
     if preemptions_per_hour <= 0:
         return math.inf
     return math.sqrt(2 * write_hours / preemptions_per_hour)
+
+
+# --- per-workload report -----------------------------------------------------------------------------
+
+
+def multiplier_at(preemptions_per_hour: float, interval_hours: float, write_hours: float, resume_hours: float) -> float:
+    """``W`` allowing ``τ = 0`` when ``δ = 0`` (continuous free checkpoints): ``W = 1/(1 − λR)``."""
+    if interval_hours <= 0:
+        if write_hours > 0:
+            raise ValueError("a zero checkpoint interval needs zero write time")
+        loss = preemptions_per_hour * resume_hours
+        if loss >= 1:
+            raise SpotNeverFinishes(f"λ·R = {loss:.3f} ≥ 1: the job would never finish on spot")
+        return 1 / (1 - loss)
+    return wall_hours_per_useful_hour(preemptions_per_hour, interval_hours, write_hours, resume_hours)
+
+
+@dataclass(frozen=True)
+class NetcBreakdown:
+    r"""NETC of ``useful_gpu_hours`` of work on one spot substrate, with its parts.
+
+    ``wall_gpu_hours = T·W`` (billed), ``expected_preemptions = λ·T·W``, ``expected_lost_hours =
+    λ·T·W·(t_lost + R)`` (work redone plus resume time), ``netc = C·T·W + λ·T·W·F``.
+    """
+
+    multiplier: float
+    useful_gpu_hours: float
+    wall_gpu_hours: float
+    expected_preemptions: float
+    expected_lost_hours: float
+    netc: float
+
+
+def netc_breakdown(
+    price_per_gpu_hour: float,
+    useful_gpu_hours: float,
+    preemptions_per_hour: float,
+    interval_hours: float,
+    write_hours: float,
+    resume_hours: float,
+    resume_fee: float = 0.0,
+) -> NetcBreakdown:
+    """Every NETC quantity for one (workload, spot substrate); raises :class:`SpotNeverFinishes`."""
+    lam = preemptions_per_hour
+    w = multiplier_at(lam, interval_hours, write_hours, resume_hours)
+    wall = useful_gpu_hours * w
+    preemptions = lam * wall
+    t_lost = expected_lost_hours(lam, interval_hours) if interval_hours > 0 and lam > 0 else 0.0
+    return NetcBreakdown(
+        multiplier=w,
+        useful_gpu_hours=useful_gpu_hours,
+        wall_gpu_hours=wall,
+        expected_preemptions=preemptions,
+        expected_lost_hours=preemptions * (t_lost + resume_hours),
+        netc=price_per_gpu_hour * wall + preemptions * resume_fee,
+    )
+
+
+# --- traces: λ from observed availability, and a replay of the job on it -----------------------------
+
+
+@dataclass(frozen=True)
+class RateEstimate:
+    """``λ̂ = preemptions / available hours`` from a trace, with the hours it rests on."""
+
+    preemptions: int
+    available_hours: float
+    observed_hours: float
+
+    @property
+    def preemptions_per_hour(self) -> float:
+        return self.preemptions / self.available_hours if self.available_hours > 0 else math.inf
+
+
+def estimate_rate(unavailable: np.ndarray, gap_seconds: float) -> RateEstimate:
+    """λ̂ from a 0/1 availability series (1 = preempted/unavailable), one value per ``gap_seconds``.
+
+    A preemption is a 0 → 1 transition; available hours count the 0 steps.
+    """
+    u = np.asarray(unavailable, dtype=bool)
+    step_h = gap_seconds / 3600
+    events = int(np.count_nonzero(~u[:-1] & u[1:])) if len(u) > 1 else 0
+    return RateEstimate(events, float(np.count_nonzero(~u)) * step_h, len(u) * step_h)
+
+
+def estimate_rate_from_events(event_hours: np.ndarray, observed_hours: float) -> RateEstimate:
+    """λ̂ from preemption times alone: all observed hours count as available (a lower bound on λ)."""
+    return RateEstimate(len(event_hours), float(observed_hours), float(observed_hours))
+
+
+def available_intervals(unavailable: np.ndarray, gap_seconds: float) -> np.ndarray:
+    """Lengths (hours) of the available runs of a trace taken as a cycle: each ends in a preemption.
+
+    The series is rotated to start at its first unavailable step so that a run spanning the end and
+    the start of the trace counts once. An all-available trace gives one infinite run.
+    """
+    u = np.asarray(unavailable, dtype=bool)
+    if not u.any():
+        return np.array([math.inf])
+    u = np.roll(u, -int(np.argmax(u)))
+    avail = (~u).astype(np.int8)
+    edges = np.diff(np.concatenate([[0], avail, [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return (ends - starts) * (gap_seconds / 3600)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What the job actually cost on the trace: billed hours, preemptions, lost hours, money."""
+
+    useful_gpu_hours: float
+    billed_gpu_hours: float
+    preemptions: int
+    lost_hours: float
+    realised_cost: float
+
+    @property
+    def multiplier(self) -> float:
+        return self.billed_gpu_hours / self.useful_gpu_hours if self.useful_gpu_hours else 1.0
+
+
+def replay(
+    intervals_hours: np.ndarray,
+    useful_hours: float,
+    interval_hours: float,
+    write_hours: float,
+    resume_hours: float,
+    price_per_gpu_hour: float,
+    resume_fee: float = 0.0,
+    max_cycles: int = 1_000_000,
+) -> ReplayResult:
+    """Run ``useful_hours`` of checkpointed work through available runs (cycled), as one chain.
+
+    In each run the job first resumes (``R``, except the very first start), then alternates ``τ`` of
+    work and ``δ`` of checkpoint writing; when the run ends (a preemption) everything since the last
+    completed checkpoint is lost. Billed time is the whole run (or up to completion); unavailable
+    time is not billed. A multi-GPU job that sees the same preemptions scales linearly.
+    """
+    tau, delta, r = interval_hours, write_hours, resume_hours
+    cycle = tau + delta
+    committed = billed = lost = 0.0
+    preemptions = 0
+    first = True
+    n = len(intervals_hours)
+    if n == 0:
+        raise ValueError("the trace has no available time")
+    for i in range(max_cycles * n):
+        length = float(intervals_hours[i % n])
+        resume = 0.0 if first else r
+        first = False
+        rem = useful_hours - committed
+        k_need = max(math.ceil(rem / tau - 1e-12) - 1, 0)
+        finish = resume + k_need * cycle + (rem - k_need * tau)
+        if length >= finish:
+            billed += finish
+            committed = useful_hours
+            break
+        billed += length
+        preemptions += 1
+        budget = length - resume
+        if budget <= 0:
+            lost += length
+            continue
+        k = int(budget // cycle)
+        committed += k * tau
+        lost += resume + (budget - k * cycle)
+    else:
+        raise SpotNeverFinishes("the replay did not finish: preemptions outpace progress on this trace")
+    return ReplayResult(useful_hours, billed, preemptions, lost, price_per_gpu_hour * billed + preemptions * resume_fee)

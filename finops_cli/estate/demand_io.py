@@ -95,7 +95,7 @@ def _observed_from_utilization(store: Store, tag: str, value: str, horizon: Hori
     frame = frame[frame[tag_col].astype(str) == value]
     if frame.empty:
         return None
-    ival_col = _pick(cols, "interval_seconds", "interval_s", "seconds")
+    ival_col = _pick(cols, "interval_s", "interval_seconds", "seconds")
     hours = frame[ival_col].astype(float) / 3600 if ival_col else 1.0
     acc_col = _pick(cols, "accelerator", "x_acceleratortype", "accelerator_type")
     out = pd.DataFrame(
@@ -202,3 +202,24 @@ def estate_demand(estate: Estate, horizon: Horizon, store: Store | None = None) 
     """
     profiles, observed = read_demand_inputs(estate, horizon, store)
     return demand_frame(estate.workloads.workloads, horizon, profiles, observed)
+
+
+def infer_horizon(estate: Estate, default: Horizon | None = None) -> Horizon:
+    """A horizon when none is given: the calendar month of the earliest timestamped profile row.
+
+    Falls back to ``default``, else the current UTC month. (The planner's own default, the latest
+    month in the store, is its business; this is for ``finops stack``/``netc`` without a store.)
+    """
+    for w in estate.workloads.workloads:
+        if w.demand.profile is None:
+            continue
+        prof = read_profile(profile_path(estate, w))
+        if not prof.empty and not pd.api.types.is_numeric_dtype(prof["hour"]):
+            first = prof["hour"].min()
+            return Horizon.month(f"{first.year:04d}-{first.month:02d}")
+    if default is not None:
+        return default
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    return Horizon.month(f"{now.year:04d}-{now.month:02d}")

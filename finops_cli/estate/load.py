@@ -22,6 +22,8 @@ class Estate:
     fleet: Fleet
     workloads: Workloads
     base_dir: Path
+    fleet_path: Path | None = None  # for messages that name the file
+    workloads_path: Path | None = None
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
@@ -99,4 +101,10 @@ def load_workloads(path: Path | str) -> Workloads:
 
 
 def load_estate(fleet_path: Path | str, workloads_path: Path | str) -> Estate:
-    return Estate(load_fleet(fleet_path), load_workloads(workloads_path), Path(workloads_path).parent)
+    return Estate(
+        load_fleet(fleet_path),
+        load_workloads(workloads_path),
+        Path(workloads_path).parent,
+        fleet_path=Path(fleet_path),
+        workloads_path=Path(workloads_path),
+    )

@@ -1,0 +1,121 @@
+"""Estate checks beyond the pydantic models: ``check_*(estate, strict)``, run before any math.
+
+Each check returns its warnings (one line each, naming the file and field path); with ``strict=True``
+a warning becomes an :class:`InputError`. Hard problems (a missing or malformed demand profile, an
+unknown ``price_ref``) always raise, because nothing downstream could run with them.
+"""
+
+from __future__ import annotations
+
+from finops_cli.core.compliance import gate
+from finops_cli.errors import InputError
+from finops_cli.estate.demand_io import profile_path, read_profile
+from finops_cli.estate.load import Estate
+from finops_cli.estate.pricebook import reference_price
+
+
+def _emit(warnings: list[str], strict: bool) -> list[str]:
+    if strict and warnings:
+        raise InputError("\n".join(warnings))
+    return warnings
+
+
+def _names(estate: Estate) -> tuple[str, str]:
+    fleet = estate.fleet_path or "fleet.yaml"
+    workloads = estate.workloads_path or estate.base_dir / "workloads.yaml"
+    return str(fleet), str(workloads)
+
+
+def check_throughput_accelerators(estate: Estate, strict: bool = False) -> list[str]:
+    """A throughput for an accelerator no substrate has is probably a typo (``H10O``): warn."""
+    have = {s.accelerator for s in estate.fleet.substrates if s.accelerator}
+    _, wfile = _names(estate)
+    out = []
+    for i, w in enumerate(estate.workloads.workloads):
+        for acc in w.throughput:
+            if acc not in have:
+                out.append(
+                    f"{wfile}: workloads[{i}].throughput.{acc}: no substrate has accelerator {acc} "
+                    f"(fleet has {', '.join(sorted(have)) or 'none'})"
+                )
+    return _emit(out, strict)
+
+
+def check_reserved_capacity(estate: Estate, strict: bool = False) -> list[str]:
+    """A reserved substrate with no capacity and nothing purchasable can never serve anything."""
+    ffile, _ = _names(estate)
+    out = []
+    for i, s in enumerate(estate.fleet.substrates):
+        if s.kind != "reserved":
+            continue
+        can_buy = s.purchasable is not None and s.purchasable.max_blocks > 0
+        if not s.gpus and not can_buy:
+            out.append(f"{ffile}: substrates[{i}] ({s.id}): reserved with gpus 0 and no purchasable block to buy")
+    return _emit(out, strict)
+
+
+def check_spot_rates(estate: Estate, strict: bool = False) -> list[str]:
+    """Spot needs an interruption rate (the model enforces it); a zero rate is suspicious: warn."""
+    ffile, _ = _names(estate)
+    out = []
+    for i, s in enumerate(estate.fleet.substrates):
+        if s.kind == "spot" and s.interruptions_per_hour is None:
+            raise InputError(f"{ffile}: substrates[{i}].interruptions_per_hour: a spot substrate needs it")
+        if s.kind == "spot" and s.interruptions_per_hour == 0:
+            out.append(
+                f"{ffile}: substrates[{i}].interruptions_per_hour: 0 means spot is never reclaimed; "
+                "use an observed rate (finops netc --trace) or a conservative guess"
+            )
+    return _emit(out, strict)
+
+
+def check_price_refs(estate: Estate, strict: bool = False) -> list[str]:
+    """Every ``price_ref`` exists in the reference table (raises otherwise); feeds need a store (warn)."""
+    ffile, _ = _names(estate)
+    out = []
+    for i, s in enumerate(estate.fleet.substrates):
+        if s.price_ref is not None:
+            try:
+                ref = reference_price(s.price_ref)
+            except InputError as exc:
+                raise InputError(f"{ffile}: substrates[{i}].price_ref: {exc}") from None
+            if ref.usd_per_gpu_hour is None:
+                raise InputError(f"{ffile}: substrates[{i}].price_ref: {s.price_ref} is per unit, not per GPU-hour")
+    return _emit(out, strict)
+
+
+def check_demand_sources(estate: Estate, strict: bool = False) -> list[str]:
+    """Every profile CSV exists and parses (raises naming the file and line); ``from_store`` needs a store."""
+    _, wfile = _names(estate)
+    out = []
+    for i, w in enumerate(estate.workloads.workloads):
+        if w.demand.profile is not None:
+            read_profile(profile_path(estate, w))
+        elif w.demand.from_store is not None:
+            out.append(f"{wfile}: workloads[{i}].demand.from_store: resolved from the store at plan time (not checked)")
+    return _emit(out, strict)
+
+
+def check_compliance(estate: Estate, strict: bool = False) -> list[str]:
+    """Every workload has at least one compliant destination (raises exit 3 naming each exclusion)."""
+    for w in estate.workloads.workloads:
+        gate(w, estate.fleet).require_any()
+    return []
+
+
+CHECKS = (
+    check_price_refs,
+    check_spot_rates,
+    check_reserved_capacity,
+    check_throughput_accelerators,
+    check_demand_sources,
+    check_compliance,
+)
+
+
+def check_estate(estate: Estate, strict: bool = False) -> list[str]:
+    """Run every check; return all warnings (raise on the first hard problem)."""
+    warnings: list[str] = []
+    for check in CHECKS:
+        warnings.extend(check(estate, strict))
+    return warnings
