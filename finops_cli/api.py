@@ -355,7 +355,7 @@ def netc(
     demand = estate_demand(est, hz, st)
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
-    rows = netc_rows(est.workloads.workloads, resolved, totals, tr, substrate)
+    rows = netc_rows(est.workloads.workloads, resolved, totals, tr, substrate, hz.hours)
     return NetcResult(rows, est.fleet.currency, hz, sources, tr)
 
 
