@@ -1,19 +1,207 @@
-"""ingest utilization / spot-prices — placeholder until implemented."""
+"""finops ingest utilization | spot-prices: parse arguments, call the API, print a summary.
+
+The summary (what was stored) goes to stdout as a table, or JSON with ``--json``; progress and
+warnings go to stderr.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
+from finops_cli.cli.options import StoreOpt
+from finops_cli.cli.output import emit_json, stderr_console, stdout_console
+from finops_cli.cli.render import Col, money_table
 from finops_cli.errors import InputError
+
+_MAP = "Column mapping (generic CSV)"
+
+
+class UtilFormat(StrEnum):
+    auto = "auto"
+    dcgm = "dcgm"
+    prometheus = "prometheus"
+    csv = "csv"
+
+
+def _parse_since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"--since {value!r}: expected ISO-8601 such as 2026-10-01 or 2026-10-01T00:00:00Z") from None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("utilization")
-    def _utilization() -> None:
-        """Not implemented yet."""
-        raise InputError("finops utilization is not implemented yet")
+    def _utilization(
+        paths: Annotated[list[Path], typer.Argument(help="Trace files or directories (dcgm scrapes, JSON, CSV).")],
+        fmt: Annotated[UtilFormat, typer.Option("--format", help="Input format; auto sniffs each source.")] = (
+            UtilFormat.auto
+        ),
+        timestamp_col: Annotated[
+            str | None, typer.Option("--timestamp-col", help="Timestamp column.", rich_help_panel=_MAP)
+        ] = None,
+        device_col: Annotated[
+            str | None, typer.Option("--device-col", help="Device id column.", rich_help_panel=_MAP)
+        ] = None,
+        util_col: Annotated[
+            str | None, typer.Option("--util-col", help="Utilisation column.", rich_help_panel=_MAP)
+        ] = None,
+        team_col: Annotated[str | None, typer.Option("--team-col", help="Team column.", rich_help_panel=_MAP)] = None,
+        workload_col: Annotated[
+            str | None, typer.Option("--workload-col", help="Workload column.", rich_help_panel=_MAP)
+        ] = None,
+        resource_col: Annotated[
+            str | None,
+            typer.Option("--resource-col", help="Billing ResourceId column (for pricing).", rich_help_panel=_MAP),
+        ] = None,
+        host_col: Annotated[
+            str | None,
+            typer.Option("--host-col", help="Host column (with a gpu column: the device id).", rich_help_panel=_MAP),
+        ] = None,
+        util_scale: Annotated[
+            float | None,
+            typer.Option(
+                "--util-scale", help="1 (values 0–1) or 100 (0–100); default: detected.", rich_help_panel=_MAP
+            ),
+        ] = None,
+        store: StoreOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    ) -> None:
+        """Load GPU utilisation traces into the store (dataset utilization, partitioned by month).
+
+        dcgm-exporter scrapes (a file, or a directory of timestamped scrape files), Prometheus
+        /api/v1/query_range JSON, or a generic CSV with one row per device and sample. Prefers
+        DCGM_FI_PROF_GR_ENGINE_ACTIVE (0–1) and falls back to DCGM_FI_DEV_GPU_UTIL (0–100); the summary
+        says which was used. Re-ingesting the same file replaces it (idempotent).
+        """
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from finops_cli import api
+        from finops_cli.ingest.utilization import CsvMapping
+
+        mapping = CsvMapping(timestamp_col, device_col, util_col, team_col, workload_col, resource_col, host_col)
+        err = stderr_console()
+        with Progress(
+            TextColumn("ingesting utilisation"),
+            BarColumn(),
+            TextColumn("{task.completed:,.0f} samples"),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+            disable=not err.is_terminal,
+        ) as progress:
+            task = progress.add_task("ingest", total=None)
+            result = api.ingest_utilization(
+                paths,
+                store=store,
+                fmt=fmt.value,
+                mapping=mapping,
+                util_scale=util_scale,
+                on_rows=lambda n: progress.advance(task, n),
+            )
+        if as_json:
+            emit_json(result.to_dict())
+            return
+        rows = []
+        for s in result.sources:
+            metric = ", ".join(f"{m} ({n:,})" for m, n in sorted(s.metrics.items(), key=lambda kv: -kv[1]))
+            scale = f"0–{s.util_scale:g}" + (" (detected)" if s.util_scale_detected else "")
+            rows.append([s.source, s.format, s.samples, s.devices, ", ".join(s.months), metric, scale, s.coverage])
+        cols = [
+            Col("source"),
+            Col("format"),
+            Col("samples", "number"),
+            Col("devices", "number"),
+            Col("months"),
+            Col("metric used"),
+            Col("scale"),
+            Col("coverage", "pct"),
+        ]
+        stdout_console().print(
+            money_table(
+                "Utilisation ingested",
+                cols,
+                rows,
+                caption="coverage = seconds observed ÷ each device's span (gaps longer than 1.5× the cadence "
+                "are not counted)",
+            )
+        )
+        for s in result.sources:
+            if s.duplicates_dropped:
+                err.print(f"{s.source}: {s.duplicates_dropped:,} duplicate (device, timestamp) samples dropped")
 
     @app.command("spot-prices")
-    def _spot_prices() -> None:
-        """Not implemented yet."""
-        raise InputError("finops spot-prices is not implemented yet")
+    def _spot_prices(
+        file: Annotated[
+            list[Path] | None,
+            typer.Option("--file", help="AWS CLI describe-spot-price-history JSON, or a CSV/TSV feed."),
+        ] = None,
+        aws_region: Annotated[
+            list[str] | None, typer.Option("--aws-region", help="Fetch from AWS in this region (repeatable).")
+        ] = None,
+        instance_type: Annotated[
+            list[str] | None, typer.Option("--instance-type", help="Instance type (repeatable), e.g. p5.48xlarge.")
+        ] = None,
+        since: Annotated[str | None, typer.Option("--since", help="ISO-8601 start (AWS keeps ~90 days).")] = None,
+        product_description: Annotated[
+            list[str] | None, typer.Option("--product-description", help="AWS product (default Linux/UNIX).")
+        ] = None,
+        aws_profile: Annotated[str | None, typer.Option("--aws-profile", help="Named AWS profile.")] = None,
+        gcp: Annotated[bool, typer.Option("--gcp", help="List GPU SKUs from the GCP Cloud Billing Catalog.")] = False,
+        gcp_region: Annotated[
+            list[str] | None, typer.Option("--gcp-region", help="Keep only these GCP regions (repeatable).")
+        ] = None,
+        store: StoreOpt = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    ) -> None:
+        """Load spot prices into the store (dataset spot_prices, by provider and month).
+
+        AWS through boto3 (describe_spot_price_history with its paginator; standard credential chain or
+        --aws-profile), the GCP Cloud Billing Catalog (Compute Engine GPU SKUs, spot and on-demand, priced
+        per GPU-hour), or files. Prices are stored per instance-hour with the GPU count and accelerator
+        from pricebooks/instance_types.csv. A region that fails is reported; the others are kept.
+        """
+        from finops_cli import api
+
+        result = api.ingest_spot_prices(
+            store=store,
+            files=file,
+            aws_regions=aws_region,
+            instance_types=instance_type,
+            since=_parse_since(since),
+            product_descriptions=product_description,
+            aws_profile=aws_profile,
+            gcp=gcp,
+            gcp_regions=gcp_region,
+        )
+        err = stderr_console()
+        for where, reason in result.failures.items():
+            err.print(f"[yellow]warning:[/] {where}: {reason} (skipped; other sources kept)")
+        if result.unknown_instance_types:
+            err.print(
+                "[yellow]warning:[/] GPU count unknown (not in pricebooks/instance_types.csv): "
+                + ", ".join(result.unknown_instance_types)
+                + "; prices per GPU-hour are left empty for them"
+            )
+        if as_json:
+            emit_json(result.to_dict())
+            return
+        rows = [[src, n] for src, n in result.sources.items()]
+        stdout_console().print(
+            money_table(
+                "Spot prices ingested",
+                [Col("source"), Col("price changes", "number")],
+                rows,
+                totals=True,
+                caption=f"{result.rows_new:,} new rows in "
+                + ", ".join(f"{p['provider']}/{p['month']}" for p in result.partitions),
+            )
+        )

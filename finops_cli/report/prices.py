@@ -278,3 +278,27 @@ def price_table(
         "usd_per_gpu_hour_mean",
     ]
     return pd.DataFrame(rows, columns=cols)
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """The ``finops prices`` table as GitHub markdown."""
+    from finops_cli.report.escape import md_table
+
+    headers = ["provider", "region", "zone", "instance type", "kind", "changes", "min", "mean", "p50", "p90", "max",
+               "latest", "$/GPU-h mean"]  # fmt: skip
+
+    def usd(x: object) -> str:
+        return "—" if x is None or (isinstance(x, float) and np.isnan(x)) else f"${float(x):,.4f}"
+
+    rows = [
+        [r.provider, r.region, r.zone or "", r.instance_type, r.price_kind, f"{r.samples:,}",
+         *(usd(getattr(r, s)) for s in ("min", "mean", "p50", "p90", "max", "latest")), usd(r.usd_per_gpu_hour_mean)]
+        for r in table.itertuples(index=False)
+    ]  # fmt: skip
+    align = ["left"] * 5 + ["right"] * 8
+    trusted = [False] * 5 + [True] * 8
+    note = (
+        "\n\nTime-weighted: each price holds until the next change, so a statistic weights a price by how long "
+        "it was in effect (not a plain mean of change events). USD per instance-hour unless noted."
+    )
+    return md_table(headers, rows, align, trusted=trusted) + note + "\n"  # type: ignore[arg-type]

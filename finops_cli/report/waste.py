@@ -366,3 +366,84 @@ def waste_report(
         "reference": PHILLY_REFERENCE,
     }
     return WasteReport(by, currency, totals, groups, unobserved, distribution, priced_by, baseline)
+
+
+def _money(v: float | None, currency: str) -> str:
+    from finops_cli.cli.render import money
+
+    return money(v, currency)
+
+
+def to_markdown(report: WasteReport) -> str:
+    """The waste report as GitHub markdown (untrusted keys escaped)."""
+    from finops_cli.report.escape import md_table
+
+    t, cur = report.totals, report.currency
+
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x * 100:.1f}%"
+
+    lines = [
+        f"## Idle GPU waste — {t.get('month', '')}",
+        "",
+        f"**{pct(t['idle_fraction'])} idle** over {t['device_hours']:,.0f} observed GPU-hours "
+        f"({t['devices']} GPUs): {_money(t['idle_cost'], cur)} paid for idle time. "
+        f"Mean utilisation {pct(t['mean_utilization'])} vs the ~52 % Philly baseline[^philly]. "
+        f"Coverage {pct(t['coverage'])} of {t['coverage_basis']}.",
+        "",
+    ]
+    rows = [
+        [
+            g["key"],
+            f"{g['device_hours']:,.0f}",
+            f"{g['busy_hours']:,.0f}",
+            f"{g['idle_hours']:,.0f}",
+            pct(g["idle_fraction"]),
+            _money(g["idle_cost"], cur),
+        ]
+        for g in report.groups
+    ]
+    if report.unobserved:
+        rows.append(
+            [
+                UNOBSERVED + " paid, never sampled",
+                f"{t['unobserved_gpu_hours']:,.0f}",
+                "—",
+                "—",
+                "—",
+                _money(t["unobserved_cost"], cur),
+            ]
+        )
+    rows.append(
+        [
+            "**Total**",
+            f"{t['device_hours']:,.0f}",
+            f"{t['busy_hours']:,.0f}",
+            f"{t['idle_hours']:,.0f}",
+            pct(t["idle_fraction"]),
+            _money(t["idle_cost"], cur),
+        ]
+    )
+    headers = [report.by, "GPU-hours", "busy h", "idle h", "idle %", "idle $"]
+    align = ["left", "right", "right", "right", "right", "right"]
+    trusted = [False, True, True, True, True, True]
+    table = md_table(headers, rows[:-1], align, trusted=trusted)  # type: ignore[arg-type]
+    table += "\n| **Total** | " + " | ".join(rows[-1][1:]) + " |"
+    lines.append(table)
+    d = report.distribution
+    if d.get("deciles"):
+        lines += [
+            "",
+            f"Samples at 0 %: {pct(d['share_at_zero'])}. Utilisation deciles (p10…p90): "
+            + ", ".join(f"{x * 100:.0f}%" for x in d["deciles"])
+            + ".",
+        ]
+    priced = ", ".join(f"{k} {v:,.0f} h" for k, v in report.priced_by.items() if v)
+    lines += [
+        "",
+        f"Cost per GPU-hour from: {priced or 'nothing'} (billing EffectiveCost ÷ GPU-hours, else fleet, "
+        "else --price-per-gpu-hour).",
+        "",
+        f"[^philly]: {PHILLY_REFERENCE}.",
+    ]
+    return "\n".join(lines) + "\n"
