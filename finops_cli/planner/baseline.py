@@ -74,6 +74,7 @@ def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
                 left[(sid, k)] -= take
                 need -= take * thr
                 cost[sid] = cost.get(sid, 0.0) + take * hours[b] * usd
-            unserved += max(0.0, need) * hours[b]
+            if need > 1e-9:
+                unserved += need * hours[b]
     by_substrate = pd.Series(cost, dtype=float).add(sunk_by_substrate(frame), fill_value=0.0)
     return DispatchResult(by_substrate, unserved)

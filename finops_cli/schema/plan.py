@@ -109,3 +109,20 @@ class PlanDocument(_Doc):
     savings_breakdown: SavingsBreakdown | None = None
     by_substrate: list[SubstrateCost] = Field(default_factory=list)
     clearing_prices: list[ClearingPrice] = Field(default_factory=list)
+
+
+def json_schema_text() -> str:
+    """The published ``docs/plan.schema.json``.
+
+    Regenerate with ``python -m finops_cli.schema.plan > docs/plan.schema.json``.
+    """
+    import json
+
+    schema = PlanDocument.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://finops.example/plan.schema.json"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    print(json_schema_text(), end="")

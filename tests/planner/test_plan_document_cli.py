@@ -1,0 +1,172 @@
+"""The JSON contract (schema published and validated), the billed baseline, the API and the CLI."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import pyarrow as pa
+import pytest
+import yaml
+from planner_helpers import fleet
+from typer.testing import CliRunner
+
+from finops_cli import api
+from finops_cli.cli.app import app
+from finops_cli.core.baseline import billed_baseline, match_billing
+from finops_cli.schema.plan import json_schema_text
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((REPO / "docs" / "plan.schema.json").read_text())
+
+FLEET = {
+    "version": 1,
+    "currency": "USD",
+    "congestion": [{"up_to": 1.0, "multiplier": 1.0}],
+    "substrates": [
+        {
+            "id": "own",
+            "provider": "onprem",
+            "kind": "owned",
+            "accelerator": "H100",
+            "region": "us-east",
+            "instance_type": "hgx",
+            "jurisdiction": "US",
+            "gpus": 8,
+            "price_per_gpu_hour": 0.4,
+            "comfortable_utilization": 1.0,
+        },
+        {
+            "id": "res",
+            "provider": "coreweave",
+            "kind": "reserved",
+            "accelerator": "H100",
+            "jurisdiction": "US",
+            "gpus": 4,
+            "committed_per_gpu_hour": 2.0,
+            "comfortable_utilization": 1.0,
+        },
+        {
+            "id": "od",
+            "provider": "aws",
+            "kind": "on_demand",
+            "accelerator": "H100",
+            "region": "us-east-1",
+            "instance_type": "p5.48xlarge",
+            "jurisdiction": "US",
+            "price_per_gpu_hour": 6.0,
+        },
+    ],
+}
+WORKLOADS = {
+    "version": 1,
+    "workloads": [
+        {"id": "train", "unit": "h", "demand": {"total": 240}, "deferrable": True, "throughput": {"H100": 1.0}},
+        {"id": "serve", "unit": "h", "demand": {"profile": "serve.csv"}, "throughput": {"H100": 1.0}},
+    ],
+}
+
+
+@pytest.fixture
+def estate_files(tmp_path: Path) -> tuple[Path, Path]:
+    (tmp_path / "fleet.yaml").write_text(yaml.safe_dump(FLEET))
+    (tmp_path / "workloads.yaml").write_text(yaml.safe_dump(WORKLOADS))
+    rows = ["hour,units"] + [f"2026-10-01T{h:02d}:00:00Z,{6 + (h % 6)}" for h in range(24)]
+    (tmp_path / "serve.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path / "fleet.yaml", tmp_path / "workloads.yaml"
+
+
+def test_published_schema_is_up_to_date():
+    assert (REPO / "docs" / "plan.schema.json").read_text() == json_schema_text(), (
+        "regenerate: python -m finops_cli.schema.plan > docs/plan.schema.json"
+    )
+
+
+def _billing(n_hours: int = 24) -> pd.DataFrame:
+    start = pd.Timestamp("2026-10-01", tz="UTC")
+    rows = []
+    for h in range(n_hours):
+        ts = start + pd.Timedelta(hours=h)
+        rows.append(("onprem", "us-east", "hgx", "Other", ts, 8 * 0.4 * 1.0))  # all 8 GPUs billed, busy or not
+        rows.append(("aws", "us-east-1", "p5.48xlarge", "Standard", ts, 55.0))
+        rows.append(("aws", "us-east-1", "p5.48xlarge", "Dynamic", ts, 20.0))  # spot: no spot substrate
+    rows.append(("aws", "us-east-1", "p5.48xlarge", "Standard", start + pd.Timedelta(days=40), 999.0))  # outside
+    return pd.DataFrame(
+        rows,
+        columns=["provider", "RegionId", "x_InstanceType", "PricingCategory", "ChargePeriodStart", "EffectiveCost"],
+    ).assign(BillingCurrency="USD", billing_period="2026-10")
+
+
+def test_billed_baseline_matches_lines_to_substrates():
+    f = fleet(*[{k: v for k, v in s.items()} for s in FLEET["substrates"]])
+    bill = _billing()
+    assert match_billing(bill.head(3), f).tolist() == ["own", "od", None]
+    base = billed_baseline(bill, f, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 2, tzinfo=UTC))
+    assert base.lines_in_horizon == 72 and base.lines_matched == 48
+    assert base.cost == pytest.approx(24 * (3.2 + 55.0))
+    assert base.cost_by_substrate["od"] == pytest.approx(24 * 55.0)
+
+
+def test_api_plan_with_billing_store_and_schema(estate_files, store):
+    with store.transaction() as tx:
+        tx.write_partitioned("billing", pa.Table.from_pandas(_billing(), preserve_index=False), key="t")
+    est = api.estate(*estate_files)
+    result = api.plan(est, store, horizon="2026-10-01T00:00:24", blocks=6)
+    doc = result.document.model_dump(mode="json")
+    jsonschema.validate(doc, SCHEMA)
+    t = doc["totals"]
+    assert doc["schema_version"] == 1 and doc["horizon"]["hours"] == 24 and doc["horizon"]["blocks"] == 6
+    assert t["baseline_source"] == "billing"
+    assert t["baseline_cost"] == pytest.approx(24 * (3.2 + 55.0))
+    # prepaid reserved capacity is sunk and part of the plan's full cost
+    assert t["sunk_cost"] == pytest.approx(4 * 2.0 * 24)
+    assert t["planned_cost"] == pytest.approx(t["usage_cost"] + t["commitment_cost"] + t["sunk_cost"], abs=0.02)
+    assert t["savings"] == pytest.approx(t["baseline_cost"] - t["planned_cost"], abs=0.02)
+    assert sum(doc["savings_breakdown"].values()) == pytest.approx(t["savings"], abs=0.05)
+    # all demand served: 240 train + Σ serve
+    units = sum(a["units"] for a in doc["allocations"])
+    assert units == pytest.approx(240 + sum(6 + (h % 6) for h in range(24)), rel=1e-6)
+
+
+def test_cli_plan_json_and_out(estate_files, tmp_path):
+    fleet_p, wl_p = estate_files
+    out = tmp_path / "plan.json"
+    runner = CliRunner()
+    res = runner.invoke(
+        app,
+        [
+            *("plan", "--fleet", str(fleet_p), "--workloads", str(wl_p), "--horizon", "2026-10-01T00:00:24"),
+            *("--format", "json", "--solver", "highs", "--out", str(out)),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["solver"]["name"] == "highs" and doc["totals"]["baseline_source"] == "merit_order"
+    table = runner.invoke(
+        app, ["plan", "--fleet", str(fleet_p), "--workloads", str(wl_p), "--horizon", "2026-10-01T00:00:24"]
+    )
+    assert table.exit_code == 0
+    assert "Allocation by workload" in table.output and "Savings" in table.output and "\x1b[" not in table.output
+
+
+def test_cli_exit_3_on_shortage_and_on_no_compliant_destination(estate_files, tmp_path):
+    fleet_p, wl_p = estate_files
+    data = yaml.safe_load(fleet_p.read_text())
+    data["substrates"] = [s for s in data["substrates"] if s["id"] != "od"]  # no overflow left
+    short = tmp_path / "short.yaml"
+    short.write_text(yaml.safe_dump(data))
+    runner = CliRunner()
+    args = ["plan", "--workloads", str(wl_p), "--horizon", "2026-10-01T00:00:24"]
+    res = runner.invoke(app, [*args, "--fleet", str(short)])
+    assert res.exit_code == 3
+    assert "serve" in res.output and "units short" in res.output and "Traceback" not in res.output
+    for s in data["substrates"]:
+        s["status"] = "down"
+    eu = tmp_path / "eu.yaml"
+    eu.write_text(yaml.safe_dump(data))
+    res = runner.invoke(app, [*args, "--fleet", str(eu)])
+    assert res.exit_code == 3 and "no compliant destination" in res.output and "status down" in res.output
