@@ -112,27 +112,36 @@ class UtilizationIngest:
 
 # ------------------------------------------------------------------------------------ source discovery
 def _sources(paths: list[Path]) -> list[Path]:
-    """Files, and directories of scrape files (one source each); other directories are expanded."""
+    """Files, and directories of scrape files (one source each: a scrape series is one trace).
+
+    Other directories are searched recursively; a sub-directory holding scrape files is one source.
+    """
     out: list[Path] = []
+    seen: set[Path] = set()
+
+    def add(p: Path) -> None:
+        r = p.resolve()
+        if r not in seen:
+            seen.add(r)
+            out.append(p)
+
     for p in paths:
         if not p.exists():
             raise InputError("no such file or directory", path=p)
-        if p.is_dir():
-            if any(f.is_file() and f.name.endswith(SCRAPE_SUFFIXES) for f in p.iterdir()):
-                out.append(p)
-                continue
-            files = sorted(
-                f
-                for f in p.rglob("*")
-                if f.is_file()
-                and f.name.lower().endswith((*SUFFIXES, *SCRAPE_SUFFIXES))
-                and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
-            )
-            if not files:
-                raise InputError("directory holds no utilisation files", path=p)
-            out.extend(files)
-        else:
-            out.append(p)
+        if not p.is_dir():
+            add(p)
+            continue
+        files = sorted(
+            f
+            for f in p.rglob("*")
+            if f.is_file()
+            and f.name.lower().endswith((*SUFFIXES, *SCRAPE_SUFFIXES))
+            and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
+        )
+        if not files:
+            raise InputError("directory holds no utilisation files", path=p)
+        for f in files:
+            add(f.parent if f.name.endswith(SCRAPE_SUFFIXES) else f)
     return out
 
 
