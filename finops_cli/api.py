@@ -480,6 +480,7 @@ def plan(
 
 if TYPE_CHECKING:  # report/gate types for annotations only; the imports stay local to the functions
     from finops_cli.report.gate import GateResult, Thresholds
+    from finops_cli.report.markdown import ReportResult
     from finops_cli.schema.plan import PlanDocument
 
 
@@ -500,6 +501,87 @@ def gate(
     new = plan_or_path(plan)
     base = plan_or_path(baseline) if baseline is not None else None
     return evaluate(new, base, thresholds)
+
+
+def report(
+    plan: PlanDocument | dict | str | Path,
+    store: str | Path | Store | None = None,
+    fleet: str | Path | None = None,
+    out_path: str | Path | None = None,
+    title: str | None = None,
+    workloads: str | Path | None = None,
+) -> ReportResult:
+    """Write the leadership report (``finops report``): markdown at ``out_path`` plus PNG charts beside it.
+
+    Plan numbers come from ``plan`` (a document, a dict or ``plan.json``); idle waste and price-feed age
+    from ``store`` (default: ``$FINOPS_STORE`` or ``.finops/``) for the plan's month; the supply curve
+    needs ``fleet`` and ``workloads``. Missing inputs make their section say "not available" (listed in
+    ``ReportResult.unavailable``). ``out_path=None``: nothing is written, no charts; the markdown is returned.
+    Files are written atomically (charts first, the report last).
+    """
+    from finops_cli.errors import FinopsError
+    from finops_cli.report.gate import plan_or_path
+    from finops_cli.report.markdown import (
+        PriceFeedInfo,
+        ReportInputs,
+        SupplyInputs,
+        WasteInputs,
+        horizon_bounds,
+        write_report,
+    )
+
+    doc = plan_or_path(plan)
+    inputs = ReportInputs(plan=doc, title=title)
+    start, _ = horizon_bounds(doc)
+    month = None if start is None else f"{start:%Y-%m}"
+    st = store if isinstance(store, Store) else open_store(store)
+
+    if st.has("utilization"):
+        months = sorted({p.parent.name.split("=", 1)[1] for p in st.files("utilization")})
+        use = month if month in months else months[-1]
+        try:
+            by = {g: waste(store=st, by=g, fleet=fleet, month=use).to_dict() for g in ("team", "substrate")}
+            inputs.waste = WasteInputs(by)
+            if use != month:
+                inputs.notes.append(f"Idle waste is for {use}, the latest month with utilisation (plan: {month}).")
+        except FinopsError as exc:
+            inputs.waste_note = str(exc)
+    if st.has("spot_prices"):
+        import pyarrow.compute as pc
+
+        table = st.read("spot_prices", columns=["timestamp", "provider"])
+        latest: dict = {}
+        if table is not None and table.num_rows:
+            for provider in pc.unique(table["provider"]).to_pylist():
+                mask = pc.equal(table["provider"], provider)
+                latest[str(provider)] = pc.max(pc.filter(table["timestamp"], mask)).as_py()
+        inputs.price_feeds = PriceFeedInfo(latest)
+
+    if fleet is not None and workloads is not None:
+        by_cost: dict[str, float] = {}
+        for a in doc.allocations:
+            by_cost[a.workload] = by_cost.get(a.workload, 0.0) + a.cost
+        if by_cost:
+            biggest = max(by_cost, key=lambda w: by_cost[w])
+            try:
+                result = stack(
+                    fleet, workloads, workload=biggest, mode=getattr(doc, "mode", "cost"), store=st, horizon=month
+                )
+                chosen = result.stacks[0]
+
+                def draw(path: Path, chosen=chosen, currency=result.currency) -> Path:
+                    from finops_cli.report.charts import merit_order_chart
+
+                    return merit_order_chart(chosen, path, currency=currency)
+
+                inputs.supply = SupplyInputs(draw, biggest, chosen.unit, chosen.clearing_price, chosen.demand_units)
+            except FinopsError as exc:
+                inputs.supply_note = str(exc)
+        else:
+            inputs.supply_note = "the plan allocates nothing"
+    elif fleet is not None:
+        inputs.supply_note = "needs --workloads as well as --fleet"
+    return write_report(inputs, Path(out_path) if out_path is not None else None)
 
 
 # --- simulate -------------------------------------------------------------------------------------

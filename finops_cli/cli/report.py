@@ -1,14 +1,65 @@
-"""finops report — placeholder until implemented."""
+"""finops report — the leadership report: markdown plus PNG charts beside it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from finops_cli.errors import InputError
+from finops_cli.cli.options import FormatOpt, OptionalWorkloadsOpt, OutputFormat, StoreOpt
+from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
+from finops_cli.cli.render import Col, money_table
 
 
 def register(app: typer.Typer) -> None:
     @app.command("report")
-    def _report() -> None:
-        """Not implemented yet."""
-        raise InputError("finops report is not implemented yet")
+    def _report(
+        plan: Annotated[Path, typer.Option("--plan", help="The plan JSON (`finops plan --out plan.json`).")],
+        store: StoreOpt = None,
+        fleet: Annotated[
+            Path | None, typer.Option("--fleet", help="fleet.yaml: for the supply curve and waste pricing.")
+        ] = None,
+        workloads: OptionalWorkloadsOpt = None,
+        out: Annotated[
+            Path | None,
+            typer.Option("--out", help="Write report.md here, charts beside it (without it: markdown to stdout)."),
+        ] = None,
+        title: Annotated[str | None, typer.Option("--title", help="Report title.")] = None,
+        fmt: FormatOpt = OutputFormat.markdown,
+    ) -> None:
+        """Leadership report: executive summary, idle waste, supply curve, the plan, spot/NETC, risks.
+
+        With --out, the markdown and its PNG charts (<stem>-*.png) are written atomically beside each other;
+        --format table|json then prints a summary of what was written instead of the markdown.
+        """
+        from finops_cli import api
+
+        result = api.report(plan, store, fleet, out, title, workloads)
+        log = stderr_console()
+        for what in result.unavailable:
+            log.print(f"[yellow]note:[/] not available: {what}", markup=True, highlight=False)
+        if out is None and fmt is OutputFormat.markdown:
+            emit_text(result.markdown)
+            log.print("note: charts are written only with --out", highlight=False)
+            return
+        summary = {
+            "markdown": None if result.markdown_path is None else str(result.markdown_path),
+            "charts": [str(p) for p in result.chart_paths],
+            "unavailable": result.unavailable,
+        }
+        if fmt is OutputFormat.json:
+            emit_json(summary)
+        elif fmt is OutputFormat.table:
+            doc = result.plan
+            assert doc is not None
+            t = doc.totals
+            rows = [["baseline", t.baseline_cost], ["plan", t.planned_cost], ["savings", t.savings]]
+            stdout_console().print(
+                money_table("Report", [Col("figure"), Col("cost", "money")], rows, currency=doc.currency)
+            )
+            for path in [result.markdown_path, *result.chart_paths]:
+                if path is not None:
+                    stdout_console().print(f"wrote {path}", highlight=False)
+        else:
+            log.print(f"wrote {result.markdown_path} and {len(result.chart_paths)} charts", highlight=False)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 #: Inline-significant markdown punctuation (CommonMark + GFM tables, strikethrough, maths).
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~$&])")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>#|~$&]|(?<![^\W_])_|_(?![^\W_]))")
 #: Unicode bidi overrides/isolates: can make "evil.exe" display as "exe.live" (Trojan Source).
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
 _ZWSP = "&#8203;"

@@ -207,8 +207,18 @@ def cost_by_workload_kind(plan: PlanDocument) -> dict[tuple[str, str], float]:
     kind_of = {a.substrate: a.kind for a in plan.allocations}
     for a in plan.allocations:
         costs[(a.workload, a.kind)] += a.cost
+    kind_of |= {s.substrate: s.kind for s in plan.by_substrate}
     for c in plan.commitments:
         costs[(COMMITMENTS_ROW, kind_of.get(c.substrate, "reserved"))] += c.cost
+    if plan.by_substrate:  # the planner attributes sunk/prepaid capacity to substrates: keep it under its kind
+        per_kind: dict[str, float] = defaultdict(float)
+        for s in plan.by_substrate:
+            per_kind[s.kind] += s.planned_cost
+        for (_, kind), value in costs.items():
+            per_kind[kind] -= value
+        for kind, rest in per_kind.items():
+            if abs(rest) >= 0.005:
+                costs[(FIXED_ROW, kind)] += rest
     rest = plan.totals.planned_cost - sum(costs.values())
     if abs(rest) >= 0.005:
         costs[(FIXED_ROW, "fixed")] += rest

@@ -21,6 +21,17 @@ BASE_ALLOCATIONS = [
 ]
 
 
+#: baseline cost ÷ planned cost per substrate kind in the default documents (the old mix was dearer on demand)
+BASELINE_FACTOR = {"owned": 1.0, "reserved": 1.0, "spot": 0.4, "on_demand": 4.0, "api": 2.5}
+LEVER_OF_KIND = {
+    "owned": "idle_reclaimed",
+    "on_demand": "idle_reclaimed",
+    "spot": "spot_shift",
+    "reserved": "commitment_sizing",
+    "api": "api_overflow",
+}
+
+
 def make_plan(
     allocations: list[tuple[str, str, str, float, float, float]] | None = None,
     *,
@@ -29,21 +40,43 @@ def make_plan(
     start: str = "2026-10-01T00:00:00Z",
     commitments: list[dict[str, Any]] | None = None,
     sunk: float = 107_520.0,
-    baseline_cost: float | None = 260_000.0,
+    sunk_substrate: str = "cw-reserved-h100",
+    baseline_cost: float | None = "derived",  # type: ignore[assignment]
     unserved: list[dict[str, Any]] | None = None,
     status: str = "Optimal",
-    extra_totals: dict[str, Any] | None = None,
+    planner_extras: bool = True,
 ) -> dict[str, Any]:
-    """A plan JSON document; ``planned_cost`` = Σ allocation cost + Σ commitment cost + sunk."""
+    """A plan JSON document shaped like the planner's: ``planned_cost`` = Σ allocation + Σ commitment + sunk.
+
+    With ``planner_extras`` it carries what ``finops plan`` adds (``by_substrate``, ``savings_breakdown``,
+    ``baseline_source``, per-allocation ``netc_overhead``), consistent with the totals: the baseline per
+    substrate is the planned cost × :data:`BASELINE_FACTOR` of its kind (``baseline_cost="derived"``) and
+    the savings breakdown is baseline − plan per lever.
+    """
     allocations = BASE_ALLOCATIONS if allocations is None else allocations
     commitments = (
         [{"substrate": "cw-new-reserved-h100", "blocks": 1, "gpus": 64, "cost": 99_993.6}]
         if commitments is None
         else commitments
     )
+    kind_of = {s: k for _, s, k, *_ in allocations} | {c["substrate"]: "reserved" for c in commitments}
+    kind_of.setdefault(sunk_substrate, "reserved")
+    planned_by_s: dict[str, float] = {}
+    for _, s, _, _, _, c in allocations:
+        planned_by_s[s] = planned_by_s.get(s, 0.0) + c
+    for c in commitments:
+        planned_by_s[c["substrate"]] = planned_by_s.get(c["substrate"], 0.0) + c["cost"]
+    if sunk:
+        planned_by_s[sunk_substrate] = planned_by_s.get(sunk_substrate, 0.0) + sunk
     planned = sum(a[5] for a in allocations) + sum(c["cost"] for c in commitments) + sunk
+    base_by_s = {s: v * BASELINE_FACTOR[kind_of[s]] for s, v in planned_by_s.items()}
+    if baseline_cost == "derived":
+        baseline_cost = sum(base_by_s.values())
+    elif baseline_cost is not None and sum(base_by_s.values()) > 0:
+        scale = baseline_cost / sum(base_by_s.values())
+        base_by_s = {s: v * scale for s, v in base_by_s.items()}
     savings = None if baseline_cost is None else baseline_cost - planned
-    doc = {
+    doc: dict[str, Any] = {
         "schema_version": 1,
         "currency": currency,
         "horizon": {"start": start, "hours": hours, "blocks": 24},
@@ -52,9 +85,8 @@ def make_plan(
             "planned_cost": planned,
             "baseline_cost": baseline_cost,
             "savings": savings,
-            "savings_pct": None if savings is None else 100 * savings / baseline_cost,
+            "savings_pct": None if savings is None or not baseline_cost else savings / baseline_cost,
             "sunk_cost": sunk,
-            **(extra_totals or {}),
         },
         "allocations": [
             {"workload": w, "substrate": s, "kind": k, "gpu_hours": g, "units": u, "cost": c}
@@ -63,6 +95,30 @@ def make_plan(
         "commitments": commitments,
         "unserved": unserved or [],
     }
+    if planner_extras:
+        for a in doc["allocations"]:
+            a["netc_overhead"] = round(a["cost"] * 0.04, 4) if a["kind"] == "spot" else 0.0
+        doc["totals"]["baseline_source"] = "billing" if baseline_cost is not None else None
+        doc["totals"]["netc_overhead"] = sum(a["netc_overhead"] for a in doc["allocations"])
+        doc["by_substrate"] = [
+            {
+                "substrate": s,
+                "kind": kind_of[s],
+                "planned_cost": planned_by_s[s],
+                "baseline_cost": None if baseline_cost is None else base_by_s[s],
+            }
+            for s in sorted(planned_by_s)
+        ]
+        if baseline_cost is not None:
+            levers = dict.fromkeys(["idle_reclaimed", "spot_shift", "commitment_sizing", "api_overflow"], 0.0)
+            for s, v in planned_by_s.items():
+                levers[LEVER_OF_KIND[kind_of[s]]] += base_by_s[s] - v
+            doc["savings_breakdown"] = levers
+        doc["clearing_prices"] = [
+            {"workload": w, "block": -1, "hours": float(hours), "price_per_unit": round(c / u, 6)}
+            for w, _, _, _, u, c in allocations
+            if u
+        ][:3]
     PlanDocument.model_validate(doc)  # the factory only builds valid documents
     return doc
 

@@ -1,0 +1,594 @@
+"""The leadership report: one markdown document plus PNG charts beside it (``finops report``).
+
+Sections: executive summary (spend, idle waste, planned cost, savings, the three biggest levers), idle
+waste by team and substrate, the supply curve, the plan (mix by substrate kind, commitments to buy,
+savings waterfall, workloads), spot exposure and NETC, risks and assumptions (utilisation coverage,
+price-feed age, solver gap).
+
+Every number about the plan is read from the plan document (``finops plan --out plan.json``), so the
+report and the JSON agree by construction; idle waste comes from the store (``report.waste``) and the
+supply curve from the merit order (``report.charts``) when those inputs are given. A section whose
+inputs are missing says so ("not available: ...") rather than disappearing.
+
+:func:`render_markdown` is pure (inputs → text); :func:`write_report` draws the charts and writes all
+files atomically: charts first into a staging directory, then renamed into place, the report last.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from finops_cli.errors import InputError
+from finops_cli.report.escape import md_table, md_text
+from finops_cli.report.format import money, number, pct
+from finops_cli.schema.plan import PlanDocument
+
+#: Philly (Jeon et al., USENIX ATC 2019): ~52 % mean GPU utilisation in a production DL cluster.
+PHILLY_UTILIZATION = 0.52
+KIND_ORDER = ["owned", "reserved", "spot", "on_demand", "api"]
+KIND_LABEL = {"owned": "owned", "reserved": "reserved", "spot": "spot", "on_demand": "on-demand", "api": "API (PAYG)"}
+LEVER_SHORT = {
+    "idle_reclaimed": "idle reclaimed",
+    "spot_shift": "spot shift",
+    "commitment_sizing": "commitment sizing",
+    "api_overflow": "API overflow",
+}
+LEVERS = {
+    "idle_reclaimed": "idle capacity reclaimed (owned and on-demand)",
+    "spot_shift": "shifting work to spot",
+    "commitment_sizing": "right-sizing reserved commitments",
+    "api_overflow": "API overflow",
+}
+CHART_NAMES = {
+    "supply": "supply-curve",
+    "idle": "idle-by-team",
+    "mix": "baseline-vs-plan",
+    "waterfall": "savings-waterfall",
+}
+
+
+@dataclass
+class WasteInputs:
+    """Idle waste from the store, in ``finops waste --format json``'s shape, per grouping (``team``, ``substrate``)."""
+
+    by: dict[str, dict[str, Any]]  # grouping → {totals{...}, groups[{key, device_hours, idle_fraction, idle_cost}]}
+
+
+@dataclass
+class SupplyInputs:
+    """The merit-order chart of one workload, drawn by ``report.charts`` (developer C)."""
+
+    draw: Callable[[Path], Path]  # writes the PNG to the path given
+    workload: str
+    unit: str
+    clearing_price: float | None
+    demand_units: float | None
+
+
+@dataclass
+class PriceFeedInfo:
+    """Latest spot-price sample per provider in the store (price-feed age)."""
+
+    latest: dict[str, datetime]
+
+
+@dataclass
+class ReportInputs:
+    plan: PlanDocument
+    title: str | None = None
+    waste: WasteInputs | None = None
+    waste_note: str = "no utilisation trace in the store (run finops ingest utilization, and billing for prices)"
+    supply: SupplyInputs | None = None
+    supply_note: str = "needs --fleet and --workloads"
+    price_feeds: PriceFeedInfo | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReportResult:
+    """What ``finops report`` wrote: the markdown file and the charts beside it (paths)."""
+
+    markdown_path: Path | None
+    chart_paths: list[Path]
+    markdown: str
+    unavailable: list[str]
+    plan: PlanDocument | None = None
+
+
+# --- numbers from the plan -------------------------------------------------------------------------
+
+
+def horizon_bounds(plan: PlanDocument) -> tuple[datetime | None, datetime | None]:
+    try:
+        start = datetime.fromisoformat(plan.horizon.start.replace("Z", "+00:00"))
+    except ValueError:
+        return None, None
+    if start.tzinfo is None:
+        start = start.replace(tzinfo=UTC)
+    return start, start + timedelta(hours=plan.horizon.hours)
+
+
+def period_label(plan: PlanDocument) -> str:
+    start, _ = horizon_bounds(plan)
+    if start is None:
+        return md_text(plan.horizon.start)
+    if plan.horizon.hours in (672, 696, 720, 744) and start.day == 1 and start.hour == 0:
+        return f"{start:%B %Y}"
+    return f"{start:%Y-%m-%d} + {plan.horizon.hours} h"
+
+
+def cost_by_kind(plan: PlanDocument) -> dict[str, tuple[float | None, float]]:
+    """(baseline, planned) cost per substrate kind: from ``by_substrate`` (sunk and commitments included)
+    when the planner wrote it, else from allocations + commitments."""
+    out: dict[str, list[float | None]] = defaultdict(lambda: [0.0, 0.0])
+    if plan.by_substrate:
+        for row in plan.by_substrate:
+            cell = out[row.kind]
+            cell[0] = None if row.baseline_cost is None or cell[0] is None else cell[0] + row.baseline_cost
+            cell[1] = (cell[1] or 0.0) + row.planned_cost
+    else:
+        kinds = {a.substrate: a.kind for a in plan.allocations}
+        for a in plan.allocations:
+            out[a.kind][0] = None
+            out[a.kind][1] = (out[a.kind][1] or 0.0) + a.cost
+        for c in plan.commitments:
+            kind = kinds.get(c.substrate, "reserved")
+            out[kind][0] = None
+            out[kind][1] = (out[kind][1] or 0.0) + c.cost
+    order = {k: i for i, k in enumerate(KIND_ORDER)}
+    return {k: (v[0], float(v[1] or 0.0)) for k, v in sorted(out.items(), key=lambda kv: (order.get(kv[0], 99), kv[0]))}
+
+
+def gpu_hours_by_kind(plan: PlanDocument) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for a in plan.allocations:
+        out[a.kind] += a.gpu_hours
+    return dict(out)
+
+
+def levers(plan: PlanDocument) -> list[tuple[str, float]]:
+    """Savings levers, biggest first: the planner's savings breakdown when present (Σ = totals.savings)."""
+    breakdown = plan.savings_breakdown
+    if breakdown is None:
+        return []
+    items = [(LEVERS.get(k, k), float(getattr(breakdown, k))) for k in LEVERS if hasattr(breakdown, k)]
+    return sorted(items, key=lambda kv: -kv[1])
+
+
+def _extra(obj: Any, name: str, default: Any = None) -> Any:
+    """A field the planner may add (extra fields are allowed in plan schema 1)."""
+    return getattr(obj, name, None) if getattr(obj, name, None) is not None else default
+
+
+# --- sections ---------------------------------------------------------------------------------------
+
+
+def _m(value: float | None, cur: str, signed: bool = False) -> str:
+    return money(value, cur, signed=signed)
+
+
+def _summary(inp: ReportInputs, cur: str) -> list[str]:
+    plan, t = inp.plan, inp.plan.totals
+    period = period_label(plan)
+    source = _extra(t, "baseline_source")
+    parts = []
+    if t.baseline_cost is not None:
+        how = {"billing": " as billed", "merit_order": " under a greedy merit-order dispatch (no billing matched)"}
+        parts.append(f"In {period} the estate's GPU work cost **{_m(t.baseline_cost, cur)}**{how.get(source, '')}.")
+    waste_totals = _waste_totals(inp)
+    if waste_totals is not None:
+        idle_cost = float(waste_totals.get("idle_cost") or 0.0)
+        idle_fraction = waste_totals.get("idle_fraction")
+        parts.append(
+            f"**{_m(idle_cost, cur)}** of spend paid for idle GPUs "
+            f"({pct(idle_fraction)} of measured GPU-hours were idle; Philly's production cluster ran at "
+            f"{pct(PHILLY_UTILIZATION, decimals=0)} utilisation)."
+        )
+    else:
+        parts.append("Idle waste was not measured (no utilisation in the store).")
+    plan_text = f"The plan serves the same demand for **{_m(t.planned_cost, cur)}**"
+    if t.savings is not None:
+        verb = "saving" if t.savings >= 0 else "costing"
+        share = f" ({pct(abs(t.savings_pct))})" if t.savings_pct is not None else ""
+        plan_text += f", {verb} **{_m(abs(t.savings), cur)}{share}**"
+        plan_text += "" if t.savings >= 0 else " more"
+    parts.append(plan_text + f", of which {_m(t.sunk_cost, cur)} is sunk or prepaid capacity.")
+    top = [(name, value) for name, value in levers(plan) if value > 0][:3]
+    if top:
+        listed = "; ".join(f"{i}. {name} ({_m(value, cur)})" for i, (name, value) in enumerate(top, 1))
+        parts.append(f"The biggest levers: {listed}.")
+    if plan.commitments:
+        buys = ", ".join(
+            f"{c.blocks} block(s) ({number(c.gpus)} GPUs) of {md_text(c.substrate)}" for c in plan.commitments
+        )
+        parts.append(f"It buys {buys} for {_m(sum(c.cost for c in plan.commitments), cur)}.")
+    unserved = sum(u.units for u in plan.unserved)
+    if unserved > 0:
+        parts.append(f"⚠️ {number(unserved, 1)} units of demand are left unserved.")
+    return ["## Executive summary", "", " ".join(parts), ""]
+
+
+def _waste_totals(inp: ReportInputs) -> dict[str, Any] | None:
+    if inp.waste is None:
+        return None
+    for doc in inp.waste.by.values():
+        if doc.get("totals"):
+            return doc["totals"]
+    return None
+
+
+def _waste_table(doc: dict[str, Any], label: str, cur: str) -> str:
+    rows = []
+    groups = sorted(doc.get("groups", []), key=lambda g: -(g.get("idle_cost") or 0.0))
+    for g in groups:
+        rows.append(
+            [
+                md_text(g.get("key")),
+                number(g.get("device_hours")),
+                pct(g.get("idle_fraction")),
+                _m(g.get("idle_cost"), cur),
+            ]
+        )
+    totals = doc.get("totals", {})
+    rows.append(
+        [
+            "**Total**",
+            f"**{number(totals.get('device_hours'))}**",
+            f"**{pct(totals.get('idle_fraction'))}**",
+            f"**{_m(totals.get('idle_cost'), cur)}**",
+        ]
+    )
+    return md_table(
+        [label, "GPU-hours", "idle share", "idle cost"], rows, ["left", "right", "right", "right"], trusted=[True] * 4
+    )
+
+
+def _waste_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[str]:
+    out = ["## Idle waste", ""]
+    if inp.waste is None:
+        return [*out, f"_Not available: {md_text(inp.waste_note, None)}._", ""]
+    out += [
+        "Idle cost = cost per GPU-hour × idle GPU-hours (1 − utilisation) over allocated device-hours; "
+        "paid capacity with no samples at all is listed as unobserved, not counted as idle.",
+        "",
+    ]
+    if "idle" in charts:
+        out += [f"![Idle GPU spend by team]({charts['idle']})", ""]
+    for by, label in (("team", "Team"), ("substrate", "Substrate")):
+        if by in inp.waste.by:
+            out += [f"### By {by}", "", _waste_table(inp.waste.by[by], label, cur), ""]
+    return out
+
+
+def _supply_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[str]:
+    out = ["## Supply curve", ""]
+    prices = [p for p in inp.plan.clearing_prices if p.block == -1]
+    if inp.supply is not None and "supply" in charts:
+        s = inp.supply
+        text = (
+            f"Every compliant destination of **{md_text(s.workload)}** priced in {cur} per {md_text(s.unit)} of usable "
+            "output (price × preference × NETC multiplier ÷ throughput), cheapest first; sunk and prepaid capacity "
+            "fills first, PAYG APIs are the peaker of last resort."
+        )
+        if s.clearing_price is not None:
+            text += f" Clearing price at the month's demand: **{_m(s.clearing_price, cur)} per {md_text(s.unit)}**."
+        out += [text, "", f"![Merit-order supply curve for {md_text(s.workload)}]({charts['supply']})", ""]
+    else:
+        out += [f"_Supply-curve chart not available: {md_text(inp.supply_note, None)}._", ""]
+    if prices:
+        rows = [[md_text(p.workload), _m(p.price_per_unit, cur, signed=False)] for p in prices]
+        out += [
+            "Clearing prices from the plan (dual of each workload's demand row: the cost of one more unit):",
+            "",
+            md_table(["Workload", "Clearing price per unit"], rows, ["left", "right"], trusted=[True, True]),
+            "",
+        ]
+    return out
+
+
+def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[str]:
+    plan, t = inp.plan, inp.plan.totals
+    by_kind = cost_by_kind(plan)
+    hours = gpu_hours_by_kind(plan)
+    has_base = all(b is not None for b, _ in by_kind.values()) and bool(plan.by_substrate)
+    base_label = "Baseline (billed)" if _extra(t, "baseline_source") == "billing" else "Baseline"
+    out = ["## The plan", "", "### Mix by substrate kind", ""]
+    rows = []
+    for kind, (base, planned) in by_kind.items():
+        share = planned / t.planned_cost if t.planned_cost else None
+        row = [md_text(KIND_LABEL.get(kind, kind)), number(hours.get(kind, 0.0))]
+        row += (
+            [_m(base, cur), _m(planned, cur), _m(planned - base, cur, signed=True)] if has_base else [_m(planned, cur)]
+        )
+        rows.append([*row, pct(share)])
+    total = ["**Total**", f"**{number(sum(hours.values()))}**"]
+    if has_base:
+        base_total = sum(b or 0.0 for b, _ in by_kind.values())
+        total += [f"**{_m(base_total, cur)}**", f"**{_m(t.planned_cost, cur)}**"]
+        total += [f"**{_m(t.planned_cost - base_total, cur, signed=True)}**"]
+    else:
+        total += [f"**{_m(t.planned_cost, cur)}**"]
+    rows.append([*total, "**100.0%**"])
+    headers = (
+        ["Substrate kind", "GPU-hours"] + ([base_label, "Plan", "Δ"] if has_base else ["Plan"]) + ["Share of plan"]
+    )
+    out += [md_table(headers, rows, ["left"] + ["right"] * (len(headers) - 1), trusted=[True] * len(headers)), ""]
+    if "mix" in charts:
+        out += [f"![Cost by substrate kind: baseline vs plan]({charts['mix']})", ""]
+
+    out += ["### Commitments to buy", ""]
+    if plan.commitments:
+        crow = [[md_text(c.substrate), str(c.blocks), number(c.gpus), _m(c.cost, cur)] for c in plan.commitments]
+        crow.append(["**Total**", "", f"**{number(sum(c.gpus for c in plan.commitments))}**", ""])
+        crow[-1][3] = f"**{_m(sum(c.cost for c in plan.commitments), cur)}**"
+        out += [
+            md_table(
+                ["Substrate", "Blocks", "GPUs", "Cost over the horizon"],
+                crow,
+                ["left", "right", "right", "right"],
+                trusted=[True] * 4,
+            ),
+            "",
+        ]
+    else:
+        out += ["The plan buys no new commitments.", ""]
+
+    out += ["### Savings", ""]
+    lever_rows = levers(plan)
+    if t.baseline_cost is not None and t.savings is not None:
+        out += [
+            f"Baseline {_m(t.baseline_cost, cur)} − plan {_m(t.planned_cost, cur)} = "
+            f"**{_m(t.savings, cur)}** ({pct(t.savings_pct)})."
+            + (" Reliability penalties steer the plan but are not money." if t.penalty else ""),
+            "",
+        ]
+        if lever_rows:
+            srows = [[md_text(name), _m(value, cur)] for name, value in lever_rows]
+            srows.append(["**Total**", f"**{_m(sum(v for _, v in lever_rows), cur)}**"])
+            out += [md_table(["Lever", "Saving"], srows, ["left", "right"], trusted=[True, True]), ""]
+        if "waterfall" in charts:
+            out += [f"![Savings waterfall from baseline to plan]({charts['waterfall']})", ""]
+    else:
+        out += ["_Not available: the plan has no baseline cost._", ""]
+
+    out += ["### Workloads", ""]
+    per: dict[str, dict[str, Any]] = defaultdict(lambda: {"units": 0.0, "gpu_hours": 0.0, "cost": 0.0, "subs": set()})
+    for a in plan.allocations:
+        w = per[a.workload]
+        w["units"] += a.units
+        w["gpu_hours"] += a.gpu_hours
+        w["cost"] += a.cost
+        w["subs"].add(a.substrate)
+    wrows = []
+    for name, w in sorted(per.items(), key=lambda kv: -kv[1]["cost"]):
+        unit_cost = w["cost"] / w["units"] if w["units"] else None
+        subs = ", ".join(md_text(s) for s in sorted(w["subs"])[:4]) + (" …" if len(w["subs"]) > 4 else "")
+        wrows.append(
+            [md_text(name), number(w["units"]), number(w["gpu_hours"]), _m(w["cost"], cur), _m(unit_cost, cur), subs]
+        )
+    out += [
+        md_table(
+            ["Workload", "Units", "GPU-hours", "Usage cost", "Cost per unit", "Runs on"],
+            wrows,
+            ["left", "right", "right", "right", "right", "left"],
+            trusted=[True] * 6,
+        ),
+        "",
+        "Usage cost is the marginal cost of the GPU-hours and API units each workload uses (congestion and NETC "
+        "included); commitments and sunk capacity are shown in the mix above.",
+        "",
+    ]
+    return out
+
+
+def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
+    plan = inp.plan
+    out = ["## Spot exposure and NETC", ""]
+    spot = [a for a in plan.allocations if a.kind == "spot"]
+    total_hours = sum(a.gpu_hours for a in plan.allocations)
+    total_cost = sum(a.cost for a in plan.allocations)
+    if not spot:
+        return [*out, "The plan puts no work on spot capacity.", ""]
+    spot_hours = sum(a.gpu_hours for a in spot)
+    spot_cost = sum(a.cost for a in spot)
+    overhead = sum(float(_extra(a, "netc_overhead", 0.0)) for a in spot)
+    out += [
+        f"Spot carries {number(spot_hours)} GPU-hours ({pct(spot_hours / total_hours if total_hours else None)} of "
+        f"planned GPU-hours) and {_m(spot_cost, cur)} ({pct(spot_cost / total_cost if total_cost else None)} of usage "
+        f"cost). Preemptions add an expected **{_m(overhead, cur)}** of lost work, checkpoint writes and resumes "
+        "(NETC: cost × (W − 1), with W = (1 + δ/τ) / (1 − λ·(t_lost + R)) per DESIGN §5).",
+        "",
+    ]
+    rows = []
+    for a in sorted(spot, key=lambda a: -a.cost):
+        over = float(_extra(a, "netc_overhead", 0.0))
+        clean = a.cost - over
+        w = a.cost / clean if clean > 0 else None
+        rows.append(
+            [
+                md_text(a.workload),
+                md_text(a.substrate),
+                number(a.gpu_hours),
+                _m(a.cost, cur),
+                _m(over, cur),
+                "—" if w is None else f"{w:.3f}",
+            ]
+        )
+    out += [
+        md_table(
+            ["Workload", "Spot substrate", "GPU-hours", "Cost", "NETC overhead", "Multiplier W"],
+            rows,
+            ["left", "left", "right", "right", "right", "right"],
+            trusted=[True] * 6,
+        ),
+        "",
+    ]
+    return out
+
+
+def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
+    plan, s = inp.plan, inp.plan.solver
+    items = []
+    waste_totals = _waste_totals(inp)
+    coverage = None if waste_totals is None else waste_totals.get("coverage")
+    if coverage is not None:
+        items.append(
+            f"**Utilisation coverage:** {pct(coverage)} of billed GPU-hours have a utilisation trace; the rest is "
+            "reported as unobserved, not as idle."
+        )
+    else:
+        items.append("**Utilisation coverage:** not measured (no utilisation trace in the store).")
+    _, end = horizon_bounds(plan)
+    if inp.price_feeds is not None and inp.price_feeds.latest:
+        ages = []
+        for provider, ts in sorted(inp.price_feeds.latest.items()):
+            age = "" if end is None else f", {(end - ts).total_seconds() / 86400:.1f} days before the horizon ends"
+            ages.append(f"{md_text(provider)} {ts:%Y-%m-%d %H:%M} UTC{age}")
+        items.append("**Price-feed age:** latest spot-price sample per provider: " + "; ".join(ages) + ".")
+    else:
+        items.append("**Price-feed age:** no spot-price feed in the store; spot prices are fleet.yaml's fixed prices.")
+    gap = "unknown" if s.mip_gap is None else pct(s.mip_gap, decimals=2)
+    items.append(
+        f"**Solver:** {md_text(s.name)} finished {md_text(s.status)} in {s.seconds:.1f} s with MIP gap {gap}"
+        + ("" if s.best_bound is None else f" (best bound {_m(s.best_bound, cur)})")
+        + "; the plan's cost is within that gap of the cheapest compliant plan."
+    )
+    source = _extra(plan.totals, "baseline_source")
+    if source == "merit_order":
+        items.append(
+            "**Baseline:** no billing matched the fleet, so the baseline is a greedy merit-order dispatch of the "
+            "same demand, not what was actually paid."
+        )
+    elif source == "billing":
+        items.append("**Baseline:** EffectiveCost of billing lines matched to the fleet's substrates over the horizon.")
+    unserved = sum(u.units for u in plan.unserved)
+    if unserved:
+        items.append(f"**Unserved demand:** {number(unserved, 1)} units could not be served by compliant capacity.")
+    if plan.totals.penalty:
+        items.append(
+            f"**Reliability mode:** {_m(plan.totals.penalty, cur)} of penalties steer latency-critical work off "
+            "spot; they are not money and are not in the planned cost."
+        )
+    items.append(
+        f"**Horizon:** {md_text(plan.horizon.start)} + {plan.horizon.hours} h in {plan.horizon.blocks} "
+        "load-duration blocks; demand is the workloads file's, prices the fleet file's (resolved from feeds where "
+        "configured)."
+    )
+    items += [md_text(n, None) for n in inp.notes]
+    return ["## Risks and assumptions", "", *[f"- {i}" for i in items], ""]
+
+
+def render_markdown(inp: ReportInputs, charts: dict[str, str] | None = None) -> str:
+    """The report as markdown. ``charts`` maps chart keys (``supply``, ``idle``, ``mix``, ``waterfall``) to the
+    relative file names to link; keys absent → that chart is not shown."""
+    charts = charts or {}
+    plan = inp.plan
+    cur = plan.currency.upper()
+    title = md_text(inp.title, 200) if inp.title else f"GPU fleet FinOps report — {period_label(plan)}"
+    gap = "" if plan.solver.mip_gap is None else f", gap {pct(plan.solver.mip_gap, decimals=2)}"
+    header = (
+        f"_Horizon {md_text(plan.horizon.start)} + {plan.horizon.hours} h ({plan.horizon.blocks} blocks) · "
+        f"currency {md_text(cur)} · mode {md_text(_extra(plan, 'mode', 'cost'))} · "
+        f"solver {md_text(plan.solver.name)} ({md_text(plan.solver.status)}{gap})_"
+    )
+    lines = [f"# {title}", "", header, ""]
+    lines += _summary(inp, cur)
+    lines += _waste_section(inp, cur, charts)
+    lines += _supply_section(inp, cur, charts)
+    lines += _plan_section(inp, cur, charts)
+    lines += _spot_section(inp, cur)
+    lines += _risks_section(inp, cur)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+
+def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, str], list[str]]:
+    """Draw every chart whose inputs exist into ``stage``; return {key: file name} and what was unavailable."""
+    from finops_cli.report import figures
+
+    plan, cur = inp.plan, inp.plan.currency.upper()
+    names = {key: f"{stem}-{suffix}.png" for key, suffix in CHART_NAMES.items()}
+    drawn: dict[str, str] = {}
+    unavailable: list[str] = []
+    if inp.supply is not None:
+        try:
+            inp.supply.draw(stage / names["supply"])
+            drawn["supply"] = names["supply"]
+        except InputError as exc:
+            inp.supply_note = str(exc)
+            unavailable.append(f"supply curve: {exc}")
+    else:
+        unavailable.append(f"supply curve: {inp.supply_note}")
+    if inp.waste is not None and "team" in inp.waste.by and inp.waste.by["team"].get("groups"):
+        groups = inp.waste.by["team"]["groups"]
+        figures.idle_by_team_chart(
+            [str(g.get("key")) for g in groups],
+            [float(g.get("idle_cost") or 0.0) for g in groups],
+            stage / names["idle"],
+            currency=cur,
+            period=period_label(plan),
+        )
+        drawn["idle"] = names["idle"]
+    else:
+        unavailable.append(f"idle waste: {inp.waste_note}")
+    by_kind = cost_by_kind(plan)
+    if by_kind:
+        known = all(b is not None for b, _ in by_kind.values())
+        base_label = "baseline (billed)" if _extra(plan.totals, "baseline_source") == "billing" else "baseline"
+        figures.baseline_vs_plan_chart(
+            [KIND_LABEL.get(k, k) for k in by_kind],
+            [b or 0.0 for b, _ in by_kind.values()] if known else None,
+            [p for _, p in by_kind.values()],
+            stage / names["mix"],
+            currency=cur,
+            baseline_label=base_label,
+        )
+        drawn["mix"] = names["mix"]
+    t = plan.totals
+    if t.baseline_cost is not None:
+        short = {LEVERS[k]: v for k, v in LEVER_SHORT.items()}
+        steps = [(short.get(name, name), value) for name, value in levers(plan)]
+        figures.savings_waterfall_chart(
+            t.baseline_cost, steps, t.planned_cost, stage / names["waterfall"], currency=cur
+        )
+        drawn["waterfall"] = names["waterfall"]
+    return drawn, unavailable
+
+
+def write_report(inp: ReportInputs, out: Path | None) -> ReportResult:
+    """Draw the charts and write the report atomically beside ``out`` (charts named ``<stem>-<chart>.png``).
+
+    With ``out=None`` nothing is written and no charts are linked (markdown to stdout only).
+    """
+    if out is None:
+        return ReportResult(None, [], render_markdown(inp), [], inp.plan)
+    out = Path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.stem}-", dir=out.parent))
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", path=out) from None
+    try:
+        charts, unavailable = _draw_charts(inp, stage, out.stem)
+        text = render_markdown(inp, charts)
+        (stage / out.name).write_text(text, encoding="utf-8")
+        paths = []
+        for name in charts.values():  # charts first, the report last: a reader never sees dangling links
+            os.replace(stage / name, out.parent / name)
+            paths.append(out.parent / name)
+        os.replace(stage / out.name, out)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", path=out) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return ReportResult(out, paths, text, unavailable, inp.plan)
