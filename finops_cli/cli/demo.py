@@ -1,14 +1,33 @@
-"""finops demo — placeholder until implemented."""
+"""finops demo — the main job end to end on the bundled samples (the README's first command)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
-from finops_cli.errors import InputError
+from finops_cli.cli.output import stderr_console, stdout_console
 
 
 def register(app: typer.Typer) -> None:
     @app.command("demo")
-    def _demo() -> None:
-        """Not implemented yet."""
-        raise InputError("finops demo is not implemented yet")
+    def demo(
+        out: Annotated[Path, typer.Option("--out", help="Directory for plan.json, report.md and charts.")] = Path(
+            "finops-demo"
+        ),
+        samples: Annotated[
+            Path | None, typer.Option("--samples", help="Samples directory (default: the checkout's samples/).")
+        ] = None,
+        keep_store: Annotated[
+            Path | None, typer.Option("--keep-store", help="Keep the demo's store in this directory.")
+        ] = None,
+    ) -> None:
+        """Ingest the sample exports, traces and spot prices, then stack, plan and report (Kestrel AI, Oct 2026)."""
+        from finops_cli.cli.plan import render_plan
+        from finops_cli.demo import run_demo
+
+        err = stderr_console()
+        result = run_demo(out, samples=samples, store_dir=keep_store, log=lambda m: err.print(f"[dim]·[/] {m}"))
+        render_plan(result.plan.document.model_dump(mode="json"), stdout_console())
+        err.print(f"plan: {result.plan_path}   report: {result.report_path}   charts: {len(result.charts)}")

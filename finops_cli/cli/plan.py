@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from finops_cli.cli.options import FleetOpt, FormatOpt, ModeOpt, OutputFormat, StoreOpt, WorkloadsOpt
 from finops_cli.cli.options import Mode as ModeEnum
@@ -205,12 +206,16 @@ def register(app: typer.Typer) -> None:
         elif fmt == OutputFormat.markdown:
             emit_text(_markdown(doc))
         else:
-            console = stdout_console()
-            if not console.is_terminal:
-                console.width = max(console.width, 140)  # piped: do not squeeze columns to ellipses
-            console.print(_summary(doc))
-            for table in _tables(doc):
-                console.print(table)
+            render_plan(doc, stdout_console())
+
+
+def render_plan(doc: dict, console: Console) -> None:
+    """Print a plan document's summary line and tables (shared with ``finops demo``)."""
+    if not console.is_terminal:
+        console.width = max(console.width, 140)  # piped: do not squeeze columns to ellipses
+    console.print(_summary(doc))
+    for table in _tables(doc):
+        console.print(table)
 
 
 def _store_exists() -> bool:
@@ -219,4 +224,4 @@ def _store_exists() -> bool:
     return resolve_store_root(None).exists()
 
 
-__all__ = ["register", "table_text"]
+__all__ = ["register", "render_plan", "table_text"]
