@@ -1,0 +1,434 @@
+r"""The shared bookkeeping of every market policy: tenants, accelerators, time, money, the event log.
+
+A policy (one per module, Gavel-style) only decides *who runs where and at what price*; this base
+class runs the discrete-event loop and keeps the accounts:
+
+- progress: a tenant on accelerator type :math:`k` advances at :math:`1/H_k` of its work per hour
+  (:math:`H_k` = ``work × execution_hours[k]``), after ``restart_hours`` on a new accelerator;
+- checkpoints: every ``checkpoint_interval_hours`` of running time; a preempted tenant loses the work
+  since its last checkpoint (*work lost*, in hours of the accelerator it lost);
+- money: the holder of an accelerator pays its current price per hour (piecewise linear in time when
+  the floor's fall rate is bounded); each migration costs ``checkpoint_restart_cost``;
+- *performance retained* = best possible time (fastest compatible type, no waiting) ÷ achieved time
+  (finish − arrival).
+
+Decision points are arrivals, checkpoints and finishes; simultaneous events run in the order finish,
+checkpoint, arrival, then by tenant order (arrival time, then listing order), so every run with the
+same scenario is identical.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from finops_cli.sim.market.scenario import Scenario
+
+_FINISH, _CHECKPOINT, _ARRIVAL = 0, 1, 2
+EPS = 1e-12
+
+
+@dataclass
+class TenantResult:
+    tenant: str
+    arrival_hours: float
+    finish_hours: float | None
+    cost: float
+    completion_hours: float | None
+    migrations: int
+    work_lost_hours: float
+    performance_retained: float | None
+    accelerators: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class PolicyResult:
+    """One policy's outcome: per tenant, totals, and the event log."""
+
+    policy: str
+    tenants: list[TenantResult]
+    events: list[dict[str, object]]
+
+    def totals(self) -> dict[str, object]:
+        done = [t for t in self.tenants if t.finish_hours is not None]
+        perf = [t.performance_retained for t in done if t.performance_retained is not None]
+        return {
+            "cost": sum(t.cost for t in self.tenants),
+            "finished": len(done),
+            "unfinished": len(self.tenants) - len(done),
+            "mean_completion_hours": (sum(t.completion_hours or 0.0 for t in done) / len(done)) if done else None,
+            "makespan_hours": max((t.finish_hours or 0.0 for t in done), default=None),
+            "migrations": sum(t.migrations for t in self.tenants),
+            "work_lost_hours": sum(t.work_lost_hours for t in self.tenants),
+            "mean_performance_retained": (sum(perf) / len(perf)) if perf else None,
+        }
+
+    def as_dict(self, *, events: bool = True) -> dict[str, object]:
+        out: dict[str, object] = {
+            "policy": self.policy,
+            "totals": self.totals(),
+            "tenants": [t.as_dict() for t in self.tenants],
+        }
+        if events:
+            out["events"] = self.events
+        return out
+
+
+class Policy:
+    """Base class: the event loop and the accounts. Subclasses implement the ``on_*`` hooks.
+
+    Parameters
+    ----------
+    scenario
+        A validated :class:`~finops_cli.sim.market.scenario.Scenario`.
+    log_events
+        Keep the event log (``events[{t, type, tenant, accelerator, price}]``); off for benchmarks.
+    horizon_hours
+        Stop the clock here (tenants still running are reported unfinished); None runs to the end.
+    """
+
+    name: ClassVar[str] = "base"
+
+    def __init__(self, scenario: Scenario, *, log_events: bool = True, horizon_hours: float | None = None) -> None:
+        self.scenario = scenario
+        self.opts = scenario.options
+        self.log_events = log_events
+        self.horizon = math.inf if horizon_hours is None else horizon_hours
+        self.types = [a.type for a in scenario.accelerators]
+        self.type_index = {k: j for j, k in enumerate(self.types)}
+        self.base_by_type = [a.base_price_per_hour for a in scenario.accelerators]
+        # accelerators
+        self.acc_type: list[int] = []
+        self.acc_label: list[str] = []
+        self.by_type: list[list[int]] = [[] for _ in self.types]
+        for j, pool in enumerate(scenario.accelerators):
+            for k in range(pool.count):
+                self.by_type[j].append(len(self.acc_type))
+                self.acc_type.append(j)
+                self.acc_label.append(f"{pool.type}/{k}")
+        n_acc = len(self.acc_type)
+        self.holder = [-1] * n_acc
+        self.price_p0 = [self.base_by_type[self.acc_type[a]] for a in range(n_acc)]  # price at price_t0
+        self.price_t0 = [0.0] * n_acc
+        self.price_target = list(self.price_p0)  # where the price settles (a floor falling at a bounded rate)
+        self.free_heap: list[list[int]] = [list(ids) for ids in self.by_type]  # lowest index first
+        # tenants, in decision order: arrival time, then listing order
+        order = sorted(range(len(scenario.tenants)), key=lambda i: (scenario.tenants[i].arrival_hours, i))
+        self.tenants = [scenario.tenants[i] for i in order]
+        n = len(self.tenants)
+        self.hours = [[t.hours_on(k) if k in t.execution_hours else math.inf for k in self.types] for t in self.tenants]
+        self.compatible = [[j for j in range(len(self.types)) if math.isfinite(self.hours[i][j])] for i in range(n)]
+        # preference: cheapest to finish at base prices, then fastest, then type order
+        self.pref = [
+            sorted(
+                self.compatible[i], key=lambda j, i=i: (self.base_by_type[j] * self.hours[i][j], self.hours[i][j], j)
+            )
+            for i in range(n)
+        ]
+        self.on = [-1] * n
+        self.progress = [0.0] * n  # fraction of work done at seg_t0
+        self.ckpt = [0.0] * n  # fraction saved at the last checkpoint
+        self.seg_t0 = [0.0] * n  # when progress was last written
+        self.run_from = [0.0] * n  # progress accrues from here (after a restart)
+        self.cost = [0.0] * n
+        self.paid_until = [0.0] * n
+        self.migrations = [0] * n
+        self.lost_hours = [0.0] * n
+        self.finish = [None] * n
+        self.started = [False] * n
+        self.version = [0] * n
+        self.used: list[list[str]] = [[] for _ in range(n)]
+        self.waiting: list[deque[int]] = [deque() for _ in self.types]
+        self.events: list[dict[str, object]] = []
+        self._heap: list[tuple[float, int, int, int, int]] = []
+        self.now = 0.0
+
+    # --- the event loop ---------------------------------------------------------------------------
+
+    def run(self) -> PolicyResult:
+        for i, t in enumerate(self.tenants):
+            heapq.heappush(self._heap, (t.arrival_hours, _ARRIVAL, i, 0, 0))
+        while self._heap:
+            t, kind, i, ver, _ = heapq.heappop(self._heap)
+            if t > self.horizon:
+                break
+            self.now = t
+            if kind == _ARRIVAL:
+                batch = [i]
+                while self._heap and self._heap[0][0] == t and self._heap[0][1] == _ARRIVAL:
+                    batch.append(heapq.heappop(self._heap)[2])
+                for j in batch:
+                    self.log(t, "arrive", j, None, None)
+                self.on_arrivals(batch, t)
+                continue
+            if ver != self.version[i]:
+                continue  # stale: the tenant moved or was preempted since this was scheduled
+            if kind == _FINISH:
+                a = self.stop(i, t)
+                self.progress[i] = self.ckpt[i] = 1.0
+                self.finish[i] = t
+                self.log(t, "finish", i, a, None)
+                self.on_finish(i, a, t)
+            else:
+                self.progress[i] = self.progress_at(i, t)
+                self.seg_t0[i] = t
+                self.ckpt[i] = self.progress[i]
+                self._schedule_checkpoint(i, t)
+                self.on_checkpoint(i, t)
+        end = min(self.horizon, max([self.now, *[f for f in self.finish if f is not None]]))
+        for i in range(len(self.tenants)):
+            if self.on[i] >= 0:
+                self.settle(i, end)
+        return self.result()
+
+    # --- hooks ------------------------------------------------------------------------------------
+
+    def on_arrivals(self, tenants: list[int], t: float) -> None:
+        raise NotImplementedError
+
+    def on_checkpoint(self, i: int, t: float) -> None:
+        """Allocations fixed for life by default: nothing happens at a checkpoint."""
+
+    def on_finish(self, i: int, a: int, t: float) -> None:
+        self.on_vacated(a, t)
+
+    def on_vacated(self, a: int, t: float) -> None:
+        """Default: the first waiting tenant (arrival order) that can use ``a`` gets it, else it is free."""
+        j = self.pop_waiting(self.acc_type[a])
+        if j >= 0:
+            self.start(j, a, t)
+        else:
+            self.mark_free(a)
+
+    # --- accounts ---------------------------------------------------------------------------------
+
+    def progress_at(self, i: int, t: float) -> float:
+        a = self.on[i]
+        if a < 0:
+            return self.progress[i]
+        run = t - max(self.seg_t0[i], self.run_from[i])
+        if run <= 0:
+            return self.progress[i]
+        return min(1.0, self.progress[i] + run / self.hours[i][self.acc_type[a]])
+
+    def price_at(self, a: int, t: float) -> float:
+        """Current price of accelerator ``a``: falls towards its target at the bounded rate, else jumps."""
+        p0, target = self.price_p0[a], self.price_target[a]
+        rate = self.opts.floor_fall_per_hour
+        if p0 <= target or rate is None:
+            return target
+        return max(target, p0 - rate * (t - self.price_t0[a]))
+
+    def _price_integral(self, a: int, t1: float, t2: float) -> float:
+        """∫ price dt over [t1, t2] (exact for the linear fall)."""
+        if t2 <= t1:
+            return 0.0
+        p0, target, rate = self.price_p0[a], self.price_target[a], self.opts.floor_fall_per_hour
+        if p0 <= target or rate is None:
+            return target * (t2 - t1)
+        t_hit = self.price_t0[a] + (p0 - target) / rate  # when the fall reaches the target
+        total = 0.0
+        if t1 < t_hit:
+            u2 = min(t2, t_hit)
+            total += (self.price_at(a, t1) + self.price_at(a, u2)) / 2 * (u2 - t1)
+        if t2 > t_hit:
+            total += target * (t2 - max(t1, t_hit))
+        return total
+
+    def settle(self, i: int, t: float) -> None:
+        """Charge tenant ``i`` for its accelerator up to ``t``."""
+        a = self.on[i]
+        if a >= 0 and t > self.paid_until[i]:
+            self.cost[i] += self._price_integral(a, self.paid_until[i], t)
+        self.paid_until[i] = max(self.paid_until[i], t)
+
+    def set_price(self, a: int, target: float, t: float) -> None:
+        """Move ``a``'s price towards ``target`` (rises at once; falls at most at the bounded rate)."""
+        h = self.holder[a]
+        if h >= 0:
+            self.settle(h, t)
+        old = self.price_at(a, t)
+        self.price_p0[a], self.price_t0[a], self.price_target[a] = old, t, target
+        if abs(old - target) > EPS:
+            self.log(t, "price", h if h >= 0 else None, a, target)
+
+    # --- moving tenants ---------------------------------------------------------------------------
+
+    def start(self, i: int, a: int, t: float) -> None:
+        """Put tenant ``i`` on accelerator ``a`` now; a move after the first start is a migration."""
+        if self.on[i] >= 0:
+            self.stop(i, t)
+        migrating = self.started[i]
+        self.started[i] = True
+        self.on[i] = a
+        self.holder[a] = i
+        self.paid_until[i] = t
+        self.seg_t0[i] = t
+        tenant = self.tenants[i]
+        self.run_from[i] = t + (tenant.restart_hours if migrating else 0.0)
+        if migrating:
+            self.migrations[i] += 1
+            self.cost[i] += tenant.checkpoint_restart_cost
+        label = self.types[self.acc_type[a]]
+        if not self.used[i] or self.used[i][-1] != label:
+            self.used[i].append(label)
+        self.log(t, "migrate" if migrating else "start", i, a, self.price_at(a, t))
+        self.version[i] += 1
+        ver = self.version[i]
+        finish_t = self.run_from[i] + (1.0 - self.progress[i]) * self.hours[i][self.acc_type[a]]
+        heapq.heappush(self._heap, (finish_t, _FINISH, i, ver, 0))
+        self._schedule_checkpoint(i, t)
+
+    def _schedule_checkpoint(self, i: int, t: float) -> None:
+        a = self.on[i]
+        if a < 0:
+            return
+        remaining = (1.0 - self.progress_at(i, t)) * self.hours[i][self.acc_type[a]]
+        nxt = max(t, self.run_from[i]) + self.tenants[i].checkpoint_interval_hours
+        if nxt < max(t, self.run_from[i]) + remaining - EPS:
+            heapq.heappush(self._heap, (nxt, _CHECKPOINT, i, self.version[i], 0))
+
+    def stop(self, i: int, t: float, *, lose_work: bool = False) -> int:
+        """Take tenant ``i`` off its accelerator now; ``lose_work`` rolls back to the last checkpoint."""
+        a = self.on[i]
+        if a < 0:
+            return -1
+        self.settle(i, t)
+        f = self.progress_at(i, t)
+        if lose_work and f > self.ckpt[i]:
+            self.lost_hours[i] += (f - self.ckpt[i]) * self.hours[i][self.acc_type[a]]
+            f = self.ckpt[i]
+        self.progress[i] = f
+        self.seg_t0[i] = t
+        self.on[i] = -1
+        self.holder[a] = -1
+        self.version[i] += 1
+        return a
+
+    # --- accelerators and queues ------------------------------------------------------------------
+
+    def take_free(self, type_j: int) -> int:
+        """Pop the lowest-index free accelerator of a type (-1 if none)."""
+        h = self.free_heap[type_j]
+        while h:
+            a = heapq.heappop(h)
+            if self.is_free(a):
+                return a
+        return -1
+
+    def peek_free(self, type_j: int) -> int:
+        h = self.free_heap[type_j]
+        while h and not self.is_free(h[0]):
+            heapq.heappop(h)
+        return h[0] if h else -1
+
+    def is_free(self, a: int) -> bool:
+        return self.holder[a] < 0
+
+    def mark_free(self, a: int) -> None:
+        heapq.heappush(self.free_heap[self.acc_type[a]], a)
+
+    def enqueue(self, i: int) -> None:
+        for j in self.compatible[i]:
+            self.waiting[j].append(i)
+        self.log(self.now, "wait", i, None, None)
+
+    def pop_waiting(self, type_j: int) -> int:
+        q = self.waiting[type_j]
+        while q:
+            i = q.popleft()
+            if self.on[i] < 0 and self.finish[i] is None and self.waits(i):
+                return i
+        return -1
+
+    def waits(self, i: int) -> bool:
+        """Whether a queued tenant still waits (subclasses may hold it elsewhere)."""
+        return True
+
+    def cheapest_free(self, i: int) -> int:
+        """The free accelerator of the tenant's most preferred type that has one (-1 if none)."""
+        for j in self.pref[i]:
+            a = self.take_free(j)
+            if a >= 0:
+                return a
+        return -1
+
+    # --- economics --------------------------------------------------------------------------------
+
+    def break_even(self, i: int, type_j: int, *, incumbent: bool = False) -> float:
+        r"""Tenant ``i``'s break-even bid for an accelerator of ``type_j`` now, USD per hour.
+
+        .. math::
+
+            b = \frac{(1-f) H_{Y} p_{Y} \mp M}{(1-f) H_{X}}
+
+        with :math:`f` the progress to keep (the last checkpoint), :math:`Y` the tenant's next-best type
+        (cheapest to finish at base price :math:`p_Y`) and :math:`M` what a migration would cost now
+        (``checkpoint_restart_cost`` + ``restart_hours`` × :math:`p_Y`), counted only once the tenant
+        has started (a new tenant migrates nothing). :math:`M` is subtracted (the paper's worked
+        example) unless ``options.incumbent_migration`` is ``add`` and the tenant holds the platform.
+        Capped by the remaining budget ÷ remaining hours; a tenant without an alternative bids
+        ``max_bid_multiple × base``.
+        """
+        f = self.ckpt[i] if self.started[i] else 0.0
+        rem_x = (1.0 - f) * self.hours[i][type_j]
+        if rem_x <= EPS:
+            return 0.0
+        others = [j for j in self.pref[i] if j != type_j]
+        tenant = self.tenants[i]
+        if not others:
+            bid = self.opts.max_bid_multiple * self.base_by_type[type_j]
+        else:
+            y = others[0]
+            value = (1.0 - f) * self.hours[i][y] * self.base_by_type[y]
+            if self.started[i]:
+                m = tenant.checkpoint_restart_cost + tenant.restart_hours * self.base_by_type[y]
+                value += m if (incumbent and self.opts.incumbent_migration == "add") else -m
+            bid = max(0.0, value / rem_x)
+        if tenant.budget is not None:
+            self.settle(i, self.now)
+            bid = min(bid, max(0.0, tenant.budget - self.cost[i]) / rem_x)
+        return bid
+
+    # --- output -----------------------------------------------------------------------------------
+
+    def log(self, t: float, kind: str, i: int | None, a: int | None, price: float | None) -> None:
+        if self.log_events:
+            self.events.append(
+                {
+                    "t": t,
+                    "type": kind,
+                    "tenant": None if i is None else self.tenants[i].id,
+                    "accelerator": None if a is None or a < 0 else self.acc_label[a],
+                    "price": price,
+                }
+            )
+
+    def result(self) -> PolicyResult:
+        out = []
+        for i, tenant in enumerate(self.tenants):
+            best = min(self.hours[i])
+            fin = self.finish[i]
+            took = None if fin is None else fin - tenant.arrival_hours
+            out.append(
+                TenantResult(
+                    tenant=tenant.id,
+                    arrival_hours=tenant.arrival_hours,
+                    finish_hours=fin,
+                    cost=self.cost[i],
+                    completion_hours=took,
+                    migrations=self.migrations[i],
+                    work_lost_hours=self.lost_hours[i],
+                    performance_retained=None if not took else min(1.0, best / took),
+                    accelerators=self.used[i],
+                )
+            )
+        listing = {t.id: k for k, t in enumerate(self.scenario.tenants)}
+        out.sort(key=lambda r: listing[r.tenant])
+        return PolicyResult(self.name, out, self.events)

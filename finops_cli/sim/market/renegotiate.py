@@ -1,0 +1,268 @@
+r"""``renegotiate``: LaissezCloud's continuous renegotiation of running allocations.
+
+Every accelerator stays contestable while it runs:
+
+- **Bids.** Each tenant's agent bids, for its preferred type (cheapest to finish on at base prices),
+  its break-even price :meth:`~finops_cli.sim.market.base.Policy.break_even`: the cost of finishing on
+  its next-best type ÷ its time on this one, adjusted by what a migration would cost now. Agents
+  re-bid at their decision points: arrival and every checkpoint.
+- **Clearing.** Per accelerator, second price: the highest bid holds the claim; the claimant pays the
+  best *losing* bid standing on that accelerator, never less than the base price. Ties keep the
+  incumbent (then the earlier arrival). A challenger contests the weakest claim of its type.
+- **Migration only at checkpoint boundaries.** A holder that loses keeps running (and paying the
+  price, now set by its own losing bid) until its next checkpoint, then moves to its best free
+  alternative; the winner moves in at *its* next checkpoint (at once if it was not running). The loser's
+  bid keeps standing, so the price stays up until its owner finishes or withdraws.
+- **Floor.** With no losing bids the price returns to the base price — at once, or no faster than
+  ``options.floor_fall_per_hour``. ``options.bid_clip`` caps a bid at ``(1 + clip) ×`` the current
+  price of the accelerator it bids for (both are volatility controls).
+
+References
+----------
+Harith, T., Kaufmann, A. (2026). LaissezCloud: Continuous Resource Renegotiation for the Public Cloud.
+arXiv:2604.22509.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from finops_cli.sim.market.base import EPS, Policy
+
+
+class Renegotiate(Policy):
+    name = "renegotiate"
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        n, n_acc = len(self.tenants), len(self.acc_type)
+        self.bid = [0.0] * n
+        self.target = [-1] * n  # accelerator carrying the tenant's standing (losing) bid
+        self.reserved_acc = [-1] * n  # accelerator won, not moved into yet
+        self.displaced = [False] * n
+        self.reserved_by = [-1] * n_acc
+        self.challengers: list[dict[int, float]] = [{} for _ in range(n_acc)]
+        self.pool: list[set[int]] = [set() for _ in self.types]  # challengers by preferred type
+        self.stamp = [0] * n_acc
+        self.claims: list[list[tuple[float, int, int]]] = [[] for _ in self.types]  # (bid, acc, stamp)
+
+    # --- decision points --------------------------------------------------------------------------
+
+    def on_arrivals(self, tenants: list[int], t: float) -> None:
+        for i in tenants:
+            self.bid[i] = self._bid(i, t)
+            self.log(t, "bid", i, None, self.bid[i])
+        for i in sorted(tenants, key=lambda i: (-self.bid[i], i)):  # one sealed-bid round for simultaneous arrivals
+            self.place(i, t)
+
+    def on_checkpoint(self, i: int, t: float) -> None:
+        r = self.reserved_acc[i]
+        if r >= 0 and self.holder[r] < 0:
+            self.move_in(i, r, t)
+            return
+        if self.displaced[i]:
+            self.leave(i, t)
+            return
+        x = self.pref[i][0]
+        a = self.on[i]
+        incumbent = self.acc_type[a] == x and r < 0
+        new_bid = self._bid(i, t, incumbent=incumbent)
+        if abs(new_bid - self.bid[i]) > EPS:
+            self.bid[i] = new_bid
+            self.log(t, "bid", i, a if incumbent else (r if r >= 0 else self.target[i]), new_bid)
+        if incumbent:
+            self.claim_changed(a)
+            self.clear(a, t)
+            if self.displaced[i]:
+                self.leave(i, t)
+            return
+        if r >= 0:
+            self.claim_changed(r)
+            self.clear(r, t)
+            return
+        self.challenge(i, t)
+
+    def on_finish(self, i: int, a: int, t: float) -> None:
+        self.withdraw(i, t)
+        self.displaced[i] = False
+        r = self.reserved_acc[i]
+        if r >= 0:
+            self.reserved_acc[i] = self.reserved_by[r] = -1
+            self.claim_changed(r)
+            if self.holder[r] < 0:
+                self.on_vacated(r, t)
+        self.claim_changed(a)
+        self.on_vacated(a, t)
+
+    # --- the market -------------------------------------------------------------------------------
+
+    def _bid(self, i: int, t: float, *, incumbent: bool = False) -> float:
+        x = self.pref[i][0]
+        bid = self.break_even(i, x, incumbent=incumbent)
+        clip = self.opts.bid_clip
+        if clip is not None:
+            ref = self.on[i] if incumbent else (self.reserved_acc[i] if self.reserved_acc[i] >= 0 else self.target[i])
+            current = self.price_at(ref, t) if ref >= 0 else self.base_by_type[x]
+            bid = min(bid, current * (1.0 + clip))
+        return bid
+
+    def is_free(self, a: int) -> bool:
+        return self.holder[a] < 0 and self.reserved_by[a] < 0
+
+    def claimant(self, a: int) -> int:
+        r = self.reserved_by[a]
+        if r >= 0:
+            return r
+        h = self.holder[a]
+        return h if h >= 0 and not self.displaced[h] else -1
+
+    def claim_changed(self, a: int) -> None:
+        self.stamp[a] += 1
+        c = self.claimant(a)
+        if c >= 0:
+            heapq.heappush(self.claims[self.acc_type[a]], (self.bid[c], a, self.stamp[a]))
+
+    def weakest_claim(self, type_j: int) -> int:
+        """The accelerator of a type with the lowest claiming bid (lowest index on ties); -1 if none."""
+        h = self.claims[type_j]
+        while h:
+            _bid, a, stamp = h[0]
+            if stamp == self.stamp[a] and self.claimant(a) >= 0:
+                return a
+            heapq.heappop(h)
+        return -1
+
+    def _best(self, bidders: dict[int, float] | set[int]) -> int:
+        best, key = -1, None
+        for i in bidders:
+            k = (self.bid[i], -i)
+            if key is None or k > key:
+                best, key = i, k
+        return best
+
+    def place(self, i: int, t: float) -> None:
+        """Find tenant ``i`` (not running) a home now: its preferred type if it can, else a fallback."""
+        self.challenge(i, t)
+        if self.on[i] >= 0:
+            return
+        for j in self.pref[i][1:]:
+            a = self.take_free(j)
+            if a >= 0:
+                self.start(i, a, t)
+                return
+        self.enqueue(i)
+
+    def challenge(self, i: int, t: float) -> None:
+        """Bid for the preferred type: take a free one now, else contest the weakest claim."""
+        x = self.pref[i][0]
+        if self.bid[i] < self.base_by_type[x] - EPS:
+            self.withdraw(i, t)  # not worth the floor price: stay on the alternative
+            return
+        a = self.take_free(x)
+        if a >= 0:
+            self.withdraw(i, t)
+            self.reserved_by[a], self.reserved_acc[i] = i, a
+            self.move_in(i, a, t)
+            return
+        a = self.weakest_claim(x)
+        if a < 0:
+            return
+        if self.target[i] != a:
+            self.withdraw(i, t)
+            self.target[i] = a
+            self.pool[x].add(i)
+        self.challengers[a][i] = self.bid[i]
+        self.clear(a, t)
+
+    def clear(self, a: int, t: float) -> None:
+        """Second-price clearing on accelerator ``a`` after a bid changed there."""
+        c = self.claimant(a)
+        ch = self.challengers[a]
+        for j in ch:
+            ch[j] = self.bid[j]
+        j = self._best(ch)
+        if j >= 0 and (c < 0 or self.bid[j] > self.bid[c] + EPS):
+            if c >= 0:
+                if self.reserved_by[a] == c:
+                    self.reserved_acc[c] = -1
+                else:
+                    self.displaced[c] = True
+                self.log(t, "lose", c, a, self.bid[j])
+                ch[c] = self.bid[c]
+                self.target[c] = a
+                self.pool[self.acc_type[a]].add(c)
+            del ch[j]
+            self.target[j] = -1
+            self.pool[self.pref[j][0]].discard(j)
+            self.reserved_by[a], self.reserved_acc[j] = j, a
+            self.claim_changed(a)
+            self.reprice(a, t)
+            self.log(t, "win", j, a, self.price_target[a])
+            h = self.holder[a]
+            if h < 0:
+                if self.on[j] < 0:
+                    self.move_in(j, a, t)
+            elif self.displaced[h] and self.seg_t0[h] == t and self.progress_at(h, t) <= self.ckpt[h] + EPS:
+                self.leave(h, t)  # started this instant: nothing to checkpoint, it can go now
+            return
+        self.reprice(a, t)
+
+    def reprice(self, a: int, t: float) -> None:
+        """Price = max(base, best losing bid standing on ``a``)."""
+        ch = self.challengers[a]
+        target = max(self.base_by_type[self.acc_type[a]], max(ch.values(), default=0.0))
+        if abs(target - self.price_target[a]) > EPS or abs(self.price_at(a, t) - target) > EPS:
+            self.set_price(a, target, t)
+
+    def withdraw(self, i: int, t: float) -> None:
+        a = self.target[i]
+        if a >= 0:
+            self.challengers[a].pop(i, None)
+            self.target[i] = -1
+            self.pool[self.acc_type[a]].discard(i)
+            self.reprice(a, t)
+
+    def move_in(self, i: int, a: int, t: float) -> None:
+        """Tenant ``i`` takes the accelerator it won (at a checkpoint boundary, or at once if idle)."""
+        prev = self.stop(i, t) if self.on[i] >= 0 else -1
+        self.reserved_by[a] = self.reserved_acc[i] = -1
+        self.start(i, a, t)
+        self.claim_changed(a)
+        if prev >= 0:
+            self.claim_changed(prev)
+            self.on_vacated(prev, t)
+
+    def leave(self, i: int, t: float) -> None:
+        """A displaced holder at its checkpoint: off the accelerator, then placed again."""
+        a = self.stop(i, t)
+        self.displaced[i] = False
+        self.claim_changed(a)
+        self.on_vacated(a, t)
+        self.place(i, t)
+
+    def on_vacated(self, a: int, t: float) -> None:
+        r = self.reserved_by[a]
+        if r >= 0:
+            if self.on[r] < 0:
+                self.move_in(r, a, t)
+            return  # else the winner moves in at its next checkpoint
+        x = self.acc_type[a]
+        j = self._best(self.challengers[a])
+        if j < 0:
+            j = self._best(self.pool[x])
+        if j >= 0:
+            self.withdraw(j, t)
+            self.reserved_by[a], self.reserved_acc[j] = j, a
+            self.claim_changed(a)
+            self.reprice(a, t)
+            self.log(t, "win", j, a, self.price_target[a])
+            if self.on[j] < 0:
+                self.move_in(j, a, t)
+            return
+        j = self.pop_waiting(x)
+        if j >= 0:
+            self.start(j, a, t)
+            self.claim_changed(a)
+            return
+        self.reprice(a, t)
+        self.mark_free(a)
