@@ -440,7 +440,7 @@ def _text(v: object) -> str:
 
 
 # ------------------------------------------------------------------------------------- value helpers
-_TZ_SUFFIX = re.compile(r"(Z|[+-]00:?00)$")
+_TZ_SUFFIX = re.compile(r"(Z|[+-]00:?00| ?UTC)$")
 
 
 def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:

@@ -185,6 +185,7 @@ class Transaction:
     _replace: set[Path] = field(default_factory=set)
     _manifest_entries: list[dict[str, Any]] = field(default_factory=list)
     _drop_sources: set[str] = field(default_factory=set)
+    _remove: set[Path] = field(default_factory=set)
     rows_written: int = 0
 
     @property
@@ -225,6 +226,10 @@ class Transaction:
         """On commit, remove every existing file of this partition that this transaction does not write."""
         self._replace.add(_partition_dir(dataset, partition))
 
+    def remove(self, dataset: str, partition: Mapping[str, str], key: str) -> None:
+        """On commit, delete file ``key`` of one partition (unless this transaction writes it)."""
+        self._remove.add(_partition_dir(dataset, partition) / f"{_safe_value(key)}.parquet")
+
     def record(self, entry: Mapping[str, Any]) -> None:
         """Add a manifest entry (what was ingested, from where); committed with the data."""
         self._manifest_entries.append({"ingested_at": datetime.now(UTC).isoformat(), "txid": self.txid, **entry})
@@ -246,7 +251,7 @@ class Transaction:
         root = self.store.root
         staged = list(self._writers)
         self._writers.clear()
-        if not staged and not self._manifest_entries and not self._replace:
+        if not staged and not self._manifest_entries and not self._replace and not self._remove:
             shutil.rmtree(self.staging, ignore_errors=True)
             return
         staging_rel = self.staging.relative_to(root)
@@ -257,6 +262,7 @@ class Transaction:
             pdir = root / part
             if pdir.is_dir():
                 deletes += [str(p.relative_to(root)) for p in pdir.glob("*.parquet") if p not in written]
+        deletes += [str(rel) for rel in self._remove if root / rel not in written and (root / rel).exists()]
         manifest = [
             e for e in self.store.manifest() if e.get("source_key") not in self._drop_sources
         ] + self._manifest_entries

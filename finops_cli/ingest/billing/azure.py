@@ -1,0 +1,285 @@
+"""Azure Cost Management exports (EA and MCA; actual and amortized cost).
+
+Quirks handled: UTF-8 BOM on the header, ``MM/DD/YYYY`` dates (EA) or ISO dates (MCA), Tags as JSON
+without the outer braces (``"team": "research","env": "prod"``), PricingModel spelled ``OnDemand`` or
+``On Demand``, ``Spot``, ``Reservation``, ``SavingsPlan`` / ``Savings Plan``, column names in PascalCase
+(EA) or camelCase (MCA), cost as ``Cost`` (EA) or ``CostInBillingCurrency`` (MCA).
+
+Cost in (conservation): the cost column (``CostInBillingCurrency``, else ``Cost``) per ``BillingCurrency``.
+BilledCost = EffectiveCost = that column: an *actual* export bills commitment purchases up front (covered
+usage shows 0), an *amortized* export spreads them over the covered usage (and shows unused commitment
+as ``UnusedReservation`` / ``UnusedSavingsPlan`` lines). Both describe the same money, so an account's
+actual and amortized exports of one period share one idempotency key: ingest one of them (amortized for
+baselines); the later replaces the earlier, and giving both in one command is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from finops_cli.errors import InputError
+from finops_cli.ingest.billing.base import (
+    BILLING_FORMATS,
+    BatchContext,
+    BillingFormat,
+    Converted,
+    const,
+    hours_factor,
+    isin,
+    lookup,
+    month_floor,
+    parse_json_cells,
+    tags_json,
+    where,
+)
+from finops_cli.ingest.readers import to_float, to_utc
+
+PRICING_MODEL = {
+    "OnDemand": "Standard",
+    "On Demand": "Standard",
+    "On-Demand": "Standard",
+    "Spot": "Dynamic",
+    "Reservation": "Committed",
+    "SavingsPlan": "Committed",
+    "Savings Plan": "Committed",
+}
+CHARGE_TYPE = {
+    "Usage": "Usage",
+    "UnusedReservation": "Usage",
+    "UnusedSavingsPlan": "Usage",
+    "Purchase": "Purchase",
+    "Tax": "Tax",
+    "Credit": "Credit",
+    "Refund": "Adjustment",
+    "RoundingAdjustment": "Adjustment",
+    "Adjustment": "Adjustment",
+}
+SERVICE_CATEGORY = {
+    "Virtual Machines": "Compute",
+    "Azure Kubernetes Service": "Compute",
+    "Storage": "Storage",
+    "Bandwidth": "Networking",
+    "Virtual Network": "Networking",
+    "Azure Machine Learning": "AI and Machine Learning",
+}
+#: canonical (EA PascalCase) name → accepted spellings, first found wins (matched case-insensitively)
+NAMES: dict[str, tuple[str, ...]] = {
+    "BillingAccountId": ("BillingAccountId",),
+    "BillingPeriodStartDate": ("BillingPeriodStartDate",),
+    "BillingPeriodEndDate": ("BillingPeriodEndDate",),
+    "SubscriptionId": ("SubscriptionId", "SubscriptionGuid"),
+    "Date": ("Date", "UsageDateTime"),
+    "MeterCategory": ("MeterCategory",),
+    "MeterName": ("MeterName",),
+    "MeterId": ("MeterId",),
+    "ProductName": ("ProductName", "Product"),
+    "Quantity": ("Quantity",),
+    "Cost": ("CostInBillingCurrency", "Cost", "PreTaxCost"),
+    "BillingCurrency": ("BillingCurrency", "BillingCurrencyCode", "Currency"),
+    "ResourceLocation": ("ResourceLocation",),
+    "AvailabilityZone": ("AvailabilityZone",),
+    "ResourceId": ("ResourceId", "InstanceId"),
+    "ResourceName": ("ResourceName",),
+    "AdditionalInfo": ("AdditionalInfo",),
+    "Tags": ("Tags",),
+    "UnitOfMeasure": ("UnitOfMeasure",),
+    "ReservationId": ("ReservationId",),
+    "BenefitId": ("BenefitId",),
+    "ChargeType": ("ChargeType",),
+    "PricingModel": ("PricingModel",),
+    "PayGPrice": ("PayGPrice",),
+    "PublisherName": ("PublisherName",),
+}
+NUMERIC = ("Quantity", "Cost", "PayGPrice")
+
+
+def _sniff(cols: frozenset[str]) -> float:
+    low = {c.lower() for c in cols}
+    cost = "costinbillingcurrency" in low or "cost" in low or "pretaxcost" in low
+    return 2.0 if cost and "metercategory" in low and "chargetype" in low else 0.0
+
+
+def _resolve(header: Sequence[str]) -> dict[str, str]:
+    """Canonical name → the header's actual spelling."""
+    low = {h.lower(): h for h in header}
+    out: dict[str, str] = {}
+    for canon, spellings in NAMES.items():
+        for s in spellings:
+            if s.lower() in low:
+                out[canon] = low[s.lower()]
+                break
+    return out
+
+
+@BILLING_FORMATS.register(
+    "azure", aliases=["azure-ea", "azure-mca", "azure-cost"], sniff=_sniff, description="Azure cost export"
+)
+class AzureCost(BillingFormat):
+    name = "azure"
+    required = ("BillingAccountId", "Date", "Cost", "BillingCurrency", "ChargeType")
+
+    def columns(self, header: Sequence[str]) -> list[str] | None:
+        return list(_resolve(header).values())
+
+    def check_header(self, header: Sequence[str], path: Path) -> None:
+        found = _resolve(header)
+        missing = [
+            f"{c} (or {'/'.join(NAMES[c][1:])})" if len(NAMES[c]) > 1 else c for c in self.required if c not in found
+        ]
+        if missing:
+            raise InputError(f"not an Azure cost export: missing column(s) {', '.join(missing)}", path=path)
+
+    def types_for(self, header: Sequence[str]) -> dict[str, pa.DataType]:
+        found = _resolve(header)
+        return {found[c]: pa.float64() for c in NUMERIC if c in found}
+
+    def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
+        n = batch.num_rows
+        path, row = ctx.path, ctx.first_row
+        found = _resolve(batch.schema.names)
+
+        def get(c: str) -> pa.Array | None:
+            return batch.column(found[c]) if c in found else None
+
+        def num(c: str) -> pa.Array | None:
+            a = get(c)
+            return None if a is None else to_float(a, path=path, column=found[c], first_row=row)
+
+        def ts(c: str) -> pa.Array | None:
+            a = get(c)
+            return None if a is None else to_utc(a, path=path, column=found[c], first_row=row)
+
+        cost = num("Cost")
+        charge_type = pc.fill_null(get("ChargeType"), "Usage")
+        category = lookup(charge_type, CHARGE_TYPE, "Usage")
+        model = get("PricingModel")
+        pricing = lookup(model, PRICING_MODEL, "Standard") if model is not None else const("Standard", n)
+        pricing = where(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), "Committed", pricing)
+        pricing = where(isin(category, ["Usage", "Purchase"]), pricing, pa.scalar(None, pa.string()))
+        charge_class = where(pc.equal(charge_type, "Refund"), "Correction", pa.scalar(None, pa.string()))
+        _note_kind(ctx, charge_type, model, cost)
+
+        day = ts("Date")
+        period_start = ts("BillingPeriodStartDate")
+        if period_start is None:
+            period_start = month_floor(day)
+        period_end = ts("BillingPeriodEndDate")
+        # Azure's BillingPeriodEndDate is the last day (inclusive); FOCUS ends are exclusive.
+        one_day = pa.scalar(86_400_000_000, pa.duration("us"))
+        period_end = pc.add(period_end, one_day) if period_end is not None else None
+
+        unit = get("UnitOfMeasure")
+        quantity = num("Quantity")
+        factor = hours_factor(unit) if unit is not None else None
+        is_usage = pc.equal(category, "Usage")
+        hours = pc.multiply(quantity, factor) if quantity is not None and factor is not None else None
+        consumed = pc.coalesce(hours, quantity) if hours is not None else quantity
+        consumed_unit = where(pc.is_valid(factor), "Hours", unit) if factor is not None else unit
+        usage_hours = where(pc.and_(is_usage, pc.is_valid(hours)), hours, 0.0) if hours is not None else None
+        # Unused commitment lines are paid-for idle time, not GPU work.
+        if usage_hours is not None:
+            usage_hours = where(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), 0.0, usage_hours)
+
+        info = get("AdditionalInfo")
+        instance_type = (
+            parse_json_cells(
+                info, _service_type, path=path, column=found["AdditionalInfo"], first_row=row, brace_less=True
+            )
+            if info is not None
+            else None
+        )
+        tags_raw = get("Tags")
+        tags = (
+            parse_json_cells(tags_raw, tags_json, path=path, column=found["Tags"], first_row=row, brace_less=True)
+            if tags_raw is not None
+            else None
+        )
+        location = get("ResourceLocation")
+        region = pc.utf8_lower(pc.replace_substring(location, " ", "")) if location is not None else None
+        paygo = num("PayGPrice")
+        list_cost = pc.multiply(paygo, quantity) if paygo is not None and quantity is not None else None
+        commitment = get("BenefitId")
+        reservation = get("ReservationId")
+        if commitment is None:
+            commitment = reservation
+        elif reservation is not None:
+            commitment = pc.coalesce(commitment, reservation)
+        service = get("MeterCategory")
+        publisher = get("PublisherName")
+
+        columns = {
+            "BillingAccountId": get("BillingAccountId"),
+            "SubAccountId": get("SubscriptionId"),
+            "BillingPeriodStart": period_start,
+            "BillingPeriodEnd": period_end,
+            "ChargePeriodStart": day,
+            "ChargePeriodEnd": pc.add(day, one_day),
+            "BilledCost": cost,
+            "EffectiveCost": cost,
+            "ListCost": list_cost,
+            "BillingCurrency": get("BillingCurrency"),
+            "ChargeCategory": category,
+            "ChargeClass": charge_class,
+            "ChargeDescription": get("MeterName") if get("MeterName") is not None else get("ProductName"),
+            "PricingCategory": pricing,
+            "CommitmentDiscountId": commitment,
+            "ConsumedQuantity": where(is_usage, consumed, pa.scalar(None, pa.float64()))
+            if consumed is not None
+            else None,
+            "ConsumedUnit": where(is_usage, consumed_unit, pa.scalar(None, pa.string()))
+            if consumed_unit is not None
+            else None,
+            "ResourceId": get("ResourceId"),
+            "ResourceName": get("ResourceName"),
+            "ServiceName": service,
+            "ServiceCategory": lookup(service, SERVICE_CATEGORY, "Other") if service is not None else const("Other", n),
+            "ProviderName": const("Microsoft", n),
+            "PublisherName": pc.coalesce(publisher, pa.scalar("Microsoft"))
+            if publisher is not None
+            else const("Microsoft", n),
+            "InvoiceIssuerName": const("Microsoft", n),
+            "RegionId": region,
+            "AvailabilityZone": get("AvailabilityZone"),
+            "SkuId": get("MeterId"),
+            "Tags": tags,
+            "x_InstanceType": instance_type,
+        }
+        return Converted(columns, cost_in=cost, usage_hours=usage_hours)
+
+
+def _service_type(obj: object) -> str | None:
+    if not isinstance(obj, dict):
+        raise ValueError("AdditionalInfo must be an object")
+    v = obj.get("ServiceType") or obj.get("VMSize") or obj.get("vmSize")
+    return str(v) if v else None
+
+
+def _note_kind(ctx: BatchContext, charge_type: pa.Array, model: pa.Array | None, cost: pa.Array) -> None:
+    """Remember whether this file looks like an amortized or an actual export (for the manifest and checks)."""
+    if ctx.state.get("azure_kind") in ("amortized", "actual"):
+        return
+    name = ctx.path.name.lower()
+    if "amortiz" in name:
+        ctx.state["azure_kind"] = "amortized"
+        return
+    if "actual" in name:
+        ctx.state["azure_kind"] = "actual"
+        return
+    unused = pc.any(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"])).as_py()
+    covered = None
+    if model is not None:
+        committed_usage = pc.and_(
+            pc.equal(charge_type, "Usage"), isin(model, ["Reservation", "SavingsPlan", "Savings Plan"])
+        )
+        if pc.any(pc.fill_null(committed_usage, False)).as_py():
+            covered = pc.any(pc.fill_null(pc.and_(committed_usage, pc.greater(cost, 0.0)), False)).as_py()
+    if unused or covered:
+        ctx.state["azure_kind"] = "amortized"
+    elif covered is False or pc.any(pc.fill_null(pc.equal(charge_type, "Purchase"), False)).as_py():
+        ctx.state["azure_kind"] = "actual"
+    else:
+        ctx.state.setdefault("azure_kind", "unknown")

@@ -1,0 +1,277 @@
+"""What every billing format implements, and the vectorised helpers they share.
+
+A format reads record batches of *source* columns and returns :class:`Converted`: the canonical FOCUS
+columns (see :mod:`finops_cli.schema.billing`) plus ``cost_in``, the per-row money as the source states it
+(the column the conservation check sums; e.g. ``lineItem/UnblendedCost``, or GCP ``cost + Σ credits``).
+The pipeline adds GPU facts, partition columns and writes; formats never touch the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from finops_cli.errors import InputError
+from finops_cli.ingest.readers import map_unique
+from finops_cli.ingest.registry import Registry
+from finops_cli.schema.billing import BILLING_SCHEMA
+
+#: The billing format registry (``--format``); formats register in their modules.
+BILLING_FORMATS: Registry[BillingFormat] = Registry("billing format")
+
+
+@dataclass
+class BatchContext:
+    """Where a batch came from: for error messages and provenance columns."""
+
+    path: Path
+    first_row: int
+    state: dict[str, Any] = field(default_factory=dict)  # per-file scratch (e.g. Azure export kind)
+
+
+@dataclass
+class Converted:
+    """Canonical columns (a subset of the schema; the rest are filled with nulls) and the money in."""
+
+    columns: dict[str, pa.Array | pa.ChunkedArray]
+    cost_in: pa.Array
+    #: instance-hours of each line for GPU-hour accounting (null/0 = not instance time); the pipeline
+    #: multiplies by GPUs per instance unless ``x_GpuHours`` is given directly.
+    usage_hours: pa.Array | None = None
+
+
+class BillingFormat:
+    """One billing export format. Subclasses set the class attributes and implement :meth:`convert`."""
+
+    name: ClassVar[str] = ""
+    #: source columns the format cannot do without (checked against the header before reading)
+    required: ClassVar[tuple[str, ...]] = ()
+    #: source column → Arrow type for numbers; every other column is read as text
+    types: ClassVar[Mapping[str, pa.DataType]] = {}
+    #: columns read when present (None = all columns, e.g. for tag columns with open-ended names)
+    optional: ClassVar[tuple[str, ...] | None] = ()
+
+    def columns(self, header: Sequence[str]) -> list[str] | None:
+        """Source columns to decode for this header."""
+        if self.optional is None:
+            return None
+        wanted = set(self.required) | set(self.optional) | set(self.types)
+        return [c for c in header if c in wanted or self.extra_column(c)]
+
+    def extra_column(self, name: str) -> bool:
+        """Open-ended columns to read too (tag columns such as ``resourceTags/user:team``)."""
+        return False
+
+    def check_header(self, header: Sequence[str], path: Path) -> None:
+        missing = [c for c in self.required if c not in set(header)]
+        if missing:
+            raise InputError(
+                f"not a {self.name} export: missing column(s) {', '.join(missing)}; found {len(header)} columns",
+                path=path,
+            )
+
+    def types_for(self, header: Sequence[str]) -> Mapping[str, pa.DataType]:
+        return self.types
+
+    def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def col(batch: pa.RecordBatch, name: str) -> pa.Array | None:
+    """The column, or None when the file does not have it."""
+    i = batch.schema.get_field_index(name)
+    return batch.column(i) if i >= 0 else None
+
+
+def first_col(batch: pa.RecordBatch, *names: str) -> pa.Array | None:
+    for n in names:
+        c = col(batch, n)
+        if c is not None:
+            return c
+    return None
+
+
+def const(value: object, n: int, type_: pa.DataType | None = None) -> pa.Array:
+    type_ = type_ or pa.string()
+    return pa.array([value] * n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
+
+
+def nulls(n: int, type_: pa.DataType | None = None) -> pa.Array:
+    return pa.nulls(n, type_ or pa.string())
+
+
+def fill0(a: pa.Array | None, n: int) -> pa.Array:
+    if a is None:
+        return pa.repeat(pa.scalar(0.0), n)
+    return pc.fill_null(pc.cast(a, pa.float64()), 0.0)
+
+
+def isin(a: pa.Array, values: Sequence[str]) -> pa.Array:
+    return pc.fill_null(pc.is_in(a, value_set=pa.array(list(values), pa.string())), False)
+
+
+def lookup(a: pa.Array, mapping: Mapping[str, str | None], default: str | None = None) -> pa.Array:
+    """Map text values through a dict (case-insensitive keys), ``default`` for the rest (and nulls)."""
+    low = {k.lower(): v for k, v in mapping.items()}
+    out = map_unique(a, lambda v: low.get(str(v).strip().lower(), default), pa.string())
+    return pc.fill_null(out, default) if default is not None else out
+
+
+def where(cond: pa.Array, a: object, b: object) -> pa.Array:
+    return pc.if_else(pc.fill_null(cond, False), a, b)
+
+
+def month_floor(ts: pa.Array) -> pa.Array:
+    return pc.floor_temporal(ts, unit="month")
+
+
+def add_months(ts: pa.Array, months: int = 1) -> pa.Array:
+    """First instant of the month ``months`` after each (month-floored) timestamp."""
+    return map_unique(
+        month_floor(ts),
+        lambda v: _shift_month(v, months),
+        pa.timestamp("us", tz="UTC"),
+    )
+
+
+def _shift_month(v: Any, months: int) -> Any:
+    y, m = v.year, v.month - 1 + months
+    return v.replace(year=y + m // 12, month=m % 12 + 1, day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def parse_json_cells(
+    values: pa.Array,
+    fn: Callable[[Any], str | None],
+    *,
+    path: Path,
+    column: str,
+    first_row: int,
+    brace_less: bool = False,
+) -> pa.Array:
+    """Apply ``fn`` to each distinct JSON cell (parsed); a cell that is not JSON names its row and column."""
+
+    def one(text: str) -> str | None:
+        t = text.strip()
+        if not t:
+            return None
+        if brace_less and not t.startswith(("{", "[")):
+            t = "{" + t + "}"
+        try:
+            return fn(json.loads(t))
+        except (json.JSONDecodeError, TypeError, AttributeError, ValueError):
+            raise _BadCell(text) from None
+
+    try:
+        return map_unique(values, one, pa.string())
+    except _BadCell as bad:
+        idx = pc.index(values, bad.value).as_py()
+        raise InputError(
+            f"expected JSON (got {bad.value[:60]!r})", path=path, where=f"row {first_row + idx}, column {column!r}"
+        ) from None
+
+
+class _BadCell(Exception):
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+def tags_json(obj: Any, strip_prefixes: Sequence[str] = ()) -> str | None:
+    """Normalise a tag object ({k: v}, or GCP's [{key, value}]) to sorted compact JSON text."""
+    if obj is None:
+        return None
+    if isinstance(obj, list):
+        obj = {d["key"]: d.get("value") for d in obj if isinstance(d, dict) and "key" in d}
+    if not isinstance(obj, dict):
+        raise ValueError("tags must be an object")
+    out: dict[str, str] = {}
+    for k, v in obj.items():
+        key = str(k)
+        for p in strip_prefixes:
+            if key.startswith(p):
+                key = key[len(p) :]
+                break
+        if v is None or v == "":
+            continue
+        out[key] = v if isinstance(v, str) else json.dumps(v)
+    return json.dumps(out, sort_keys=True, separators=(",", ":")) if out else None
+
+
+def _json_escape(a: pa.Array) -> pa.Array:
+    a = pc.replace_substring(a, "\\", "\\\\")
+    a = pc.replace_substring(a, '"', '\\"')
+    for ch, esc in (("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")):
+        a = pc.replace_substring(a, ch, esc)
+    return a
+
+
+def tags_from_columns(batch: pa.RecordBatch, columns: Mapping[str, str]) -> pa.Array:
+    """Build Tags JSON text from one-column-per-tag layouts (``resourceTags/user:team`` → ``team``), vectorised.
+
+    ``columns`` maps source column → tag key; empty cells are left out; a row with no tags gets null.
+    """
+    n = batch.num_rows
+    pieces = []
+    for source, key in sorted(columns.items(), key=lambda kv: kv[1]):
+        values = col(batch, source)
+        if values is None:
+            continue
+        values = pc.cast(values, pa.string())
+        present = pc.and_(pc.is_valid(values), pc.not_equal(values, ""))
+        prefix = json.dumps(key) + ':"'
+        # Each piece ends with a comma; absent tags become "" (binary_join_element_wise's null "skip"
+        # mode drops rows in pyarrow 26, so nulls are never passed to it).
+        piece = pc.binary_join_element_wise(pa.scalar(prefix), _json_escape(values), pa.scalar('",'), "")
+        pieces.append(pc.if_else(pc.fill_null(present, False), piece, pa.scalar("")))
+    if not pieces:
+        return nulls(n)
+    body = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else pieces[0]
+    body = pc.utf8_rtrim(body, characters=",")
+    wrapped = pc.binary_join_element_wise(pa.scalar("{"), body, pa.scalar("}"), "")
+    return pc.if_else(pc.equal(body, ""), pa.scalar(None, pa.string()), wrapped)
+
+
+def finish(columns: Mapping[str, pa.Array | pa.ChunkedArray | None], n: int) -> pa.Table:
+    """Assemble a table in :data:`BILLING_SCHEMA` order, casting, and filling absent columns with nulls."""
+    arrays = []
+    for fld in BILLING_SCHEMA:
+        a = columns.get(fld.name)
+        if a is None:
+            arrays.append(pa.nulls(n, fld.type))
+            continue
+        if isinstance(a, pa.ChunkedArray):
+            a = a.combine_chunks()
+        if a.type != fld.type:
+            a = pc.cast(a, fld.type)
+        arrays.append(a)
+    return pa.Table.from_arrays(arrays, schema=BILLING_SCHEMA)
+
+
+def hours_factor(unit: pa.Array) -> pa.Array:
+    """Hours per unit for time units (Hrs, Hours, 1 Hour, 10 Hours, seconds, …); null for other units."""
+
+    def f(u: str) -> float | None:
+        t = u.strip().lower()
+        mult = 1.0
+        parts = t.split(" ", 1)
+        if len(parts) == 2:
+            try:
+                mult = float(parts[0])
+                t = parts[1]
+            except ValueError:
+                pass
+        if t in ("hrs", "hr", "hour", "hours", "h"):
+            return mult
+        if t in ("seconds", "second", "s", "sec"):
+            return mult / 3600.0
+        if t in ("minutes", "minute", "min"):
+            return mult / 60.0
+        return None
+
+    return map_unique(unit, f, pa.float64())

@@ -1,0 +1,255 @@
+"""Google Cloud billing export (BigQuery detailed/standard export as CSV, JSON Lines or Parquet).
+
+Cost in (conservation): ``cost + Σ credits[].amount`` per ``currency`` — GCP nests credits (sustained use,
+CUD, promotions, free tier) inside the usage line, so the line's net cost is what the invoice charges.
+BilledCost is that net; EffectiveCost = BilledCost; ListCost = ``cost`` before credits.
+
+- ``x_InstanceType`` comes from the ``compute.googleapis.com/machine_spec`` system label (``a3-highgpu-8g``),
+  so core, RAM and GPU lines of one VM all match the same substrate.
+- GPU SKUs are billed per GPU ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"):
+  ``x_GpuHours`` = GPU-seconds / 3600 on those lines only; core and RAM lines carry 0.
+- PricingCategory: Spot/Preemptible SKUs → Dynamic; "Commitment …" SKUs and lines with a committed-use
+  credit → Committed; else Standard. ``cost_type`` tax → Tax, adjustment / rounding_error → Adjustment.
+- Nested columns (``service.description``) arrive flattened with dots from every container.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from finops_cli.errors import InputError
+from finops_cli.estate.pricebook import gcp_gpu_sku_facts, gcp_pricing_category
+from finops_cli.ingest.billing.base import (
+    BILLING_FORMATS,
+    BatchContext,
+    BillingFormat,
+    Converted,
+    add_months,
+    col,
+    const,
+    fill0,
+    isin,
+    lookup,
+    parse_json_cells,
+    tags_json,
+    where,
+)
+from finops_cli.ingest.readers import map_unique, to_float, to_utc
+
+MACHINE_SPEC = "compute.googleapis.com/machine_spec"
+COST_TYPE = {"regular": "Usage", "tax": "Tax", "adjustment": "Adjustment", "rounding_error": "Adjustment"}
+SERVICE_CATEGORY = {
+    "Compute Engine": "Compute",
+    "Kubernetes Engine": "Compute",
+    "Cloud Storage": "Storage",
+    "Networking": "Networking",
+    "Vertex AI": "AI and Machine Learning",
+    "BigQuery": "Analytics",
+}
+
+
+def _sniff(cols: frozenset[str]) -> float:
+    return 2.0 if {"billing_account_id", "cost", "currency"} <= cols and "sku.description" in cols else 0.0
+
+
+@BILLING_FORMATS.register("gcp", aliases=["gcp-billing", "bigquery"], sniff=_sniff, description="GCP billing export")
+class GcpBilling(BillingFormat):
+    name = "gcp"
+    required = ("billing_account_id", "cost", "currency", "usage_start_time", "sku.description")
+    types: ClassVar[Mapping[str, pa.DataType]] = {
+        "cost": pa.float64(),
+        "usage.amount": pa.float64(),
+        "currency_conversion_rate": pa.float64(),
+    }
+    optional = (
+        "service.id",
+        "service.description",
+        "sku.id",
+        "usage_end_time",
+        "project.id",
+        "project.name",
+        "labels",
+        "system_labels",
+        "location.region",
+        "location.zone",
+        "location.location",
+        "usage.unit",
+        "credits",
+        "invoice.month",
+        "cost_type",
+        "resource.name",
+        "resource.global_name",
+    )
+
+    def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
+        n = batch.num_rows
+        path, row = ctx.path, ctx.first_row
+        cost = to_float(col(batch, "cost"), path=path, column="cost", first_row=row)
+        credits = col(batch, "credits")
+        credit_sum = _credit_sums(credits, ctx) if credits is not None else pa.repeat(pa.scalar(0.0), n)
+        has_cud = _has_cud(credits, ctx) if credits is not None else pa.repeat(pa.scalar(False), n)
+        billed = pc.add(fill0(cost, n), credit_sum)
+
+        start = to_utc(col(batch, "usage_start_time"), path=path, column="usage_start_time", first_row=row)
+        end_raw = col(batch, "usage_end_time")
+        end = to_utc(end_raw, path=path, column="usage_end_time", first_row=row) if end_raw is not None else start
+        period_start = _invoice_month(col(batch, "invoice.month"), start, ctx)
+
+        sku = col(batch, "sku.description")
+        cost_type = col(batch, "cost_type")
+        category = lookup(cost_type, COST_TYPE, "Usage") if cost_type is not None else const("Usage", n)
+        commitment_sku = pc.fill_null(pc.match_substring_regex(sku, r"^(?i)commitment"), False)
+        category = where(pc.and_(pc.equal(category, "Usage"), commitment_sku), "Purchase", category)
+        pricing = map_unique(sku, gcp_pricing_category, pa.string())
+        pricing = where(has_cud, "Committed", pc.fill_null(pricing, "Standard"))
+        pricing = where(isin(category, ["Usage", "Purchase"]), pricing, pa.scalar(None, pa.string()))
+
+        gpu_acc = map_unique(sku, lambda d: (f := gcp_gpu_sku_facts(d)) and f.accelerator, pa.string())
+        amount = col(batch, "usage.amount")
+        amount = to_float(amount, path=path, column="usage.amount", first_row=row) if amount is not None else None
+        unit = col(batch, "usage.unit")
+        unit_hours = map_unique(unit, _hours_per_unit, pa.float64()) if unit is not None else None
+        gpu_hours = (
+            pc.multiply(fill0(amount, n), fill0(unit_hours, n))
+            if amount is not None and unit_hours is not None
+            else pa.repeat(pa.scalar(0.0), n)
+        )
+        gpu_hours = where(pc.and_(pc.is_valid(gpu_acc), pc.equal(category, "Usage")), gpu_hours, 0.0)
+
+        system_labels = col(batch, "system_labels")
+        instance_type = (
+            _labels(system_labels, ctx, "system_labels", pick=MACHINE_SPEC)
+            if system_labels is not None
+            else const(None, n)
+        )
+        labels = col(batch, "labels")
+        tags = _labels(labels, ctx, "labels") if labels is not None else const(None, n)
+        service = col(batch, "service.description")
+        resource_global = col(batch, "resource.global_name")
+        resource_name = col(batch, "resource.name")
+        resource_id = resource_global if resource_global is not None else resource_name
+        region = col(batch, "location.region")
+        if region is None:
+            region = col(batch, "location.location")
+
+        columns = {
+            "BillingAccountId": col(batch, "billing_account_id"),
+            "SubAccountId": col(batch, "project.id"),
+            "BillingPeriodStart": period_start,
+            "BillingPeriodEnd": add_months(period_start, 1),
+            "ChargePeriodStart": start,
+            "ChargePeriodEnd": end,
+            "BilledCost": billed,
+            "EffectiveCost": billed,
+            "ListCost": cost,
+            "BillingCurrency": col(batch, "currency"),
+            "ChargeCategory": category,
+            "ChargeDescription": sku,
+            "PricingCategory": pricing,
+            "ConsumedQuantity": where(pc.equal(category, "Usage"), amount, pa.scalar(None, pa.float64()))
+            if amount is not None
+            else None,
+            "ConsumedUnit": where(pc.equal(category, "Usage"), unit, pa.scalar(None, pa.string()))
+            if unit is not None
+            else None,
+            "ResourceId": resource_id,
+            "ResourceName": resource_name,
+            "ServiceName": service,
+            "ServiceCategory": lookup(service, SERVICE_CATEGORY, "Other") if service is not None else const("Other", n),
+            "ProviderName": const("Google Cloud", n),
+            "PublisherName": const("Google Cloud", n),
+            "InvoiceIssuerName": const("Google Cloud", n),
+            "RegionId": region,
+            "AvailabilityZone": col(batch, "location.zone"),
+            "SkuId": col(batch, "sku.id"),
+            "Tags": tags,
+            "x_InstanceType": instance_type,
+            "x_AcceleratorType": gpu_acc,
+            "x_GpuHours": gpu_hours,
+        }
+        return Converted(columns, cost_in=billed, usage_hours=None)
+
+
+def _hours_per_unit(u: str) -> float | None:
+    t = u.strip().lower()
+    return {"seconds": 1 / 3600, "second": 1 / 3600, "s": 1 / 3600, "hour": 1.0, "hours": 1.0, "h": 1.0}.get(t)
+
+
+def _invoice_month(values: pa.Array | None, start: pa.Array, ctx: BatchContext) -> pa.Array:
+    """``invoice.month`` ``202610`` → 2026-10-01T00:00Z; without it, the month of usage_start_time."""
+    if values is None:
+        return pc.floor_temporal(start, unit="month")
+    text = pc.cast(values, pa.string())
+    try:
+        parsed = pc.strptime(text, format="%Y%m", unit="us", error_is_null=False)
+    except pa.ArrowException:
+        for i, v in enumerate(text.to_pylist()):
+            try:
+                pc.strptime(pa.array([v]), format="%Y%m", unit="us", error_is_null=False)
+            except pa.ArrowException:
+                raise InputError(
+                    f"expected YYYYMM (got {v!r})",
+                    path=ctx.path,
+                    where=f"row {ctx.first_row + i}, column 'invoice.month'",
+                ) from None
+        raise
+    return pc.cast(parsed, pa.timestamp("us", tz="UTC"))
+
+
+def _credit_sums(values: pa.Array, ctx: BatchContext) -> pa.Array:
+    """Σ credits[].amount per row, from JSON text (CSV/JSONL) or list<struct> (Parquet)."""
+    n = len(values)
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        flat = pc.list_flatten(values)
+        if len(flat) == 0:
+            return pa.repeat(pa.scalar(0.0), n)
+        amounts = pc.fill_null(pc.cast(pc.struct_field(flat, "amount"), pa.float64()), 0.0)
+        parents = pc.list_parent_indices(values)
+        sums = pa.table({"p": parents, "a": amounts}).group_by("p").aggregate([("a", "sum")])
+        out = [0.0] * n
+        for p, a in zip(sums["p"].to_pylist(), sums["a_sum"].to_pylist(), strict=True):
+            out[p] = a
+        return pa.array(out, pa.float64())
+
+    def total(obj: object) -> str | None:
+        if not isinstance(obj, list):
+            raise ValueError("credits must be a list")
+        return repr(sum(float(c.get("amount") or 0.0) for c in obj))
+
+    sums_text = parse_json_cells(values, total, path=ctx.path, column="credits", first_row=ctx.first_row)
+    return pc.fill_null(pc.cast(sums_text, pa.float64()), 0.0)
+
+
+def _has_cud(values: pa.Array, ctx: BatchContext) -> pa.Array:
+    """True where a committed-use discount credit covers the line."""
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        return pa.array(
+            [any("COMMITTED_USAGE" in str(c.get("type", "")) for c in (cs or [])) for cs in values.to_pylist()]
+        )
+
+    def cud(obj: object) -> str | None:
+        return "1" if isinstance(obj, list) and any("COMMITTED_USAGE" in str(c.get("type", "")) for c in obj) else None
+
+    flags = parse_json_cells(values, cud, path=ctx.path, column="credits", first_row=ctx.first_row)
+    return pc.is_valid(flags)
+
+
+def _labels(values: pa.Array, ctx: BatchContext, column: str, pick: str | None = None) -> pa.Array:
+    """GCP labels ([{key, value}]) → Tags JSON, or one label's value when ``pick`` is given."""
+
+    def fn(obj: object) -> str | None:
+        if pick is None:
+            return tags_json(obj)
+        if isinstance(obj, list):
+            return next((d.get("value") for d in obj if isinstance(d, dict) and d.get("key") == pick), None)
+        if isinstance(obj, dict):
+            return obj.get(pick)
+        raise ValueError("labels must be a list")
+
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        return pa.array([fn(v) if v else None for v in values.to_pylist()], pa.string())
+    return parse_json_cells(values, fn, path=ctx.path, column=column, first_row=ctx.first_row)

@@ -1,0 +1,339 @@
+"""Billing exports → canonical FOCUS batches → one store transaction, with the ingest promises checked.
+
+For each file: pick the format (``--format`` or sniff the header), stream record batches, convert them,
+add GPU facts from the pricebook and the partition columns, and write each (billing account, period) slice
+under its idempotency key. Before commit:
+
+- **conservation**: per currency, Σ cost in (the source's own cost column, see each format) equals Σ
+  BilledCost written, to the cent; rows in = rows written;
+- **one currency per billing account and period** (FOCUS: BillingCurrency is the account's one currency);
+
+then the transaction commits atomically (or, on any error or Ctrl-C, leaves the store as it was).
+
+Idempotency key = ``<format>-<period>-<sha256(format, billing account, period)[:12]>``: ingesting the same
+export twice rewrites the same file; a corrected re-export of the period replaces it; other accounts'
+files in the same ``provider/billing_period`` partition are untouched. Give all files of one export (e.g. a
+CUR split into parts) in one command: a later ingest of the same account and period replaces it wholly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from finops_cli.errors import InputError
+from finops_cli.estate.pricebook import instance_gpu_facts
+
+# Importing the format modules registers them.
+from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
+from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, BillingFormat, finish
+from finops_cli.ingest.readers import discover, iter_batches, map_unique, read_header
+from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
+from finops_cli.store import Store
+
+DATASET = "billing"
+CENT = 0.005
+
+#: progress(file, rows_done_in_file, file_index, file_count)
+Progress = Callable[[Path, int, int, int], None]
+
+
+@dataclass
+class FileSummary:
+    path: str
+    format: str
+    sniffed: bool
+    rows: int
+    azure_export: str | None = None
+
+
+@dataclass
+class IngestSummary:
+    """What one ``ingest billing`` did: files, rows, periods, money per provider/currency, GPU-hours."""
+
+    store: str
+    files: list[FileSummary]
+    rows: int
+    billing_periods: list[str]
+    #: [{provider, currency, billed_cost, effective_cost, rows}]
+    cost: list[dict[str, Any]]
+    #: [{accelerator, pricing_category, gpu_hours}]
+    gpu_hours: list[dict[str, Any]]
+    #: [{currency, cost_in, billed_cost_written, difference}]
+    conservation: list[dict[str, Any]]
+    #: [{key, billing_account, billing_period, format, replaced_rows, rows}]
+    sources: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Acc:
+    """Running totals for one ingest (math.fsum at the end keeps the cents exact enough)."""
+
+    cost_in: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    billed: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    by_provider: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0, 0]))
+    gpu: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+    keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    currency_of: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+
+
+def idempotency_key(fmt: str, billing_account: str, billing_period: str) -> str:
+    """File key for one (format, billing account, billing period): same export → same key → one copy.
+
+    Azure actual and amortized exports share the key ``azure`` (they describe the same money).
+    """
+    digest = hashlib.sha256(f"{fmt}\x1f{billing_account}\x1f{billing_period}".encode()).hexdigest()[:12]
+    return f"{fmt}-{billing_period}-{digest}"
+
+
+def ingest_billing(
+    paths: Sequence[str | Path],
+    fmt: str = "auto",
+    store: Store | None = None,
+    progress: Progress | None = None,
+) -> IngestSummary:
+    """Ingest billing exports into ``store`` atomically; see the module docstring for the promises."""
+    if store is None:
+        from finops_cli.store import resolve_store_root
+
+        store = Store(resolve_store_root())
+    files = discover(paths, what="billing export")
+    plan: list[tuple[Path, BillingFormat, bool, list[str]]] = []
+    for path in files:
+        header = read_header(path)
+        entry, sniffed = BILLING_FORMATS.resolve(fmt, header, path)
+        entry.obj.check_header(header, path)
+        plan.append((path, entry.obj, sniffed, header))
+
+    acc = _Acc()
+    summaries: list[FileSummary] = []
+    previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
+    azure_kinds: dict[str, tuple[str, str]] = {}
+    with store.transaction() as tx:
+        for index, (path, parser, sniffed, header) in enumerate(plan):
+            state: dict[str, Any] = {}
+            rows = 0
+            for rb in iter_batches(path, columns=parser.columns(header), types=parser.types_for(header)):
+                ctx = BatchContext(path, rb.first_row, state)
+                table, cost_in = _convert(parser, rb.batch, ctx)
+                for currency, amount in cost_in.items():
+                    acc.cost_in[currency].append(amount)
+                _write(tx, table, parser.name, acc, path)
+                rows += table.num_rows
+                if progress is not None:
+                    progress(path, rows, index, len(plan))
+            if rows == 0:
+                raise InputError("has a header but no billing lines", path=path)
+            kind = state.get("azure_kind")
+            if parser.name == "azure":
+                _check_azure_kinds(azure_kinds, acc, path, kind or "unknown")
+            summaries.append(FileSummary(str(path), parser.name, sniffed, rows, kind))
+        _check_conservation(acc)
+        _check_currencies(acc)
+        for key, info in acc.keys.items():
+            # Partitions this key wrote before but not now (a re-export that lost a provider): drop them.
+            old = previous.get(key)
+            if old is not None:
+                for prov in set(old.get("providers", [])) - info["providers"]:
+                    tx.remove(DATASET, {"provider": prov, "billing_period": info["billing_period"]}, key)
+            tx.forget_source(key)
+            tx.record(
+                {
+                    "dataset": DATASET,
+                    "source_key": key,
+                    "format": info["format"],
+                    "billing_account": info["billing_account"],
+                    "billing_period": info["billing_period"],
+                    "providers": sorted(info["providers"]),
+                    "files": sorted(info["files"]),
+                    "rows": info["rows"],
+                    "billed_cost": {c: round(v, 6) for c, v in info["billed"].items()},
+                }
+            )
+    return _summary(store, summaries, acc, previous)
+
+
+def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext) -> tuple[pa.Table, dict[str, float]]:
+    """Source batch → (canonical table with GPU facts, provenance and partition columns; cost in per currency)."""
+    n = batch.num_rows
+    conv = parser.convert(batch, ctx)
+    cols = dict(conv.columns)
+    if cols.get("BillingAccountId") is None or cols.get("BillingPeriodStart") is None:
+        raise InputError("lines without a billing account or billing period", path=ctx.path)
+    cols["x_SourceFormat"] = pa.repeat(pa.scalar(parser.name), n)
+    cols["x_SourceFile"] = pa.repeat(pa.scalar(ctx.path.name), n)
+    cols["x_SourceRow"] = pa.array(range(ctx.first_row, ctx.first_row + n), pa.int64())
+    table = finish(cols, n)
+    _require(table, ctx, ["BilledCost", "BillingCurrency", "BillingAccountId", "BillingPeriodStart"])
+
+    provider = map_unique(table["ProviderName"], provider_slug, pa.string())
+    provider = pc.fill_null(provider, "unknown")
+    # GPU facts: the file's own (FOCUS x_ columns, GCP GPU SKUs) win; else the pricebook by instance type.
+    key = pc.binary_join_element_wise(provider, pc.fill_null(table["x_InstanceType"], ""), "\x1f")
+    gpus_pb = map_unique(key, lambda k: (f := _facts(k)) and f[0], pa.int32())
+    acc_pb = map_unique(key, lambda k: (f := _facts(k)) and f[1], pa.string())
+    gpus = pc.coalesce(table["x_GpuCount"], gpus_pb)
+    accel = pc.coalesce(table["x_AcceleratorType"], acc_pb)
+    if conv.usage_hours is not None and conv.columns.get("x_GpuHours") is None:
+        gpu_hours = pc.multiply(pc.fill_null(conv.usage_hours, 0.0), pc.cast(pc.fill_null(gpus, 0), pa.float64()))
+    else:
+        gpu_hours = pc.fill_null(table["x_GpuHours"], 0.0)
+    table = table.set_column(BILLING_SCHEMA.get_field_index("x_GpuCount"), "x_GpuCount", gpus)
+    table = table.set_column(BILLING_SCHEMA.get_field_index("x_AcceleratorType"), "x_AcceleratorType", accel)
+    table = table.set_column(BILLING_SCHEMA.get_field_index("x_GpuHours"), "x_GpuHours", gpu_hours)
+    period = pc.strftime(table["BillingPeriodStart"], format="%Y-%m")
+    sums = (
+        pa.table({"currency": table["BillingCurrency"], "cost_in": pc.cast(conv.cost_in, pa.float64())})
+        .group_by("currency")
+        .aggregate([("cost_in", "sum")])
+    )
+    cost_in = dict(zip(sums["currency"].to_pylist(), sums["cost_in_sum"].to_pylist(), strict=True))
+    return table.append_column("provider", provider).append_column("billing_period", period), cost_in
+
+
+def _facts(key: str) -> tuple[int, str] | None:
+    """``provider\x1finstance_type`` → (GPUs, accelerator) from the pricebook (called once per distinct key)."""
+    provider, _, instance = key.partition("\x1f")
+    return instance_gpu_facts(provider, instance) if instance else None
+
+
+def _require(table: pa.Table, ctx: BatchContext, names: Iterable[str]) -> None:
+    for name in names:
+        c = table[name]
+        if c.null_count:
+            idx = pc.index(pc.is_null(c), True).as_py()
+            raise InputError(f"{name} is empty", path=ctx.path, where=f"row {ctx.first_row + idx}")
+
+
+def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
+    body = [c for c in table.column_names if c not in ("provider", "billing_period")]
+    groups = table.group_by(["provider", "billing_period", "BillingAccountId", "BillingCurrency"]).aggregate(
+        [("BilledCost", "sum"), ("EffectiveCost", "sum"), ("BilledCost", "count")]
+    )
+    for g in groups.to_pylist():
+        prov, period, account, currency = (
+            g["provider"],
+            g["billing_period"],
+            g["BillingAccountId"],
+            g["BillingCurrency"],
+        )
+        key = idempotency_key(fmt, account, period)
+        mask = pc.and_(
+            pc.and_(pc.equal(table["provider"], prov), pc.equal(table["billing_period"], period)),
+            pc.and_(pc.equal(table["BillingAccountId"], account), pc.equal(table["BillingCurrency"], currency)),
+        )
+        part = table.filter(mask) if len(groups) > 1 else table
+        tx.write(DATASET, {"provider": prov, "billing_period": period}, key, part.select(body))
+        info = acc.keys.setdefault(
+            key,
+            {
+                "format": fmt,
+                "billing_account": account,
+                "billing_period": period,
+                "providers": set(),
+                "files": set(),
+                "rows": 0,
+                "billed": defaultdict(float),
+            },
+        )
+        info["providers"].add(prov)
+        info["files"].add(str(path))
+        info["rows"] += g["BilledCost_count"]
+        info["billed"][currency] += g["BilledCost_sum"]
+        acc.billed[currency].append(g["BilledCost_sum"])
+        acc.currency_of[(account, period)].add(currency)
+        tot = acc.by_provider[(prov, currency)]
+        tot[0] += g["BilledCost_sum"]
+        tot[1] += g["EffectiveCost_sum"]
+        tot[2] += g["BilledCost_count"]
+    gpu = table.group_by(["x_AcceleratorType", "PricingCategory"]).aggregate([("x_GpuHours", "sum")])
+    for g in gpu.to_pylist():
+        if g["x_GpuHours_sum"]:
+            acc.gpu[(g["x_AcceleratorType"] or "none", g["PricingCategory"] or "-")] += g["x_GpuHours_sum"]
+
+
+def _check_conservation(acc: _Acc) -> None:
+    for currency in sorted(set(acc.cost_in) | set(acc.billed)):
+        cin, out = math.fsum(acc.cost_in.get(currency, [])), math.fsum(acc.billed.get(currency, []))
+        if abs(cin - out) >= CENT:
+            raise RuntimeError(
+                f"money not conserved in {currency}: cost in {cin:.2f} != BilledCost written {out:.2f}; nothing written"
+            )
+
+
+def _check_currencies(acc: _Acc) -> None:
+    for (account, period), currencies in acc.currency_of.items():
+        if len(currencies) > 1:
+            raise InputError(
+                f"billing account {account} has several currencies in {period} ({', '.join(sorted(currencies))}); "
+                "FOCUS requires one BillingCurrency per billing account"
+            )
+
+
+def _check_azure_kinds(kinds: dict[str, tuple[str, str]], acc: _Acc, path: Path, kind: str) -> None:
+    for key, info in acc.keys.items():
+        if info["format"] != "azure" or str(path) not in info["files"]:
+            continue
+        seen = kinds.get(key)
+        if seen and seen[0] != kind and "unknown" not in (seen[0], kind):
+            raise InputError(
+                f"both an {seen[0]} ({seen[1]}) and an {kind} Azure export of account {info['billing_account']} "
+                f"for {info['billing_period']}: they describe the same charges; ingest one (amortized for baselines)",
+                path=path,
+            )
+        kinds.setdefault(key, (kind, str(path)))
+
+
+def _summary(store: Store, files: list[FileSummary], acc: _Acc, previous: dict[Any, Any]) -> IngestSummary:
+    periods = sorted({i["billing_period"] for i in acc.keys.values()})
+    cost = [
+        {"provider": p, "currency": c, "billed_cost": round(v[0], 2), "effective_cost": round(v[1], 2), "rows": v[2]}
+        for (p, c), v in sorted(acc.by_provider.items())
+    ]
+    gpu = [
+        {"accelerator": a, "pricing_category": pcat, "gpu_hours": round(h, 3)}
+        for (a, pcat), h in sorted(acc.gpu.items())
+    ]
+    conservation = []
+    for currency in sorted(acc.billed):
+        cin, out = math.fsum(acc.cost_in.get(currency, [])), math.fsum(acc.billed[currency])
+        conservation.append(
+            {
+                "currency": currency,
+                "cost_in": round(cin, 2),
+                "billed_cost_written": round(out, 2),
+                "difference": round(out - cin, 6),
+            }
+        )
+    sources = [
+        {
+            "key": k,
+            "format": i["format"],
+            "billing_account": i["billing_account"],
+            "billing_period": i["billing_period"],
+            "rows": i["rows"],
+            "replaced_rows": previous[k].get("rows") if k in previous else None,
+        }
+        for k, i in sorted(acc.keys.items())
+    ]
+    return IngestSummary(
+        store=str(store.root),
+        files=files,
+        rows=sum(f.rows for f in files),
+        billing_periods=periods,
+        cost=cost,
+        gpu_hours=gpu,
+        conservation=conservation,
+        sources=sources,
+    )
