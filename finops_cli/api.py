@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from finops_cli.core.netc_report import NetcRow, Trace
     from finops_cli.core.stack import Stack
     from finops_cli.estate.prices import PriceSource
+    from finops_cli.ingest.billing import IngestSummary
     from finops_cli.ingest.spot import SpotIngest
     from finops_cli.ingest.utilization import CsvMapping, UtilizationIngest
     from finops_cli.planner import PlannerOutput
@@ -42,6 +43,25 @@ def estate(fleet: str | Path, workloads: str | Path) -> Estate:
 
 
 # --- ingest: billing -------------------------------------------------------------------------------
+
+
+def ingest_billing(
+    paths: list[str | Path],
+    fmt: str = "auto",
+    store: str | Path | Store | None = None,
+    progress: Callable[[Path, int, int, int], None] | None = None,
+) -> IngestSummary:
+    """Ingest billing exports (AWS CUR / CUR 2.0, GCP, Azure, FOCUS) into the store's ``billing`` dataset.
+
+    Atomic (all files or nothing), idempotent per (format, billing account, billing period), and checked:
+    per currency, the source's cost in equals the BilledCost written, to the cent. ``fmt`` is a format
+    name or ``auto`` (sniff each file's header). ``progress(file, rows_done, file_index, file_count)``.
+    """
+    from finops_cli.ingest.billing import ingest_billing as _ingest
+
+    target = store if isinstance(store, Store) else open_store(store)
+    return _ingest(paths, fmt, target, progress=progress)
+
 
 # --- ingest: utilisation, spot prices; prices; waste ----------------------------------------------
 
