@@ -33,6 +33,9 @@ DEFAULT_BLOCKS = 48
 #: Ratio between consecutive block lengths (after the peak hour); 1 would be equal-sized blocks.
 _GROWTH = 1.15
 
+#: Lloyd iterations refining the load-duration cut (cheap: hours × blocks × workloads per iteration).
+_KMEANS_ITERATIONS = 30
+
 
 @dataclass(frozen=True)
 class Blocks:
@@ -84,6 +87,43 @@ def _block_sizes(n_hours: int, n_blocks: int) -> np.ndarray:
     return np.concatenate([[1], sizes])
 
 
+def _refine(values: np.ndarray, w: np.ndarray, hour_block: np.ndarray, n_blocks: int, peak: int) -> np.ndarray:
+    """Lloyd (k-means) iterations on the demand *vectors* of the hours, started from the load-duration cut.
+
+    Ranking by aggregate load alone puts hours together whose mix differs (one workload high, another
+    low); averaging them lets capacity be shared that is not there hour by hour. Clustering on each
+    workload's GPU-equivalent demand keeps hours with similar mixes together. The peak hour stays alone
+    in block 0; empty clusters are dropped and blocks renumbered by falling load.
+    """
+    active = w > 0
+    if not active.any() or n_blocks <= 2:
+        return hour_block
+    x = values[:, active] * w[active]
+    labels = hour_block.copy()
+    rest = np.ones(len(x), dtype=bool)
+    rest[peak] = False
+    for _ in range(_KMEANS_ITERATIONS):
+        counts = np.bincount(labels, minlength=n_blocks)
+        sums = np.zeros((n_blocks, x.shape[1]))
+        np.add.at(sums, labels, x)
+        centroids = sums / np.maximum(counts, 1)[:, None]
+        dist = ((x[rest, None, :] - centroids[None, 1:, :]) ** 2).sum(axis=2)
+        dist[:, counts[1:] == 0] = np.inf
+        new = labels.copy()
+        new[rest] = dist.argmin(axis=1) + 1
+        if (new == labels).all():
+            break
+        labels = new
+    # renumber: block 0 = the peak hour, then by falling mean load
+    used = np.unique(labels[rest])
+    load = np.array([x[labels == b].sum(axis=1).mean() for b in used])
+    mapping = np.zeros(n_blocks, dtype=int)
+    mapping[used[np.argsort(-load, kind="stable")]] = np.arange(1, len(used) + 1)
+    out = mapping[labels]
+    out[peak] = 0
+    return out
+
+
 def load_duration_blocks(
     demand: pd.DataFrame,
     n_blocks: int,
@@ -123,6 +163,9 @@ def load_duration_blocks(
     rank_block = np.repeat(np.arange(n_blocks), sizes)
     hour_block = np.empty(n_hours, dtype=int)
     hour_block[order] = rank_block
+    hour_block = _refine(values, w, hour_block, n_blocks, peak=int(order[0]))
+    n_blocks = int(hour_block.max()) + 1
+    sizes = np.bincount(hour_block, minlength=n_blocks)
     sums = np.zeros((n_blocks, values.shape[1]))
     np.add.at(sums, hour_block, values)
     means = sums / sizes[:, None]
