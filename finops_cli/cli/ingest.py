@@ -1,14 +1,164 @@
-"""ingest billing — placeholder until implemented."""
+"""``finops ingest billing``: billing exports → the store, then a summary (table or JSON) on stdout.
+
+``--format`` names the *input* format (auto | aws-cur | aws-cur2 | gcp | azure | focus); the summary's
+output format is ``--output/-o table|json``. Progress goes to stderr, only when it is a terminal.
+"""
 
 from __future__ import annotations
 
-import typer
+import sys
+from contextlib import nullcontext
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-from finops_cli.errors import InputError
+import typer
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from finops_cli.cli.options import OutOpt, StoreOpt
+from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
+from finops_cli.cli.render import money, number, table_text
+
+if TYPE_CHECKING:
+    from finops_cli.ingest.billing import IngestSummary
+
+
+class SummaryFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+_FORMATS_HELP = "Input format: auto (sniff each file's header), aws-cur, aws-cur2, gcp, azure, focus."
 
 
 def register(app: typer.Typer) -> None:
     @app.command("billing")
-    def _billing() -> None:
-        """Not implemented yet."""
-        raise InputError("finops billing is not implemented yet")
+    def _billing(
+        paths: Annotated[
+            list[Path], typer.Argument(help="Export files (CSV, CSV.gz, Parquet, JSONL) or directories of them.")
+        ],
+        fmt: Annotated[str, typer.Option("--format", "-f", help=_FORMATS_HELP)] = "auto",
+        store: StoreOpt = None,
+        output: Annotated[
+            SummaryFormat, typer.Option("--output", "-o", help="Summary format (--format is the input format).")
+        ] = SummaryFormat.table,
+        out: OutOpt = None,
+    ) -> None:
+        """Load billing exports into the store's FOCUS ``billing`` dataset (atomic, idempotent, money-checked).
+
+        Every file's rows land in one transaction: nothing is written unless all files parse and, per
+        currency, the cost in equals the BilledCost written to the cent. Re-ingesting an export (same
+        format, billing account and period) replaces it; other accounts' data is untouched.
+        """
+        from finops_cli import api
+
+        with _progress() as progress:
+            summary = api.ingest_billing(list(paths), fmt, store, progress=progress)
+        if output == SummaryFormat.json:
+            emit_json(summary.to_dict(), out)
+        elif out is not None:
+            emit_text(table_text(render_summary(summary)), out)
+        else:
+            stdout_console().print(render_summary(summary))
+
+
+class _Bar:
+    """A rich progress bar per file on stderr (rows so far); a no-op when stderr is not a terminal."""
+
+    def __init__(self) -> None:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("{task.fields[rows]:>12,} rows"),
+            TimeElapsedColumn(),
+            console=stderr_console(),
+            transient=True,
+        )
+        self.tasks: dict[Path, Any] = {}
+
+    def __call__(self, path: Path, rows: int, index: int, count: int) -> None:
+        task = self.tasks.get(path)
+        if task is None:
+            task = self.progress.add_task(f"[{index + 1}/{count}] {path.name}", total=None, rows=0)
+            self.tasks[path] = task
+        self.progress.update(task, rows=rows)
+
+    def __enter__(self) -> _Bar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+def _progress() -> Any:
+    return _Bar() if sys.stderr.isatty() else nullcontext(None)
+
+
+def render_summary(summary: IngestSummary) -> Group:
+    """The human summary: files and chosen formats, money per provider and currency, GPU-hours, checks."""
+    files = Table(title="Billing ingest", title_justify="left", header_style="bold")
+    for name, justify in (("file", "left"), ("format", "left"), ("chosen by", "left"), ("rows", "right")):
+        files.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for f in summary.files:
+        how = "sniffed header" if f.sniffed else "--format"
+        fmt = f.format + (f" ({f.azure_export})" if f.azure_export else "")
+        files.add_row(Path(f.path).name, fmt, how, number(f.rows))
+
+    cost = Table(title="Cost by provider", title_justify="left", header_style="bold")
+    for name, justify in (
+        ("provider", "left"),
+        ("currency", "left"),
+        ("billed", "right"),
+        ("effective (amortized)", "right"),
+        ("lines", "right"),
+    ):
+        cost.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for c in summary.cost:
+        cur = c["currency"]
+        cost.add_row(
+            c["provider"], cur, money(c["billed_cost"], cur), money(c["effective_cost"], cur), number(c["rows"])
+        )
+    currencies = sorted({c["currency"] for c in summary.cost})
+    if len(summary.cost) > 1:
+        cost.add_section()
+        for cur in currencies:  # totals per currency: never summed across currencies
+            rows = [c for c in summary.cost if c["currency"] == cur]
+            cost.add_row(
+                Text("Total", style="bold"), cur,
+                Text(money(sum(r["billed_cost"] for r in rows), cur), style="bold"),
+                Text(money(sum(r["effective_cost"] for r in rows), cur), style="bold"),
+                number(sum(r["rows"] for r in rows)),
+            )  # fmt: skip
+
+    gpu = Table(title="GPU-hours by accelerator and pricing category", title_justify="left", header_style="bold")
+    for name, justify in (("accelerator", "left"), ("pricing", "left"), ("GPU-hours", "right")):
+        gpu.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for g in summary.gpu_hours:
+        gpu.add_row(g["accelerator"], g["pricing_category"], number(g["gpu_hours"], 1))
+
+    checks = []
+    for c in summary.conservation:
+        checks.append(
+            f"conserved {c['currency']}: cost in {money(c['cost_in'], c['currency'])} = "
+            f"billed in store {money(c['billed_cost_written'], c['currency'])}"
+        )
+    replaced = [s for s in summary.sources if s.get("replaced_rows") is not None]
+    lines = [
+        f"{summary.rows:,} lines · billing periods {', '.join(summary.billing_periods)} · store {summary.store}",
+        *checks,
+    ]
+    if replaced:
+        lines.append(
+            "replaced earlier ingests: "
+            + ", ".join(f"{s['format']} {s['billing_account']} {s['billing_period']}" for s in replaced)
+        )
+    parts: list[Any] = [files, cost]
+    if summary.gpu_hours:
+        parts.append(gpu)
+    parts.append(Text("\n".join(lines)))
+    return Group(*parts)

@@ -298,7 +298,7 @@ def _check_azure_kinds(kinds: dict[str, tuple[str, str]], acc: _Acc, path: Path,
 def _summary(store: Store, files: list[FileSummary], acc: _Acc, previous: dict[Any, Any]) -> IngestSummary:
     periods = sorted({i["billing_period"] for i in acc.keys.values()})
     cost = [
-        {"provider": p, "currency": c, "billed_cost": round(v[0], 2), "effective_cost": round(v[1], 2), "rows": v[2]}
+        {"provider": p, "currency": c, "billed_cost": round(v[0], 6), "effective_cost": round(v[1], 6), "rows": v[2]}
         for (p, c), v in sorted(acc.by_provider.items())
     ]
     gpu = [
@@ -311,8 +311,8 @@ def _summary(store: Store, files: list[FileSummary], acc: _Acc, previous: dict[A
         conservation.append(
             {
                 "currency": currency,
-                "cost_in": round(cin, 2),
-                "billed_cost_written": round(out, 2),
+                "cost_in": round(cin, 6),
+                "billed_cost_written": round(out, 6),
                 "difference": round(out - cin, 6),
             }
         )
