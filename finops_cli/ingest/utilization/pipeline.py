@@ -213,7 +213,10 @@ def ingest_utilization(
     summaries: list[SourceSummary] = []
     with store.transaction() as tx:
         for i, src in enumerate(sources):
-            entry, _ = UTILIZATION_FORMATS.resolve(fmt, _columns_for_sniffing(src), src)
+            columns = _columns_for_sniffing(src)
+            mapped = mapping != CsvMapping() and not columns & {_PROM_TEXT, _PROM_RANGE}
+            # column-mapping flags only make sense for the generic CSV: they decide ``auto``
+            entry, _ = UTILIZATION_FORMATS.resolve("csv" if fmt == "auto" and mapped else fmt, columns, src)
             name = entry.name
             options = {
                 "mapping": asdict(mapping) if name == "csv" else None,
@@ -240,13 +243,26 @@ def ingest_utilization(
             summary.util_scale = scale
             months: set[str] = set()
             devices = 0
+            buckets = [spill_dir / f"bucket-{b}.parquet" for b in range(n_buckets)]
+            fallback = (
+                _source_cadence([b for b in buckets if b.exists()], default_interval_s) if n_buckets > 1 else None
+            )
             for b in range(n_buckets):
                 bucket = spill_dir / f"bucket-{b}.parquet"
                 if not bucket.exists():
                     continue
                 table = pq.read_table(bucket)
                 devices += _write_bucket(
-                    tx, table, key, str(src), scale, max_gap_factor, default_interval_s, summary, months
+                    tx,
+                    table,
+                    key,
+                    str(src),
+                    scale,
+                    max_gap_factor,
+                    fallback or default_interval_s,
+                    summary,
+                    months,
+                    single_bucket=fallback is None,
                 )
                 bucket.unlink()
             summary.devices = devices
@@ -318,6 +334,27 @@ def _spill(
     return max_util
 
 
+def _device_cadences(codes: np.ndarray, ts: np.ndarray) -> pd.Series:
+    """Median gap (seconds) between consecutive distinct samples, per device code (sorted input)."""
+    same = codes[1:] == codes[:-1]
+    gaps = (ts[1:] - ts[:-1]) / 1e9
+    ok = same & (gaps > 0)
+    return pd.Series(gaps[ok]).groupby(codes[:-1][ok]).median()
+
+
+def _source_cadence(buckets: list[Path], default_interval_s: float) -> float:
+    """The median device cadence over a whole source (for devices seen once), bucket by bucket."""
+    medians: list[np.ndarray] = []
+    for bucket in buckets:
+        t = pq.read_table(bucket, columns=["device_id", "timestamp_ns"])
+        codes = pc.dictionary_encode(t.column("device_id")).combine_chunks().indices.to_numpy(zero_copy_only=False)
+        ts = t.column("timestamp_ns").to_numpy()
+        order = np.lexsort((ts, codes))
+        medians.append(_device_cadences(codes[order], ts[order]).to_numpy())
+    allm = np.concatenate(medians) if medians else np.array([])
+    return float(np.median(allm)) if len(allm) else default_interval_s
+
+
 def _write_bucket(
     tx: Transaction,
     table: pa.Table,
@@ -328,6 +365,8 @@ def _write_bucket(
     default_interval_s: float,
     summary: SourceSummary,
     months: set[str],
+    *,
+    single_bucket: bool = True,
 ) -> int:
     """Pass 2 for one bucket: sort by (device, time), infer intervals, write per month. Returns devices."""
     enc = pc.dictionary_encode(table.column("device_id")).combine_chunks()
@@ -352,10 +391,11 @@ def _write_bucket(
         delta = np.zeros(len(ts), dtype=np.int64)
         delta[:-1] = ts[1:] - ts[:-1]
     n_dev = len(enc.dictionary)
-    gaps = pd.Series(delta[same_next] / 1e9).groupby(codes[same_next]).median()
+    gaps = _device_cadences(codes, ts)
     cadence = np.full(n_dev, np.nan)
     cadence[gaps.index.to_numpy()] = gaps.to_numpy()
-    fallback = float(np.nanmedian(cadence)) if np.isfinite(cadence).any() else default_interval_s
+    # devices seen once: the source's median cadence (over every bucket, passed in, when spilled)
+    fallback = float(np.nanmedian(cadence)) if single_bucket and np.isfinite(cadence).any() else default_interval_s
     cadence = np.where(np.isfinite(cadence), cadence, fallback)
     cad = cadence[codes]
     delta_s = delta / 1e9
