@@ -51,18 +51,26 @@ def save_figure(fig: Figure, path: Path) -> Path:
 
 
 def idle_by_team_chart(
-    teams: Sequence[str], idle_cost: Sequence[float], path: Path, *, currency: str = "USD", period: str = ""
+    teams: Sequence[str], idle: Sequence[float], path: Path, *, currency: str | None = "USD", period: str = ""
 ) -> Path:
-    """Horizontal bars of idle dollars per team, largest on top."""
-    pairs = sorted(zip(teams, idle_cost, strict=True), key=lambda p: p[1])
+    """Horizontal bars of idle dollars per team, largest on top (``currency=None``: idle GPU-hours, for a
+    store whose devices could not be priced)."""
+    pairs = sorted(zip(teams, idle, strict=True), key=lambda p: p[1])
     fig, ax = plt.subplots(figsize=(8, 0.45 * max(len(pairs), 3) + 1.4))
     labels = [plot_label(t) for t, _ in pairs]
     values = [v for _, v in pairs]
     bars = ax.barh(labels, values, color=INCREASE, alpha=0.85)
-    ax.bar_label(bars, labels=[plot_label(compact_money(v, currency)) for v in values], padding=3, fontsize=9)
-    ax.set_title(f"Idle GPU spend by team{' — ' + plot_label(period) if period else ''}")
-    ax.set_xlabel(f"idle cost ({currency}): cost per GPU-hour × idle GPU-hours")
-    _money_axis(ax, currency, "x")
+    when = " — " + plot_label(period) if period else ""
+    if currency is not None:
+        ax.bar_label(bars, labels=[plot_label(compact_money(v, currency)) for v in values], padding=3, fontsize=9)
+        ax.set_title(f"Idle GPU spend by team{when}")
+        ax.set_xlabel(f"idle cost ({currency}): cost per GPU-hour × idle GPU-hours")
+        _money_axis(ax, currency, "x")
+    else:
+        ax.bar_label(bars, labels=[f"{v:,.0f}" for v in values], padding=3, fontsize=9)
+        ax.set_title(f"Idle GPU-hours by team{when} (not priced)")
+        ax.set_xlabel("idle GPU-hours: Σ (1 − utilisation) × device-hours")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
     ax.margins(x=0.15)
     ax.grid(axis="x", alpha=0.3)
     return save_figure(fig, path)

@@ -185,13 +185,19 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
         parts.append(f"In {period} the estate's GPU work cost **{_m(t.baseline_cost, cur)}**{how.get(source, '')}.")
     waste_totals = _waste_totals(inp)
     if waste_totals is not None:
-        idle_cost = float(waste_totals.get("idle_cost") or 0.0)
+        idle_cost = waste_totals.get("idle_cost")
         idle_fraction = waste_totals.get("idle_fraction")
-        parts.append(
-            f"**{_m(idle_cost, cur)}** of spend paid for idle GPUs "
-            f"({pct(idle_fraction)} of measured GPU-hours were idle; Philly's production cluster ran at "
-            f"{pct(PHILLY_UTILIZATION, decimals=0)} utilisation)."
-        )
+        philly = f"Philly's production cluster ran at {pct(PHILLY_UTILIZATION, decimals=0)} utilisation"
+        if idle_cost is not None:
+            parts.append(
+                f"**{_m(idle_cost, cur)}** of spend paid for idle GPUs "
+                f"({pct(idle_fraction)} of measured GPU-hours were idle; {philly})."
+            )
+        else:
+            parts.append(
+                f"**{pct(idle_fraction)}** of measured GPU-hours ({number(waste_totals.get('idle_hours'))}) were idle "
+                f"({philly}); they are not priced because no billing line or fleet price matched the devices."
+            )
     else:
         parts.append("Idle waste was not measured (no utilisation in the store).")
     plan_text = f"The plan serves the same demand for **{_m(t.planned_cost, cur)}**"
@@ -226,28 +232,25 @@ def _waste_totals(inp: ReportInputs) -> dict[str, Any] | None:
 
 
 def _waste_table(doc: dict[str, Any], label: str, cur: str) -> str:
-    rows = []
-    groups = sorted(doc.get("groups", []), key=lambda g: -(g.get("idle_cost") or 0.0))
-    for g in groups:
-        rows.append(
-            [
-                md_text(g.get("key")),
-                number(g.get("device_hours")),
-                pct(g.get("idle_fraction")),
-                _m(g.get("idle_cost"), cur),
-            ]
-        )
-    totals = doc.get("totals", {})
-    rows.append(
+    groups = sorted(doc.get("groups", []), key=lambda g: (-(g.get("idle_cost") or 0.0), -(g.get("idle_hours") or 0.0)))
+    rows = [
         [
-            "**Total**",
-            f"**{number(totals.get('device_hours'))}**",
-            f"**{pct(totals.get('idle_fraction'))}**",
-            f"**{_m(totals.get('idle_cost'), cur)}**",
+            md_text(g.get("key")),
+            number(g.get("device_hours")),
+            number(g.get("idle_hours")),
+            pct(g.get("idle_fraction")),
+            _m(g.get("idle_cost"), cur),
         ]
-    )
+        for g in groups
+    ]
+    t = doc.get("totals", {})
+    total = [number(t.get("device_hours")), number(t.get("idle_hours")), pct(t.get("idle_fraction"))]
+    rows.append(["**Total**", *(f"**{x}**" for x in [*total, _m(t.get("idle_cost"), cur)])])
     return md_table(
-        [label, "GPU-hours", "idle share", "idle cost"], rows, ["left", "right", "right", "right"], trusted=[True] * 4
+        [label, "GPU-hours", "Idle GPU-hours", "Idle share", "Idle cost"],
+        rows,
+        ["left", "right", "right", "right", "right"],
+        trusted=[True] * 5,
     )
 
 
@@ -261,7 +264,7 @@ def _waste_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[
         "",
     ]
     if "idle" in charts:
-        out += [f"![Idle GPU spend by team]({charts['idle']})", ""]
+        out += [f"![Idle GPUs by team]({charts['idle']})", ""]
     for by, label in (("team", "Team"), ("substrate", "Substrate")):
         if by in inp.waste.by:
             out += [f"### By {by}", "", _waste_table(inp.waste.by[by], label, cur), ""]
@@ -439,11 +442,20 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
     items = []
     waste_totals = _waste_totals(inp)
     coverage = None if waste_totals is None else waste_totals.get("coverage")
-    if coverage is not None:
-        items.append(
-            f"**Utilisation coverage:** {pct(coverage)} of billed GPU-hours have a utilisation trace; the rest is "
-            "reported as unobserved, not as idle."
-        )
+    if coverage is not None and waste_totals is not None:
+        basis = waste_totals.get("coverage_basis")
+        text = f"**Utilisation coverage:** {pct(coverage)} of GPU-hours are covered by the utilisation trace"
+        text += f" (basis: {md_text(basis)})" if basis else ""
+        unobserved = waste_totals.get("unobserved_gpu_hours") or 0.0
+        if unobserved:
+            text += (
+                f"; {number(unobserved)} paid GPU-hours had no samples at all "
+                f"({_m(waste_totals.get('unobserved_cost'), cur)}), reported as unobserved, not as idle"
+            )
+        unpriced = waste_totals.get("unpriced_device_hours") or 0.0
+        if unpriced:
+            text += f"; {number(unpriced)} device-hours could not be priced"
+        items.append(text + ".")
     else:
         items.append("**Utilisation coverage:** not measured (no utilisation trace in the store).")
     _, end = horizon_bounds(plan)
@@ -531,11 +543,12 @@ def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, s
         unavailable.append(f"supply curve: {inp.supply_note}")
     if inp.waste is not None and "team" in inp.waste.by and inp.waste.by["team"].get("groups"):
         groups = inp.waste.by["team"]["groups"]
+        priced = any(g.get("idle_cost") is not None for g in groups)
         figures.idle_by_team_chart(
             [str(g.get("key")) for g in groups],
-            [float(g.get("idle_cost") or 0.0) for g in groups],
+            [float(g.get("idle_cost" if priced else "idle_hours") or 0.0) for g in groups],
             stage / names["idle"],
-            currency=cur,
+            currency=cur if priced else None,
             period=period_label(plan),
         )
         drawn["idle"] = names["idle"]
