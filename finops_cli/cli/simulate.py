@@ -1,19 +1,372 @@
-"""finops simulate — placeholder until implemented."""
+"""finops simulate dispatch|market — request-level merit-order replay and the renegotiation market.
+
+Thin: parse options → :func:`finops_cli.api.simulate_dispatch` / :func:`finops_cli.api.simulate_market`
+→ render (rich tables, markdown, or JSON). ``--out`` writes the rendered output atomically.
+"""
 
 from __future__ import annotations
 
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
 
-from finops_cli.errors import InputError
+from finops_cli.cli.options import FleetOpt, FormatOpt, ModeOpt, OutOpt, OutputFormat, StoreOpt, WorkloadsOpt
+from finops_cli.cli.options import Mode as ModeEnum
+from finops_cli.cli.output import emit_text, stderr_console, stdout_console
+from finops_cli.cli.render import Col, money, money_table, number, pct, table_text
+from finops_cli.report.escape import md_table
+
+
+class PolicyChoice(StrEnum):
+    fcfs = "fcfs"
+    fcfs_preempt = "fcfs-preempt"
+    on_demand = "on-demand"
+    renegotiate = "renegotiate"
+    all = "all"
+
+
+def _opt_pct(x: float | None) -> str:
+    return "—" if x is None else pct(x)
+
+
+def _opt_num(x: float | None, decimals: int = 3) -> str:
+    return "—" if x is None else number(x, decimals)
+
+
+# --- dispatch -------------------------------------------------------------------------------------
+
+
+def _dispatch_tables(doc: dict[str, Any], currency: str) -> list[Any]:
+    rows = [
+        [
+            s["substrate"],
+            s["kind"],
+            s["requests"],
+            s["units"],
+            s["gpu_hours"],
+            s["cost"],
+            _opt_pct(s["peak_utilization"]),
+            s["preemptions"],
+        ]
+        for s in doc["by_substrate"]
+    ]
+    subs = money_table(
+        "Dispatch by substrate",
+        [
+            Col("Substrate"),
+            Col("Kind"),
+            Col("Requests", "number"),
+            Col("Units", "number", 1),
+            Col("GPU-hours", "number", 1),
+            Col("Cost", "money"),
+            Col("Peak util", "text"),
+            Col("Preempted", "number"),
+        ],
+        rows,
+        totals=True,
+        currency=currency,
+    )
+    kinds = money_table(
+        "By kind",
+        [Col("Kind"), Col("Requests", "number"), Col("Units", "number", 1), Col("Cost", "money")],
+        [[k["kind"], k["requests"], k["units"], k["cost"]] for k in doc["by_kind"]],
+        totals=True,
+        currency=currency,
+    )
+    wl = money_table(
+        "By workload",
+        [
+            Col("Workload"),
+            Col("Requests", "number"),
+            Col("Units", "number", 1),
+            Col("Cost", "money"),
+            Col("Rejected", "number"),
+            Col("Requeued units", "number", 1),
+            Col("SLO-risk units", "number", 1),
+        ],
+        [
+            [
+                w["workload"],
+                w["requests"],
+                w["units"],
+                w["cost"],
+                w["rejected_requests"],
+                w["requeued_units"],
+                w["slo_risk_units"],
+            ]
+            for w in doc["by_workload"]
+        ],
+        totals=True,
+        currency=currency,
+    )
+    return [subs, kinds, wl]
+
+
+def _dispatch_summary(doc: dict[str, Any], currency: str) -> list[str]:
+    spills = doc["spills"]
+    why = ", ".join(f"{k} {v:,}" for k, v in spills["by_reason"].items() if v) or "none"
+    rej = doc["rejected"]
+    rej_why = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in rej["by_reason"].items() if v) or "none"
+    pre = doc["preemptions"]
+    return [
+        f"{doc['requests']:,} requests served, {number(doc['units'], 1)} units, cost {money(doc['cost'], currency)} "
+        f"(merit-order cost {money(doc['merit_cost'], currency)}; mode {doc['mode']}, seed {doc['seed']})",
+        f"spills: {spills['total']:,} ({why})",
+        f"rejected: {rej['requests']:,} requests, {number(rej['units'], 1)} units ({rej_why})",
+        f"spot preemptions: {pre['count']:,}, requeued {number(pre['requeued_units'], 1)} units, "
+        f"lost work {money(pre['lost_cost'], currency)}; SLO-risk units {number(doc['slo_risk_units'], 1)}",
+    ]
+
+
+def _dispatch_markdown(doc: dict[str, Any], currency: str) -> str:
+    lines = ["# Dispatch simulation", ""]
+    lines += [f"- {s}" for s in _dispatch_summary(doc, currency)]
+    lines += ["", "## By substrate", ""]
+    lines.append(
+        md_table(
+            ["Substrate", "Kind", "Requests", "Units", "GPU-hours", "Cost", "Peak util", "Preempted"],
+            [
+                [
+                    s["substrate"],
+                    s["kind"],
+                    f"{s['requests']:,}",
+                    number(s["units"], 1),
+                    number(s["gpu_hours"], 1),
+                    money(s["cost"], currency),
+                    _opt_pct(s["peak_utilization"]),
+                    f"{s['preemptions']:,}",
+                ]
+                for s in doc["by_substrate"]
+            ],
+            ["left", "left", "right", "right", "right", "right", "right", "right"],
+            trusted=[False, False, True, True, True, True, True, True],
+        )
+    )
+    lines += ["", "## By workload", ""]
+    lines.append(
+        md_table(
+            ["Workload", "Requests", "Units", "Cost", "Rejected", "SLO-risk units"],
+            [
+                [
+                    w["workload"],
+                    f"{w['requests']:,}",
+                    number(w["units"], 1),
+                    money(w["cost"], currency),
+                    f"{w['rejected_requests']:,}",
+                    number(w["slo_risk_units"], 1),
+                ]
+                for w in doc["by_workload"]
+            ],
+            ["left", "right", "right", "right", "right", "right"],
+            trusted=[False, True, True, True, True, True],
+        )
+    )
+    return "\n".join(lines) + "\n"
+
+
+# --- market ---------------------------------------------------------------------------------------
+
+
+def _market_tables(docs: list[dict[str, Any]]) -> list[Any]:
+    totals = money_table(
+        "Policies compared",
+        [
+            Col("Policy"),
+            Col("Cost", "money", 4),
+            Col("Finished", "number"),
+            Col("Mean completion h", "number", 3),
+            Col("Makespan h", "number", 3),
+            Col("Migrations", "number"),
+            Col("Work lost h", "number", 3),
+            Col("Perf retained", "text"),
+        ],
+        [
+            [
+                d["policy"],
+                d["totals"]["cost"],
+                d["totals"]["finished"],
+                d["totals"]["mean_completion_hours"],
+                d["totals"]["makespan_hours"],
+                d["totals"]["migrations"],
+                d["totals"]["work_lost_hours"],
+                _opt_pct(d["totals"]["mean_performance_retained"]),
+            ]
+            for d in docs
+        ],
+    )
+    out = [totals]
+    for d in docs:
+        if len(d["tenants"]) > 50:
+            continue  # large scenarios: totals only in the table (JSON has every tenant)
+        out.append(
+            money_table(
+                f"{d['policy']}: per tenant",
+                [
+                    Col("Tenant"),
+                    Col("Cost", "money", 4),
+                    Col("Completion h", "text"),
+                    Col("Migrations", "number"),
+                    Col("Work lost h", "number", 3),
+                    Col("Perf retained", "text"),
+                    Col("Accelerators"),
+                ],
+                [
+                    [
+                        t["tenant"],
+                        t["cost"],
+                        _opt_num(t["completion_hours"]),
+                        t["migrations"],
+                        t["work_lost_hours"],
+                        _opt_pct(t["performance_retained"]),
+                        " → ".join(t["accelerators"]),
+                    ]
+                    for t in d["tenants"]
+                ],
+                totals=True,
+            )
+        )
+    return out
+
+
+def _market_markdown(docs: list[dict[str, Any]]) -> str:
+    lines = ["# Market simulation", "", "## Policies compared", ""]
+    lines.append(
+        md_table(
+            ["Policy", "Cost", "Finished", "Mean completion h", "Migrations", "Work lost h", "Perf retained"],
+            [
+                [
+                    d["policy"],
+                    money(d["totals"]["cost"], decimals=4),
+                    str(d["totals"]["finished"]),
+                    _opt_num(d["totals"]["mean_completion_hours"]),
+                    str(d["totals"]["migrations"]),
+                    number(d["totals"]["work_lost_hours"], 3),
+                    _opt_pct(d["totals"]["mean_performance_retained"]),
+                ]
+                for d in docs
+            ],
+            ["left", "right", "right", "right", "right", "right", "right"],
+            trusted=[False, True, True, True, True, True, True],
+        )
+    )
+    for d in docs:
+        if len(d["tenants"]) > 50:
+            continue
+        lines += ["", f"## {d['policy']}", ""]
+        lines.append(
+            md_table(
+                ["Tenant", "Cost", "Completion h", "Migrations", "Work lost h", "Perf retained", "Accelerators"],
+                [
+                    [
+                        t["tenant"],
+                        money(t["cost"], decimals=4),
+                        _opt_num(t["completion_hours"]),
+                        str(t["migrations"]),
+                        number(t["work_lost_hours"], 3),
+                        _opt_pct(t["performance_retained"]),
+                        " → ".join(t["accelerators"]),
+                    ]
+                    for t in d["tenants"]
+                ],
+                ["left", "right", "right", "right", "right", "right", "left"],
+                trusted=[False, True, True, True, True, True, False],
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _emit_tables(header: list[str], tables: list[Any], out: Path | None) -> None:
+    if out is not None:
+        emit_text("\n".join(header) + "\n" + "".join(table_text(t, width=140) for t in tables), out)
+        return
+    console = stdout_console()
+    if not console.is_terminal:
+        console.width = max(console.width, 140)
+    for line in header:
+        console.print(line, markup=False)
+    for t in tables:
+        console.print(t)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("dispatch")
-    def _dispatch() -> None:
-        """Not implemented yet."""
-        raise InputError("finops dispatch is not implemented yet")
+    def _dispatch(
+        fleet: FleetOpt,
+        workloads: WorkloadsOpt,
+        trace: Annotated[
+            Path | None,
+            typer.Option("--trace", help="CSV/Parquet: timestamp, workload, units (--generate writes it)."),
+        ] = None,
+        generate: Annotated[
+            bool, typer.Option("--generate", help="Synthetic trace from the workloads' demand (Poisson).")
+        ] = False,
+        requests: Annotated[int, typer.Option("--requests", help="Expected requests in a generated trace.")] = 100_000,
+        seed: Annotated[int, typer.Option("--seed", help="Seed for generated arrivals and spot preemptions.")] = 0,
+        events: Annotated[
+            Path | None, typer.Option("--events", help="YAML list of outage / rate_limit / recover events.")
+        ] = None,
+        horizon: Annotated[
+            str | None, typer.Option("--horizon", help="Generated trace span: YYYY-MM or START:HOURS.")
+        ] = None,
+        window_hours: Annotated[
+            float, typer.Option("--window-hours", help="Sliding window over which utilisation is measured.")
+        ] = 1.0,
+        mode: ModeOpt = ModeEnum.cost,
+        fmt: FormatOpt = OutputFormat.table,
+        store: StoreOpt = None,
+        out: OutOpt = None,
+    ) -> None:
+        """Replay requests through the merit order: gate, cheapest current price, congestion, events."""
+        from finops_cli import api
+
+        est = api.estate(fleet, workloads)
+        result = api.simulate_dispatch(
+            est,
+            trace,
+            generate=generate,
+            requests=requests,
+            seed=seed,
+            events=events,
+            mode=mode.value,
+            horizon=horizon,
+            store=store,
+            window_hours=window_hours,
+        )
+        if generate and trace is not None:
+            stderr_console().print(f"wrote trace {trace}")
+        doc = result.as_dict()
+        currency = est.fleet.currency
+        if fmt == OutputFormat.json:
+            emit_text(json.dumps(doc, indent=2, allow_nan=False), out)
+        elif fmt == OutputFormat.markdown:
+            emit_text(_dispatch_markdown(doc, currency), out)
+        else:
+            _emit_tables(_dispatch_summary(doc, currency), _dispatch_tables(doc, currency), out)
 
     @app.command("market")
-    def _market() -> None:
-        """Not implemented yet."""
-        raise InputError("finops market is not implemented yet")
+    def _market(
+        scenario: Annotated[Path, typer.Option("--scenario", help="Scenario YAML: accelerators and tenants.")],
+        policy: Annotated[
+            PolicyChoice, typer.Option("--policy", help="Allocation policy, or all.")
+        ] = PolicyChoice.renegotiate,
+        events: Annotated[
+            bool, typer.Option("--events/--no-events", help="Include the event log in JSON output.")
+        ] = True,
+        fmt: FormatOpt = OutputFormat.table,
+        out: OutOpt = None,
+    ) -> None:
+        """Simulate a continuous-renegotiation market (LaissezCloud) against FCFS, spot-like and on-demand."""
+        from finops_cli import api
+
+        results = api.simulate_market(scenario, policy.value)
+        docs = [r.as_dict(events=events) for r in results]
+        if fmt == OutputFormat.json:
+            payload = docs[0] if len(docs) == 1 else {"policies": docs}
+            emit_text(json.dumps(payload, indent=2, allow_nan=False), out)
+        elif fmt == OutputFormat.markdown:
+            emit_text(_market_markdown(docs), out)
+        else:
+            _emit_tables([], _market_tables(docs), out)
