@@ -1,0 +1,225 @@
+"""Generate ``docs/estate.md`` (the fleet.yaml / workloads.yaml field reference) from the pydantic models.
+
+Types, defaults and constraints come from the models themselves; the meaning and unit of each field
+come from :data:`FIELD_DOCS` (a test fails when a model field has no entry, so the reference cannot
+drift). Regenerate with ``python -m finops_cli.estate.reference > docs/estate.md``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from finops_cli.schema.estate import (
+    Checkpoint,
+    CongestionStep,
+    Demand,
+    Fleet,
+    FromStore,
+    PriceFeed,
+    Purchasable,
+    Requires,
+    Substrate,
+    Workload,
+    Workloads,
+)
+
+#: (model, YAML path prefix) in the order the reference lists them.
+SECTIONS: list[tuple[type[BaseModel], str]] = [
+    (Fleet, "fleet.yaml"),
+    (Substrate, "fleet.yaml: substrates[]"),
+    (PriceFeed, "fleet.yaml: substrates[].price_feed"),
+    (Purchasable, "fleet.yaml: substrates[].purchasable"),
+    (CongestionStep, "fleet.yaml: congestion[]"),
+    (Workloads, "workloads.yaml"),
+    (Workload, "workloads.yaml: workloads[]"),
+    (Demand, "workloads.yaml: workloads[].demand"),
+    (FromStore, "workloads.yaml: workloads[].demand.from_store"),
+    (Requires, "workloads.yaml: workloads[].requires"),
+    (Checkpoint, "workloads.yaml: workloads[].checkpoint"),
+]
+
+#: "Model.field" -> (unit, meaning)
+FIELD_DOCS: dict[str, tuple[str, str]] = {
+    "Fleet.version": ("", "Format version; must be 1."),
+    "Fleet.currency": ("ISO 4217", "Currency of every price in the file (money is never mixed across currencies)."),
+    "Fleet.substrates": ("", "Every place work can run (see below). Ids must be unique."),
+    "Fleet.congestion": (
+        "fraction, ×",
+        "Convex congestion steps above each substrate's `comfortable_utilization`: up to `up_to` of capacity each "
+        "GPU-hour costs `multiplier` × the base price. Must rise in `up_to`, end at 1.0, multipliers non-decreasing.",
+    ),
+    "Fleet.reliability_penalty_per_gpu_hour": (
+        "currency / GPU-hour",
+        "In `--mode reliability`, added to latency-critical, non-interruptible work on spot. Steers; not money.",
+    ),
+    "Fleet.degraded_capacity_factor": ("fraction", "Capacity kept by a `status: degraded` substrate (default)."),
+    "Substrate.id": ("", "Unique id; billing lines and plans refer to it."),
+    "Substrate.provider": ("", "Matched by workloads' provider allow-lists and by billing lines (aws, gcp, onprem…)."),
+    "Substrate.kind": ("", "Billing model: owned, reserved, on_demand, spot or api."),
+    "Substrate.accelerator": ("", "Accelerator model (H100, A100, L4…); key into a workload's `throughput`."),
+    "Substrate.region": ("", "Provider region; used to match billing lines."),
+    "Substrate.jurisdiction": ("", "Data-residency zone (US, EU…) checked by the compliance gate."),
+    "Substrate.isolation": ("", "dedicated or shared tenancy; a workload may require dedicated."),
+    "Substrate.gpus": (
+        "GPUs",
+        "Capacity: GPU-hours per hour. Spot: what is obtainable; on_demand: optional quota (absent = unbounded).",
+    ),
+    "Substrate.gpus_per_node": ("GPUs", "GPUs per instance/node (integer node counts in the planner)."),
+    "Substrate.price_per_gpu_hour": (
+        "currency / GPU-hour",
+        "Marginal price of one GPU-hour actually used (owned: power + ops; reserved: ~0).",
+    ),
+    "Substrate.price_feed": ("", "Resolve the price from the spot-price store instead (see price_feed)."),
+    "Substrate.price_ref": (
+        "",
+        "Resolve the price from `pricebooks/reference_prices.csv`, as `provider/offering/term`; reports say its age.",
+    ),
+    "Substrate.committed_per_gpu_hour": (
+        "currency / GPU-hour",
+        "Prepaid, paid whether used or not (reserved); a sunk constant over the horizon.",
+    ),
+    "Substrate.comfortable_utilization": ("fraction", "Above this share of capacity the congestion steps apply."),
+    "Substrate.preference": ("×", "Multiplier on cost: egress, draining, reputation (1 = neutral)."),
+    "Substrate.status": ("", "up, degraded (capacity × degraded factor) or down (excluded by the gate)."),
+    "Substrate.degraded_capacity_factor": ("fraction", "Overrides the fleet's factor for this substrate."),
+    "Substrate.interruptions_per_hour": ("preemptions / hour", "λ, required for spot; feeds the NETC multiplier W."),
+    "Substrate.resume_minutes": ("minutes", "R: provisioning + re-hydration after a preemption."),
+    "Substrate.resume_cost": ("currency", "F: fixed cost per preemption, beyond the GPU time."),
+    "Substrate.purchasable": ("", "A commitment the planner may buy in whole blocks (reserved only)."),
+    "Substrate.price_per_unit": (
+        "currency / unit",
+        "API substrates: price per unit served, by unit name (e.g. `{Mtokens: 15.0}`).",
+    ),
+    "Substrate.instance_type": ("", "Instance type for matching billing lines and spot prices."),
+    "Substrate.match": ("", "Extra billing-line matchers, column → value (e.g. `{ResourceId: cw-…}`)."),
+    "PriceFeed.provider": ("", "Provider partition of the spot-price store."),
+    "PriceFeed.region": ("", "Region (all zones pooled) or one zone."),
+    "PriceFeed.instance_type": ("", "Instance type (GCP GPU SKUs: `gpu-<model>`)."),
+    "PriceFeed.gpus_per_instance": (
+        "GPUs",
+        "Divide the instance price by this (default: GPU count recorded at ingest).",
+    ),
+    "PriceFeed.statistic": ("", "Time-weighted mean, p50, p90 or the latest price."),
+    "PriceFeed.window_days": ("days", "Window ending at the feed's newest price."),
+    "Purchasable.block_gpus": ("GPUs", "GPUs per block bought."),
+    "Purchasable.price_per_gpu_hour": ("currency / GPU-hour", "Committed price, paid for the whole horizon."),
+    "Purchasable.max_blocks": ("blocks", "Most blocks the planner may buy."),
+    "CongestionStep.up_to": ("fraction of capacity", "Upper end of this step."),
+    "CongestionStep.multiplier": ("×", "Price multiplier inside the step (≥ 1)."),
+    "Workloads.version": ("", "Format version; must be 1."),
+    "Workloads.workloads": ("", "Every workload (see below). Ids must be unique."),
+    "Workload.id": ("", "Unique id."),
+    "Workload.team": ("", "Owning team (reports group by it)."),
+    "Workload.slo": (
+        "",
+        "latency_critical, standard or offline; reliability mode penalises spot for latency_critical.",
+    ),
+    "Workload.interruptible": ("", "May be preempted and resumed from a checkpoint (NETC applies on spot)."),
+    "Workload.unit": ("", "Unit of usable output (h100_hours, Mtokens…); APIs serve it if they price it."),
+    "Workload.demand": ("units", "How much output: exactly one of total, profile, from_store."),
+    "Workload.deferrable": ("", "May run in any block of the horizon (the stack clears its mean hour, not its peak)."),
+    "Workload.max_parallel_gpus": ("GPUs", "Cap on GPUs used at once (bounds how fast deferrable work can run)."),
+    "Workload.throughput": (
+        "units / GPU-hour",
+        "By accelerator; a missing accelerator means the workload cannot run there.",
+    ),
+    "Workload.requires": ("", "Compliance constraints (absent = unconstrained)."),
+    "Workload.checkpoint": ("", "Checkpoint interval τ and write time δ (default for interruptible work: 30 min, 0)."),
+    "Demand.total": ("units", "Total over the horizon, spread evenly per hour."),
+    "Demand.profile": (
+        "path",
+        "CSV `hour,units` relative to workloads.yaml; hour = integer offset (repeats) or ISO timestamp.",
+    ),
+    "Demand.from_store": ("", "GPU-hours observed in the store for a tag, × throughput."),
+    "FromStore.tag": ("", "Utilisation column (team, workload) or billing Tags key."),
+    "FromStore.value": ("", "Value the tag must equal."),
+    "Requires.jurisdictions": ("", "Allowed jurisdictions."),
+    "Requires.providers": ("", "Provider allow-list."),
+    "Requires.isolation": ("", "`dedicated` excludes shared substrates."),
+    "Checkpoint.interval_minutes": ("minutes", "τ: work between checkpoints."),
+    "Checkpoint.write_minutes": ("minutes", "δ: time to write one checkpoint."),
+}
+
+
+def _type_name(annotation: object) -> str:
+    text = repr(annotation) if not isinstance(annotation, type) else annotation.__name__
+    text = text.replace("typing.", "").replace("finops_cli.schema.estate.", "")
+    text = re.sub(r"Annotated\[(\w+), [^\]]*\]", r"\1", text)
+    text = re.sub(r"Optional\[(.*)\]$", r"\1 | None", text)
+    return text.replace("NoneType", "None")
+
+
+def _constraints(metadata: list[object]) -> str:
+    out = []
+    for m in metadata:
+        for attr, sym in (("gt", ">"), ("ge", "≥"), ("lt", "<"), ("le", "≤"), ("min_length", "len ≥")):
+            v = getattr(m, attr, None)
+            if v is not None:
+                out.append(f"{sym} {v}")
+    return ", ".join(out)
+
+
+def _default(field: object) -> str:
+    if getattr(field, "is_required")():  # noqa: B009
+        return "**required**"
+    default = getattr(field, "default", None)
+    if default is PydanticUndefined:
+        factory = getattr(field, "default_factory", None)
+        default = factory() if factory else None
+        if isinstance(default, list):
+            default = [d.model_dump() if isinstance(d, BaseModel) else d for d in default]
+        if isinstance(default, BaseModel):
+            return "{}"
+    return f"`{default}`"
+
+
+def missing_docs() -> list[str]:
+    """Model fields without an entry in :data:`FIELD_DOCS` (should be empty)."""
+    return [
+        f"{m.__name__}.{name}"
+        for m, _ in SECTIONS
+        for name in m.model_fields
+        if f"{m.__name__}.{name}" not in FIELD_DOCS
+    ]
+
+
+def estate_reference_markdown() -> str:
+    """The full ``docs/estate.md`` text."""
+    lines = [
+        "# Estate files: `fleet.yaml` and `workloads.yaml` (version 1)",
+        "",
+        "<!-- generated by `python -m finops_cli.estate.reference`; edit FIELD_DOCS there, not this file -->",
+        "",
+        "Both files are YAML. Unknown keys are errors, and every error names the file and the field path",
+        "(`fleet.yaml: substrates[3].gpus: must be >= 0`). `finops validate --fleet F --workloads W` runs the",
+        "model checks plus the estate checks (accelerators no substrate has, reserved substrates with nothing",
+        "to use or buy, demand profiles that are missing or malformed, unknown `price_ref`s, workloads with no",
+        "compliant destination). A complete example is `samples/fleet.yaml` / `samples/workloads.yaml`;",
+        "the economics are in [economics.md](economics.md).",
+        "",
+        "Rules across fields: an `api` substrate needs `price_per_unit` and no accelerator; every other kind",
+        "needs an `accelerator` and exactly one of `price_per_gpu_hour`, `price_feed`, `price_ref` (reserved",
+        "may omit all three: marginal price 0); `spot` needs `interruptions_per_hour`; owned/reserved/spot need",
+        "`gpus`; a `reserved` substrate needs `gpus > 0` or a `purchasable` block; `purchasable` is only for",
+        "reserved.",
+        "",
+    ]
+    for model, where in SECTIONS:
+        doc = (model.__doc__ or "").strip().splitlines()
+        lines += [f"## `{where}`", ""] + ([doc[0], ""] if doc and not doc[0].startswith("!!!") else [])
+        lines += ["| field | type | default | constraint | unit | meaning |", "|---|---|---|---|---|---|"]
+        for name, field in model.model_fields.items():
+            unit, meaning = FIELD_DOCS.get(f"{model.__name__}.{name}", ("", ""))
+            ann = _type_name(field.annotation).replace("|", "\\|")  # a bare | would split the table cell
+            lines.append(
+                f"| `{name}` | `{ann}` | {_default(field)} | {_constraints(field.metadata)} | {unit} | {meaning} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(estate_reference_markdown())
