@@ -466,25 +466,27 @@ def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, fir
             return attempt(values)
         except pa.ArrowException:
             continue
-    for i, v in enumerate(values.to_pylist()):
-        if v is None:
-            continue
-        one = pa.array([v], pa.string())
-        ok = False
+    # Mixed layouts in one column (rare): parse each distinct value on its own.
+    bad: list[str] = []
+
+    def one(v: str) -> object:
         for attempt in (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime):
             try:
-                attempt(one)
-                ok = True
-                break
+                return attempt(pa.array([v], pa.string()))[0].as_py()
             except pa.ArrowException:
                 continue
-        if not ok:
-            raise InputError(
-                f"expected a date/time such as 2026-10-01T00:00:00Z (got {v!r})",
-                path=path,
-                where=f"row {first_row + i}, column {column!r}",
-            )
-    raise InputError("mixed date/time formats", path=path, where=f"column {column!r}")
+        bad.append(v)
+        return None
+
+    parsed = map_unique(values, one, utc)
+    if bad:
+        i = pc.index(values, bad[0]).as_py()
+        raise InputError(
+            f"expected a date/time such as 2026-10-01T00:00:00Z (got {bad[0]!r})",
+            path=path,
+            where=f"row {first_row + i}, column {column!r}",
+        )
+    return parsed
 
 
 def _ts_with_zone(v: pa.Array) -> pa.Array:
