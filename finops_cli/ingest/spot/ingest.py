@@ -249,8 +249,8 @@ def write_prices(store: Store, frames: list[pd.DataFrame], result: SpotIngest) -
             else:
                 merged = new.to_pandas()
                 before = 0
-            key = merged[IDENTITY].astype(str).agg("|".join, axis=1)
-            merged = merged.loc[~key.duplicated(keep="last")].sort_values(["instance_type", "zone", "timestamp"])
+            merged = merged.loc[~merged.duplicated(subset=IDENTITY, keep="last")]
+            merged = merged.sort_values(["instance_type", "zone", "timestamp"], na_position="first")
             result.rows_new += len(merged) - before
             table = pa.Table.from_pandas(merged, schema=SPOT_SCHEMA, preserve_index=False)
             part_key = {"provider": str(provider), "month": str(month)}
