@@ -64,7 +64,12 @@ def render_text(result: GateResult) -> RenderableType:
         kind_rows = [[k, p] for k, (_, p) in sorted(by_kind.items())]
         detail_cols = [Col("workload"), Col("kind"), Col("planned", "money")]
         detail = [[r.workload, r.kind, r.planned_cost] for r in result.breakdown]
-    parts += [Text(""), money_table("Cost by substrate kind", cols, kind_rows, totals=True, currency=cur)]
+    totals = (
+        ["Total", result.baseline_cost, result.planned_cost, result.delta]
+        if with_base
+        else ["Total", result.planned_cost]
+    )
+    parts += [Text(""), money_table("Cost by substrate kind", cols, kind_rows, totals=totals, currency=cur)]
     shown = detail[:TEXT_DETAIL_ROWS]
     caption = f"… {len(detail) - len(shown)} more rows (--format json)" if len(detail) > len(shown) else None
     title = "Cost by workload and substrate kind" + (" (largest changes)" if with_base else "")

@@ -385,7 +385,10 @@ def _cost_rows(items: list[tuple[list[str], float, float]], result: GateResult) 
         row = list(labels)
         if has_base:
             delta = planned - base
-            pct_text = f"{100 * delta / base:+.1f}%" if base else ("new" if planned else "—")
+            if abs(delta) < 0.005:
+                pct_text = "0.0%" if base else "—"
+            else:
+                pct_text = f"{100 * delta / base:+.1f}%" if base else "new"
             row += [_money(base, cur), _money(planned, cur), _money(delta, cur, signed=True), pct_text]
         else:
             row.append(_money(planned, cur))
