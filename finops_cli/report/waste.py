@@ -137,8 +137,8 @@ class WasteReport:
 
 
 # ----------------------------------------------------------------------------------------- billing
-def _tag(tags: str | None, key: str) -> str | None:
-    if not tags:
+def _tag(tags: object, key: str) -> str | None:
+    if not isinstance(tags, str) or not tags:
         return None
     try:
         return json.loads(tags).get(key)

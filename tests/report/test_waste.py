@@ -1,0 +1,196 @@
+"""Idle waste: exact idle fraction and dollars for a known trace, the pricing order, unobserved capacity."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from finops_cli import api
+from finops_cli.cli.app import app
+from finops_cli.errors import InputError
+from finops_cli.ingest.utilization import ingest_utilization
+from finops_cli.report.waste import USAGE_COLUMNS, UtilHistogram, to_markdown, waste_report
+from finops_cli.schema.billing import BILLING_WRITE_SCHEMA
+from finops_cli.store import Store
+
+
+def _trace(path: Path, devices: dict[str, tuple[str, str, list[float]]]) -> Path:
+    """Hourly CSV: device -> (resource_id, team, utilisation per hour from 2026-10-01T00:00Z)."""
+    lines = ["timestamp,device_id,utilization,resource_id,team"]
+    for dev, (res, team, utils) in devices.items():
+        lines += [f"2026-10-01T{h:02d}:00:00Z,{dev},{u},{res},{team}" for h, u in enumerate(utils)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _billing(store: Store, lines: list[dict]) -> None:
+    """Write billing lines (only the columns waste reads; the rest null) for October 2026."""
+    base = {name: None for name in BILLING_WRITE_SCHEMA.names}
+    rows = [
+        {**base, "BillingCurrency": "USD", "ChargeCategory": "Usage", "provider": "aws", "billing_period": "2026-10",
+         "ChargePeriodStart": pd.Timestamp("2026-10-01", tz="UTC"), **line}
+        for line in lines
+    ]  # fmt: skip
+    table = pa.Table.from_pylist(rows, schema=BILLING_WRITE_SCHEMA)
+    with store.transaction() as tx:
+        tx.write_partitioned("billing", table, "test")
+
+
+def test_known_utilisation_gives_exact_idle_fraction_and_dollars(tmp_path: Path, store: Store) -> None:
+    # two GPUs at exactly 25 % for 10 hours: 20 GPU-hours, 5 busy, 15 idle; at $4/GPU-h idle costs $60
+    f = _trace(tmp_path / "t.csv", {"g0": ("n1", "ml", [0.25] * 10), "g1": ("n1", "ml", [0.25] * 10)})
+    ingest_utilization(store, [f])
+    report = api.waste(store=store, price_per_gpu_hour=4.0)
+    t = report.totals
+    assert (t["device_hours"], t["busy_hours"], t["idle_hours"]) == (20.0, 5.0, 15.0)
+    assert t["idle_fraction"] == 0.75
+    assert t["idle_cost"] == 60.0
+    assert report.priced_by["flag"] == 20.0
+    assert report.groups == [
+        {"key": "ml", "devices": 2, "device_hours": 20.0, "busy_hours": 5.0, "idle_hours": 15.0,
+         "idle_fraction": 0.75, "idle_cost": 60.0, "cost": 80.0}
+    ]  # fmt: skip
+
+
+def test_billing_prices_devices_and_unobserved_capacity_is_separate(tmp_path: Path, store: Store) -> None:
+    # i-1: 8 GPUs billed 10 h for $200 → $2.50/GPU-h; the trace sees 2 of its GPUs (idle half the time).
+    # i-2: billed $90 for 4 GPUs × 10 h, never sampled → unobserved, not idle.
+    f = _trace(tmp_path / "t.csv", {"i-1/gpu0": ("i-1", "ml", [0.0, 1.0] * 5), "i-1/gpu1": ("i-1", "ml", [0.5] * 10)})
+    ingest_utilization(store, [f])
+    _billing(
+        store,
+        [
+            {"ResourceId": "i-1", "EffectiveCost": 150.0, "x_GpuHours": 60.0, "x_InstanceType": "p5.48xlarge"},
+            {"ResourceId": "i-1", "EffectiveCost": 50.0, "x_GpuHours": 20.0, "x_InstanceType": "p5.48xlarge"},
+            {"ResourceId": "i-1", "EffectiveCost": -0.0, "x_GpuHours": 0.0, "ChargeCategory": "Credit"},
+            {
+                "ResourceId": "i-2",
+                "EffectiveCost": 90.0,
+                "x_GpuHours": 40.0,
+                "x_InstanceType": "g6.12xlarge",
+                "Tags": json.dumps({"team": "data"}),
+            },
+        ],
+    )
+    report = api.waste(store=store, by="instance_type", price_per_gpu_hour=99.0)
+    t = report.totals
+    assert t["device_hours"] == 20.0 and t["busy_hours"] == 10.0
+    assert t["idle_cost"] == pytest.approx(10.0 * 2.5)  # billing beats the flag
+    assert report.priced_by == {"billing": 20.0, "fleet": 0.0, "flag": 0.0, "none": 0.0}
+    assert report.unobserved == [{"key": "g6.12xlarge", "resource_id": "i-2", "gpu_hours": 40.0, "cost": 90.0}]
+    assert t["unobserved_gpu_hours"] == 40.0 and t["unobserved_cost"] == 90.0
+    assert t["coverage"] == pytest.approx(20.0 / 120.0)  # observed ÷ billed GPU-hours
+    assert [g["key"] for g in report.groups] == ["p5.48xlarge"]
+    md = to_markdown(report)
+    assert "(unobserved)" in md and "Philly" in md and "$25.00" in md
+
+
+FLEET = """
+version: 1
+currency: USD
+substrates:
+  - id: onprem-h100
+    provider: onprem
+    kind: owned
+    accelerator: H100
+    region: us-east
+    jurisdiction: US
+    gpus: 16
+    price_per_gpu_hour: 1.0
+    committed_per_gpu_hour: 0.5
+    match: {ResourceId: "node-*"}
+"""
+
+
+def test_fleet_price_when_billing_has_none(tmp_path: Path, store: Store) -> None:
+    f = _trace(tmp_path / "t.csv", {"node-1/gpu0": ("node-1", "ml", [0.0] * 4), "x/gpu0": ("x", "ml", [0.0] * 4)})
+    ingest_utilization(store, [f])
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(FLEET)
+    report = api.waste(store=store, fleet=fleet, by="substrate")
+    by_key = {g["key"]: g for g in report.groups}
+    assert by_key["onprem-h100"]["idle_cost"] == 4 * 1.5  # price + committed per GPU-hour
+    assert by_key["(unknown)"]["idle_cost"] is None  # nothing prices it: hours shown, dollars not
+    assert report.totals["unpriced_device_hours"] == 4.0
+    assert report.priced_by["fleet"] == 4.0 and report.priced_by["none"] == 4.0
+
+
+def test_distribution_share_at_zero_and_deciles(tmp_path: Path, store: Store) -> None:
+    utils = [0.0] * 6 + [0.9] * 4
+    ingest_utilization(store, [_trace(tmp_path / "t.csv", {"g": ("r", "t", utils)})])
+    d = api.waste(store=store).distribution
+    assert d["share_at_zero"] == 0.6
+    assert d["deciles"][:6] == [0.0] * 6 and d["deciles"][6:] == [0.9, 0.9, 0.9]
+
+
+def test_waste_errors(tmp_path: Path, store: Store) -> None:
+    with pytest.raises(InputError, match="ingest utilization"):
+        api.waste(store=store)
+    ingest_utilization(store, [_trace(tmp_path / "t.csv", {"g": ("r", "t", [0.5])})])
+    with pytest.raises(InputError, match="--month 2026-09"):
+        api.waste(store=store, month="2026-09")
+    with pytest.raises(InputError, match="--by"):
+        api.waste(store=store, by="colour")
+
+
+def test_histogram_deciles() -> None:
+    h = UtilHistogram()
+    h.add(pd.Series([i / 100 for i in range(100)]).to_numpy())
+    assert h.n == 100 and h.share_at_zero() == 0.01
+    assert h.deciles() == pytest.approx([0.09, 0.19, 0.29, 0.39, 0.49, 0.59, 0.69, 0.79, 0.89], abs=0.0011)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.floats(0.01, 100), st.floats(0, 1), st.floats(0, 10)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.sampled_from(["team", "device", "substrate", "instance_type"]),
+)
+def test_groups_add_up_to_totals(rows: list[tuple[str, float, float, float]], by: str) -> None:
+    usage = pd.DataFrame(
+        [
+            {"device_id": f"d{i}", "resource_id": f"r{i}", "host": None, "team": team, "workload": None,
+             "accelerator": "H100", "samples": 1, "zero_samples": 0, "device_hours": h, "busy_hours": h * u}
+            for i, (team, h, u, _) in enumerate(rows)
+        ],
+        columns=USAGE_COLUMNS,
+    )  # fmt: skip
+    report = waste_report(usage, price_per_gpu_hour=3.0, by=by)  # type: ignore[arg-type]
+    t = report.totals
+    assert sum(g["device_hours"] for g in report.groups) == pytest.approx(t["device_hours"])
+    assert sum(g["idle_cost"] for g in report.groups) == pytest.approx(t["idle_cost"])
+    assert t["idle_hours"] == pytest.approx(t["device_hours"] - t["busy_hours"])
+    assert 0 <= t["idle_fraction"] <= 1 + 1e-12
+    assert t["idle_cost"] == pytest.approx(3.0 * t["idle_hours"])
+
+
+def test_cli_waste_formats(tmp_path: Path) -> None:
+    runner = CliRunner()
+    store = str(tmp_path / "s")
+    trace = _trace(tmp_path / "t.csv", {"g0": ("n1", "ml", [0.25] * 10), "g1": ("n2", "ops", [1.0] * 10)})
+    res = runner.invoke(app, ["ingest", "utilization", str(trace), "--store", store])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["waste", "--store", store, "--price-per-gpu-hour", "2", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert set(doc["totals"]) >= {"device_hours", "busy_hours", "idle_hours", "idle_fraction", "idle_cost", "coverage"}
+    assert {g["key"]: g["idle_cost"] for g in doc["groups"]} == {"ml": 15.0, "ops": 0.0}
+    for g in doc["groups"]:
+        assert set(g) >= {"key", "device_hours", "busy_hours", "idle_fraction", "idle_cost"}
+    res = runner.invoke(app, ["waste", "--store", store, "--price-per-gpu-hour", "2", "--by", "device"])
+    assert res.exit_code == 0 and "$15.00" in res.stdout and "Total" in res.stdout and "Philly" in res.stdout
+    out = tmp_path / "waste.md"
+    res = runner.invoke(app, ["waste", "--store", store, "--format", "markdown", "--out", str(out)])
+    assert res.exit_code == 0 and out.read_text().startswith("## Idle GPU waste")
+    res = runner.invoke(app, ["waste", "--store", store, "--by", "colour"])
+    assert res.exit_code == 2
