@@ -140,6 +140,7 @@ class DispatchResult:
     seed: int
     window_hours: float
     excluded: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    assignment: np.ndarray | None = None  # per request: substrate index (-1 rejected), when recorded
 
     def by_kind(self) -> list[dict[str, object]]:
         """Requests, units and cost per substrate kind."""
@@ -238,6 +239,7 @@ def simulate_dispatch(
     seed: int = 0,
     window_hours: float = 1.0,
     buckets: int = 12,
+    record: bool = False,
 ) -> DispatchResult:
     """Replay ``trace`` through ``fleet`` request by request; see the module docstring for the rules.
 
@@ -253,6 +255,8 @@ def simulate_dispatch(
         Length of the sliding window over which utilisation is measured, hours.
     buckets
         Resolution of the window: usage older than ``window_hours`` leaves it in ``window/buckets`` steps.
+    record
+        Keep each request's destination (``result.assignment``: substrate index, -1 = rejected).
     """
     if window_hours <= 0 or buckets < 1:
         raise ValueError("window_hours must be > 0 and buckets >= 1")
@@ -433,6 +437,7 @@ def simulate_dispatch(
     loss_l = loss_draw.tolist()
     next_change = changes[0][0] if changes else INF
     ci = 0
+    rec = np.full(n, -1, dtype=np.int32) if record else None
     inv_bucket = 1.0 / bucket_h
     for i in range(n):
         t = hours[i]
@@ -457,6 +462,8 @@ def simulate_dispatch(
         w = wl[i]
         u = units_l[i]
         c = place(w, u, -1)
+        if rec is not None:
+            rec[i] = -1 if c is None else c.d
         if c is not None and lam[c.d] and pre_l[i] < -math.expm1(-lam[c.d] * u * c.gpu_hours_per_unit):
             preempted(w, c, u, loss_l[i])
 
@@ -496,4 +503,5 @@ def simulate_dispatch(
         seed=seed,
         window_hours=window_hours,
         excluded=excluded,
+        assignment=rec,
     )

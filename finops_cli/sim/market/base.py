@@ -180,6 +180,7 @@ class Policy:
                 self.seg_t0[i] = t
                 self.ckpt[i] = self.progress[i]
                 self._schedule_checkpoint(i, t)
+                self.log(t, "checkpoint", i, self.on[i], None)
                 self.on_checkpoint(i, t)
         end = min(self.horizon, max([self.now, *[f for f in self.finish if f is not None]]))
         for i in range(len(self.tenants)):

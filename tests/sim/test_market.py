@@ -1,0 +1,278 @@
+"""Market rules: second price, floor, deterministic ties, checkpoint-bounded migration, the worked example."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from finops_cli.errors import InputError
+from finops_cli.estate.load import load_model
+from finops_cli.sim.market import Scenario, simulate_market
+
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "market" / "laissezcloud_two_tenants.yaml"
+
+
+def _sample() -> Scenario:
+    return Scenario.model_validate(yaml.safe_load(SAMPLE.read_text()))
+
+
+def _run(sc: Scenario, policy: str):
+    (result,) = simulate_market(sc, policy)
+    return result, {t.tenant: t for t in result.tenants}
+
+
+def _events(result, kind: str, tenant: str | None = None) -> list[dict]:
+    return [e for e in result.events if e["type"] == kind and (tenant is None or e["tenant"] == tenant)]
+
+
+def _scenario(accelerators: list[dict], tenants: list[dict], **options: object) -> Scenario:
+    return Scenario.model_validate({"version": 1, "accelerators": accelerators, "tenants": tenants, "options": options})
+
+
+# --- the LaissezCloud worked example --------------------------------------------------------------
+
+
+def test_worked_example_renegotiate():
+    res, t = _run(_sample(), "renegotiate")
+    bids = {e["tenant"]: e["price"] for e in _events(res, "bid") if e["t"] == 0}
+    assert bids["app-a"] == pytest.approx(0.687, abs=0.003)  # 0.804 × 0.30 / 0.35 = 0.6891
+    assert bids["app-b"] == pytest.approx(0.762, abs=0.001)  # 0.548 × 0.32 / 0.23 = 0.7624
+    # B wins the A10 and pays A's bid; A runs on Trainium
+    a10_prices = [(e["t"], e["price"]) for e in _events(res, "price") if e["accelerator"] == "A10/0"]
+    assert a10_prices[0] == (0.0, pytest.approx(bids["app-a"]))
+    assert [e["accelerator"] for e in _events(res, "start")] == ["A10/0", "Trainium/0"]
+    # at its checkpoint B re-bids ≈ 0.652, loses, moves to the L4; A moves at its own checkpoint paying 0.652
+    (rebid,) = [e for e in _events(res, "bid", "app-b") if e["t"] > 0]
+    assert rebid["t"] == pytest.approx(0.15) and rebid["price"] == pytest.approx(0.652, abs=0.001)
+    assert [(e["t"], e["accelerator"]) for e in _events(res, "migrate")] == [
+        (pytest.approx(0.15), "L4/0"),
+        (pytest.approx(0.2), "A10/0"),
+    ]
+    (move_a,) = _events(res, "migrate", "app-a")
+    assert move_a["price"] == pytest.approx(0.652, abs=0.001)
+    # the price returns to the base when B finishes
+    assert a10_prices[-1] == (pytest.approx(t["app-b"].finish_hours), pytest.approx(0.606))
+    assert t["app-a"].accelerators == ["Trainium", "A10"] and t["app-b"].accelerators == ["A10", "L4"]
+    # money: every segment at its price, plus one checkpoint-restart each
+    b_cost = 0.15 * bids["app-a"] + (0.32 * 0.08 / 0.23) * 0.548 + 0.0088
+    assert t["app-b"].cost == pytest.approx(b_cost)
+    a_cost = 0.2 * 0.804 + (t["app-b"].finish_hours - 0.2) * rebid["price"] + 0.0088
+    a_cost += (t["app-a"].finish_hours - t["app-b"].finish_hours) * 0.606
+    assert t["app-a"].cost == pytest.approx(a_cost)
+    assert all(x.work_lost_hours == 0 for x in res.tenants)
+
+
+def test_worked_example_fcfs_both_arrival_orders():
+    _, a_first = _run(_sample(), "fcfs")
+    assert a_first["app-a"].accelerators == ["A10"] and a_first["app-b"].accelerators == ["L4"]
+    assert a_first["app-a"].cost == pytest.approx(0.35 * 0.606)
+    assert a_first["app-b"].cost == pytest.approx(0.32 * 0.548)
+    assert a_first["app-b"].performance_retained == pytest.approx(0.23 / 0.32)
+    raw = yaml.safe_load(SAMPLE.read_text())
+    raw["tenants"].reverse()  # same arrival time: listing order decides
+    _, b_first = _run(Scenario.model_validate(raw), "fcfs")
+    assert b_first["app-b"].accelerators == ["A10"] and b_first["app-a"].accelerators == ["Trainium"]
+    assert b_first["app-a"].cost == pytest.approx(0.30 * 0.804)
+    assert b_first["app-a"].performance_retained == pytest.approx(1.0)
+
+
+def test_incumbent_add_option_keeps_b_on_the_a10():
+    raw = yaml.safe_load(SAMPLE.read_text())
+    raw["options"] = {"incumbent_migration": "add"}
+    res, t = _run(Scenario.model_validate(raw), "renegotiate")
+    assert t["app-b"].accelerators == ["A10"] and t["app-b"].migrations == 0
+    (rebid,) = [e for e in _events(res, "bid", "app-b") if e["t"] > 0]
+    assert rebid["price"] == pytest.approx(0.762 + 0.11, abs=0.002)
+
+
+# --- auction rules --------------------------------------------------------------------------------
+
+
+def _bidder(tid: str, alt_hours: float, arrival: float = 0.0, ckpt: float = 0.1) -> dict:
+    """A tenant whose break-even for X (1 h there) is alt_hours × $1 (its alternative Y costs $1/h)."""
+    return {
+        "id": tid,
+        "arrival_hours": arrival,
+        "execution_hours": {"X": 1.0, "Y": alt_hours},
+        "checkpoint_interval_hours": ckpt,
+    }
+
+
+_POOLS = [
+    {"type": "X", "count": 1, "base_price_per_hour": 0.5},
+    {"type": "Y", "count": 5, "base_price_per_hour": 1.0},
+]
+
+
+def test_second_price_winner_pays_best_losing_bid():
+    sc = _scenario(_POOLS, [_bidder("low", 1.2), _bidder("high", 1.5), _bidder("mid", 1.3)])
+    res, t = _run(sc, "renegotiate")
+    assert t["high"].accelerators == ["X"]
+    assert t["high"].cost == pytest.approx(1.3 * 1.0)  # pays mid's bid for its whole hour on X
+    (first,) = [e for e in _events(res, "price") if e["accelerator"] == "X/0"][:1]
+    assert first["price"] == pytest.approx(1.3)
+
+
+def test_floor_alone_pays_base_price():
+    sc = _scenario(_POOLS, [_bidder("solo", 1.5)])
+    _, t = _run(sc, "renegotiate")
+    assert t["solo"].cost == pytest.approx(0.5)
+
+
+def test_bid_below_floor_stays_on_alternative():
+    sc = _scenario(_POOLS, [_bidder("frugal", 0.4)])  # break-even 0.4 < base 0.5
+    _, t = _run(sc, "renegotiate")
+    assert t["frugal"].accelerators == ["Y"]
+
+
+def test_ties_are_deterministic_first_in_order_wins():
+    sc = _scenario(_POOLS, [_bidder("first", 1.5), _bidder("second", 1.5)])
+    for _ in range(3):
+        _, t = _run(sc, "renegotiate")
+        assert t["first"].accelerators == ["X"] and t["first"].migrations == 0
+        assert t["second"].accelerators[0] == "Y"  # (it takes X once first finishes)
+        assert t["first"].cost == pytest.approx(1.5)  # second price = the tied bid
+
+
+def test_incumbent_keeps_ties():
+    sc = _scenario(_POOLS, [_bidder("holder", 1.5), _bidder("late", 1.5, arrival=0.05)])
+    _, t = _run(sc, "renegotiate")
+    assert t["holder"].migrations == 0 and t["holder"].accelerators == ["X"]
+
+
+def test_loser_migrates_only_at_its_checkpoint_and_keeps_paying_until_then():
+    # 'holder' runs on X from 0 with checkpoints every 0.3 h; 'rich' arrives at 0.1 and outbids it
+    sc = _scenario(_POOLS, [_bidder("holder", 1.2, ckpt=0.3), _bidder("rich", 2.0, arrival=0.1)])
+    res, t = _run(sc, "renegotiate")
+    (lose,) = _events(res, "lose", "holder")
+    assert lose["t"] == pytest.approx(0.1)
+    (move,) = _events(res, "migrate", "holder")
+    assert move["t"] == pytest.approx(0.3)  # not at 0.1: at its checkpoint
+    assert t["holder"].work_lost_hours == 0
+    # holder paid base until 0.1, then its own losing bid (the second price) until it left at 0.3
+    (rich_start,) = _events(res, "start", "rich")
+    assert rich_start["accelerator"].startswith("Y")  # rich waits on its alternative ...
+    (rich_move,) = _events(res, "migrate", "rich")
+    assert rich_move["t"] >= 0.3 - 1e-9  # ... and moves in at its own checkpoint after X is vacated
+
+
+def test_floor_fall_rate_bounds_the_drop():
+    tenants = [_bidder("a", 1.5, ckpt=5), _bidder("b", 1.3, ckpt=5)]
+    fast = _run(_scenario(_POOLS, tenants), "renegotiate")[1]
+    slow = _run(_scenario(_POOLS, tenants, floor_fall_per_hour=0.1), "renegotiate")[1]
+    assert fast["a"].cost == pytest.approx(1.3)  # b never leaves Y, so its bid stands while a runs
+    assert slow["a"].cost == pytest.approx(fast["a"].cost)
+    # b finishes first on a faster alternative: then the price falls, bounded
+    t2 = [_bidder("a", 1.5, ckpt=5), {**_bidder("b", 1.3, ckpt=5), "execution_hours": {"X": 0.2, "Y": 0.26}}]
+    fast = _run(_scenario(_POOLS, t2), "renegotiate")[1]
+    slow = _run(_scenario(_POOLS, t2, floor_fall_per_hour=0.1), "renegotiate")[1]
+    assert slow["a"].cost > fast["a"].cost
+
+
+def test_bid_clip_caps_a_bid_relative_to_current_price():
+    sc = _scenario(_POOLS, [_bidder("a", 3.0)], bid_clip=0.1)
+    res, _ = _run(sc, "renegotiate")
+    (bid,) = _events(res, "bid", "a")
+    assert bid["price"] == pytest.approx(0.5 * 1.1)
+
+
+# --- baselines ------------------------------------------------------------------------------------
+
+
+def test_fcfs_preempt_later_higher_bidder_preempts_at_once_and_work_is_lost():
+    sc = _scenario(_POOLS, [_bidder("early", 1.2, ckpt=0.1), _bidder("rich", 2.0, arrival=0.15)])
+    res, t = _run(sc, "fcfs-preempt")
+    (pre,) = _events(res, "preempt", "early")
+    assert pre["t"] == pytest.approx(0.15)
+    assert t["early"].work_lost_hours == pytest.approx(0.05)  # since its checkpoint at 0.1 (1 h job on X)
+    assert t["rich"].accelerators == ["X"] and t["rich"].completion_hours == pytest.approx(1.0)
+
+
+def test_fcfs_never_moves_anyone():
+    sc = _scenario(_POOLS, [_bidder("early", 1.2), _bidder("rich", 2.0, arrival=0.15)])
+    _, t = _run(sc, "fcfs")
+    assert t["early"].accelerators == ["X"] and t["rich"].accelerators == ["Y"]
+    assert t["early"].cost == pytest.approx(0.5)
+
+
+def test_on_demand_has_no_contention():
+    sc = _scenario(_POOLS, [_bidder(f"t{k}", 1.2) for k in range(4)])
+    _, t = _run(sc, "on-demand")
+    assert all(x.accelerators == ["X"] and x.cost == pytest.approx(0.5) for x in t.values())
+
+
+def test_fcfs_queues_when_full():
+    pools = [{"type": "X", "count": 1, "base_price_per_hour": 1.0}]
+    tenants = [{"id": f"t{k}", "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.5} for k in range(3)]
+    _, t = _run(_scenario(pools, tenants), "fcfs")
+    assert [t[f"t{k}"].finish_hours for k in range(3)] == pytest.approx([1.0, 2.0, 3.0])
+    assert t["t2"].performance_retained == pytest.approx(1 / 3)
+
+
+# --- invariants and validation --------------------------------------------------------------------
+
+
+@st.composite
+def _scenarios(draw):
+    types = ["A", "B", "C"]
+    pools = [
+        {"type": k, "count": draw(st.integers(1, 3)), "base_price_per_hour": draw(st.floats(0.2, 2.0))} for k in types
+    ]
+    tenants = []
+    for n in range(draw(st.integers(1, 8))):
+        compatible = draw(st.lists(st.sampled_from(types), min_size=1, max_size=3, unique=True))
+        tenants.append(
+            {
+                "id": f"t{n}",
+                "arrival_hours": draw(st.sampled_from([0.0, 0.0, 0.1, 0.25, 0.5])),
+                "execution_hours": {k: draw(st.floats(0.1, 1.0)) for k in compatible},
+                "checkpoint_interval_hours": draw(st.floats(0.05, 0.5)),
+                "checkpoint_restart_cost": draw(st.floats(0, 0.05)),
+            }
+        )
+    return _scenario(pools, tenants)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_scenarios())
+def test_property_renegotiate_finishes_everyone_and_never_loses_work(sc):
+    res, t = _run(sc, "renegotiate")
+    assert all(x.finish_hours is not None for x in t.values())
+    assert all(x.work_lost_hours == 0 for x in t.values())  # migration only at checkpoint boundaries
+    for e in _events(res, "migrate"):
+        at_checkpoint = any(c["t"] == e["t"] for c in _events(res, "checkpoint", e["tenant"]))
+        was_idle = any(w["t"] <= e["t"] for w in _events(res, "wait", e["tenant"]))
+        assert at_checkpoint or was_idle, e
+    for e in _events(res, "price"):
+        assert e["price"] >= sc.base_price(e["accelerator"].split("/")[0]) - 1e-9  # never below the floor
+    again, _ = _run(sc, "renegotiate")
+    assert again.as_dict() == res.as_dict()  # deterministic
+
+
+@settings(max_examples=30, deadline=None)
+@given(_scenarios())
+def test_property_nobody_beats_on_demand_on_cost(sc):
+    """On-demand runs each tenant on its cheapest type at base price: every unit of progress under any
+    policy costs at least that (prices never fall below base; lost work and migrations only add)."""
+    results = {r.policy: {t.tenant: t for t in r.tenants} for r in simulate_market(sc, "all")}
+    for policy, tenants in results.items():
+        for tid, t in tenants.items():
+            assert t.finish_hours is not None, (policy, tid)
+            assert t.cost >= results["on-demand"][tid].cost - 1e-9, (policy, tid)
+
+
+def test_scenario_errors_name_the_field(tmp_path: Path):
+    p = tmp_path / "s.yaml"
+    p.write_text(
+        "version: 1\naccelerators: [{type: A10, count: 1, base_price_per_hour: 1}]\n"
+        "tenants: [{id: x, execution_hours: {H100: 1}, checkpoint_interval_hours: 0.1}]\n"
+    )
+    with pytest.raises(InputError, match=r"tenants\[0\]\.execution_hours\.H100"):
+        load_model(p, Scenario)
+    p.write_text("version: 1\naccelerators: [{type: A10, count: 0, base_price_per_hour: 1}]\ntenants: []\n")
+    with pytest.raises(InputError, match=r"accelerators\[0\]\.count: must be >= 1"):
+        load_model(p, Scenario)
