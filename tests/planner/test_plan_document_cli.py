@@ -170,3 +170,27 @@ def test_cli_exit_3_on_shortage_and_on_no_compliant_destination(estate_files, tm
     eu.write_text(yaml.safe_dump(data))
     res = runner.invoke(app, [*args, "--fleet", str(eu)])
     assert res.exit_code == 3 and "no compliant destination" in res.output and "status down" in res.output
+
+
+def test_default_horizon_is_the_latest_billing_month(estate_files, store):
+    est = api.estate(*estate_files)
+    # no store: the month of the timestamped demand profile
+    assert api.default_horizon(est, None).start == datetime(2026, 10, 1, tzinfo=UTC)
+    bill = _billing().assign(billing_period="2026-11")
+    with store.transaction() as tx:
+        tx.write_partitioned("billing", pa.Table.from_pandas(bill, preserve_index=False), key="t")
+    hz = api.default_horizon(est, store)
+    assert hz.start == datetime(2026, 11, 1, tzinfo=UTC) and hz.hours == 720
+
+
+def test_markdown_format(estate_files):
+    fleet_p, wl_p = estate_files
+    res = CliRunner().invoke(
+        app,
+        [
+            *("plan", "--fleet", str(fleet_p), "--workloads", str(wl_p)),
+            *("--horizon", "2026-10-01T00:00:24", "--format", "markdown"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert res.output.startswith("# Plan") and "| train | own | owned |" in res.output

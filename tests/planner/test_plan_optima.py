@@ -137,3 +137,46 @@ def test_shortage_names_workload_block_and_missing_units(solver):
     short = out.solution.unserved
     assert short["units"].sum() == pytest.approx(2.0)
     assert not math.isnan(out.solution.planned_cost)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_clearing_price_from_lp_with_commitments_fixed(solver):
+    # need 5 GPUs: one 4-GPU block (1.0/GPU-h) + 1 GPU on-demand (2.0) is cheapest; the marginal unit costs 2.0
+    f = fleet(
+        {
+            "id": "res",
+            "kind": "reserved",
+            "gpus": 0,
+            "purchasable": {"block_gpus": 4, "price_per_gpu_hour": 1.0, "max_blocks": 2},
+        },
+        {"id": "od", "kind": "on_demand", "price_per_gpu_hour": 2.0},
+    )
+    out = plan_demand(f, [workload("a")], demand(a=[5] * 4), n_blocks=2, solver=solver)
+    assert out.solution.dual_solve is not None and out.solution.dual_solve.status == "optimal"
+    assert out.solution.planned_cost == pytest.approx(4 * (4 * 1.0 + 2.0))
+    assert out.solution.clearing_prices["usd_per_unit"].tolist() == pytest.approx([2.0] * 2)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_reliability_mode_keeps_latency_critical_work_off_spot(solver):
+    f = fleet(
+        {"id": "spot", "kind": "spot", "gpus": 50, "price_per_gpu_hour": 1.0, "interruptions_per_hour": 0.0},
+        {"id": "od", "kind": "on_demand", "price_per_gpu_hour": 3.0},
+        reliability_penalty_per_gpu_hour=5.0,
+    )
+    chat = workload("chat", slo="latency_critical")
+    batch = workload("batch", slo="offline", interruptible=True)
+    d = demand(chat=[2, 2], batch=[3, 3])
+    cost = plan_demand(f, [chat, batch], d, n_blocks=2, solver=solver, mode="cost")
+    assert cost.solution.planned_cost == pytest.approx(2 * 5 * 1.0) and cost.solution.penalty == 0
+    rel = plan_demand(f, [chat, batch], d, n_blocks=2, solver=solver, mode="reliability")
+    assert _alloc(rel, "chat", "od") == pytest.approx(4.0) and _alloc(rel, "batch", "spot") == pytest.approx(6.0)
+    assert rel.solution.planned_cost == pytest.approx(4 * 3.0 + 6 * 1.0)  # the penalty is not money
+    assert rel.solution.penalty == 0.0
+    # spot still beats nothing: with on-demand gone, latency-critical work takes spot and carries the penalty
+    only_spot = fleet(
+        {"id": "spot", "kind": "spot", "gpus": 50, "price_per_gpu_hour": 1.0, "interruptions_per_hour": 0.0},
+        reliability_penalty_per_gpu_hour=5.0,
+    )
+    rel2 = plan_demand(only_spot, [chat], demand(chat=[2, 2]), n_blocks=2, solver=solver, mode="reliability")
+    assert rel2.solution.planned_cost == pytest.approx(4.0) and rel2.solution.penalty == pytest.approx(20.0)
