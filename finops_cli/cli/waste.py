@@ -30,6 +30,7 @@ def render_table(report: WasteReport) -> RenderableType:
     from rich.text import Text
 
     from finops_cli.cli.render import pct
+    from finops_cli.report.escape import one_line
     from finops_cli.report.waste import UNOBSERVED
 
     t, cur = report.totals, report.currency
@@ -63,7 +64,7 @@ def render_table(report: WasteReport) -> RenderableType:
         unobs = money_table(
             f"{UNOBSERVED} paid GPU capacity with no samples (neither idle nor busy: unmeasured)",
             [Col("resource"), Col(report.by), Col("GPU-hours", "number"), Col("paid", "money")],
-            [[u["resource_id"], u["key"], u["gpu_hours"], u["cost"]] for u in report.unobserved],
+            [[one_line(u["resource_id"], 60), u["key"], u["gpu_hours"], u["cost"]] for u in report.unobserved],
             totals=True,
             currency=cur,
         )

@@ -197,6 +197,21 @@ def resource_rates(billing: pd.DataFrame, fleet: Fleet | None = None) -> pd.Data
     return out.reset_index()[cols]
 
 
+def resource_key(resource_id: object) -> str | None:
+    """Normalise a resource id for matching a trace to billing lines.
+
+    GCP billing exports name instances by their global name (``//compute.googleapis.com/projects/…``)
+    while agents report ``projects/…``; Azure resource ids are case-insensitive. So: drop a leading
+    ``//<service host>/``, then leading slashes, and lower-case.
+    """
+    if not isinstance(resource_id, str) or not resource_id:
+        return None
+    rid = resource_id.strip()
+    if rid.startswith("//"):
+        rid = rid[2:].split("/", 1)[1] if "/" in rid[2:] else rid[2:]
+    return rid.lstrip("/").lower()
+
+
 def _fleet_substrate_for(fleet: Fleet, resource_id: str | None, host: str | None) -> str | None:
     for s in fleet.substrates:
         match = s.match or {}
@@ -242,8 +257,12 @@ def waste_report(
     for c in USAGE_COLUMNS:
         if c not in u:
             u[c] = None
-    u["resource_key"] = u["resource_id"].where(u["resource_id"].notna(), u["host"])
-    rate_by_res = rates.set_index("resource_id") if len(rates) else pd.DataFrame()
+    u["resource_key"] = u["resource_id"].where(u["resource_id"].notna(), u["host"]).map(resource_key)
+    if len(rates):
+        rates = rates.assign(resource_key=rates["resource_id"].map(resource_key))
+        rate_by_res = rates.drop_duplicates("resource_key").set_index("resource_key")
+    else:
+        rate_by_res = pd.DataFrame()
     substrate_price: dict[str, float] = {}
     if fleet is not None:
         for s in fleet.substrates:
@@ -257,11 +276,11 @@ def waste_report(
 
     # Resolve each row's rate, its source, substrate, instance type and team.
     usd, source, substrate, itype, team = [], [], [], [], []
-    for rid, host, tm in zip(u["resource_key"], u["host"], u["team"], strict=True):
+    for rid, host, tm, raw_rid in zip(u["resource_key"], u["host"], u["team"], u["resource_id"], strict=True):
         hit = rate_by_res.loc[rid] if (len(rate_by_res) and rid is not None and rid in rate_by_res.index) else None
         sub = hit["substrate"] if hit is not None else None
         if sub is None and fleet is not None:
-            sub = _fleet_substrate_for(fleet, rid, host)
+            sub = _fleet_substrate_for(fleet, raw_rid if isinstance(raw_rid, str) else None, host)
         if hit is not None and np.isfinite(hit["usd_per_gpu_hour"]):
             usd.append(float(hit["usd_per_gpu_hour"]))
             source.append("billing")
@@ -312,7 +331,7 @@ def waste_report(
     unobserved = []
     if len(rates):
         for r in rates.itertuples(index=False):
-            if r.resource_id in seen:
+            if r.resource_key in seen:
                 continue
             key = {
                 "team": r.team or UNKNOWN,
@@ -330,7 +349,7 @@ def waste_report(
     unobs_h = sum(x["gpu_hours"] for x in unobserved)
     if len(rates):
         paid = float(rates["gpu_hours"].sum())
-        observed_paid = float(u.loc[u["resource_key"].isin(set(rates["resource_id"])), "device_hours"].sum())
+        observed_paid = float(u.loc[u["resource_key"].isin(set(rates["resource_key"])), "device_hours"].sum())
         coverage = min(observed_paid, paid) / paid if paid else None
         coverage_basis = "billed GPU-hours"
     else:

@@ -194,3 +194,15 @@ def test_cli_waste_formats(tmp_path: Path) -> None:
     assert res.exit_code == 0 and out.read_text().startswith("## Idle GPU waste")
     res = runner.invoke(app, ["waste", "--store", store, "--by", "colour"])
     assert res.exit_code == 2
+
+
+def test_gcp_global_names_and_azure_case_match_trace_resource_ids() -> None:
+    from finops_cli.report.waste import resource_key
+
+    assert resource_key("//compute.googleapis.com/projects/p/zones/z/instances/a3-0") == resource_key(
+        "projects/p/zones/z/instances/a3-0"
+    )
+    assert resource_key("/subscriptions/X/resourceGroups/ML/VM") == resource_key(
+        "/subscriptions/x/resourcegroups/ml/vm"
+    )
+    assert resource_key(None) is None
