@@ -27,7 +27,7 @@ class _ErrorMappingGroup(TyperGroup):
         except FinopsError as exc:
             console = stderr_console()
             for line in str(exc).splitlines() or ["error"]:
-                console.print(f"[bold red]error:[/] {escape(line)}")
+                console.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
 
 

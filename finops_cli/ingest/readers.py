@@ -135,7 +135,10 @@ def read_header(path: Path) -> list[str]:
             line = first.decode("utf-8-sig")
             if not line.strip():
                 raise InputError("file is empty; expected a header row", path=path)
-            return [c.strip() for c in next(csv.reader([line]))]
+            try:
+                return [c.strip() for c in next(csv.reader([line.rstrip("\r\n")]))]
+            except csv.Error as exc:
+                raise InputError(f"malformed header row ({exc})", path=path) from None
         with _open_text(path) as fh:
             for line in fh:
                 if line.strip():
