@@ -175,6 +175,11 @@ def _m(value: float | None, cur: str, signed: bool = False) -> str:
     return money(value, cur, signed=signed)
 
 
+def _unit_price(value: float | None, cur: str) -> str:
+    """Prices per unit of output can be fractions of a cent (per token, per embedding): keep 4 decimals below 1."""
+    return money(value, cur, decimals=4 if value is not None and abs(value) < 1 else 2)
+
+
 def _summary(inp: ReportInputs, cur: str) -> list[str]:
     plan, t = inp.plan, inp.plan.totals
     period = period_label(plan)
@@ -207,7 +212,13 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
         plan_text += f", {verb} **{_m(abs(t.savings), cur)}{share}**"
         plan_text += "" if t.savings >= 0 else " more"
     parts.append(plan_text + f", of which {_m(t.sunk_cost, cur)} is sunk or prepaid capacity.")
-    top = [(name, value) for name, value in levers(plan) if value > 0][:3]
+    candidates = [(name, value) for name, value in levers(plan) if value > 0]
+    team_doc = inp.waste.by.get("team") if inp.waste is not None else None
+    priced = [g for g in (team_doc or {}).get("groups", []) if g.get("idle_cost")]
+    if priced:
+        worst = max(priced, key=lambda g: g["idle_cost"])
+        candidates.append((f"reclaiming team {md_text(worst.get('key'))}'s idle GPUs", float(worst["idle_cost"])))
+    top = sorted(candidates, key=lambda kv: -kv[1])[:3]
     if top:
         listed = "; ".join(f"{i}. {name} ({_m(value, cur)})" for i, (name, value) in enumerate(top, 1))
         parts.append(f"The biggest levers: {listed}.")
@@ -271,27 +282,60 @@ def _waste_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[
     return out
 
 
+def clearing_price_rows(plan: PlanDocument) -> list[tuple[str, float, float]]:
+    """(workload, mean, peak) clearing price per unit: the horizon price (block −1) of deferrable work, else the
+    hours-weighted mean and the highest of the per-block prices."""
+    per: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    horizon: dict[str, float] = {}
+    for p in plan.clearing_prices:
+        if p.block == -1:
+            horizon[p.workload] = p.price_per_unit
+        else:
+            per[p.workload].append((p.hours, p.price_per_unit))
+    rows = []
+    for w in sorted(set(per) | set(horizon)):
+        if w in horizon:
+            rows.append((w, horizon[w], horizon[w]))
+        else:
+            hours = sum(h for h, _ in per[w])
+            mean = sum(h * v for h, v in per[w]) / hours if hours else sum(v for _, v in per[w]) / len(per[w])
+            rows.append((w, mean, max(v for _, v in per[w])))
+    return rows
+
+
 def _supply_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[str]:
     out = ["## Supply curve", ""]
-    prices = [p for p in inp.plan.clearing_prices if p.block == -1]
     if inp.supply is not None and "supply" in charts:
         s = inp.supply
+        unit = md_text(s.unit)
         text = (
-            f"Every compliant destination of **{md_text(s.workload)}** priced in {cur} per {md_text(s.unit)} of usable "
-            "output (price × preference × NETC multiplier ÷ throughput), cheapest first; sunk and prepaid capacity "
-            "fills first, PAYG APIs are the peaker of last resort."
+            f"Every compliant destination of **{md_text(s.workload)}** (the workload with the largest planned cost), "
+            f"priced in {cur} per {unit} of usable output (price × preference × NETC multiplier ÷ throughput), "
+            "cheapest first: sunk and prepaid capacity fills first, spot sits in the middle, on-demand and PAYG APIs "
+            "are the peakers."
         )
-        if s.clearing_price is not None:
-            text += f" Clearing price at the month's demand: **{_m(s.clearing_price, cur)} per {md_text(s.unit)}**."
+        if s.clearing_price is not None and s.demand_units is not None:
+            text += (
+                f" Alone on the fleet at {number(s.demand_units, 1)} {unit} per hour, it clears at "
+                f"**{_unit_price(s.clearing_price, cur)} per {unit}**; the plan's clearing prices below also account "
+                "for the other workloads competing for the same capacity."
+            )
         out += [text, "", f"![Merit-order supply curve for {md_text(s.workload)}]({charts['supply']})", ""]
     else:
         out += [f"_Supply-curve chart not available: {md_text(inp.supply_note, None)}._", ""]
+    prices = clearing_price_rows(inp.plan)
     if prices:
-        rows = [[md_text(p.workload), _m(p.price_per_unit, cur, signed=False)] for p in prices]
+        rows = [[md_text(w), _unit_price(mean, cur), _unit_price(peak, cur)] for w, mean, peak in prices]
         out += [
-            "Clearing prices from the plan (dual of each workload's demand row: the cost of one more unit):",
+            "Clearing prices from the plan: the dual of each workload's demand constraint, i.e. what one more unit "
+            "of its output would cost (deferrable work has one price for the horizon):",
             "",
-            md_table(["Workload", "Clearing price per unit"], rows, ["left", "right"], trusted=[True, True]),
+            md_table(
+                ["Workload", "Clearing price per unit (mean)", "Peak block"],
+                rows,
+                ["left", "right", "right"],
+                trusted=[True] * 3,
+            ),
             "",
         ]
     return out
@@ -375,7 +419,14 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
         unit_cost = w["cost"] / w["units"] if w["units"] else None
         subs = ", ".join(md_text(s) for s in sorted(w["subs"])[:4]) + (" …" if len(w["subs"]) > 4 else "")
         wrows.append(
-            [md_text(name), number(w["units"]), number(w["gpu_hours"]), _m(w["cost"], cur), _m(unit_cost, cur), subs]
+            [
+                md_text(name),
+                number(w["units"]),
+                number(w["gpu_hours"]),
+                _m(w["cost"], cur),
+                _unit_price(unit_cost, cur),
+                subs,
+            ]
         )
     out += [
         md_table(
