@@ -180,3 +180,13 @@ def test_reliability_mode_keeps_latency_critical_work_off_spot(solver):
     )
     rel2 = plan_demand(only_spot, [chat], demand(chat=[2, 2]), n_blocks=2, solver=solver, mode="reliability")
     assert rel2.solution.planned_cost == pytest.approx(4.0) and rel2.solution.penalty == pytest.approx(20.0)
+
+
+def test_highs_is_the_fallback_when_cbc_is_absent(monkeypatch):
+    from finops_cli.planner import solve
+
+    monkeypatch.setattr(solve, "_cbc_path", lambda: None)
+    assert solve.available_solvers() == ["highs"]
+    f = fleet({"id": "od", "kind": "on_demand", "price_per_gpu_hour": 2.0})
+    out = plan_demand(f, [workload("a")], demand(a=[1, 2]), n_blocks=2, solver="cbc")
+    assert out.solution.solve.name == "highs" and out.solution.planned_cost == pytest.approx(6.0)
