@@ -126,6 +126,15 @@ def prices(
     return out
 
 
+def _decode_dictionaries(table: pa.Table) -> pa.Table:
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
+    return table
+
+
 def waste(
     *,
     store: str | Path | Store | None = None,
@@ -179,10 +188,12 @@ def waste(
                 "ts": batch.column("timestamp"),
             }
         )
-        partials.append(
-            t.group_by(keys).aggregate([("interval_s", "sum"), ("busy_s", "sum"), ("zero", "sum"), ("zero", "count")])
-        )
-        spans.append(t.group_by("device_id").aggregate([("ts", "min"), ("ts", "max"), ("interval_s", "max")]))
+        sums = [("interval_s", "sum"), ("busy_s", "sum"), ("zero", "sum"), ("zero", "count")]
+        part = t.group_by(keys).aggregate(sums)
+        span = t.group_by("device_id").aggregate([("ts", "min"), ("ts", "max"), ("interval_s", "max")])
+        # files carry their own dictionaries: decode the (few) group keys before combining batches
+        partials.append(_decode_dictionaries(part))
+        spans.append(_decode_dictionaries(span))
     if not partials:
         raise InputError(f"no utilisation samples for {month}")
     agg = (

@@ -206,3 +206,12 @@ def test_gcp_global_names_and_azure_case_match_trace_resource_ids() -> None:
         "/subscriptions/x/resourcegroups/ml/vm"
     )
     assert resource_key(None) is None
+
+
+def test_waste_over_several_sources_with_their_own_dictionaries(tmp_path: Path, store: Store) -> None:
+    a = _trace(tmp_path / "a.csv", {"g0": ("n1", "ml", [0.5] * 4)})
+    b = _trace(tmp_path / "b.csv", {"g1": ("n2", "ops", [0.0] * 4), "g0": ("n1", "ml", [])})
+    ingest_utilization(store, [a])
+    ingest_utilization(store, [b])
+    report = api.waste(store=store, price_per_gpu_hour=1.0)
+    assert {g["key"]: g["idle_cost"] for g in report.groups} == {"ml": 2.0, "ops": 4.0}

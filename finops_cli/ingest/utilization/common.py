@@ -27,20 +27,25 @@ RAW_SCHEMA = pa.schema(
     ]
 )
 
+#: Columns that repeat per device: stored dictionary-encoded (Parquet writes them as dictionary pages
+#: either way; keeping the Arrow dictionary type avoids materialising 10 M strings per column).
+DICT_COLUMNS = ("device_id", "host", "accelerator", "team", "workload", "resource_id", "metric", "source")
+_DICT = pa.dictionary(pa.int32(), pa.string())
+
 #: One row per device and sample in the store (plus the ``month`` partition column).
 STORE_SCHEMA = pa.schema(
     [
         ("timestamp", pa.timestamp("us", tz="UTC")),
         ("interval_s", pa.float64()),  # seconds this sample stands for (cadence-inferred, gap-capped)
-        ("device_id", pa.string()),
-        ("host", pa.string()),
-        ("accelerator", pa.string()),
+        ("device_id", _DICT),
+        ("host", _DICT),
+        ("accelerator", _DICT),
         ("utilization", pa.float64()),  # 0–1 busy fraction
-        ("team", pa.string()),
-        ("workload", pa.string()),
-        ("resource_id", pa.string()),
-        ("metric", pa.string()),  # which source metric/column the utilisation came from
-        ("source", pa.string()),  # the file or directory it was ingested from
+        ("team", _DICT),
+        ("workload", _DICT),
+        ("resource_id", _DICT),
+        ("metric", _DICT),  # which source metric/column the utilisation came from
+        ("source", _DICT),  # the file or directory it was ingested from
     ]
 )
 
@@ -62,18 +67,24 @@ def accelerator_from_model_name(model_name: str | None) -> str | None:
 
 
 def raw_batch(columns: dict[str, Sequence | pa.Array | np.ndarray]) -> pa.RecordBatch:
-    """Build a :data:`RAW_SCHEMA` batch; missing optional columns become nulls."""
+    """Build a :data:`RAW_SCHEMA` batch; missing optional columns become nulls.
+
+    String columns may also be given dictionary-encoded (kept as they are: the pipeline encodes them).
+    """
     n = len(next(iter(columns.values())))
-    arrays = []
+    arrays, fields = [], []
     for field in RAW_SCHEMA:
         value = columns.get(field.name)
         if value is None:
-            arrays.append(pa.nulls(n, field.type))
+            arr = pa.nulls(n, field.type)
         elif isinstance(value, pa.Array | pa.ChunkedArray):
-            arrays.append(pc.cast(value, field.type))
+            is_dict = pa.types.is_dictionary(value.type)
+            arr = value if is_dict else pc.cast(value, field.type)
         else:
-            arrays.append(pa.array(value, type=field.type))
-    return pa.RecordBatch.from_arrays(arrays, schema=RAW_SCHEMA)
+            arr = pa.array(value, type=field.type)
+        arrays.append(arr)
+        fields.append(pa.field(field.name, arr.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
 
 _NUMERIC = r"^\s*-?\d+(\.\d+)?\s*$"
@@ -94,8 +105,12 @@ def parse_timestamps(values: pa.Array, *, path: object, column: str, first_row: 
     if strings.null_count:
         bad = int(pc.index(pc.is_null(strings), True).as_py())
         raise InputError("empty timestamp", path=path, where=f"row {first_row + bad}, column {column!r}")
-    if len(strings) and pc.all(pc.match_substring_regex(strings, _NUMERIC)).as_py():
-        return _epoch_to_ns(pc.cast(strings, pa.float64()).to_numpy(zero_copy_only=False), path, column, first_row)
+    # Epoch numbers or ISO text: decided on the first value (a mix fails below, naming the row).
+    if len(strings) and re.match(_NUMERIC, strings[0].as_py()):
+        from finops_cli.ingest.readers import to_float
+
+        nums = to_float(strings, path=path, column=column, first_row=first_row)
+        return _epoch_to_ns(nums.to_numpy(zero_copy_only=False), path, column, first_row)
     from finops_cli.ingest.readers import to_utc
 
     ts = to_utc(strings, path=path, column=column, first_row=first_row)

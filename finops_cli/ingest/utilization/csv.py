@@ -163,7 +163,9 @@ def iter_csv(path: Path, mapping: CsvMapping) -> Iterator[pa.RecordBatch]:
                 "team": _strings(batch, cols["team"]),
                 "workload": _strings(batch, cols["workload"]),
                 "resource_id": resource if resource is not None else host,
-                "metric": pa.array(np.full(batch.num_rows, metric, dtype=object), pa.string()),
+                "metric": pa.DictionaryArray.from_arrays(
+                    pa.array(np.zeros(batch.num_rows, dtype=np.int32)), pa.array([metric], pa.string())
+                ),
             }
         )
 

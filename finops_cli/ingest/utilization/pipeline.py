@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,12 +30,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.readers import SUFFIXES, kind_of, read_header
 from finops_cli.ingest.registry import Registry
-from finops_cli.ingest.utilization.common import RAW_SCHEMA, STORE_SCHEMA
+from finops_cli.ingest.utilization.common import STORE_SCHEMA
 from finops_cli.ingest.utilization.csv import DEFAULTS, CsvMapping, iter_csv, util_scale_hint
 from finops_cli.ingest.utilization.dcgm import SCRAPE_SUFFIXES, iter_dcgm
 from finops_cli.ingest.utilization.prometheus import iter_prometheus_range
@@ -229,7 +227,8 @@ def ingest_utilization(
             hint = util_scale if util_scale is not None else (util_scale_hint(src, mapping) if name == "csv" else 1.0)
             spill_dir = tx.staging / "_spill" / str(i)
             n_buckets = max(1, math.ceil(_size(src) / BUCKET_BYTES))
-            max_util = _spill(batches, spill_dir, n_buckets, summary, on_rows)
+            codes = _Codes()
+            max_util = _spill(batches, spill_dir, n_buckets, summary, codes, on_rows)
             if summary.samples == 0:
                 raise InputError("no utilisation samples found", path=src)
             if hint is None:
@@ -243,15 +242,15 @@ def ingest_utilization(
             summary.util_scale = scale
             months: set[str] = set()
             devices = 0
-            buckets = [spill_dir / f"bucket-{b}.parquet" for b in range(n_buckets)]
+            buckets = [spill_dir / f"bucket-{b}.arrows" for b in range(n_buckets)]
             fallback = (
                 _source_cadence([b for b in buckets if b.exists()], default_interval_s) if n_buckets > 1 else None
             )
             for b in range(n_buckets):
-                bucket = spill_dir / f"bucket-{b}.parquet"
+                bucket = buckets[b]
                 if not bucket.exists():
                     continue
-                table = pq.read_table(bucket)
+                table = _read_bucket(bucket)
                 devices += _write_bucket(
                     tx,
                     table,
@@ -262,6 +261,7 @@ def ingest_utilization(
                     fallback or default_interval_s,
                     summary,
                     months,
+                    codes,
                     single_bucket=fallback is None,
                 )
                 bucket.unlink()
@@ -289,16 +289,50 @@ def _parse(src: Path, name: str, mapping: CsvMapping) -> Iterator[pa.RecordBatch
     return iter_csv(src, mapping)
 
 
+#: per-row string attributes, encoded to source-wide integer codes in pass 1
+_ATTRS = ("device_id", "host", "accelerator", "team", "workload", "resource_id", "metric")
+_SPILL_SCHEMA = pa.schema(
+    [("timestamp_ns", pa.int64()), ("utilization", pa.float64())] + [(a, pa.int32()) for a in _ATTRS]
+)
+
+
+class _Codes:
+    """Source-wide dictionaries: string value → int32 code, one per attribute column."""
+
+    def __init__(self) -> None:
+        self.maps: dict[str, dict[str, int]] = {a: {} for a in _ATTRS}
+
+    def encode(self, name: str, column: pa.Array) -> np.ndarray:
+        """Codes for ``column`` (−1 for null); Python work is per distinct value, not per row."""
+        enc = column if pa.types.is_dictionary(column.type) else pc.dictionary_encode(column)
+        mapping = self.maps[name]
+        local = np.array(
+            [mapping.setdefault(v, len(mapping)) if v is not None else -1 for v in enc.dictionary.to_pylist()] + [-1],
+            dtype=np.int32,
+        )
+        idx = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
+        return local[idx]
+
+    def dictionary(self, name: str) -> pa.Array:
+        return pa.array(list(self.maps[name]), pa.string())
+
+
 def _spill(
     batches: Iterator[pa.RecordBatch],
     spill_dir: Path,
     n_buckets: int,
     summary: SourceSummary,
+    codes: _Codes,
     on_rows: Callable[[int], None] | None,
 ) -> float:
-    """Pass 1: append each batch's rows to the bucket of its device; return the maximum utilisation."""
+    """Pass 1: encode each batch to numbers and append its rows to the bucket of their device.
+
+    Buckets are Arrow IPC streams of fixed-width columns (no strings): cheap to write and to read back.
+    Returns the maximum utilisation seen (for the 0–1 vs 0–100 decision).
+    """
     spill_dir.mkdir(parents=True, exist_ok=True)
-    writers: dict[int, pq.ParquetWriter] = {}
+    writers: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
+    sinks = []
     max_util = -math.inf
     try:
         for batch in batches:
@@ -306,24 +340,27 @@ def _spill(
             if n == 0:
                 continue
             summary.samples += n
-            util_max = pc.max(batch.column("utilization")).as_py()
-            max_util = max(max_util, util_max if util_max is not None else -math.inf)
-            for item in pc.value_counts(batch.column("metric")).to_pylist():
-                m = item["values"] or "unknown"
-                summary.metrics[m] = summary.metrics.get(m, 0) + int(item["counts"])
+            util = batch.column("utilization").to_numpy(zero_copy_only=False)
+            max_util = max(max_util, float(np.nanmax(util)) if len(util) else -math.inf)
+            cols = {a: codes.encode(a, batch.column(a)) for a in _ATTRS}
+            metric_counts = np.bincount(cols["metric"][cols["metric"] >= 0])
+            names = list(codes.maps["metric"])
+            for code in np.flatnonzero(metric_counts):
+                summary.metrics[names[code]] = summary.metrics.get(names[code], 0) + int(metric_counts[code])
+            ts = batch.column("timestamp_ns").to_numpy(zero_copy_only=False)
+            arrays = [pa.array(ts), pa.array(util)] + [pa.array(cols[a]) for a in _ATTRS]
+            spill = pa.RecordBatch.from_arrays(arrays, schema=_SPILL_SCHEMA)
             if n_buckets == 1:
-                parts = {0: batch}
+                parts = {0: spill}
             else:
-                enc = pc.dictionary_encode(batch.column("device_id"))
-                dict_bucket = np.array(
-                    [zlib.crc32(v.encode()) % n_buckets for v in enc.dictionary.to_pylist()], dtype=np.int32
-                )
-                bucket_of_row = dict_bucket[enc.indices.to_numpy(zero_copy_only=False)]
-                parts = {int(b): batch.filter(pa.array(bucket_of_row == b)) for b in np.unique(bucket_of_row)}
+                bucket_of_row = cols["device_id"] % n_buckets
+                parts = {int(b): spill.filter(pa.array(bucket_of_row == b)) for b in np.unique(bucket_of_row)}
             for b, part in parts.items():
                 w = writers.get(b)
                 if w is None:
-                    w = pq.ParquetWriter(spill_dir / f"bucket-{b}.parquet", RAW_SCHEMA, compression="lz4")
+                    sink = pa.OSFile(str(spill_dir / f"bucket-{b}.arrows"), "wb")
+                    sinks.append(sink)
+                    w = pa.ipc.new_stream(sink, _SPILL_SCHEMA)
                     writers[b] = w
                 w.write_batch(part)
             if on_rows:
@@ -331,7 +368,14 @@ def _spill(
     finally:
         for w in writers.values():
             w.close()
+        for sink in sinks:
+            sink.close()
     return max_util
+
+
+def _read_bucket(path: Path) -> pa.Table:
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_stream(source).read_all()
 
 
 def _device_cadences(codes: np.ndarray, ts: np.ndarray) -> pd.Series:
@@ -346,8 +390,8 @@ def _source_cadence(buckets: list[Path], default_interval_s: float) -> float:
     """The median device cadence over a whole source (for devices seen once), bucket by bucket."""
     medians: list[np.ndarray] = []
     for bucket in buckets:
-        t = pq.read_table(bucket, columns=["device_id", "timestamp_ns"])
-        codes = pc.dictionary_encode(t.column("device_id")).combine_chunks().indices.to_numpy(zero_copy_only=False)
+        t = _read_bucket(bucket)
+        codes = t.column("device_id").to_numpy()
         ts = t.column("timestamp_ns").to_numpy()
         order = np.lexsort((ts, codes))
         medians.append(_device_cadences(codes[order], ts[order]).to_numpy())
@@ -365,65 +409,58 @@ def _write_bucket(
     default_interval_s: float,
     summary: SourceSummary,
     months: set[str],
+    codes: _Codes,
     *,
     single_bucket: bool = True,
 ) -> int:
     """Pass 2 for one bucket: sort by (device, time), infer intervals, write per month. Returns devices."""
-    enc = pc.dictionary_encode(table.column("device_id")).combine_chunks()
-    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    dev = table.column("device_id").to_numpy()
     ts = table.column("timestamp_ns").to_numpy()
-    order = np.lexsort((ts, codes))
-    codes, ts = codes[order], ts[order]
-    # Duplicate (device, timestamp) samples (overlapping scrapes): keep the last one read.
-    same_next = np.empty(len(ts), dtype=bool)
-    same_next[:-1] = codes[1:] == codes[:-1]
-    same_next[-1:] = False
+    # stable: among duplicate (device, timestamp) samples the last one read stays last
+    order = np.lexsort((ts, dev))
+    dev, ts = dev[order], ts[order]
+    same_next = np.zeros(len(ts), dtype=bool)
+    same_next[:-1] = dev[1:] == dev[:-1]
     delta = np.zeros(len(ts), dtype=np.int64)
     delta[:-1] = ts[1:] - ts[:-1]
     dup = same_next & (delta == 0)
-    if dup.any():
+    if dup.any():  # overlapping scrapes: keep the last sample read
         keep = ~dup
         summary.duplicates_dropped += int(dup.sum())
-        order, codes, ts = order[keep], codes[keep], ts[keep]
-        same_next = np.empty(len(ts), dtype=bool)
-        same_next[:-1] = codes[1:] == codes[:-1]
-        same_next[-1:] = False
+        order, dev, ts = order[keep], dev[keep], ts[keep]
+        same_next = np.zeros(len(ts), dtype=bool)
+        same_next[:-1] = dev[1:] == dev[:-1]
         delta = np.zeros(len(ts), dtype=np.int64)
         delta[:-1] = ts[1:] - ts[:-1]
-    n_dev = len(enc.dictionary)
-    gaps = _device_cadences(codes, ts)
-    cadence = np.full(n_dev, np.nan)
+    gaps = _device_cadences(dev, ts)
+    cadence = np.full(len(codes.maps["device_id"]), np.nan)
     cadence[gaps.index.to_numpy()] = gaps.to_numpy()
     # devices seen once: the source's median cadence (over every bucket, passed in, when spilled)
     fallback = float(np.nanmedian(cadence)) if single_bucket and np.isfinite(cadence).any() else default_interval_s
-    cadence = np.where(np.isfinite(cadence), cadence, fallback)
-    cad = cadence[codes]
+    cad = np.where(np.isfinite(cadence), cadence, fallback)[dev]
     delta_s = delta / 1e9
     interval = np.where(same_next & (delta_s <= max_gap_factor * cad), delta_s, cad)
     # Coverage: per device span = last − first + its last interval.
-    first_idx = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    first_idx = np.flatnonzero(np.r_[True, dev[1:] != dev[:-1]])
     last_idx = np.flatnonzero(~same_next)
     summary.observed_seconds += float(interval.sum())
     summary.span_seconds += float(((ts[last_idx] - ts[first_idx]) / 1e9 + interval[last_idx]).sum())
 
-    body = table.take(pa.array(order))
-    util = pc.divide(body.column("utilization"), scale) if scale != 1.0 else body.column("utilization")
-    out = pa.table(
-        {
-            "timestamp": pa.array(ts // 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            "interval_s": pa.array(interval, pa.float64()),
-            "device_id": body.column("device_id"),
-            "host": body.column("host"),
-            "accelerator": body.column("accelerator"),
-            "utilization": util,
-            "team": body.column("team"),
-            "workload": body.column("workload"),
-            "resource_id": body.column("resource_id"),
-            "metric": body.column("metric"),
-            "source": pa.repeat(pa.scalar(source, pa.string()), len(ts)),
-        },
-        schema=STORE_SCHEMA,
+    util = table.column("utilization").to_numpy()[order]
+    if scale != 1.0:
+        util = util / scale
+    columns: dict[str, pa.Array] = {
+        "timestamp": pa.array(ts // 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "interval_s": pa.array(interval, pa.float64()),
+        "utilization": pa.array(util, pa.float64()),
+    }
+    for a in _ATTRS:
+        c = dev if a == "device_id" else table.column(a).to_numpy()[order]
+        columns[a] = pa.DictionaryArray.from_arrays(pa.array(c, mask=c < 0), codes.dictionary(a))
+    columns["source"] = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(len(ts), dtype=np.int32)), pa.array([source], pa.string())
     )
+    out = pa.table({f.name: columns[f.name] for f in STORE_SCHEMA}, schema=STORE_SCHEMA)
     month_codes = ts.astype("datetime64[ns]").astype("datetime64[M]")
     for m in np.unique(month_codes):
         label = str(m)  # "2026-10"
@@ -431,4 +468,4 @@ def _write_bucket(
         mask = month_codes == m
         part = out if mask.all() else out.filter(pa.array(mask))
         tx.write(DATASET, {"month": label}, key, part)
-    return n_dev
+    return len(first_idx)
