@@ -179,6 +179,7 @@ def iter_batches(
     types: Mapping[str, pa.DataType] | None = None,
     batch_rows: int = BATCH_ROWS,
     csv_block_bytes: int = CSV_BLOCK_BYTES,
+    newlines_in_values: bool = True,
 ) -> Iterator[RowBatch]:
     """Stream ``path`` as record batches.
 
@@ -190,6 +191,9 @@ def iter_batches(
     types
         Column → Arrow type for non-string columns (costs, quantities). Every other column is a string,
         so ids keep their leading zeros and 12 digits.
+    newlines_in_values
+        CSV only: allow line breaks inside quoted values (safe default). Machine-written exports that never
+        contain them (AWS CUR) may pass False: the parser is ~25 % faster.
     """
     path = Path(path)
     header = read_header(path)
@@ -197,7 +201,7 @@ def iter_batches(
     types = dict(types or {})
     kind = kind_of(path)
     if kind == "csv":
-        yield from _iter_csv(path, header, wanted, types, csv_block_bytes)
+        yield from _iter_csv(path, header, wanted, types, csv_block_bytes, newlines_in_values)
     elif kind == "parquet":
         yield from _iter_parquet(path, wanted, types, batch_rows)
     else:
@@ -206,7 +210,7 @@ def iter_batches(
 
 # ------------------------------------------------------------------------------------------------- CSV
 def _iter_csv(
-    path: Path, header: list[str], wanted: list[str], types: Mapping[str, pa.DataType], block: int
+    path: Path, header: list[str], wanted: list[str], types: Mapping[str, pa.DataType], block: int, newlines: bool
 ) -> Iterator[RowBatch]:
     # Header names may carry a BOM or padding; read with our own cleaned names.
     column_types = {c: types.get(c, pa.string()) for c in wanted}
@@ -221,7 +225,7 @@ def _iter_csv(
         quoted_strings_can_be_null=True,
         check_utf8=True,
     )
-    parse_opts = pacsv.ParseOptions(newlines_in_values=True)
+    parse_opts = pacsv.ParseOptions(newlines_in_values=newlines)
     row = 1
     try:
         reader = pacsv.open_csv(path, read_options=read_opts, parse_options=parse_opts, convert_options=convert_opts)
@@ -463,12 +467,15 @@ def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, fir
         return pc.cast(values, utc)
     if pa.types.is_date(t):
         return pc.cast(pc.cast(values, pa.timestamp("us")), utc)
-    values = pc.utf8_trim_whitespace(pc.cast(values, pa.string()))
+    # Billing timestamps repeat (hours of one month): parse each distinct text once.
+    enc = pc.dictionary_encode(pc.cast(values, pa.string()))
+    distinct = pc.utf8_trim_whitespace(enc.dictionary)
     for attempt in (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime):
         try:
-            return attempt(values)
+            return pc.take(attempt(distinct), enc.indices)
         except pa.ArrowException:
             continue
+    values = pc.utf8_trim_whitespace(pc.cast(values, pa.string()))
     # Mixed layouts in one column (rare): parse each distinct value on its own.
     bad: list[str] = []
 

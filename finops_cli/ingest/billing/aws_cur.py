@@ -65,6 +65,7 @@ class AwsCur(BillingFormat):
         "lineItem/UsageStartDate",
     )
     types = aws_types(NAMES)
+    newlines_in_values = False  # AWS writes one line per record
     optional = tuple(c for cs in NAMES.values() for c in cs)
 
     def extra_column(self, name: str) -> bool:

@@ -72,6 +72,7 @@ class AwsCur2(BillingFormat):
         "line_item_usage_start_date",
     )
     types = aws_types(NAMES)
+    newlines_in_values = False  # AWS writes one line per record
     optional = (*(c for cs in NAMES.values() for c in cs), "product", "resource_tags")
 
     def extra_column(self, name: str) -> bool:

@@ -56,6 +56,8 @@ class BillingFormat:
     types: ClassVar[Mapping[str, pa.DataType]] = {}
     #: columns read when present (None = all columns, e.g. for tag columns with open-ended names)
     optional: ClassVar[tuple[str, ...] | None] = ()
+    #: CSV: may quoted values contain line breaks? (False parses faster; only for exports that never do)
+    newlines_in_values: ClassVar[bool] = True
 
     def columns(self, header: Sequence[str]) -> list[str] | None:
         """Source columns to decode for this header."""
@@ -203,38 +205,46 @@ def tags_json(obj: Any, strip_prefixes: Sequence[str] = ()) -> str | None:
     return json.dumps(out, sort_keys=True, separators=(",", ":")) if out else None
 
 
-def _json_escape(a: pa.Array) -> pa.Array:
-    a = pc.replace_substring(a, "\\", "\\\\")
-    a = pc.replace_substring(a, '"', '\\"')
-    for ch, esc in (("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t")):
-        a = pc.replace_substring(a, ch, esc)
-    return a
-
-
 def tags_from_columns(batch: pa.RecordBatch, columns: Mapping[str, str]) -> pa.Array:
-    """Build Tags JSON text from one-column-per-tag layouts (``resourceTags/user:team`` → ``team``), vectorised.
+    """Build Tags JSON text from one-column-per-tag layouts (``resourceTags/user:team`` → ``team``).
 
     ``columns`` maps source column → tag key; empty cells are left out; a row with no tags gets null.
+    Tag columns repeat a handful of values, so rows are keyed by their combination of dictionary
+    indices and each distinct combination is serialised once.
     """
     n = batch.num_rows
-    pieces = []
-    for source, key in sorted(columns.items(), key=lambda kv: kv[1]):
-        values = col(batch, source)
-        if values is None:
-            continue
-        values = pc.cast(values, pa.string())
-        present = pc.and_(pc.is_valid(values), pc.not_equal(values, ""))
-        prefix = json.dumps(key) + ':"'
-        # Each piece ends with a comma; absent tags become "" (binary_join_element_wise's null "skip"
-        # mode drops rows in pyarrow 26, so nulls are never passed to it).
-        piece = pc.binary_join_element_wise(pa.scalar(prefix), _json_escape(values), pa.scalar('",'), "")
-        pieces.append(pc.if_else(pc.fill_null(present, False), piece, pa.scalar("")))
-    if not pieces:
+    present = [(key, col(batch, src)) for src, key in sorted(columns.items(), key=lambda kv: kv[1])]
+    present = [(k, v) for k, v in present if v is not None]
+    if not present:
         return nulls(n)
-    body = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else pieces[0]
-    body = pc.utf8_rtrim(body, characters=",")
-    wrapped = pc.binary_join_element_wise(pa.scalar("{"), body, pa.scalar("}"), "")
-    return pc.if_else(pc.equal(body, ""), pa.scalar(None, pa.string()), wrapped)
+    keys, dictionaries, combined, radix = [], [], None, 1
+    for key, values in present:
+        enc = pc.dictionary_encode(pc.cast(values, pa.string()))
+        words = enc.dictionary.to_pylist()
+        radix *= len(words) + 1
+        if radix > 2**62:  # too many combinations to key by integer: serialise row by row
+            return _tags_rowwise(batch, columns)
+        idx = pc.add(pc.fill_null(pc.cast(enc.indices, pa.int64()), -1), 1)
+        combined = idx if combined is None else pc.add(pc.multiply(combined, len(words) + 1), idx)
+        keys.append(key)
+        dictionaries.append(words)
+    sizes = [len(d) + 1 for d in dictionaries]
+
+    def render(code: int) -> str | None:
+        obj: dict[str, str] = {}
+        for key, words, size in reversed(list(zip(keys, dictionaries, sizes, strict=True))):
+            code, i = divmod(code, size)
+            if i and words[i - 1] != "":
+                obj[key] = words[i - 1]
+        return json.dumps(obj, sort_keys=True, separators=(",", ":")) if obj else None
+
+    return map_unique(combined, render, pa.string())
+
+
+def _tags_rowwise(batch: pa.RecordBatch, columns: Mapping[str, str]) -> pa.Array:
+    names = list(columns)
+    rows = zip(*(col(batch, c).to_pylist() for c in names), strict=True)  # type: ignore[union-attr]
+    return pa.array([tags_json({columns[c]: v for c, v in zip(names, r, strict=True)}) for r in rows], pa.string())
 
 
 def finish(columns: Mapping[str, pa.Array | pa.ChunkedArray | None], n: int) -> pa.Table:

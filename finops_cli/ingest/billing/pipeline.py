@@ -34,7 +34,7 @@ from finops_cli.estate.pricebook import instance_gpu_facts
 
 # Importing the format modules registers them.
 from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
-from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, BillingFormat, finish
+from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, BillingFormat, Converted, finish
 from finops_cli.ingest.readers import discover, iter_batches, map_unique, read_header
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
@@ -86,6 +86,8 @@ class _Acc:
     gpu: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
     currency_of: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+    rows_in: int = 0
+    rows_written: int = 0
 
 
 def idempotency_key(fmt: str, billing_account: str, billing_period: str) -> str:
@@ -124,11 +126,15 @@ def ingest_billing(
         for index, (path, parser, sniffed, header) in enumerate(plan):
             state: dict[str, Any] = {}
             rows = 0
-            for rb in iter_batches(path, columns=parser.columns(header), types=parser.types_for(header)):
+            batches = iter_batches(
+                path,
+                columns=parser.columns(header),
+                types=parser.types_for(header),
+                newlines_in_values=parser.newlines_in_values,
+            )
+            for rb in batches:
                 ctx = BatchContext(path, rb.first_row, state)
-                table, cost_in = _convert(parser, rb.batch, ctx)
-                for currency, amount in cost_in.items():
-                    acc.cost_in[currency].append(amount)
+                table = _convert(parser, rb.batch, ctx, acc)
                 _write(tx, table, parser.name, acc, path)
                 rows += table.num_rows
                 if progress is not None:
@@ -164,10 +170,27 @@ def ingest_billing(
     return _summary(store, summaries, acc, previous)
 
 
-def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext) -> tuple[pa.Table, dict[str, float]]:
-    """Source batch → (canonical table with GPU facts, provenance and partition columns; cost in per currency)."""
+def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
+    """Add the source's own money (per currency, before any mapping or splitting) to the conservation tally."""
+    currency = conv.columns.get("BillingCurrency")
+    amounts = pc.cast(conv.cost_in, pa.float64())
+    if currency is None:
+        raise InputError("no billing currency column", path=ctx.path)
+    distinct = pc.unique(currency).to_pylist()
+    if len(distinct) == 1:
+        acc.cost_in[distinct[0]].append(pc.sum(amounts).as_py() or 0.0)
+        return
+    sums = pa.table({"c": currency, "a": amounts}).group_by("c").aggregate([("a", "sum")])
+    for c, a in zip(sums["c"].to_pylist(), sums["a_sum"].to_pylist(), strict=True):
+        acc.cost_in[c].append(a or 0.0)
+
+
+def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc) -> pa.Table:
+    """Source batch → canonical table with GPU facts, provenance and partition columns."""
     n = batch.num_rows
     conv = parser.convert(batch, ctx)
+    _cost_in(conv, ctx, acc)
+    acc.rows_in += n
     cols = dict(conv.columns)
     if cols.get("BillingAccountId") is None or cols.get("BillingPeriodStart") is None:
         raise InputError("lines without a billing account or billing period", path=ctx.path)
@@ -192,14 +215,8 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext) ->
     table = table.set_column(BILLING_SCHEMA.get_field_index("x_GpuCount"), "x_GpuCount", gpus)
     table = table.set_column(BILLING_SCHEMA.get_field_index("x_AcceleratorType"), "x_AcceleratorType", accel)
     table = table.set_column(BILLING_SCHEMA.get_field_index("x_GpuHours"), "x_GpuHours", gpu_hours)
-    period = pc.strftime(table["BillingPeriodStart"], format="%Y-%m")
-    sums = (
-        pa.table({"currency": table["BillingCurrency"], "cost_in": pc.cast(conv.cost_in, pa.float64())})
-        .group_by("currency")
-        .aggregate([("cost_in", "sum")])
-    )
-    cost_in = dict(zip(sums["currency"].to_pylist(), sums["cost_in_sum"].to_pylist(), strict=True))
-    return table.append_column("provider", provider).append_column("billing_period", period), cost_in
+    period = map_unique(table["BillingPeriodStart"], lambda ts: ts.strftime("%Y-%m"), pa.string())
+    return table.append_column("provider", provider).append_column("billing_period", period)
 
 
 def _facts(key: str) -> tuple[int, str] | None:
@@ -217,7 +234,7 @@ def _require(table: pa.Table, ctx: BatchContext, names: Iterable[str]) -> None:
 
 
 def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
-    body = [c for c in table.column_names if c not in ("provider", "billing_period")]
+    body = BILLING_SCHEMA.names
     groups = table.group_by(["provider", "billing_period", "BillingAccountId", "BillingCurrency"]).aggregate(
         [("BilledCost", "sum"), ("EffectiveCost", "sum"), ("BilledCost", "count")]
     )
@@ -251,12 +268,16 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
         info["files"].add(str(path))
         info["rows"] += g["BilledCost_count"]
         info["billed"][currency] += g["BilledCost_sum"]
-        acc.billed[currency].append(g["BilledCost_sum"])
+        # What actually goes to the store (not the group's aggregate): the conservation check's "out".
+        acc.billed[currency].append(pc.sum(part["BilledCost"]).as_py() or 0.0)
+        acc.rows_written += part.num_rows
         acc.currency_of[(account, period)].add(currency)
         tot = acc.by_provider[(prov, currency)]
         tot[0] += g["BilledCost_sum"]
         tot[1] += g["EffectiveCost_sum"]
         tot[2] += g["BilledCost_count"]
+    if not pc.any(pc.greater(table["x_GpuHours"], 0.0)).as_py():
+        return
     gpu = table.group_by(["x_AcceleratorType", "PricingCategory"]).aggregate([("x_GpuHours", "sum")])
     for g in gpu.to_pylist():
         if g["x_GpuHours_sum"]:
@@ -264,6 +285,8 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
 
 
 def _check_conservation(acc: _Acc) -> None:
+    if acc.rows_in != acc.rows_written:
+        raise RuntimeError(f"{acc.rows_in} lines read but {acc.rows_written} written; nothing written")
     for currency in sorted(set(acc.cost_in) | set(acc.billed)):
         cin, out = math.fsum(acc.cost_in.get(currency, [])), math.fsum(acc.billed.get(currency, []))
         if abs(cin - out) >= CENT:

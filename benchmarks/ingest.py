@@ -1,0 +1,218 @@
+"""Billing ingest throughput and memory: ``finops ingest billing`` vs a bare pyarrow CSV → Parquet conversion.
+
+Generates an N-row CUR-like CSV (legacy ``lineItem/…`` layout, 32 columns, hourly GPU lines with tags), then
+runs, each in its own subprocess so peak RSS is measured separately:
+
+- ``finops``: :func:`finops_cli.api.ingest_billing` into a fresh store (parse, FOCUS mapping, pricebook
+  lookups, conservation check, atomic commit);
+- ``bare-stream``: ``pyarrow.csv.open_csv`` (same explicit string schema, ``use_threads=False``) →
+  ``ParquetWriter`` — the same bounded-memory reading with no transformation;
+- ``bare-dataset``: ``pyarrow.dataset.write_dataset`` over the CSV (multi-threaded; context only).
+
+Prints rows/s, MB/s and peak RSS per run and the finops / bare-stream time ratio. Usage::
+
+    python benchmarks/ingest.py                 # 5 M rows (≈2.4 GB CSV)
+    python benchmarks/ingest.py --rows 1000000 --keep /tmp/cur.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+INSTANCES = [("p5.48xlarge", 55.04, "H100"), ("p4d.24xlarge", 21.96, "A100"), ("g6.12xlarge", 4.6016, "L4")]
+REGIONS = ["us-east-1", "us-west-2"]
+TEAMS = ["research", "product", "data", "platform"]
+
+
+def generate(path: Path, rows: int, chunk: int = 250_000, seed: int = 7) -> None:
+    """Write an N-row CUR-like CSV in chunks (bounded memory)."""
+    rng = np.random.default_rng(seed)
+    start = np.datetime64("2026-10-01T00:00:00")
+    first = True
+    with open(path, "wb") as fh:
+        for offset in range(0, rows, chunk):
+            n = min(chunk, rows - offset)
+            idx = np.arange(offset, offset + n)
+            inst = rng.integers(0, len(INSTANCES), n)
+            spot = rng.random(n) < 0.35
+            hour = (idx // 40) % 744
+            t0 = (start + hour.astype("timedelta64[h]")).astype(str)
+            t1 = (start + (hour + 1).astype("timedelta64[h]")).astype(str)
+            types = np.array([i[0] for i in INSTANCES])[inst]
+            rate = np.array([i[1] for i in INSTANCES])[inst] * np.where(spot, 0.45, 1.0)
+            amount = np.round(rng.uniform(0.25, 1.0, n), 4)
+            region = np.array(REGIONS)[rng.integers(0, 2, n)]
+            usage_type = np.char.add(np.where(spot, "SpotUsage:", "BoxUsage:"), types)
+            cols = {
+                "identity/LineItemId": np.char.mod("%016x", idx),
+                "identity/TimeInterval": np.char.add(np.char.add(t0, "Z/"), np.char.add(t1, "Z")),
+                "bill/InvoiceId": np.full(n, "EUINUS26-0042"),
+                "bill/BillingEntity": np.full(n, "AWS"),
+                "bill/PayerAccountId": np.full(n, "111122223333"),
+                "bill/BillingPeriodStartDate": np.full(n, "2026-10-01T00:00:00Z"),
+                "bill/BillingPeriodEndDate": np.full(n, "2026-11-01T00:00:00Z"),
+                "lineItem/UsageAccountId": np.char.mod("0000%08d", rng.integers(0, 20, n)),
+                "lineItem/LineItemType": np.full(n, "Usage"),
+                "lineItem/UsageStartDate": np.char.add(t0, "Z"),
+                "lineItem/UsageEndDate": np.char.add(t1, "Z"),
+                "lineItem/ProductCode": np.full(n, "AmazonEC2"),
+                "lineItem/UsageType": usage_type,
+                "lineItem/Operation": np.full(n, "RunInstances"),
+                "lineItem/AvailabilityZone": np.char.add(region, "a"),
+                "lineItem/ResourceId": np.char.mod("i-0%016x", rng.integers(0, 5000, n)),
+                "lineItem/UsageAmount": amount,
+                "lineItem/CurrencyCode": np.full(n, "USD"),
+                "lineItem/UnblendedRate": rate,
+                "lineItem/UnblendedCost": np.round(rate * amount, 8),
+                "lineItem/BlendedCost": np.round(rate * amount, 8),
+                "lineItem/LineItemDescription": np.char.add("Linux instance hour ", types),
+                "product/ProductName": np.full(n, "Amazon Elastic Compute Cloud"),
+                "product/instanceType": types,
+                "product/region": region,
+                "product/sku": np.char.mod("SKU%08d", inst * 10 + spot),
+                "pricing/term": np.where(spot, "Spot", "OnDemand"),
+                "pricing/unit": np.full(n, "Hrs"),
+                "pricing/publicOnDemandCost": np.round(np.array([i[1] for i in INSTANCES])[inst] * amount, 8),
+                "reservation/ReservationARN": np.full(n, ""),
+                "resourceTags/user:team": np.array(TEAMS)[rng.integers(0, len(TEAMS), n)],
+                "resourceTags/user:workload": np.char.mod("wl-%02d", rng.integers(0, 12, n)),
+            }
+            table = pa.table(cols)
+            pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=first, quoting_style="needed"))
+            first = False
+
+
+# ------------------------------------------------------------------------------------------------ child runs
+def _run_finops(csv: Path, work: Path) -> dict[str, object]:
+    from finops_cli import api
+
+    summary = api.ingest_billing([csv], "aws-cur", work / "store")
+    return {"rows": summary.rows}
+
+
+def _run_bare_stream(csv: Path, work: Path) -> dict[str, object]:
+    import pyarrow.parquet as pq
+
+    from finops_cli.ingest.readers import read_header
+
+    header = read_header(csv)
+    types = {c: pa.string() for c in header}
+    types.update({c: pa.float64() for c in header if c.endswith(("Amount", "Cost", "Rate"))})
+    reader = pacsv.open_csv(
+        csv,
+        read_options=pacsv.ReadOptions(use_threads=False, block_size=8 << 20),
+        convert_options=pacsv.ConvertOptions(column_types=types),
+    )
+    rows = 0
+    with pq.ParquetWriter(work / "bare.parquet", reader.schema, compression="zstd") as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return {"rows": rows}
+
+
+def _run_bare_dataset(csv: Path, work: Path) -> dict[str, object]:
+    import pyarrow.dataset as ds
+
+    from finops_cli.ingest.readers import read_header
+
+    header = read_header(csv)
+    types = {c: pa.string() for c in header}
+    types.update({c: pa.float64() for c in header if c.endswith(("Amount", "Cost", "Rate"))})
+    fmt = ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(column_types=types))
+    ds.write_dataset(ds.dataset(csv, format=fmt), work / "bare_ds", format="parquet")
+    return {"rows": None}
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM: reset by exec, unlike ru_maxrss which a child inherits from its parent)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+RUNS = {"finops": _run_finops, "bare-stream": _run_bare_stream, "bare-dataset": _run_bare_dataset}
+
+
+def _child(name: str, csv: Path, work: Path) -> None:
+    t0 = time.perf_counter()
+    out = RUNS[name](csv, work)
+    out["seconds"] = time.perf_counter() - t0
+    out["peak_rss_mb"] = _peak_rss_mb()
+    print(json.dumps(out))
+
+
+def _measure(name: str, csv: Path) -> dict[str, object]:
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{name}-", dir=csv.parent))
+    try:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", name, "--csv", str(csv), "--work", str(work)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"{name} failed:\n{proc.stderr[-2000:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--keep", type=Path, help="write the CSV here and keep it (reused if it exists)")
+    ap.add_argument("--runs", default="bare-stream,finops,bare-dataset")
+    ap.add_argument("--child", choices=sorted(RUNS), help=argparse.SUPPRESS)
+    ap.add_argument("--csv", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(args.child, args.csv, args.work)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="finops-bench-"))
+    csv = args.keep or tmp / "cur.csv"
+    try:
+        if not csv.exists():
+            t0 = time.perf_counter()
+            generate(csv, args.rows)
+            print(
+                f"generated {args.rows:,} rows, {csv.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - t0:.1f} s"
+            )
+        size_mb = csv.stat().st_size / 1e6
+        results = {}
+        for name in args.runs.split(","):
+            r = _measure(name, csv)
+            results[name] = r
+            secs = float(r["seconds"])  # type: ignore[arg-type]
+            print(
+                f"{name:<13} {secs:7.1f} s  {args.rows / secs:>11,.0f} rows/s  {size_mb / secs:7.1f} MB/s  "
+                f"peak RSS {float(r['peak_rss_mb']):,.0f} MB"  # type: ignore[arg-type]
+            )
+        if "finops" in results and "bare-stream" in results:
+            ratio = float(results["finops"]["seconds"]) / float(results["bare-stream"]["seconds"])  # type: ignore[arg-type]
+            print(f"finops / bare-stream time: {ratio:.2f}x (target <= 1.4x); cores: {os.cpu_count()}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
