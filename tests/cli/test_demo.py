@@ -1,0 +1,58 @@
+"""The README's main-job command end to end: samples → store → stack → plan → report, all agreeing."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from finops_cli.cli.app import app
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def demo_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("demo")
+    result = CliRunner().invoke(app, ["demo", "--out", str(out)], env={"NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    return out, result.output
+
+
+def test_readme_names_the_demo_command() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "pip install -e . && finops demo" in readme
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    test_cmd = re.search(r"pip install -e '\.\[test\]' && python -m pytest[^\n`]*", ci)
+    assert test_cmd is not None and test_cmd.group(0) in readme
+
+
+def test_demo_writes_a_valid_plan_and_prints_its_savings(demo_out: tuple[Path, str]) -> None:
+    out, printed = demo_out
+    doc = json.loads((out / "plan.json").read_text())
+    schema = json.loads((REPO / "docs" / "plan.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    totals = doc["totals"]
+    assert doc["solver"]["status"] == "optimal"
+    assert totals["baseline_cost"] > totals["planned_cost"] > 0
+    assert totals["savings"] == pytest.approx(totals["baseline_cost"] - totals["planned_cost"], abs=0.01)
+    assert f"${totals['savings']:,.2f}" in printed
+    assert not doc["unserved"]
+
+
+def test_demo_report_and_charts_exist_and_agree_with_the_plan(demo_out: tuple[Path, str]) -> None:
+    out, _ = demo_out
+    doc = json.loads((out / "plan.json").read_text())
+    report = (out / "report.md").read_text(encoding="utf-8")
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", report)
+    assert len(links) >= 4
+    for link in links:
+        png = out / link
+        assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", link
+    t = doc["totals"]
+    for amount in (t["planned_cost"], t["baseline_cost"], t["savings"]):
+        assert f"${amount:,.2f}" in report
