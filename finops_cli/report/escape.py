@@ -32,9 +32,10 @@ def one_line(value: object, max_len: int | None = DEFAULT_MAX_LEN) -> str:
     runs of whitespace collapse, bidi overrides are dropped, and long strings are shortened in the
     middle (``head…tail``) so two long ids stay distinguishable."""
     text = "" if value is None else str(value)
-    text = _BIDI.sub("", text)
-    text = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in text)
-    text = " ".join(text.split())
+    if not (text.isprintable() and "  " not in text and text == text.strip()):  # fast path: already one clean line
+        text = _BIDI.sub("", text)
+        text = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in text)
+        text = " ".join(text.split())
     if max_len is not None and len(text) > max_len:
         keep = max(max_len - 1, 2)
         head = (keep + 1) // 2

@@ -176,7 +176,16 @@ class GateResult:
             "unserved_units": self.unserved_units,
             "horizon": self.horizon,
             "solver": self.solver,
-            "breakdown": [asdict(b) for b in self.breakdown],
+            "breakdown": [
+                {
+                    "workload": b.workload,
+                    "kind": b.kind,
+                    "baseline_cost": b.baseline_cost,
+                    "planned_cost": b.planned_cost,
+                    "delta": b.delta,
+                }
+                for b in self.breakdown
+            ],
         }
 
 
@@ -475,31 +484,40 @@ def render_github(result: GateResult, limit: int = _GITHUB_BUDGET) -> str:
     head += ["#### Cost by substrate kind", "", _kind_table(result), ""]
     tail = ["", f"<sub>{_context_line(result)}</sub>", "", MARKER]
 
-    def build(rows: list[BreakdownRow], omitted: int) -> str:
-        detail = _detail_table(result, rows)
+    rows = list(result.breakdown)
+    # Rows are sorted by |Δ|, largest first. A row is at least 16 characters, so no more than limit // 16 can
+    # fit: render only those, once, and pick how many to keep from their lengths.
+    lines = _detail_table(result, rows[: limit // 16 + 1]).split("\n")
+    header, body = lines[:2], lines[2:]
+
+    def build(keep: int) -> str:
+        omitted = len(rows) - keep
+        detail = "\n".join(header + body[:keep])
         if omitted:
             detail += f"\n\n… and {omitted} more rows with smaller changes (full detail: `finops gate --format json`)."
-        fold = len(result.breakdown) > DETAILS_FOLD_ROWS or omitted > 0
-        if fold:
-            title = f"Cost by workload and substrate kind ({len(result.breakdown)} rows)"
+        if len(rows) > DETAILS_FOLD_ROWS or omitted > 0:
+            title = f"Cost by workload and substrate kind ({len(rows)} rows)"
             block = ["<details>", f"<summary>{title}</summary>", "", detail, "", "</details>"]
         else:
             block = ["#### Cost by workload and substrate kind", "", detail]
         return "\n".join(head + block + tail) + "\n"
 
-    rows = list(result.breakdown)
-    text = build(rows, 0)
-    if len(text) <= limit:
+    keep = len(body)
+    text = build(keep)
+    if len(text) <= limit and keep == len(rows):
         return text
-    # Binary search for the most rows that fit (rows are sorted by |Δ|, largest first).
-    lo, hi = 0, len(rows)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if len(build(rows[:mid], len(rows) - mid)) <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    return build(rows[:lo], len(rows) - lo)
+    room = limit - len(build(0))
+    keep = 0
+    for line in body:
+        if room < len(line) + 1:
+            break
+        room -= len(line) + 1
+        keep += 1
+    text = build(keep)
+    while len(text) > limit and keep > 0:  # the "… N more rows" note can be a digit longer
+        keep -= 1
+        text = build(keep)
+    return text
 
 
 def render(result: GateResult, fmt: str) -> str:
