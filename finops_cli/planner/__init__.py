@@ -96,7 +96,8 @@ def plan_demand(
     build_seconds = time.perf_counter() - t0
     info = solve_model(model, solver, time_limit=time_limit, gap=gap)
     if info.status not in ("optimal", "feasible"):
-        raise InfeasibleError(f"the solver ({info.name}) found no plan: status {info.status}")
+        hint = "; raise --time-limit or --gap" if info.status == "not_solved" else ""
+        raise InfeasibleError(f"the solver ({info.name}) stopped without a plan (status {info.status}){hint}")
     solution = read_solution(model, info)
     if not solution.unserved.empty and not allow_unserved:
         raise DemandExceedsCapacity(solution.unserved, frame)

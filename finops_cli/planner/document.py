@@ -132,4 +132,5 @@ def plan_document(
         savings_breakdown=SavingsBreakdown(**{k: _r(v, 2) for k, v in breakdown.items()}),
         by_substrate=by_substrate,
         clearing_prices=prices,
+        notes=[f"{pair}: {'; '.join(reasons)}" for pair, reasons in sorted(frame.refused.items())],
     )

@@ -109,6 +109,7 @@ class PlanDocument(_Doc):
     savings_breakdown: SavingsBreakdown | None = None
     by_substrate: list[SubstrateCost] = Field(default_factory=list)
     clearing_prices: list[ClearingPrice] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # e.g. spot refused for a workload (it would never finish)
 
 
 def json_schema_text() -> str:

@@ -190,3 +190,22 @@ def test_highs_is_the_fallback_when_cbc_is_absent(monkeypatch):
     f = fleet({"id": "od", "kind": "on_demand", "price_per_gpu_hour": 2.0})
     out = plan_demand(f, [workload("a")], demand(a=[1, 2]), n_blocks=2, solver="cbc")
     assert out.solution.solve.name == "highs" and out.solution.planned_cost == pytest.approx(6.0)
+
+
+def test_spot_that_would_never_finish_is_refused_with_a_note():
+    f = fleet(
+        {
+            "id": "spot",
+            "kind": "spot",
+            "gpus": 50,
+            "price_per_gpu_hour": 0.1,
+            "interruptions_per_hour": 3.0,
+            "resume_minutes": 30,
+        },
+        {"id": "od", "kind": "on_demand", "price_per_gpu_hour": 3.0},
+    )
+    w = workload("train", interruptible=True, checkpoint={"interval_minutes": 60})
+    out = plan_demand(f, [w], demand(train=[1, 1]), n_blocks=2)
+    assert "spot" not in set(out.frame.rows["substrate"])
+    assert out.solution.planned_cost == pytest.approx(6.0)
+    assert "never finish" in out.frame.refused["train→spot"][0]
