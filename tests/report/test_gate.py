@@ -268,3 +268,37 @@ def test_breakdown_rows_add_up_to_the_totals(rows: list, sunk: float) -> None:
     result = evaluate(parse_plan(head), parse_plan(base))
     assert sum(r.planned_cost for r in result.breakdown) == pytest.approx(head["totals"]["planned_cost"], abs=0.01)
     assert sum(r.baseline_cost for r in result.breakdown) == pytest.approx(base["totals"]["planned_cost"], abs=0.01)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    budget=st.floats(0, 1e6),
+    pct_limit=st.floats(-50, 100),
+    usd_limit=st.floats(-1e5, 1e5),
+    share=st.floats(0, 1),
+    slack=st.floats(0, 1e4),
+)
+def test_rules_fail_exactly_when_actual_exceeds_threshold_and_loosening_never_fails(
+    budget: float, pct_limit: float, usd_limit: float, share: float, slack: float
+) -> None:
+    head, base = parse_plan(_head_plan()), parse_plan(make_plan())
+    strict = evaluate(head, base, Thresholds(budget, pct_limit, usd_limit, share))
+    for rule in strict.rules:
+        assert rule.passed is (rule.actual <= rule.threshold + 1e-9 * max(1.0, abs(rule.threshold)))
+    assert strict.passed is all(r.passed for r in strict.rules)
+    loose = evaluate(
+        head, base, Thresholds(budget + slack, pct_limit + slack, usd_limit + slack, min(1.0, share + slack))
+    )
+    assert {r.name for r in loose.failed} <= {r.name for r in strict.failed}
+
+
+def test_cli_markdown_and_text_out_files(plans: tuple[Path, Path], tmp_path: Path) -> None:
+    head, base = plans
+    for fmt in ("markdown", "text"):
+        out = tmp_path / f"gate.{fmt}"
+        result = runner.invoke(
+            app, ["gate", "--plan", str(head), "--baseline", str(base), "--format", fmt, "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        assert result.stdout == ""  # the document went to --out; the summary line to stderr
+        assert "finops gate passed" in out.read_text() and "finops gate passed" in result.stderr

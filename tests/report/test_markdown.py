@@ -215,3 +215,13 @@ def test_api_report_accepts_a_document(tmp_path: Path) -> None:
     result = api.report(make_plan(), store=tmp_path / "empty-store", out_path=tmp_path / "r.md", title="T")
     assert result.markdown_path == tmp_path / "r.md" and len(result.chart_paths) == 2
     assert result.markdown.startswith("# T\n")
+
+
+def test_cli_report_table_format_summarises_what_was_written(tmp_path: Path) -> None:
+    plan = write_plan(tmp_path / "p.json", make_plan())
+    out = tmp_path / "r" / "report.md"
+    result = runner.invoke(app, ["report", "--plan", str(plan), "--out", str(out), "--format", "table"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(plan.read_text())
+    assert money(doc["totals"]["planned_cost"]) in result.stdout and "Total" not in result.stdout
+    assert f"wrote {out}" in result.stdout and "\x1b[" not in result.stdout
