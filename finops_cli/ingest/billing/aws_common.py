@@ -200,6 +200,11 @@ def convert_aws(
         "ChargeCategory": charge_category,
         "ChargeClass": charge_class,
         "ChargeDescription": get("description"),
+        "ChargeFrequency": where(
+            isin(t, ["RIFee", "SavingsPlanRecurringFee"]),
+            "Recurring",
+            where(pc.equal(charge_category, "Usage"), "Usage-Based", "One-Time"),
+        ),
         "PricingCategory": pricing,
         "CommitmentDiscountId": commitment_id,
         "ConsumedQuantity": quantity,

@@ -69,6 +69,9 @@ SERVICE_CATEGORY = {
 #: canonical (EA PascalCase) name → accepted spellings, first found wins (matched case-insensitively)
 NAMES: dict[str, tuple[str, ...]] = {
     "BillingAccountId": ("BillingAccountId",),
+    "BillingAccountName": ("BillingAccountName",),
+    "SubscriptionName": ("SubscriptionName",),
+    "ReservationName": ("ReservationName",),
     "BillingPeriodStartDate": ("BillingPeriodStartDate",),
     "BillingPeriodEndDate": ("BillingPeriodEndDate",),
     "SubscriptionId": ("SubscriptionId", "SubscriptionGuid"),
@@ -213,6 +216,12 @@ class AzureCost(BillingFormat):
 
         columns = {
             "BillingAccountId": get("BillingAccountId"),
+            "BillingAccountName": get("BillingAccountName"),
+            "SubAccountName": get("SubscriptionName"),
+            "CommitmentDiscountName": get("ReservationName"),
+            "CommitmentDiscountStatus": where(
+                isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), "Unused", pa.scalar(None, pa.string())
+            ),
             "SubAccountId": get("SubscriptionId"),
             "BillingPeriodStart": period_start,
             "BillingPeriodEnd": period_end,

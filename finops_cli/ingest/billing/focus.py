@@ -37,7 +37,18 @@ from finops_cli.ingest.billing.base import (
 from finops_cli.ingest.readers import map_unique, to_float, to_utc
 from finops_cli.schema.billing import BILLING_SCHEMA, CHARGE_CATEGORIES, PRICING_CATEGORIES
 
-MONEY = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "ConsumedQuantity", "x_GpuHours", "x_GpuCount")
+MONEY = (
+    "BilledCost",
+    "EffectiveCost",
+    "ListCost",
+    "ContractedCost",
+    "ListUnitPrice",
+    "ContractedUnitPrice",
+    "ConsumedQuantity",
+    "PricingQuantity",
+    "x_GpuHours",
+    "x_GpuCount",
+)
 TIMES = ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd")
 TEXT = tuple(f.name for f in BILLING_SCHEMA if f.name not in MONEY + TIMES and f.name not in ("Tags", "x_SourceRow"))
 

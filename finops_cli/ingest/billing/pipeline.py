@@ -197,7 +197,7 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
     cols["x_SourceFormat"] = pa.repeat(pa.scalar(parser.name), n)
     cols["x_SourceFile"] = pa.repeat(pa.scalar(ctx.path.name), n)
     cols["x_SourceRow"] = pa.array(range(ctx.first_row, ctx.first_row + n), pa.int64())
-    table = finish(cols, n)
+    table = _focus_defaults(finish(cols, n))
     _require(table, ctx, ["BilledCost", "BillingCurrency", "BillingAccountId", "BillingPeriodStart"])
 
     provider = map_unique(table["ProviderName"], provider_slug, pa.string())
@@ -217,6 +217,43 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
     table = table.set_column(BILLING_SCHEMA.get_field_index("x_GpuHours"), "x_GpuHours", gpu_hours)
     period = map_unique(table["BillingPeriodStart"], lambda ts: ts.strftime("%Y-%m"), pa.string())
     return table.append_column("provider", provider).append_column("billing_period", period)
+
+
+_FREQUENCY = {"Usage": "Usage-Based", "Purchase": "One-Time", "Tax": "One-Time", "Credit": "One-Time"}
+
+
+def _focus_defaults(table: pa.Table) -> pa.Table:
+    """Fill FOCUS columns the source leaves empty with documented defaults (docs/formats.md).
+
+    ListCost and ContractedCost (FOCUS: not null) fall back to BilledCost; PricingQuantity/Unit to the
+    consumed ones; ChargeFrequency from ChargeCategory; CommitmentDiscountCategory is Spend for savings plans
+    and Usage for other commitments; CommitmentDiscountStatus is Used on usage lines under a commitment.
+    """
+
+    def setcol(name: str, values: pa.Array) -> None:
+        nonlocal table
+        table = table.set_column(BILLING_SCHEMA.get_field_index(name), name, values)
+
+    billed = table["BilledCost"]
+    setcol("ListCost", pc.coalesce(table["ListCost"], billed))
+    setcol("ContractedCost", pc.coalesce(table["ContractedCost"], billed))
+    setcol("PricingQuantity", pc.coalesce(table["PricingQuantity"], table["ConsumedQuantity"]))
+    setcol("PricingUnit", pc.coalesce(table["PricingUnit"], table["ConsumedUnit"]))
+    frequency = map_unique(table["ChargeCategory"], lambda c: _FREQUENCY.get(c, "One-Time"), pa.string())
+    setcol("ChargeFrequency", pc.coalesce(table["ChargeFrequency"], frequency))
+    commitment = table["CommitmentDiscountId"]
+    if commitment.null_count < len(commitment):
+        spend = map_unique(
+            commitment, lambda c: "Spend" if "savingsplan" in c.lower().replace(" ", "") else "Usage", pa.string()
+        )
+        setcol("CommitmentDiscountCategory", pc.coalesce(table["CommitmentDiscountCategory"], spend))
+        used = pc.if_else(
+            pc.and_(pc.is_valid(commitment), pc.equal(table["ChargeCategory"], "Usage")),
+            pa.scalar("Used"),
+            pa.scalar(None, pa.string()),
+        )
+        setcol("CommitmentDiscountStatus", pc.coalesce(table["CommitmentDiscountStatus"], used))
+    return table
 
 
 def _facts(key: str) -> tuple[int, str] | None:
