@@ -69,7 +69,7 @@ BILLING_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("SkuPriceId", pa.string(), "provider SKU price id, where the source has one"),
     ("Tags", pa.string(), "JSON object text, keys sorted, provider prefixes stripped"),
     ("x_InstanceType", pa.string(), "instance / machine / node type (p5.48xlarge, a3-highgpu-8g, hgx-h100-8)"),
-    ("x_GpuCount", pa.int32(), "GPUs per instance of x_InstanceType (0 = none; null = unknown type)"),
+    ("x_GpuCount", pa.int32(), "GPUs per instance of x_InstanceType (null: not a GPU type in the pricebook)"),
     ("x_AcceleratorType", pa.string(), "H100, A100, L4, … (null when no GPU)"),
     ("x_GpuHours", pa.float64(), "GPU-hours of the line = usage hours × GPUs (0 for non-GPU and non-usage lines)"),
     ("x_SourceFormat", pa.string(), "aws-cur | aws-cur2 | gcp | azure | focus"),
