@@ -228,3 +228,20 @@ def test_gcp_gpu_skus_stored_per_gpu_hour(store: Store) -> None:
     table = store.read("spot_prices")
     assert price_statistic(table, "gcp", "europe-west4", "gpu-h100-80gb", "latest", per="gpu_hour") == 2.25
     assert price_statistic(table, "gcp", "europe-west4", "gpu-h100-80gb", "latest", price_kind="on_demand") == 11.06
+
+
+def test_aws_default_session_path_with_moto(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real client factory (boto3.Session from the standard credential chain) against moto's EC2."""
+    from moto import mock_aws
+
+    for var, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    with mock_aws():
+        result = ingest_spot_prices(
+            store, aws_regions=["us-east-1", "us-west-2"], instance_types=["p5.48xlarge"], product_descriptions=[]
+        )
+    assert set(result.sources) == {"aws:us-east-1", "aws:us-west-2"} and not result.failures
+    rows = store.read("spot_prices").to_pylist()
+    assert rows and {r["region"] for r in rows} == {"us-east-1", "us-west-2"}
+    assert {(r["gpus"], r["accelerator"]) for r in rows} == {(8, "H100")}
