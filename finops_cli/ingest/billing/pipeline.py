@@ -88,6 +88,7 @@ class _Acc:
     currency_of: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
     rows_in: int = 0
     rows_written: int = 0
+    pending: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
 
 
 def idempotency_key(fmt: str, billing_account: str, billing_period: str) -> str:
@@ -145,6 +146,7 @@ def ingest_billing(
             if parser.name == "azure":
                 _check_azure_kinds(azure_kinds, acc, path, kind or "unknown")
             summaries.append(FileSummary(str(path), parser.name, sniffed, rows, kind))
+        _flush(tx, acc)
         _check_conservation(acc)
         _check_currencies(acc)
         for key, info in acc.keys.items():
@@ -288,7 +290,7 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
             pc.and_(pc.equal(table["BillingAccountId"], account), pc.equal(table["BillingCurrency"], currency)),
         )
         part = table.filter(mask) if len(groups) > 1 else table
-        tx.write(DATASET, {"provider": prov, "billing_period": period}, key, part.select(body))
+        _buffer(tx, acc, (prov, period, key), part.select(body))
         info = acc.keys.setdefault(
             key,
             {
@@ -319,6 +321,26 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
     for g in gpu.to_pylist():
         if g["x_GpuHours_sum"]:
             acc.gpu[(g["x_AcceleratorType"] or "none", g["PricingCategory"] or "-")] += g["x_GpuHours_sum"]
+
+
+#: Rows gathered per output file before a write: each write is one Parquet row group, and readers
+#: (DuckDB, Spark) prefer row groups of ~10^5 rows over one per CSV block.
+ROW_GROUP_ROWS = 131_072
+
+
+def _buffer(tx: Any, acc: _Acc, target: tuple[str, str, str], part: pa.Table) -> None:
+    pending = acc.pending.setdefault(target, [])
+    pending.append(part)
+    if sum(t.num_rows for t in pending) >= ROW_GROUP_ROWS:
+        _flush(tx, acc, target)
+
+
+def _flush(tx: Any, acc: _Acc, only: tuple[str, str, str] | None = None) -> None:
+    for target in [only] if only else list(acc.pending):
+        parts = acc.pending.pop(target, [])
+        if parts:
+            prov, period, key = target
+            tx.write(DATASET, {"provider": prov, "billing_period": period}, key, pa.concat_tables(parts))
 
 
 def _check_conservation(acc: _Acc) -> None:
