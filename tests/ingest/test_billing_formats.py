@@ -140,7 +140,7 @@ def test_gcp_net_of_credits_machine_spec_and_gpu_skus(lines: pd.DataFrame) -> No
 def test_gcp_csv_export_with_credit_arrays(tmp_path: Path, store: Store) -> None:
     header = "billing_account_id,sku.description,usage_start_time,usage_end_time,cost,currency,credits,invoice.month"
     rows = [
-        '01A2B3,Nvidia L4 GPU running in Americas,2026-10-01 00:00:00+00:00,2026-10-01 01:00:00+00:00,2.5,USD,'
+        "01A2B3,Nvidia L4 GPU running in Americas,2026-10-01 00:00:00+00:00,2026-10-01 01:00:00+00:00,2.5,USD,"
         '"[{""name"": ""SUD"", ""amount"": -0.5, ""type"": ""SUSTAINED_USAGE_DISCOUNT""}]",202610',
         "01A2B3,L4 core,2026-10-01 00:00:00+00:00,2026-10-01 01:00:00+00:00,1.0,USD,[],202610",
     ]
@@ -203,7 +203,7 @@ def test_focus_sample_shape_null_literals_and_sku_fallback(tmp_path: Path, store
     )
     with pytest.raises(InputError, match="row 2: BilledCost is empty"):
         ingest_billing([path], "focus", store)
-    path.write_text(path.read_text().replace("NULL,\"1234567890123\"", '0.5,"1234567890123"'))
+    path.write_text(path.read_text().replace('NULL,"1234567890123"', '0.5,"1234567890123"'))
     ingest_billing([path], "focus", store)
     got = store.read("billing").to_pandas().sort_values("BilledCost")
     assert got["BillingAccountId"].tolist() == ["1234567890123"] * 2
@@ -220,3 +220,23 @@ def test_cur_legacy_gzip_part_files_in_one_command(tmp_path: Path, store: Store)
         (tmp_path / f"kestrel-{i}.csv.gz").write_bytes(gzip.compress(("\n".join([header, *chunk]) + "\n").encode()))
     summary = ingest_billing([tmp_path], "aws-cur", store)
     assert summary.rows == len(body) and len(store.files("billing")) == 1
+
+
+def test_gcp_parquet_export_with_nested_columns(tmp_path: Path, store: Store) -> None:
+    """BigQuery → Parquet keeps structs (flattened on read) and list<struct> credits/labels."""
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+
+    nested = pajson.read_json(BILLING / "gcp-billing-2026-10.jsonl")
+    assert pa.types.is_list(nested.schema.field("credits").type)
+    pq.write_table(nested, tmp_path / "gcp.parquet")
+    summary = ingest_billing([tmp_path / "gcp.parquet"], "auto", store)
+    got = store.read("billing").to_pandas()
+    jsonl = Store(tmp_path / "jsonl")
+    ingest_billing([BILLING / "gcp-billing-2026-10.jsonl"], "gcp", jsonl)
+    want = jsonl.read("billing").to_pandas()
+    assert summary.files[0].format == "gcp" and len(got) == len(want)
+    assert got["BilledCost"].sum() == pytest.approx(want["BilledCost"].sum(), abs=1e-6)
+    assert got["x_GpuHours"].sum() == pytest.approx(want["x_GpuHours"].sum())
+    assert set(got["x_InstanceType"].dropna()) == {"a3-highgpu-8g"}
+    assert got["Tags"].dropna().iloc[0] == want["Tags"].dropna().iloc[0]
