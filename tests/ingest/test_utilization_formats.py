@@ -16,12 +16,15 @@ from finops_cli.store import Store
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "formats"
 
 
-def _scrape(values: dict[str, tuple[float | None, float | None]], host: str = "node-1", ts_ms: int | None = None) -> str:
+def _scrape(
+    values: dict[str, tuple[float | None, float | None]], host: str = "node-1", ts_ms: int | None = None
+) -> str:
     """dcgm-exporter text: device -> (GPU_UTIL 0-100 or None, PROF_GR_ENGINE_ACTIVE 0-1 or None)."""
     suffix = f" {ts_ms}" if ts_ms is not None else ""
     lines = ["# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).", "# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
     labels = {
-        dev: f'gpu="{i}",UUID="{dev}",modelName="NVIDIA H100 80GB HBM3",Hostname="{host}",namespace="research",pod="p-{i}"'
+        dev: f'gpu="{i}",UUID="{dev}",modelName="NVIDIA H100 80GB HBM3",Hostname="{host}",'
+        f'namespace="research",pod="p-{i}"'
         for i, dev in enumerate(values)
     }
     for dev, (util, _) in values.items():
@@ -133,7 +136,7 @@ def test_prometheus_shared_reference_shape(store: Store) -> None:
 def test_prometheus_not_a_matrix(tmp_path: Path, store: Store) -> None:
     f = tmp_path / "q.json"
     f.write_text(json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}))
-    with pytest.raises(InputError, match="data.resultType"):
+    with pytest.raises(InputError, match=r"data\.resultType"):
         ingest_utilization(store, [f], fmt="prometheus")
 
 
@@ -219,9 +222,7 @@ def test_csv_host_plus_gpu_index_makes_the_device(tmp_path: Path, store: Store) 
 
 def test_csv_dcgm_columns_prefer_prof(tmp_path: Path, store: Store) -> None:
     f = tmp_path / "dcgm.csv"
-    f.write_text(
-        "timestamp,UUID,DCGM_FI_DEV_GPU_UTIL,DCGM_FI_PROF_GR_ENGINE_ACTIVE\n2026-10-01T00:00:00Z,g0,99,0.4\n"
-    )
+    f.write_text("timestamp,UUID,DCGM_FI_DEV_GPU_UTIL,DCGM_FI_PROF_GR_ENGINE_ACTIVE\n2026-10-01T00:00:00Z,g0,99,0.4\n")
     result = ingest_utilization(store, [f])
     assert result.sources[0].metrics == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE": 1}
     assert _rows(store)[0]["utilization"] == 0.4

@@ -83,7 +83,7 @@ def test_reingest_is_idempotent(tmp_path: Path, store: Store) -> None:
 def test_error_in_a_later_source_leaves_the_store_unchanged(tmp_path: Path, store: Store) -> None:
     good = _csv(tmp_path / "a.csv", [("2026-10-01T00:00:00Z", "g0", 0.1)])
     bad = _csv(tmp_path / "b.csv", [("2026-10-01T00:00:00Z", "g1", 0.1), ("not-a-time", "g1", 0.2)])
-    with pytest.raises(InputError, match="b.csv: row 2"):
+    with pytest.raises(InputError, match=r"b\.csv: row 2"):
         ingest_utilization(store, [good, bad])
     assert store.read("utilization") is None
     assert not (store.root / ".staging").exists() or not any((store.root / ".staging").iterdir())
