@@ -180,6 +180,34 @@ def test_bid_clip_caps_a_bid_relative_to_current_price():
     assert bid["price"] == pytest.approx(0.5 * 1.1)
 
 
+def test_fallback_holder_can_be_displaced_and_everyone_finishes():
+    """A tenant waiting on a fallback type loses it to a tenant that prefers that type, moves on at its
+    checkpoint, and takes its preferred type when that frees up (regression: a stale challenger loop)."""
+    pools = [
+        {"type": "X", "count": 1, "base_price_per_hour": 0.5},
+        {"type": "Y", "count": 1, "base_price_per_hour": 1.0},
+        {"type": "Z", "count": 5, "base_price_per_hour": 2.0},
+    ]
+    tenants = [
+        {"id": "holder", "execution_hours": {"X": 1.0, "Y": 1.5}, "checkpoint_interval_hours": 0.25},
+        {"id": "fb", "execution_hours": {"X": 1.0, "Y": 1.2, "Z": 2.0}, "checkpoint_interval_hours": 0.25},
+        {
+            "id": "ylover",
+            "arrival_hours": 0.1,
+            "execution_hours": {"Y": 1.0, "Z": 1.0},
+            "checkpoint_interval_hours": 0.25,
+        },
+    ]
+    res, t = _run(_scenario(pools, tenants), "renegotiate")
+    assert all(x.finish_hours is not None and x.work_lost_hours == 0 for x in t.values())
+    assert t["holder"].accelerators == ["X"]
+    assert t["fb"].accelerators == ["Y", "Z", "X"]
+    assert t["ylover"].accelerators[-1] == "Y"
+    (lose,) = _events(res, "lose", "fb")
+    assert lose["t"] == pytest.approx(0.1) and lose["accelerator"] == "Y/0"
+    assert next(e["t"] for e in _events(res, "migrate", "fb")) == pytest.approx(0.25)  # at its checkpoint
+
+
 # --- baselines ------------------------------------------------------------------------------------
 
 
@@ -220,10 +248,10 @@ def test_fcfs_queues_when_full():
 def _scenarios(draw):
     types = ["A", "B", "C"]
     pools = [
-        {"type": k, "count": draw(st.integers(1, 3)), "base_price_per_hour": draw(st.floats(0.2, 2.0))} for k in types
+        {"type": k, "count": draw(st.integers(1, 2)), "base_price_per_hour": draw(st.floats(0.2, 2.0))} for k in types
     ]
     tenants = []
-    for n in range(draw(st.integers(1, 8))):
+    for n in range(draw(st.integers(1, 12))):
         compatible = draw(st.lists(st.sampled_from(types), min_size=1, max_size=3, unique=True))
         tenants.append(
             {

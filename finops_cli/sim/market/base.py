@@ -265,7 +265,8 @@ class Policy:
         """Put tenant ``i`` on accelerator ``a`` now; a move after the first start is a migration."""
         if self.on[i] >= 0:
             self.stop(i, t)
-        migrating = self.started[i]
+        # a move before any work was done (displaced the instant it started) is no migration
+        migrating = self.started[i] and not (self.progress[i] <= 0 and self.seg_t0[i] == t)
         self.started[i] = True
         self.on[i] = a
         self.holder[a] = i

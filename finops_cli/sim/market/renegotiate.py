@@ -44,6 +44,8 @@ class Renegotiate(Policy):
         self.challengers: list[dict[int, float]] = [{} for _ in range(n_acc)]
         self.pool: list[set[int]] = [set() for _ in self.types]  # challengers by preferred type
         self.stamp = [0] * n_acc
+        self.claim_bid = [0.0] * n_acc  # the claimant's bid on each accelerator
+        self.displaced_bid = [0.0] * n_acc  # a displaced holder's claim: a losing bid until it leaves
         self.claims: list[list[tuple[float, int, int]]] = [[] for _ in self.types]  # (bid, acc, stamp)
 
     # --- decision points --------------------------------------------------------------------------
@@ -80,6 +82,12 @@ class Renegotiate(Policy):
             self.claim_changed(r)
             self.clear(r, t)
             return
+        if a >= 0:  # on a fallback type: its claim there is re-priced too, and may be lost
+            self.claim_changed(a)
+            self.clear(a, t)
+            if self.displaced[i]:
+                self.leave(i, t)
+                return
         self.challenge(i, t)
 
     def on_finish(self, i: int, a: int, t: float) -> None:
@@ -91,7 +99,9 @@ class Renegotiate(Policy):
             self.claim_changed(r)
             if self.holder[r] < 0:
                 self.on_vacated(r, t)
+        self.displaced_bid[a] = 0.0
         self.claim_changed(a)
+        self.reprice(a, t)
         self.on_vacated(a, t)
 
     # --- the market -------------------------------------------------------------------------------
@@ -106,6 +116,10 @@ class Renegotiate(Policy):
             bid = min(bid, current * (1.0 + clip))
         return bid
 
+    def start(self, i: int, a: int, t: float) -> None:
+        super().start(i, a, t)
+        self.claim_changed(a)  # every holder has a claim others can contest
+
     def is_free(self, a: int) -> bool:
         return self.holder[a] < 0 and self.reserved_by[a] < 0
 
@@ -117,10 +131,15 @@ class Renegotiate(Policy):
         return h if h >= 0 and not self.displaced[h] else -1
 
     def claim_changed(self, a: int) -> None:
+        """Record the claimant's bid on ``a``: its bid for its preferred type, or — holding a fallback
+        type — its break-even for that type."""
         self.stamp[a] += 1
         c = self.claimant(a)
         if c >= 0:
-            heapq.heappush(self.claims[self.acc_type[a]], (self.bid[c], a, self.stamp[a]))
+            x = self.acc_type[a]
+            own = self.reserved_by[a] == c or self.pref[c][0] == x
+            self.claim_bid[a] = self.bid[c] if own else self.break_even(c, x, incumbent=True)
+            heapq.heappush(self.claims[x], (self.claim_bid[a], a, self.stamp[a]))
 
     def weakest_claim(self, type_j: int) -> int:
         """The accelerator of a type with the lowest claiming bid (lowest index on ties); -1 if none."""
@@ -135,6 +154,8 @@ class Renegotiate(Policy):
     def _best(self, bidders: dict[int, float] | set[int]) -> int:
         best, key = -1, None
         for i in bidders:
+            if self.finish[i] is not None:
+                continue
             k = (self.bid[i], -i)
             if key is None or k > key:
                 best, key = i, k
@@ -181,16 +202,21 @@ class Renegotiate(Policy):
         for j in ch:
             ch[j] = self.bid[j]
         j = self._best(ch)
-        if j >= 0 and (c < 0 or self.bid[j] > self.bid[c] + EPS):
+        if j >= 0 and (c < 0 or self.bid[j] > self.claim_bid[a] + EPS):
             if c >= 0:
                 if self.reserved_by[a] == c:
                     self.reserved_acc[c] = -1
                 else:
                     self.displaced[c] = True
                 self.log(t, "lose", c, a, self.bid[j])
-                ch[c] = self.bid[c]
-                self.target[c] = a
-                self.pool[self.acc_type[a]].add(c)
+                if self.pref[c][0] == self.acc_type[a]:  # it still wants this type: its bid keeps standing
+                    if self.target[c] >= 0 and self.target[c] != a:
+                        self.withdraw(c, t)
+                    ch[c] = self.bid[c]
+                    self.target[c] = a
+                    self.pool[self.acc_type[a]].add(c)
+                else:  # a fallback holder: its claim is a losing bid here until it leaves
+                    self.displaced_bid[a] = self.claim_bid[a]
             del ch[j]
             self.target[j] = -1
             self.pool[self.pref[j][0]].discard(j)
@@ -211,6 +237,9 @@ class Renegotiate(Policy):
         """Price = max(base, best losing bid standing on ``a``)."""
         ch = self.challengers[a]
         target = max(self.base_by_type[self.acc_type[a]], max(ch.values(), default=0.0))
+        h = self.holder[a]
+        if h >= 0 and self.displaced[h] and h not in ch:
+            target = max(target, self.displaced_bid[a])
         if abs(target - self.price_target[a]) > EPS or abs(self.price_at(a, t) - target) > EPS:
             self.set_price(a, target, t)
 
@@ -236,7 +265,9 @@ class Renegotiate(Policy):
         """A displaced holder at its checkpoint: off the accelerator, then placed again."""
         a = self.stop(i, t)
         self.displaced[i] = False
+        self.displaced_bid[a] = 0.0
         self.claim_changed(a)
+        self.reprice(a, t)
         self.on_vacated(a, t)
         self.place(i, t)
 

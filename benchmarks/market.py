@@ -1,0 +1,88 @@
+"""Market benchmark: 10,000 accelerators and 2,000 tenants arriving over a simulated day.
+
+Usage::
+
+    python benchmarks/market.py                            # all four policies
+    python benchmarks/market.py --policy renegotiate --accelerators 10000 --tenants 2000
+
+The generated scenario has five accelerator types (the cheapest per unit of work are scarce and
+contested), tenants arriving uniformly over 24 h with 1–12 h of work, 2–5 compatible types with
+type-dependent speed, checkpoints every 15–60 min and a small checkpoint-restart cost.
+Seeded (``--seed``). Times are wall seconds of one run per policy, event log off; the target is
+≤ 60 s (issue #7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from finops_cli.sim.market import POLICIES, Scenario, simulate_market
+
+#: (type, base $/h, share of the accelerators, slowdown vs H100): the types that are cheapest per unit of
+#: work (L4, A10, L40S) are scarce, so a few hundred of them are contested by up to 2,000 tenants.
+TYPES = [
+    ("H100", 3.0, 0.60, 1.0),
+    ("A100", 1.8, 0.25, 1.6),
+    ("L40S", 1.1, 0.08, 2.2),
+    ("A10", 0.6, 0.04, 3.0),
+    ("L4", 0.5, 0.03, 3.5),
+]
+
+
+def scenario(n_acc: int, n_tenants: int, seed: int) -> Scenario:
+    rng = np.random.default_rng(seed)
+    accelerators = [
+        {"type": k, "count": max(1, round(n_acc * share)), "base_price_per_hour": price} for k, price, share, _ in TYPES
+    ]
+    tenants = []
+    for i in range(n_tenants):
+        work = float(rng.uniform(1, 12))
+        k = int(rng.integers(2, len(TYPES) + 1))
+        compatible = sorted(rng.choice(len(TYPES), size=k, replace=False).tolist())
+        noise = rng.uniform(0.8, 1.25, size=len(TYPES))
+        tenants.append(
+            {
+                "id": f"t{i}",
+                "arrival_hours": float(rng.uniform(0, 24)),
+                "work": work,
+                "execution_hours": {TYPES[j][0]: float(TYPES[j][3] * noise[j]) for j in compatible},
+                "checkpoint_interval_hours": float(rng.uniform(0.25, 1.0)),
+                "checkpoint_restart_cost": float(rng.uniform(0.0, 0.5)),
+                "restart_hours": float(rng.uniform(0.0, 0.05)),
+            }
+        )
+    return Scenario.model_validate({"version": 1, "accelerators": accelerators, "tenants": tenants})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--accelerators", type=int, default=10_000)
+    ap.add_argument("--tenants", type=int, default=2_000)
+    ap.add_argument("--policy", default="all", choices=[*POLICIES, "all"])
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    sc = scenario(args.accelerators, args.tenants, args.seed)
+    print(
+        f"scenario: {sum(a.count for a in sc.accelerators):,} accelerators, {len(sc.tenants):,} tenants "
+        f"({time.perf_counter() - t0:.2f} s to build)"
+    )
+    names = list(POLICIES) if args.policy == "all" else [args.policy]
+    head = f"{'policy':<14}{'seconds':>9}{'cost USD':>14}{'migrations':>12}{'lost h':>10}{'perf kept':>11}"
+    print(head + f"{'unfinished':>12}")
+    for name in names:
+        t0 = time.perf_counter()
+        (res,) = simulate_market(sc, name, log_events=False)
+        dt = time.perf_counter() - t0
+        tot = res.totals()
+        print(
+            f"{name:<14}{dt:>9.2f}{tot['cost']:>14,.0f}{tot['migrations']:>12,}{tot['work_lost_hours']:>10.1f}"
+            f"{tot['mean_performance_retained']:>11.1%}{tot['unfinished']:>12,}"
+        )
+
+
+if __name__ == "__main__":
+    main()
