@@ -38,6 +38,21 @@ def _parse_since(value: str | None) -> datetime | None:
     return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
+def _metric_label(metric: str) -> str:
+    return metric.removeprefix("DCGM_FI_PROF_").removeprefix("DCGM_FI_DEV_")
+
+
+def _short_path(path: str) -> str:
+    """The path relative to the working directory when that is shorter (tables stay narrow)."""
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if len(rel) < len(path) else path
+
+
 def register(app: typer.Typer) -> None:
     @app.command("utilization")
     def _utilization(
@@ -112,16 +127,18 @@ def register(app: typer.Typer) -> None:
             return
         rows = []
         for s in result.sources:
-            metric = ", ".join(f"{m} ({n:,})" for m, n in sorted(s.metrics.items(), key=lambda kv: -kv[1]))
-            scale = f"0–{s.util_scale:g}" + (" (detected)" if s.util_scale_detected else "")
-            rows.append([s.source, s.format, s.samples, s.devices, ", ".join(s.months), metric, scale, s.coverage])
+            named = sorted(s.metrics.items(), key=lambda kv: -kv[1])
+            metric = ", ".join(_metric_label(m) + (f" ({n:,})" if len(named) > 1 else "") for m, n in named)
+            scale = f"0–{s.util_scale:g}" + ("" if s.util_scale_detected else " (flag)")
+            rows.append([_short_path(s.source), s.format, s.samples, s.devices, ", ".join(s.months), metric, scale,
+                         s.coverage])  # fmt: skip
         cols = [
             Col("source"),
             Col("format"),
             Col("samples", "number"),
-            Col("devices", "number"),
+            Col("GPUs", "number"),
             Col("months"),
-            Col("metric used"),
+            Col("metric"),
             Col("scale"),
             Col("coverage", "pct"),
         ]
@@ -130,8 +147,9 @@ def register(app: typer.Typer) -> None:
                 "Utilisation ingested",
                 cols,
                 rows,
-                caption="coverage = seconds observed ÷ each device's span (gaps longer than 1.5× the cadence "
-                "are not counted)",
+                caption="GR_ENGINE_ACTIVE = DCGM_FI_PROF_GR_ENGINE_ACTIVE (preferred), "
+                "GPU_UTIL = DCGM_FI_DEV_GPU_UTIL. Coverage = seconds observed ÷ each device's span "
+                "(gaps over 1.5× the cadence are not counted).",
             )
         )
         for s in result.sources:
@@ -194,7 +212,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             emit_json(result.to_dict())
             return
-        rows = [[src, n] for src, n in result.sources.items()]
+        rows = [[_short_path(src), n] for src, n in result.sources.items()]
         stdout_console().print(
             money_table(
                 "Spot prices ingested",
