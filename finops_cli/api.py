@@ -258,7 +258,7 @@ def validate(fleet: str | Path, workloads: str | Path | None = None, *, strict: 
     a workload with no compliant destination raises :class:`~finops_cli.core.compliance.NoCompliantDestination`.
     """
     from finops_cli.estate.checks import check_estate, check_price_refs, check_reserved_capacity, check_spot_rates
-    from finops_cli.estate.load import load_fleet, load_workloads
+    from finops_cli.estate.load import load_fleet
     from finops_cli.schema.estate import Workloads
 
     if workloads is not None:
@@ -267,7 +267,6 @@ def validate(fleet: str | Path, workloads: str | Path | None = None, *, strict: 
         {"version": 1, "workloads": [{"id": "-", "unit": "-", "demand": {"total": 0}}]}
     )
     est = Estate(load_fleet(fleet), placeholder, Path(fleet).parent, fleet_path=Path(fleet))
-    _ = load_workloads  # workloads are optional here
     return [w for check in (check_price_refs, check_spot_rates, check_reserved_capacity) for w in check(est, strict)]
 
 
@@ -282,7 +281,10 @@ class StackResult:
 
     def as_json(self) -> object:
         """One object for a single stack (the issue's shape), else a list of them."""
-        docs = [s.as_dict() | {"currency": self.currency} for s in self.stacks]
+        from finops_cli.estate.prices import reference_price_notes
+
+        notes = reference_price_notes(self.prices)
+        docs = [s.as_dict() | {"currency": self.currency, "price_notes": notes} for s in self.stacks]
         return docs[0] if len(docs) == 1 else docs
 
 
@@ -391,6 +393,9 @@ def netc(
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
     rows = netc_rows(est.workloads.workloads, resolved, totals, tr, substrate, hz.hours)
+    notes = {src.substrate: src.detail for src in sources if src.method in ("price_feed", "price_ref")}
+    for row in rows:
+        row.price_note = notes.get(row.substrate)
     return NetcResult(rows, est.fleet.currency, hz, sources, tr)
 
 

@@ -66,6 +66,7 @@ class NetcRow:
     refused: str | None = None
     trace: dict[str, object] | None = None
     replay: dict[str, object] | None = None
+    price_note: str | None = None  # where the spot price came from when not a fixed number (feed, reference)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
