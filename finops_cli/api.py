@@ -763,7 +763,11 @@ def read_dispatch_events(path: str | Path, fleet_substrates: list[str], origin: 
     try:
         events = EventsFile.model_validate(data).root
     except ValidationError as exc:
-        raise InputError(format_validation_error(p, exc).replace(f"{p}: ", f"{p}: events", 1)) from None
+        lines = format_validation_error(p, exc).splitlines()
+        prefix = f"{p}: "
+        raise InputError(
+            "\n".join(f"{prefix}events{ln[len(prefix) :]}" if ln.startswith(prefix + "[") else ln for ln in lines)
+        ) from None
     out = []
     known = set(fleet_substrates)
     for k, ev in enumerate(events):
