@@ -142,11 +142,13 @@ def _render_stack_markdown(result: Any) -> str:
 
 
 def _netc_rows(result: Any) -> list[list[str]]:
+    from finops_cli.cli.render import money
+
     rows = []
     cur = result.currency
     for r in result.rows:
         alt = r.stable_alternative
-        alt_text = f"{alt['substrate']} {_price(alt['cost'], cur)}" if alt else "—"
+        alt_text = f"{alt['substrate']} {money(float(alt['cost']), cur)}" if alt else "—"
         if r.refused:
             rows.append([r.workload, r.substrate, _num(r.preemptions_per_hour, 4), "refused", "", "", "", "", "", "",
                          alt_text])  # fmt: skip
@@ -283,7 +285,8 @@ def register(app: typer.Typer) -> None:
         if fmt == OutputFormat.json:
             emit_json([r.as_dict() for r in result.rows], out)
             return
-        notes = _netc_notes(result) + _price_notes(result.prices)
+        priced = dict.fromkeys(f"{r.substrate}: price from {r.price_note}" for r in result.rows if r.price_note)
+        notes = _netc_notes(result) + list(priced)
         if fmt == OutputFormat.markdown:
             text = "### NETC: interruptible work on spot\n\n" + _md_table(_NETC_HEADERS, _netc_rows(result))
             if notes:
