@@ -98,7 +98,7 @@ def _render_stack_table(result: Any) -> str:
     parts = []
     for stack in result.stacks:
         title = f"Merit order: {stack.workload or 'fleet'} [{stack.unit}], {stack.mode} mode"
-        table = Table(title=title, title_justify="left", header_style="bold", box=None, pad_edge=False)
+        table = Table(title=escape(title), title_justify="left", header_style="bold", box=None, pad_edge=False)
         for h in _STACK_HEADERS:
             table.add_column(h, justify="left" if h in ("substrate", "kind", "segment", "") else "right")
         for row in _stack_rows(stack, result.currency):
@@ -110,15 +110,19 @@ def _render_stack_table(result: Any) -> str:
         if stack.excluded:
             text += "\nexcluded:" + "".join(f"\n  {sid}: {'; '.join(r)}" for sid, r in stack.excluded.items())
         parts.append(text)
-    notes = _price_notes(result.prices)
+    notes = _price_notes(result.prices, result.stacks)
     if notes:
         parts.append("prices: " + "\n        ".join(notes))
     return "\n\n".join(parts)
 
 
-def _price_notes(prices: list[Any]) -> list[str]:
+def _price_notes(prices: list[Any], stacks: list[Any] | None = None) -> list[str]:
+    """Feed and reference-price notes, only for substrates that appear on the shown curves."""
     from finops_cli.estate.prices import reference_price_notes
 
+    if stacks is not None:
+        shown = {st.substrate for stack in stacks for st in stack.steps}
+        prices = [p for p in prices if p.substrate in shown]
     return reference_price_notes(prices)
 
 
@@ -134,7 +138,7 @@ def _render_stack_markdown(result: Any) -> str:
             parts.append("\nExcluded:\n")
             parts.extend(f"- `{sid}`: {', '.join(r)}" for sid, r in stack.excluded.items())
         parts.append("")
-    notes = _price_notes(result.prices)
+    notes = _price_notes(result.prices, result.stacks)
     if notes:
         parts.append("Prices:\n")
         parts.extend(f"- {n}" for n in notes)
