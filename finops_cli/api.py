@@ -679,7 +679,13 @@ def read_trace(path: str | Path, workload_ids: list[str] | tuple[str, ...]) -> D
         try:
             hours = pc.cast(ts_col, pa.float64()).to_numpy(zero_copy_only=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise InputError("timestamp: expected hours from the start (a number) or ISO timestamps", path=p) from None
+            texts = pc.cast(ts_col, pa.string()).to_pylist()
+            i = next((k for k, v in enumerate(texts) if not _is_number(v)), 0)
+            raise InputError(
+                f"timestamp: expected hours from the start (a number) or an ISO timestamp, got {texts[i]!r}",
+                path=p,
+                where=f"{row_word} {i + line_offset}",
+            ) from None
     bad = ~np.isfinite(hours)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -711,6 +717,14 @@ def read_trace(path: str | Path, workload_ids: list[str] | tuple[str, ...]) -> D
     w_idx = mapping[codes] if len(dictionary) else np.array([], dtype=np.int32)
     order = np.argsort(hours, kind="stable")
     return Trace(hours[order], w_idx[order], units[order], tuple(workload_ids), origin)
+
+
+def _is_number(text: object) -> bool:
+    try:
+        float(str(text))
+    except ValueError:
+        return False
+    return True
 
 
 def write_trace(trace: DispatchTrace, path: str | Path) -> None:
