@@ -227,3 +227,17 @@ def test_property_compliance_is_never_violated(case):
         for ev in outages:
             if d >= 0 and fleet.substrates[d].id == ev.substrate:
                 assert not (ev.start_hours <= t < ev.end_hours)
+
+
+def test_reliability_mode_keeps_latency_critical_work_off_spot():
+    fleet = _fleet(_gpu("spot", 1.0, gpus=1000, kind="spot", interruptions_per_hour=0.0), _gpu("od", 3.0, gpus=1000))
+    lc = _workload(slo="latency_critical")
+    batch = _workload("b", slo="offline", interruptible=True)
+    trace = _trace([0.1, 0.2], 0.01)
+    cost_mode = simulate_dispatch(fleet, [lc], trace, mode="cost")
+    reliable = simulate_dispatch(fleet, [lc], trace, mode="reliability")  # penalty 5 $/GPU-h > 2 $ gap
+    offline = simulate_dispatch(fleet, [batch], _trace([0.1, 0.2], 0.01, ids=("b",)), mode="reliability")
+    assert cost_mode.by_substrate[0].requests == 2
+    assert reliable.by_substrate[1].requests == 2
+    assert offline.by_substrate[0].requests == 2  # interruptible work is never penalised
+    assert cost_mode.cost == pytest.approx(0.02 * 1.0) and reliable.cost == pytest.approx(0.02 * 3.0)
