@@ -7,6 +7,7 @@ function so ``import finops_cli.api`` stays cheap.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -278,6 +279,7 @@ class StackResult:
     currency: str
     prices: list[PriceSource]
     horizon: DemandHorizon | None
+    warnings: list[str] = dataclass_field(default_factory=list)
 
     def as_json(self) -> object:
         """One object for a single stack (the issue's shape), else a list of them."""
@@ -317,6 +319,7 @@ def stack(
     from finops_cli.core.demand import Horizon
     from finops_cli.core.stack import build_stack
     from finops_cli.errors import InputError
+    from finops_cli.estate.checks import check_profile_coverage
     from finops_cli.estate.demand_io import estate_demand, infer_horizon
     from finops_cli.estate.load import load_fleet
     from finops_cli.estate.prices import needs_store, resolve_fleet
@@ -337,13 +340,14 @@ def stack(
     st = _estate_store(needs_store(est.fleet), est, store)
     resolved, sources = resolve_fleet(est.fleet, st)
     hz = Horizon.parse(horizon) if isinstance(horizon, str) else (horizon or infer_horizon(est))
+    warnings = check_profile_coverage(est, hz)
     demand = estate_demand(est, hz, st)
     stacks = []
     for w in chosen:
         col = demand[w.id]
         units, basis = (float(col.mean()), "mean_hourly") if w.deferrable else (float(col.max()), "peak_hourly")
         stacks.append(build_stack(w, resolved, mode, units, basis))  # type: ignore[arg-type]
-    return StackResult(stacks, est.fleet.currency, sources, hz)
+    return StackResult(stacks, est.fleet.currency, sources, hz, warnings)
 
 
 @dataclass
@@ -355,6 +359,7 @@ class NetcResult:
     horizon: DemandHorizon
     prices: list[PriceSource]
     trace: Trace | None = None
+    warnings: list[str] = dataclass_field(default_factory=list)
 
 
 def netc(
@@ -374,6 +379,7 @@ def netc(
     from finops_cli.core.demand import Horizon
     from finops_cli.core.netc_report import netc_rows
     from finops_cli.errors import InputError
+    from finops_cli.estate.checks import check_profile_coverage
     from finops_cli.estate.demand_io import estate_demand, infer_horizon
     from finops_cli.estate.prices import needs_store, resolve_fleet
     from finops_cli.estate.traces import read_trace
@@ -389,6 +395,7 @@ def netc(
     st = _estate_store(needs_store(est.fleet), est, store)
     resolved, sources = resolve_fleet(est.fleet, st)
     hz = Horizon.parse(horizon) if isinstance(horizon, str) else (horizon or infer_horizon(est))
+    warnings = check_profile_coverage(est, hz)
     demand = estate_demand(est, hz, st)
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
@@ -396,7 +403,7 @@ def netc(
     notes = {src.substrate: src.detail for src in sources if src.method in ("price_feed", "price_ref")}
     for row in rows:
         row.price_note = notes.get(row.substrate)
-    return NetcResult(rows, est.fleet.currency, hz, sources, tr)
+    return NetcResult(rows, est.fleet.currency, hz, sources, tr, warnings)
 
 
 # --- plan -----------------------------------------------------------------------------------------

@@ -213,6 +213,12 @@ def _netc_notes(result: Any) -> list[str]:
     return notes
 
 
+def _warn(warnings: list[str]) -> None:
+    console = stderr_console()
+    for w in warnings:
+        console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("validate")
     def _validate(
@@ -226,7 +232,7 @@ def register(app: typer.Typer) -> None:
         warnings = api.validate(fleet, workloads, strict=strict)
         console = stderr_console()
         for w in warnings:
-            console.print(f"[yellow]warning:[/] {escape(w)}")
+            console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
         what = f"{fleet}" + (f" and {workloads}" if workloads else "")
         emit_text(f"valid: {what} ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})")
 
@@ -248,6 +254,7 @@ def register(app: typer.Typer) -> None:
         from finops_cli import api
 
         result = api.stack(fleet, workloads, workload=workload, mode=str(mode), store=store, horizon=horizon)
+        _warn(result.warnings)
         if chart is not None:
             from finops_cli.report.charts import merit_order_chart
 
@@ -286,6 +293,7 @@ def register(app: typer.Typer) -> None:
         from finops_cli import api
 
         result = api.netc(fleet, workloads, trace=trace, substrate=substrate, store=store, horizon=horizon)
+        _warn(result.warnings)
         if fmt == OutputFormat.json:
             emit_json([r.as_dict() for r in result.rows], out)
             return

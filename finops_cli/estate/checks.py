@@ -7,7 +7,10 @@ unknown ``price_ref``) always raise, because nothing downstream could run with t
 
 from __future__ import annotations
 
+import pandas as pd
+
 from finops_cli.core.compliance import gate
+from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
 from finops_cli.estate.demand_io import profile_path, read_profile
 from finops_cli.estate.load import Estate
@@ -119,3 +122,25 @@ def check_estate(estate: Estate, strict: bool = False) -> list[str]:
     for check in CHECKS:
         warnings.extend(check(estate, strict))
     return warnings
+
+
+def check_profile_coverage(estate: Estate, horizon: Horizon, strict: bool = False) -> list[str]:
+    """A timestamped profile with no rows inside the horizon means zero demand there: warn, naming both."""
+    _, wfile = _names(estate)
+    out = []
+    for i, w in enumerate(estate.workloads.workloads):
+        if w.demand.profile is None:
+            continue
+        path = profile_path(estate, w)
+        hours = read_profile(path)["hour"]
+        if hours.empty or pd.api.types.is_numeric_dtype(hours):
+            continue  # integer offsets repeat over any horizon
+        idx = horizon.hour_index(hours)
+        inside = int(((idx >= 0) & (idx < horizon.hours)).sum())
+        if inside == 0:
+            out.append(
+                f"{wfile}: workloads[{i}].demand.profile: {path} covers {hours.min():%Y-%m-%d %H:%M} to "
+                f"{hours.max():%Y-%m-%d %H:%M} UTC, nothing inside the horizon "
+                f"{horizon.start:%Y-%m-%d %H:%M} + {horizon.hours} h: its demand there is 0"
+            )
+    return _emit(out, strict)

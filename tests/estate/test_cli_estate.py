@@ -147,3 +147,10 @@ def test_netc_text_formats(spot_store: Store, fmt: str) -> None:
     code, out, _ = _run("netc", "--fleet", FLEET, "--workloads", WORKLOADS, "--store", str(spot_store.root),
                         "--format", fmt)  # fmt: skip
     assert code == 0 and "pretrain-70b" in out and "aws-p5-spot-use1" in out
+
+
+def test_horizon_outside_the_profiles_warns(spot_store: Store) -> None:
+    code, out, err = _run("stack", "--fleet", FLEET, "--workloads", WORKLOADS, "--workload", "chat-serving",
+                          "--store", str(spot_store.root), "--horizon", "2026-11", "--format", "json")  # fmt: skip
+    assert code == 0 and json.loads(out)["demand_units"] == 0.0
+    assert "chat_serving.csv covers 2026-10-01 00:00 to 2026-10-31 23:00 UTC, nothing inside the horizon" in err
