@@ -60,6 +60,8 @@ def register(app: typer.Typer) -> None:
             )
             for path in [result.markdown_path, *result.chart_paths]:
                 if path is not None:
-                    stdout_console().print(f"wrote {path}", highlight=False)
+                    stdout_console().print(f"wrote {path}", highlight=False, soft_wrap=True)
         else:
-            log.print(f"wrote {result.markdown_path} and {len(result.chart_paths)} charts", highlight=False)
+            log.print(
+                f"wrote {result.markdown_path} and {len(result.chart_paths)} charts", highlight=False, soft_wrap=True
+            )
