@@ -459,10 +459,15 @@ def _warnings(result: GateResult) -> list[str]:
     return out
 
 
+def _md_summary(result: GateResult) -> str:
+    """The summary line for markdown: ``\\$`` so two amounts on one line never pair up as GitHub inline maths."""
+    return summary_line(result).replace("$", "\\$")
+
+
 def render_markdown(result: GateResult) -> str:
     """The gate result as a markdown document (no size cap, no marker)."""
     icon = "✅" if result.passed else "❌"
-    parts = [f"## {icon} {summary_line(result)}", ""]
+    parts = [f"## {icon} {_md_summary(result)}", ""]
     parts += [*_warnings(result), ""] if _warnings(result) else []
     if result.rules:
         parts += [_rules_table(result), ""]
@@ -477,7 +482,7 @@ def render_github(result: GateResult, limit: int = _GITHUB_BUDGET) -> str:
     when long, trimmed to the smallest changes last so the comment stays under GitHub's 65,536-character
     limit) and the hidden :data:`MARKER` a workflow uses to update the comment in place."""
     icon = "✅" if result.passed else "❌"
-    head = [f"### {icon} {summary_line(result)}", ""]
+    head = [f"### {icon} {_md_summary(result)}", ""]
     head += [*_warnings(result), ""] if _warnings(result) else []
     if result.rules:
         head += [_rules_table(result), ""]

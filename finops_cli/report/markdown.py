@@ -175,6 +175,17 @@ def _m(value: float | None, cur: str, signed: bool = False) -> str:
     return money(value, cur, signed=signed)
 
 
+def _pm(value: float | None, cur: str, signed: bool = False) -> str:
+    """Money in prose: ``\\$`` so that two amounts in one paragraph can never pair up as GitHub inline maths
+    (``$…$``); table cells are separate inline contexts and keep a plain ``$``."""
+    return money(value, cur, signed=signed).replace("$", "\\$")
+
+
+def _pu(value: float | None, cur: str) -> str:
+    """A unit price in prose (see :func:`_pm`)."""
+    return _unit_price(value, cur).replace("$", "\\$")
+
+
 def _unit_price(value: float | None, cur: str) -> str:
     """Prices per unit of output can be fractions of a cent (per token, per embedding): keep 4 decimals below 1."""
     return money(value, cur, decimals=4 if value is not None and abs(value) < 1 else 2)
@@ -187,7 +198,7 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
     parts = []
     if t.baseline_cost is not None:
         how = {"billing": " as billed", "merit_order": " under a greedy merit-order dispatch (no billing matched)"}
-        parts.append(f"In {period} the estate's GPU work cost **{_m(t.baseline_cost, cur)}**{how.get(source, '')}.")
+        parts.append(f"In {period} the estate's GPU work cost **{_pm(t.baseline_cost, cur)}**{how.get(source, '')}.")
     waste_totals = _waste_totals(inp)
     if waste_totals is not None:
         idle_cost = waste_totals.get("idle_cost")
@@ -195,7 +206,7 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
         philly = f"Philly's production cluster ran at {pct(PHILLY_UTILIZATION, decimals=0)} utilisation"
         if idle_cost is not None:
             parts.append(
-                f"**{_m(idle_cost, cur)}** of spend paid for idle GPUs "
+                f"**{_pm(idle_cost, cur)}** of spend paid for idle GPUs "
                 f"({pct(idle_fraction)} of measured GPU-hours were idle; {philly})."
             )
         else:
@@ -205,13 +216,13 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
             )
     else:
         parts.append("Idle waste was not measured (no utilisation in the store).")
-    plan_text = f"The plan serves the same demand for **{_m(t.planned_cost, cur)}**"
+    plan_text = f"The plan serves the same demand for **{_pm(t.planned_cost, cur)}**"
     if t.savings is not None:
         verb = "saving" if t.savings >= 0 else "costing"
         share = f" ({pct(abs(t.savings_pct))})" if t.savings_pct is not None else ""
-        plan_text += f", {verb} **{_m(abs(t.savings), cur)}{share}**"
+        plan_text += f", {verb} **{_pm(abs(t.savings), cur)}{share}**"
         plan_text += "" if t.savings >= 0 else " more"
-    parts.append(plan_text + f", of which {_m(t.sunk_cost, cur)} is sunk or prepaid capacity.")
+    parts.append(plan_text + f", of which {_pm(t.sunk_cost, cur)} is sunk or prepaid capacity.")
     candidates = [(name, value) for name, value in levers(plan) if value > 0]
     team_doc = inp.waste.by.get("team") if inp.waste is not None else None
     priced = [g for g in (team_doc or {}).get("groups", []) if g.get("idle_cost")]
@@ -220,13 +231,13 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
         candidates.append((f"reclaiming team {md_text(worst.get('key'))}'s idle GPUs", float(worst["idle_cost"])))
     top = sorted(candidates, key=lambda kv: -kv[1])[:3]
     if top:
-        listed = "; ".join(f"{i}. {name} ({_m(value, cur)})" for i, (name, value) in enumerate(top, 1))
+        listed = "; ".join(f"{i}. {name} ({_pm(value, cur)})" for i, (name, value) in enumerate(top, 1))
         parts.append(f"The biggest levers: {listed}.")
     if plan.commitments:
         buys = ", ".join(
             f"{c.blocks} block(s) ({number(c.gpus)} GPUs) of {md_text(c.substrate)}" for c in plan.commitments
         )
-        parts.append(f"It buys {buys} for {_m(sum(c.cost for c in plan.commitments), cur)}.")
+        parts.append(f"It buys {buys} for {_pm(sum(c.cost for c in plan.commitments), cur)}.")
     unserved = sum(u.units for u in plan.unserved)
     if unserved > 0:
         parts.append(f"⚠️ {number(unserved, 1)} units of demand are left unserved.")
@@ -317,7 +328,7 @@ def _supply_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list
         if s.clearing_price is not None and s.demand_units is not None:
             text += (
                 f" Alone on the fleet at {number(s.demand_units, 1)} {unit} per hour, it clears at "
-                f"**{_unit_price(s.clearing_price, cur)} per {unit}**; the plan's clearing prices below also account "
+                f"**{_pu(s.clearing_price, cur)} per {unit}**; the plan's clearing prices below also account "
                 "for the other workloads competing for the same capacity."
             )
         out += [text, "", f"![Merit-order supply curve for {md_text(s.workload)}]({charts['supply']})", ""]
@@ -392,8 +403,8 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
     lever_rows = levers(plan)
     if t.baseline_cost is not None and t.savings is not None:
         out += [
-            f"Baseline {_m(t.baseline_cost, cur)} − plan {_m(t.planned_cost, cur)} = "
-            f"**{_m(t.savings, cur)}** ({pct(t.savings_pct)})."
+            f"Baseline {_pm(t.baseline_cost, cur)} − plan {_pm(t.planned_cost, cur)} = "
+            f"**{_pm(t.savings, cur)}** ({pct(t.savings_pct)})."
             + (" Reliability penalties steer the plan but are not money." if t.penalty else ""),
             "",
         ]
@@ -456,8 +467,8 @@ def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
     overhead = sum(float(_extra(a, "netc_overhead", 0.0)) for a in spot)
     out += [
         f"Spot carries {number(spot_hours)} GPU-hours ({pct(spot_hours / total_hours if total_hours else None)} of "
-        f"planned GPU-hours) and {_m(spot_cost, cur)} ({pct(spot_cost / total_cost if total_cost else None)} of usage "
-        f"cost). Preemptions add an expected **{_m(overhead, cur)}** of lost work, checkpoint writes and resumes "
+        f"planned GPU-hours) and {_pm(spot_cost, cur)} ({pct(spot_cost / total_cost if total_cost else None)} of usage "
+        f"cost). Preemptions add an expected **{_pm(overhead, cur)}** of lost work, checkpoint writes and resumes "
         "(NETC: cost × (W − 1), with W = (1 + δ/τ) / (1 − λ·(t_lost + R)) per DESIGN §5).",
         "",
     ]
@@ -501,7 +512,7 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
         if unobserved:
             text += (
                 f"; {number(unobserved)} paid GPU-hours had no samples at all "
-                f"({_m(waste_totals.get('unobserved_cost'), cur)}), reported as unobserved, not as idle"
+                f"({_pm(waste_totals.get('unobserved_cost'), cur)}), reported as unobserved, not as idle"
             )
         unpriced = waste_totals.get("unpriced_device_hours") or 0.0
         if unpriced:
@@ -521,7 +532,7 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
     gap = "unknown" if s.mip_gap is None else pct(s.mip_gap, decimals=2)
     items.append(
         f"**Solver:** {md_text(s.name)} finished {md_text(s.status)} in {s.seconds:.1f} s with MIP gap {gap}"
-        + ("" if s.best_bound is None else f" (best bound {_m(s.best_bound, cur)})")
+        + ("" if s.best_bound is None else f" (best bound {_pm(s.best_bound, cur)})")
         + "; the plan's cost is within that gap of the cheapest compliant plan."
     )
     source = _extra(plan.totals, "baseline_source")
@@ -537,7 +548,7 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
         items.append(f"**Unserved demand:** {number(unserved, 1)} units could not be served by compliant capacity.")
     if plan.totals.penalty:
         items.append(
-            f"**Reliability mode:** {_m(plan.totals.penalty, cur)} of penalties steer latency-critical work off "
+            f"**Reliability mode:** {_pm(plan.totals.penalty, cur)} of penalties steer latency-critical work off "
             "spot; they are not money and are not in the planned cost."
         )
     items.append(

@@ -75,6 +75,8 @@ def test_workflow_commands_run_locally(tmp_path: Path, monkeypatch: pytest.Monke
     assert gate_code in (0, 1)
     comment = (tmp_path / "finops-comment.md").read_text()
     first = comment.splitlines()[0]
+    assert "\\$" in first  # money in the summary line is escaped (no GitHub inline maths)
+    first = first.replace("\\$", "$")
     assert MARKER in comment and len(comment) < 65_536
     assert ("FAILED" in first) is (gate_code == 1)
     assert "(+$" in first  # more demand never makes the plan cheaper

@@ -207,7 +207,7 @@ _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 def test_github_comment_summary_first_marker_and_table() -> None:
     result = _eval(Thresholds(max_increase_pct=5))
     body = render_github(result)
-    first = body.splitlines()[0]
+    first = body.splitlines()[0].replace("\\$", "$")
     assert first.startswith("### ❌ finops gate FAILED (1 of 1 rules)")
     assert "+$20,000.00" in first
     assert MARKER in body

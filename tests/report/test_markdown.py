@@ -77,7 +77,7 @@ def test_report_numbers_equal_the_plan_json() -> None:
     plan = _sample_plan()
     t, cur = plan.totals, plan.currency
     text = render_markdown(ReportInputs(plan=plan, waste=_sample_waste()))
-    summary = text.split("## Idle waste")[0]
+    summary = text.split("## Idle waste")[0].replace("\\$", "$")  # prose escapes $ (no GitHub maths)
     assert f"**{money(t.baseline_cost, cur)}**" in summary
     assert f"**{money(t.planned_cost, cur)}**" in summary
     assert f"**{money(t.savings, cur)} (" in summary
@@ -104,6 +104,18 @@ def test_report_numbers_equal_the_plan_json() -> None:
     # idle waste totals equal the waste JSON
     waste_total = _sample_waste().by["team"]["totals"]
     assert f"**{number(waste_total['device_hours'])}**" in text
+
+
+def test_prose_never_has_an_unescaped_dollar_so_github_cannot_render_maths() -> None:
+    doc = make_plan(baseline_cost=100.0)  # negative savings: "-$" amounts in prose too
+    for plan in (_sample_plan(), parse_plan(doc)):
+        text = render_markdown(ReportInputs(plan=plan, waste=_sample_waste()))
+        prose = [line for line in text.splitlines() if not line.startswith("|")]
+        assert all(re.search(r"(?<!\\)\$", line) is None for line in prose), [
+            line for line in prose if re.search(r"(?<!\\)\$", line)
+        ]
+        cells = [line for line in text.splitlines() if line.startswith("|")]
+        assert all(cell.count("$") <= 1 for line in cells for cell in line.split(" | "))
 
 
 def test_write_report_charts_exist_links_resolve_and_are_png(tmp_path: Path) -> None:
