@@ -226,8 +226,9 @@ def price_table(
 
     Columns: the :data:`GROUP_KEYS`, ``samples`` (price-change events in the window), ``hours`` covered,
     ``min, mean, p50, p90, max, latest`` (USD per instance-hour), ``gpus``, ``usd_per_gpu_hour_mean``.
-    The window runs from ``since`` (default: the first event) to ``end`` (default: the last event of
-    each group).
+    The window runs from ``since`` (default: each group's first event) to ``end`` (default: the newest
+    event in the table, so every group is seen up to the same instant and a zone's last price counts until
+    then).
     """
     df = _frame(prices)
     if instance_types:
@@ -240,9 +241,10 @@ def price_table(
     rows = []
     keys = GROUP_KEYS
     filled = df.assign(**{k: df[k].fillna("") for k in keys})
+    table_end = df["timestamp"].max()
     for key, group in filled.groupby(keys, sort=True):
         g = group.assign(zone=group["zone"].replace("", None))
-        end_ts = pd.Timestamp(end) if end is not None else g["timestamp"].max()
+        end_ts = pd.Timestamp(end) if end is not None else table_end
         if end_ts.tzinfo is None:
             end_ts = end_ts.tz_localize(UTC)
         try:

@@ -92,3 +92,23 @@ def test_weighted_quantile_is_a_value_within_range(pairs: list[tuple[float, floa
     assert got in set(v.tolist())
     # at least a q share of the weight sits at or below the answer
     assert w[v <= got].sum() >= q * w.sum() - 1e-9
+
+
+def test_price_table_since_and_common_end() -> None:
+    a = _rows("us-east-1a", [("2026-10-01T00:00", 10.0), ("2026-10-01T06:00", 20.0), ("2026-10-01T08:00", 12.0)])
+    b = _rows("us-east-1b", [("2026-10-01T00:00", 30.0), ("2026-10-01T04:00", 40.0)])
+    table = price_table(pd.DataFrame(a + b), since=datetime(2026, 10, 1, 4, tzinfo=UTC)).set_index("zone")
+    # window 04:00–08:00 for both zones: 1a: 10 (carried in) for 2 h, 20 for 2 h; 1b: 40 for 4 h
+    assert table.loc["us-east-1a", "mean"] == 15.0 and table.loc["us-east-1a", "hours"] == 4.0
+    assert table.loc["us-east-1b", "mean"] == 40.0 and table.loc["us-east-1b", "latest"] == 40.0
+    assert table.loc["us-east-1b", "samples"] == 0  # no change inside the window; the price carried in counts
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.floats(0.5, 50)), min_size=1, max_size=25))
+def test_statistics_are_ordered_and_within_range(events: list[tuple[int, float]]) -> None:
+    rows = _rows("us-east-1a", [(pd.Timestamp("2026-10-01") + pd.Timedelta(minutes=m), p) for m, p in events])
+    df = pd.DataFrame(rows)
+    stats = {s: price_statistic(df, "aws", "us-east-1", "p5.48xlarge", s) for s in ("min", "p50", "p90", "max", "mean")}
+    assert stats["min"] <= stats["p50"] <= stats["p90"] <= stats["max"]
+    assert stats["min"] - 1e-9 <= stats["mean"] <= stats["max"] + 1e-9
