@@ -221,7 +221,7 @@ def convert_aws(
         "Tags": tags,
         "x_InstanceType": text("instance_type"),
     }
-    return Converted(columns, cost_in=cost, usage_hours=usage_hours)
+    return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="aws")
 
 
 #: CUR 2.0 keeps product attributes in the ``product`` map; these internal names can come from it.

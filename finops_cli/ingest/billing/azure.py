@@ -257,7 +257,7 @@ class AzureCost(BillingFormat):
             "Tags": tags,
             "x_InstanceType": instance_type,
         }
-        return Converted(columns, cost_in=cost, usage_hours=usage_hours)
+        return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="azure")
 
 
 def _service_type(obj: object) -> str | None:

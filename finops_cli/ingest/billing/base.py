@@ -44,6 +44,9 @@ class Converted:
     #: instance-hours of each line for GPU-hour accounting (null/0 = not instance time); the pipeline
     #: multiplies by GPUs per instance unless ``x_GpuHours`` is given directly.
     usage_hours: pa.Array | None = None
+    #: the store's provider slug when the whole format has one provider (aws, gcp, azure); None = per line
+    #: from ProviderName (FOCUS)
+    provider: str | None = None
 
 
 class BillingFormat:

@@ -171,7 +171,7 @@ class GcpBilling(BillingFormat):
             "x_AcceleratorType": gpu_acc,
             "x_GpuHours": gpu_hours,
         }
-        return Converted(columns, cost_in=billed, usage_hours=None)
+        return Converted(columns, cost_in=billed, usage_hours=None, provider="gcp")
 
 
 def _hours_per_unit(u: str) -> float | None:

@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -198,16 +199,26 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
         raise InputError("lines without a billing account or billing period", path=ctx.path)
     cols["x_SourceFormat"] = pa.repeat(pa.scalar(parser.name), n)
     cols["x_SourceFile"] = pa.repeat(pa.scalar(ctx.path.name), n)
-    cols["x_SourceRow"] = pa.array(range(ctx.first_row, ctx.first_row + n), pa.int64())
+    cols["x_SourceRow"] = pa.array(np.arange(ctx.first_row, ctx.first_row + n, dtype=np.int64))
     table = _focus_defaults(finish(cols, n))
     _require(table, ctx, ["BilledCost", "BillingCurrency", "BillingAccountId", "BillingPeriodStart"])
 
-    provider = map_unique(table["ProviderName"], provider_slug, pa.string())
-    provider = pc.fill_null(provider, "unknown")
+    if conv.provider is not None:  # one provider per format (AWS, GCP, Azure): no per-row work
+        provider = pa.repeat(pa.scalar(conv.provider), n)
+    else:
+        provider = pc.fill_null(map_unique(table["ProviderName"], provider_slug, pa.string()), "unknown")
     # GPU facts: the file's own (FOCUS x_ columns, GCP GPU SKUs) win; else the pricebook by instance type.
-    key = pc.binary_join_element_wise(provider, pc.fill_null(table["x_InstanceType"], ""), "\x1f")
-    gpus_pb = map_unique(key, lambda k: (f := _facts(k)) and f[0], pa.int32())
-    acc_pb = map_unique(key, lambda k: (f := _facts(k)) and f[1], pa.string())
+    key = (
+        pc.binary_join_element_wise(pa.scalar(conv.provider), pc.fill_null(table["x_InstanceType"], ""), "\x1f")
+        if conv.provider is not None
+        else pc.binary_join_element_wise(provider, pc.fill_null(table["x_InstanceType"], ""), "\x1f")
+    )
+    if isinstance(key, pa.ChunkedArray):
+        key = key.combine_chunks()
+    enc = pc.dictionary_encode(key)  # distinct (provider, instance type) pairs: looked up once each
+    facts = [_facts(k) for k in enc.dictionary.to_pylist()]
+    gpus_pb = pc.take(pa.array([f and f[0] for f in facts], pa.int32()), enc.indices)
+    acc_pb = pc.take(pa.array([f and f[1] for f in facts], pa.string()), enc.indices)
     gpus = pc.coalesce(table["x_GpuCount"], gpus_pb)
     accel = pc.coalesce(table["x_AcceleratorType"], acc_pb)
     if conv.usage_hours is not None and conv.columns.get("x_GpuHours") is None:
