@@ -42,10 +42,10 @@ LEVER_SHORT = {
     "api_overflow": "API overflow",
 }
 LEVERS = {
-    "idle_reclaimed": "idle capacity reclaimed (owned and on-demand)",
-    "spot_shift": "shifting work to spot",
+    "idle_reclaimed": "reclaiming idle owned and on-demand capacity",
+    "spot_shift": "shifting interruptible work to spot",
     "commitment_sizing": "right-sizing reserved commitments",
-    "api_overflow": "API overflow",
+    "api_overflow": "sending overflow to PAYG APIs",
 }
 CHART_NAMES = {
     "supply": "supply-curve",
@@ -228,7 +228,7 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
     priced = [g for g in (team_doc or {}).get("groups", []) if g.get("idle_cost")]
     if priced:
         worst = max(priced, key=lambda g: g["idle_cost"])
-        candidates.append((f"reclaiming team {md_text(worst.get('key'))}'s idle GPUs", float(worst["idle_cost"])))
+        candidates.append((f"putting team {md_text(worst.get('key'))}'s idle GPUs to work", float(worst["idle_cost"])))
     top = sorted(candidates, key=lambda kv: -kv[1])[:3]
     if top:
         listed = "; ".join(f"{i}. {name} ({_pm(value, cur)})" for i, (name, value) in enumerate(top, 1))
