@@ -30,11 +30,17 @@ class SummaryFormat(StrEnum):
     json = "json"
 
 
+_HELP = (
+    "Load billing exports into the store's FOCUS [bold]billing[/] dataset: atomic, idempotent, money-checked.\n\n"
+    "All files land in one transaction: nothing is written unless every file parses and, per currency, the "
+    "cost in equals the BilledCost written, to the cent. Re-ingesting an export (same format, billing account "
+    "and period) replaces it; other accounts' data is untouched."
+)
 _FORMATS_HELP = "Input format: auto (sniff each file's header), aws-cur, aws-cur2, gcp, azure, focus."
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("billing")
+    @app.command("billing", help=_HELP)
     def _billing(
         paths: Annotated[
             list[Path], typer.Argument(help="Export files (CSV, CSV.gz, Parquet, JSONL) or directories of them.")
@@ -46,12 +52,7 @@ def register(app: typer.Typer) -> None:
         ] = SummaryFormat.table,
         out: OutOpt = None,
     ) -> None:
-        """Load billing exports into the store's FOCUS ``billing`` dataset (atomic, idempotent, money-checked).
-
-        Every file's rows land in one transaction: nothing is written unless all files parse and, per
-        currency, the cost in equals the BilledCost written to the cent. Re-ingesting an export (same
-        format, billing account and period) replaces it; other accounts' data is untouched.
-        """
+        """Load billing exports into the store (see the command help)."""
         from finops_cli import api
 
         with _progress() as progress:
