@@ -127,7 +127,7 @@ def savings_waterfall_chart(
     """
     steps = list(steps)
     residual = baseline_cost - sum(s for _, s in steps) - planned_cost
-    if abs(residual) >= 0.01:
+    if abs(residual) >= 0.5:  # more than rounding of the per-lever cents
         steps.append(("other", residual))
     labels = [plot_label(baseline_label)]
     bottoms, heights, colours = [0.0], [baseline_cost], [TOTAL]
