@@ -237,3 +237,14 @@ def test_cli_report_table_format_summarises_what_was_written(tmp_path: Path) -> 
     doc = json.loads(plan.read_text())
     assert money(doc["totals"]["planned_cost"]) in result.stdout and "Total" not in result.stdout
     assert f"wrote {out}" in result.stdout and "\x1b[" not in result.stdout
+
+
+def test_example_report_in_docs_has_valid_links_and_the_sample_plan_numbers() -> None:
+    """docs/examples/report/ is the sample estate's report as rendered on GitHub (regenerate with finops demo)."""
+    report = Path(__file__).resolve().parents[2] / "docs" / "examples" / "report" / "report.md"
+    text = report.read_text()
+    links = _links(text)
+    assert len(links) == 4
+    assert all((report.parent / link).read_bytes()[:8] == PNG_MAGIC for link in links)
+    plan = _sample_plan()
+    assert f"**{money(plan.totals.planned_cost)}**" in text and f"**{money(plan.totals.baseline_cost)}**" in text
