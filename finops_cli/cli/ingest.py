@@ -136,7 +136,7 @@ def render_summary(summary: IngestSummary) -> Group:
                 number(sum(r["rows"] for r in rows)),
             )  # fmt: skip
 
-    gpu = Table(title="GPU-hours by accelerator and pricing category", title_justify="left", header_style="bold")
+    gpu = Table(title="GPU-hours by accelerator × pricing", title_justify="left", header_style="bold")
     for name, justify in (("accelerator", "left"), ("pricing", "left"), ("GPU-hours", "right")):
         gpu.add_column(name, justify=justify)  # type: ignore[arg-type]
     for g in summary.gpu_hours:
