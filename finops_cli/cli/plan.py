@@ -109,7 +109,37 @@ def _tables(doc: dict) -> list:
                 currency=cur,
             )
         )
+    prices = _clearing_rows(doc)
+    if prices:
+        tables.append(
+            money_table(
+                "Clearing price per unit (demand duals: the cost of one more unit)",
+                [
+                    Col("Workload"),
+                    Col("Unit"),
+                    Col("Peak block", "money", 4),
+                    Col("Lowest", "money", 4),
+                    Col("Highest", "money", 4),
+                ],
+                prices,
+                currency=cur,
+            )
+        )
     return tables
+
+
+def _clearing_rows(doc: dict) -> list[list]:
+    """Per workload: price in block 0 (the peak hour) and the range over blocks; deferrable work: one price."""
+    by_w: dict[str, dict[int, float]] = {}
+    for p in doc.get("clearing_prices") or []:
+        by_w.setdefault(p["workload"], {})[p["block"]] = p["price_per_unit"]
+    units = {a["workload"]: a.get("unit", "") for a in doc["allocations"]}
+    rows = []
+    for w, prices in sorted(by_w.items()):
+        values = list(prices.values())
+        peak = prices.get(0, prices.get(-1))
+        rows.append([w, units.get(w, ""), peak, min(values), max(values)])
+    return rows
 
 
 def _summary(doc: dict) -> str:

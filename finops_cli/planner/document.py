@@ -99,6 +99,7 @@ def plan_document(
             cost=_r(r.cost, 4),
             penalty=_r(r.penalty, 4),
             netc_overhead=_r(r.netc_overhead, 4),
+            unit=frame.workloads[r.workload].unit,
         )
         for r in sol.allocations.itertuples()
     ]

@@ -151,6 +151,7 @@ def test_cli_plan_json_and_out(estate_files, tmp_path):
     )
     assert table.exit_code == 0
     assert "Allocation by workload" in table.output and "Savings" in table.output and "\x1b[" not in table.output
+    assert "Clearing price per unit" in table.output
 
 
 def test_cli_exit_3_on_shortage_and_on_no_compliant_destination(estate_files, tmp_path):
