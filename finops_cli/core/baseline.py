@@ -31,6 +31,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from finops_cli.errors import InputError
 from finops_cli.schema.estate import Fleet, SubstrateKind
 
 PRICING_CATEGORY_KIND: dict[str, SubstrateKind] = {
@@ -94,6 +95,11 @@ def billed_baseline(billing: pd.DataFrame, fleet: Fleet, start: datetime, end: d
     substrate = match_billing(inside, fleet)
     matched = inside[substrate.notna()]
     currencies = tuple(sorted(matched["BillingCurrency"].astype(str).unique())) if "BillingCurrency" in matched else ()
+    if currencies and currencies != (fleet.currency,):
+        raise InputError(
+            f"billing lines matched to the fleet are in {', '.join(currencies)} but fleet.yaml's currency is "
+            f"{fleet.currency}: mixed currencies are never summed; plan with a fleet in the bill's currency"
+        )
     cost = matched["EffectiveCost"].astype(float).groupby(substrate[substrate.notna()]).sum()
     return BilledBaseline(cost, len(matched), len(inside), currencies)
 

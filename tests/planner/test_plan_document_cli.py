@@ -195,3 +195,12 @@ def test_markdown_format(estate_files):
     )
     assert res.exit_code == 0, res.output
     assert res.output.startswith("# Plan") and "| train | own | owned |" in res.output
+
+
+def test_billed_baseline_refuses_a_currency_other_than_the_fleets():
+    from finops_cli.errors import InputError
+
+    f = fleet(*[dict(s) for s in FLEET["substrates"]])
+    bill = _billing().assign(BillingCurrency="EUR")
+    with pytest.raises(InputError, match=r"EUR but fleet\.yaml's currency is USD"):
+        billed_baseline(bill, f, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 2, tzinfo=UTC))
