@@ -736,12 +736,10 @@ def _is_number(text: object) -> bool:
 
 def write_trace(trace: DispatchTrace, path: str | Path) -> None:
     """Write a trace as CSV or Parquet (by suffix), atomically; timestamps ISO when it has an origin."""
-    import os
-
     import numpy as np
     import pyarrow as pa
 
-    from finops_cli.errors import InputError
+    from finops_cli.atomic import atomic_path
 
     p = Path(path)
     if trace.origin is not None:
@@ -751,9 +749,7 @@ def write_trace(trace: DispatchTrace, path: str | Path) -> None:
         ts = pa.array(trace.hours)
     names = np.array(trace.workload_ids, dtype=object)
     table = pa.table({"timestamp": ts, "workload": pa.array(names[trace.workload]), "units": pa.array(trace.units)})
-    tmp = p.with_name(f".{p.name}.tmp")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(p) as tmp:
         if p.suffix.lower() in (".parquet", ".pq"):
             import pyarrow.parquet as pq
 
@@ -762,9 +758,6 @@ def write_trace(trace: DispatchTrace, path: str | Path) -> None:
             from pyarrow import csv
 
             csv.write_csv(table, tmp)
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise InputError(f"cannot write trace: {exc.strerror}", path=p) from None
 
 
 def read_dispatch_events(path: str | Path, fleet_substrates: list[str], origin: Any = None) -> list[Any]:

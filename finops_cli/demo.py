@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from finops_cli import api
+from finops_cli.atomic import write_text
 from finops_cli.errors import InputError
 
 
@@ -55,9 +56,7 @@ def run_demo(
     needed = [samples / "billing", samples / "utilization", samples / "spot_prices", samples / "fleet.yaml"]
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
-        raise InputError(
-            f"samples not found ({', '.join(missing)}); run from a source checkout or pass --samples DIR"
-        )
+        raise InputError(f"samples not found ({', '.join(missing)}); run from a source checkout or pass --samples DIR")
     tmp = None
     if store_dir is None:
         tmp = tempfile.mkdtemp(prefix="finops-demo-store-")
@@ -88,9 +87,7 @@ def run_demo(
         result = api.plan(estate, store)
         out_dir.mkdir(parents=True, exist_ok=True)
         plan_path = out_dir / "plan.json"
-        from finops_cli.cli.output import emit_text
-
-        emit_text(result.document.model_dump_json(indent=2), plan_path)
+        write_text(plan_path, result.document.model_dump_json(indent=2))
         steps.append(f"plan: {result.document.solver.name} {result.document.solver.status} → {plan_path}")
         log(steps[-1])
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from finops_cli.errors import InputError
+from finops_cli.atomic import write_text
 
 
 def stderr_console() -> Console:
@@ -26,14 +26,7 @@ def emit_text(text: str, out: Path | None = None) -> None:
     if out is None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
-    out = Path(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", path=out) from None
+    write_text(out, text)
 
 
 def emit_json(data: Any, out: Path | None = None) -> None:

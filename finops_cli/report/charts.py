@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from finops_cli.errors import InputError
+from finops_cli.atomic import atomic_path
 
 KIND_COLOURS = {
     "owned": "#4C72B0",
@@ -122,14 +122,9 @@ def merit_order_chart(
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
 
-    out = Path(path)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp.png")
-        fig.savefig(tmp, format="png")
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise InputError(f"cannot write chart: {exc.strerror}", path=out) from None
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png")
     finally:
         plt.close(fig)
-    return out
+    return Path(path)

@@ -8,7 +8,6 @@ Each function writes atomically (temp file + rename) and returns the path.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from finops_cli.atomic import atomic_path
 from finops_cli.report.escape import plot_label
 from finops_cli.report.format import compact_money
 
@@ -38,16 +38,12 @@ def _money_axis(ax, currency: str, axis: str = "y") -> None:
 
 def save_figure(fig: Figure, path: Path) -> Path:
     """Write ``fig`` to ``path`` as PNG atomically and close it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        fig.savefig(tmp, format="png", dpi=DPI, bbox_inches="tight")
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=DPI, bbox_inches="tight")
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
-    return path
+    return Path(path)
 
 
 def idle_by_team_chart(

@@ -388,7 +388,7 @@ def waste_report(
 
 
 def _money(v: float | None, currency: str) -> str:
-    from finops_cli.cli.render import money
+    from finops_cli.report.format import money
 
     return money(v, currency)
 

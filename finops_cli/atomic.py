@@ -1,0 +1,41 @@
+"""Atomic file output: write beside the target, then rename over it.
+
+Every finished artefact (plan.json, a report, a chart, a generated trace) goes through here, so a
+crash or Ctrl-C never leaves a half-written file where a reader expects a whole one. The store has
+its own multi-file transaction (:mod:`finops_cli.store.store`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from finops_cli.errors import InputError
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it over ``path`` if the block succeeds.
+
+    The temporary keeps ``path``'s suffix (writers such as matplotlib pick the format from it) and is
+    removed on any failure. An ``OSError`` becomes an :class:`InputError` naming ``path``.
+    """
+    target = Path(path)
+    tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp{target.suffix}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        yield tmp
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8, newline-terminated) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    return Path(path)
