@@ -150,7 +150,7 @@ def _summary(doc: dict) -> str:
     return (
         f"Plan {h['start'][:10]} +{h['hours']} h ({h['blocks']} blocks, mode {doc['mode']}): "
         f"{money(t['planned_cost'], cur)} vs baseline {money(t['baseline_cost'], cur)} — {word} "
-        f"{money(abs(sav or 0), cur)} ({pct(abs(t['savings_pct'] or 0))}); reliability penalty (not money) "
+        f"{money(abs(sav or 0), cur)} ({pct(abs(t['savings_pct'] or 0) / 100)}); reliability penalty (not money) "
         f"{money(t['penalty'], cur)}. Solver {s['name']} {s['status']}, gap {pct(s['mip_gap'] or 0, decimals=3)}, "
         f"{s['seconds']:.2f} s."
     )

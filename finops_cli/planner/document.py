@@ -80,7 +80,7 @@ def plan_document(
         planned_cost=_r(planned, 2),
         baseline_cost=_r(baseline, 2),
         savings=_r(savings, 2),
-        savings_pct=_r(savings / baseline, 6) if baseline > 0 else None,
+        savings_pct=_r(100 * savings / baseline, 4) if baseline > 0 else None,
         sunk_cost=_r(sol.sunk_cost, 2),
         penalty=_r(sol.penalty, 2),
         usage_cost=_r(sol.usage_cost, 2),

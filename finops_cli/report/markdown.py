@@ -219,7 +219,7 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
     plan_text = f"The plan serves the same demand for **{_pm(t.planned_cost, cur)}**"
     if t.savings is not None:
         verb = "saving" if t.savings >= 0 else "costing"
-        share = f" ({pct(abs(t.savings_pct))})" if t.savings_pct is not None else ""
+        share = f" ({pct(abs(t.savings_pct) / 100)})" if t.savings_pct is not None else ""
         plan_text += f", {verb} **{_pm(abs(t.savings), cur)}{share}**"
         plan_text += "" if t.savings >= 0 else " more"
     parts.append(plan_text + f", of which {_pm(t.sunk_cost, cur)} is sunk or prepaid capacity.")
@@ -404,7 +404,7 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
     if t.baseline_cost is not None and t.savings is not None:
         out += [
             f"Baseline {_pm(t.baseline_cost, cur)} − plan {_pm(t.planned_cost, cur)} = "
-            f"**{_pm(t.savings, cur)}** ({pct(t.savings_pct)})."
+            f"**{_pm(t.savings, cur)}** ({pct(None if t.savings_pct is None else t.savings_pct / 100)})."
             + (" Reliability penalties steer the plan but are not money." if t.penalty else ""),
             "",
         ]

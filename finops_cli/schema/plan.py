@@ -38,7 +38,7 @@ class Totals(_Doc):
     planned_cost: float
     baseline_cost: float | None
     savings: float | None
-    savings_pct: float | None
+    savings_pct: float | None  # percent of the baseline (56.9 means 56.9 %), like the gate's delta_pct
     sunk_cost: float
     penalty: float = 0.0  # reliability penalties: steer the plan, are not money
     usage_cost: float | None = None  # GPU-hours (and API units) at marginal price, congestion + NETC included

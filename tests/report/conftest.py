@@ -85,7 +85,7 @@ def make_plan(
             "planned_cost": planned,
             "baseline_cost": baseline_cost,
             "savings": savings,
-            "savings_pct": None if savings is None or not baseline_cost else savings / baseline_cost,
+            "savings_pct": None if savings is None or not baseline_cost else 100 * savings / baseline_cost,
             "sunk_cost": sunk,
         },
         "allocations": [
