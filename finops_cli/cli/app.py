@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import click
 import typer
 from rich.markup import escape
 from typer.core import TyperGroup
@@ -21,7 +20,7 @@ from finops_cli.errors import FinopsError
 class _ErrorMappingGroup(TyperGroup):
     """Turn domain errors into a one-line message and their exit code, at every nesting level."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:
         try:
             return super().invoke(ctx)
         except FinopsError as exc:
