@@ -72,9 +72,11 @@ def netc(
     resume_hours: float,
     resume_fee: float = 0.0,
 ) -> float:
-    """``NETC = C·T·W + λ·T·W·F`` in currency."""
-    w = wall_hours_per_useful_hour(preemptions_per_hour, interval_hours, write_hours, resume_hours)
-    return price_per_gpu_hour * useful_gpu_hours * w + preemptions_per_hour * useful_gpu_hours * w * resume_fee
+    """``NETC = C·T·W + λ·T·W·F`` in currency: :func:`netc_breakdown` for a checkpoint interval > 0."""
+    if interval_hours <= 0:
+        raise ValueError("checkpoint interval must be > 0")
+    args = (preemptions_per_hour, interval_hours, write_hours, resume_hours, resume_fee)
+    return netc_breakdown(price_per_gpu_hour, useful_gpu_hours, *args).netc
 
 
 def young_daly_interval_hours(write_hours: float, preemptions_per_hour: float) -> float:
