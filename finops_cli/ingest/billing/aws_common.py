@@ -30,7 +30,8 @@ import pyarrow.compute as pc
 from finops_cli.ingest.billing.base import (
     BatchContext,
     Converted,
-    col,
+    SourceColumns,
+    coalesce,
     const,
     fill0,
     isin,
@@ -38,7 +39,6 @@ from finops_cli.ingest.billing.base import (
     parse_json_cells,
     where,
 )
-from finops_cli.ingest.readers import to_float, to_utc
 
 _USAGE = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation")
 _PURCHASE = ("RIFee", "Fee", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
@@ -96,14 +96,6 @@ def aws_types(names: Mapping[str, tuple[str, ...]]) -> dict[str, pa.DataType]:
     return {src: pa.float64() for key in NUMERIC for src in names.get(key, ())}
 
 
-def _pick(batch: pa.RecordBatch, names: Mapping[str, tuple[str, ...]], key: str) -> tuple[pa.Array | None, str]:
-    for src in names.get(key, ()):
-        c = col(batch, src)
-        if c is not None:
-            return c, src
-    return None, ""
-
-
 def convert_aws(
     batch: pa.RecordBatch,
     ctx: BatchContext,
@@ -113,18 +105,8 @@ def convert_aws(
 ) -> Converted:
     """Convert one batch of either CUR layout; ``names`` maps internal names to candidate source columns."""
     n = batch.num_rows
-    path, row = ctx.path, ctx.first_row
-
-    def get(key: str) -> pa.Array | None:
-        return _pick(batch, names, key)[0]
-
-    def num(key: str) -> pa.Array | None:
-        a, src = _pick(batch, names, key)
-        return None if a is None else to_float(a, path=path, column=src, first_row=row)
-
-    def ts(key: str) -> pa.Array | None:
-        a, src = _pick(batch, names, key)
-        return None if a is None else to_utc(a, path=path, column=src, first_row=row)
+    src = SourceColumns(batch, ctx, names)
+    get, num, ts = src.get, src.num, src.ts
 
     def text(key: str) -> pa.Array | None:
         a = get(key)
@@ -141,10 +123,9 @@ def convert_aws(
     sp_unused = pc.max_element_wise(
         pc.subtract(fill0(num("sp_total_commitment"), n), fill0(num("sp_used_commitment"), n)), 0.0
     )
-    ri_arn, sp_arn = get("reservation_arn"), get("savings_plan_arn")
-    commitment_id = pc.coalesce(
-        ri_arn if ri_arn is not None else const(None, n), sp_arn if sp_arn is not None else const(None, n)
-    )
+    commitment_id = coalesce(get("reservation_arn"), get("savings_plan_arn"))
+    if commitment_id is None:
+        commitment_id = const(None, n)
     t = item_type
     effective = where(pc.equal(t, "DiscountedUsage"), ri_eff, cost)
     effective = where(pc.equal(t, "SavingsPlanCoveredUsage"), sp_eff, effective)
@@ -171,17 +152,9 @@ def convert_aws(
     usage_hours = where(pc.and_(is_usage, hourly), fill0(usage_amount, n), 0.0)
 
     az = text("availability_zone")
-    region = text("region")
-    if region is None and az is not None:
-        region = pc.utf8_slice_codeunits(az, 0, -1)
-    elif region is not None and az is not None:
-        region = pc.coalesce(region, pc.utf8_slice_codeunits(az, 0, -1))
+    region = coalesce(text("region"), pc.utf8_slice_codeunits(az, 0, -1) if az is not None else None)
     product_code = text("product_code")
-    service = text("product_name")
-    if service is None:
-        service = product_code
-    elif product_code is not None:
-        service = pc.coalesce(service, product_code)
+    service = coalesce(text("product_name"), product_code)
     service_category = (
         lookup(product_code, SERVICE_CATEGORY, "Other") if product_code is not None else const("Other", n)
     )

@@ -27,6 +27,8 @@ from finops_cli.ingest.billing.base import (
     BatchContext,
     BillingFormat,
     Converted,
+    SourceColumns,
+    coalesce,
     const,
     hours_factor,
     isin,
@@ -36,7 +38,6 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers import to_float, to_utc
 
 PRICING_MODEL = {
     "OnDemand": "Standard",
@@ -144,17 +145,8 @@ class AzureCost(BillingFormat):
         n = batch.num_rows
         path, row = ctx.path, ctx.first_row
         found = _resolve(batch.schema.names)
-
-        def get(c: str) -> pa.Array | None:
-            return batch.column(found[c]) if c in found else None
-
-        def num(c: str) -> pa.Array | None:
-            a = get(c)
-            return None if a is None else to_float(a, path=path, column=found[c], first_row=row)
-
-        def ts(c: str) -> pa.Array | None:
-            a = get(c)
-            return None if a is None else to_utc(a, path=path, column=found[c], first_row=row)
+        src = SourceColumns(batch, ctx, {c: (spelling,) for c, spelling in found.items()})
+        get, num, ts = src.get, src.num, src.ts
 
         cost = num("Cost")
         charge_type = pc.fill_null(get("ChargeType"), "Usage")
@@ -205,12 +197,7 @@ class AzureCost(BillingFormat):
         region = pc.utf8_lower(pc.replace_substring(location, " ", "")) if location is not None else None
         paygo = num("PayGPrice")
         list_cost = pc.multiply(paygo, quantity) if paygo is not None and quantity is not None else None
-        commitment = get("BenefitId")
-        reservation = get("ReservationId")
-        if commitment is None:
-            commitment = reservation
-        elif reservation is not None:
-            commitment = pc.coalesce(commitment, reservation)
+        commitment = coalesce(get("BenefitId"), get("ReservationId"))
         service = get("MeterCategory")
         publisher = get("PublisherName")
 

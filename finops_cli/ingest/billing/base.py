@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
-from finops_cli.ingest.readers import map_unique
+from finops_cli.ingest.readers import map_unique, to_float, to_utc
 from finops_cli.ingest.registry import Registry
 from finops_cli.schema.billing import BILLING_SCHEMA
 
@@ -96,11 +96,57 @@ def col(batch: pa.RecordBatch, name: str) -> pa.Array | None:
 
 
 def first_col(batch: pa.RecordBatch, *names: str) -> pa.Array | None:
-    for n in names:
-        c = col(batch, n)
+    """The first of ``names`` the file has (one column chosen per file, not per row)."""
+    for name in names:
+        c = col(batch, name)
         if c is not None:
             return c
     return None
+
+
+@dataclass(frozen=True)
+class SourceColumns:
+    """A batch's source columns by the format's own keys, typed on demand.
+
+    ``names`` maps a key to its candidate source columns, first present wins (AWS CUR vs CUR 2.0
+    spellings, Azure's case variants); without it a key is the column name. A bad number or time
+    names its row and the source column.
+    """
+
+    batch: pa.RecordBatch
+    ctx: BatchContext
+    names: Mapping[str, Sequence[str]] | None = None
+
+    def source(self, key: str) -> str | None:
+        """The source column that carries ``key`` in this batch, or None."""
+        candidates = (key,) if self.names is None else self.names.get(key, ())
+        return next((c for c in candidates if self.batch.schema.get_field_index(c) >= 0), None)
+
+    def get(self, key: str) -> pa.Array | None:
+        src = self.source(key)
+        return None if src is None else col(self.batch, src)
+
+    def num(self, key: str) -> pa.Array | None:
+        """float64, or None when the file does not have the column."""
+        src = self.source(key)
+        if src is None:
+            return None
+        return to_float(col(self.batch, src), path=self.ctx.path, column=src, first_row=self.ctx.first_row)
+
+    def ts(self, key: str) -> pa.Array | None:
+        """UTC timestamps, or None when the file does not have the column."""
+        src = self.source(key)
+        if src is None:
+            return None
+        return to_utc(col(self.batch, src), path=self.ctx.path, column=src, first_row=self.ctx.first_row)
+
+
+def coalesce(*arrays: pa.Array | None) -> pa.Array | None:
+    """Row-wise first non-null value over the columns the file has (None when it has none of them)."""
+    present = [a for a in arrays if a is not None]
+    if len(present) <= 1:
+        return present[0] if present else None
+    return pc.coalesce(*present)
 
 
 def const(value: object, n: int, type_: pa.DataType | None = None) -> pa.Array:

@@ -24,6 +24,7 @@ from finops_cli.ingest.billing.base import (
     BatchContext,
     BillingFormat,
     Converted,
+    SourceColumns,
     add_months,
     col,
     const,
@@ -34,7 +35,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers import map_unique, to_float, to_utc
+from finops_cli.ingest.readers import map_unique
 from finops_cli.schema.billing import BILLING_SCHEMA, CHARGE_CATEGORIES, PRICING_CATEGORIES
 
 MONEY = (
@@ -66,17 +67,13 @@ class Focus(BillingFormat):
 
     def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
         n = batch.num_rows
-        path, row = ctx.path, ctx.first_row
+        src = SourceColumns(batch, ctx)
         columns: dict[str, pa.Array | None] = {}
         for name in TEXT:
-            a = col(batch, name)
+            a = src.get(name)
             columns[name] = None if a is None else pc.cast(a, pa.string())
-        for name in MONEY:
-            a = col(batch, name)
-            columns[name] = None if a is None else to_float(a, path=path, column=name, first_row=row)
-        for name in TIMES:
-            a = col(batch, name)
-            columns[name] = None if a is None else to_utc(a, path=path, column=name, first_row=row)
+        columns.update({name: src.num(name) for name in MONEY})
+        columns.update({name: src.ts(name) for name in TIMES})
         if columns["ChargePeriodEnd"] is None:
             columns["ChargePeriodEnd"] = columns["ChargePeriodStart"]
         if columns["BillingPeriodStart"] is None:
@@ -93,7 +90,9 @@ class Focus(BillingFormat):
                 columns[name] = lookup(columns[name], {v: v for v in allowed}, None)
         tags = col(batch, "Tags")
         columns["Tags"] = (
-            parse_json_cells(tags, tags_json, path=path, column="Tags", first_row=row) if tags is not None else None
+            parse_json_cells(tags, tags_json, path=ctx.path, column="Tags", first_row=ctx.first_row)
+            if tags is not None
+            else None
         )
         if columns["x_InstanceType"] is None and columns["SkuId"] is not None:
             columns["x_InstanceType"] = map_unique(

@@ -28,17 +28,20 @@ from finops_cli.ingest.billing.base import (
     BatchContext,
     BillingFormat,
     Converted,
+    SourceColumns,
     add_months,
     col,
     const,
     fill0,
+    first_col,
+    hours_factor,
     isin,
     lookup,
     parse_json_cells,
     tags_json,
     where,
 )
-from finops_cli.ingest.readers import map_unique, to_float, to_utc
+from finops_cli.ingest.readers import map_unique
 
 MACHINE_SPEC = "compute.googleapis.com/machine_spec"
 COST_TYPE = {"regular": "Usage", "tax": "Tax", "adjustment": "Adjustment", "rounding_error": "Adjustment"}
@@ -87,16 +90,16 @@ class GcpBilling(BillingFormat):
 
     def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
         n = batch.num_rows
-        path, row = ctx.path, ctx.first_row
-        cost = to_float(col(batch, "cost"), path=path, column="cost", first_row=row)
+        src = SourceColumns(batch, ctx)
+        cost = src.num("cost")
         credits = col(batch, "credits")
         credit_sum = _credit_sums(credits, ctx) if credits is not None else pa.repeat(pa.scalar(0.0), n)
         has_cud = _has_cud(credits, ctx) if credits is not None else pa.repeat(pa.scalar(False), n)
         billed = pc.add(fill0(cost, n), credit_sum)
 
-        start = to_utc(col(batch, "usage_start_time"), path=path, column="usage_start_time", first_row=row)
-        end_raw = col(batch, "usage_end_time")
-        end = to_utc(end_raw, path=path, column="usage_end_time", first_row=row) if end_raw is not None else start
+        start = src.ts("usage_start_time")
+        end = src.ts("usage_end_time")
+        end = start if end is None else end
         period_start = _invoice_month(col(batch, "invoice.month"), start, ctx)
 
         sku = col(batch, "sku.description")
@@ -109,10 +112,9 @@ class GcpBilling(BillingFormat):
         pricing = where(isin(category, ["Usage", "Purchase"]), pricing, pa.scalar(None, pa.string()))
 
         gpu_acc = map_unique(sku, lambda d: (f := gcp_gpu_sku_facts(d)) and f.accelerator, pa.string())
-        amount = col(batch, "usage.amount")
-        amount = to_float(amount, path=path, column="usage.amount", first_row=row) if amount is not None else None
+        amount = src.num("usage.amount")
         unit = col(batch, "usage.unit")
-        unit_hours = map_unique(unit, _hours_per_unit, pa.float64()) if unit is not None else None
+        unit_hours = hours_factor(unit) if unit is not None else None
         gpu_hours = (
             pc.multiply(fill0(amount, n), fill0(unit_hours, n))
             if amount is not None and unit_hours is not None
@@ -129,12 +131,9 @@ class GcpBilling(BillingFormat):
         labels = col(batch, "labels")
         tags = _labels(labels, ctx, "labels") if labels is not None else const(None, n)
         service = col(batch, "service.description")
-        resource_global = col(batch, "resource.global_name")
         resource_name = col(batch, "resource.name")
-        resource_id = resource_global if resource_global is not None else resource_name
-        region = col(batch, "location.region")
-        if region is None:
-            region = col(batch, "location.location")
+        resource_id = first_col(batch, "resource.global_name", "resource.name")
+        region = first_col(batch, "location.region", "location.location")
 
         columns = {
             "BillingAccountId": col(batch, "billing_account_id"),
@@ -172,11 +171,6 @@ class GcpBilling(BillingFormat):
             "x_GpuHours": gpu_hours,
         }
         return Converted(columns, cost_in=billed, usage_hours=None, provider="gcp")
-
-
-def _hours_per_unit(u: str) -> float | None:
-    t = u.strip().lower()
-    return {"seconds": 1 / 3600, "second": 1 / 3600, "s": 1 / 3600, "hour": 1.0, "hours": 1.0, "h": 1.0}.get(t)
 
 
 def _invoice_month(values: pa.Array | None, start: pa.Array, ctx: BatchContext) -> pa.Array:
