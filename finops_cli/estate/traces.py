@@ -14,7 +14,6 @@ the last preemption, so λ̂ = (n − 1) / span; all observed time counts as ava
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ import pandas as pd
 from finops_cli.core.netc import RateEstimate, available_intervals, estimate_rate
 from finops_cli.core.netc_report import Trace
 from finops_cli.errors import InputError
+from finops_cli.files import parse_json, read_text
 
 
 def _read_cant_be_late(path: Path, doc: object) -> Trace:
@@ -90,16 +90,7 @@ def _read_csv(path: Path) -> Trace:
 def read_trace(path: Path | str) -> Trace:
     """A :class:`Trace` from a Can't Be Late JSON file or a CSV of preemption timestamps."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("trace not found", path=path) from None
-    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as exc:
-        raise InputError(f"cannot read trace: {exc.__class__.__name__}", path=path) from None
+    text = read_text(path, kind="a trace (Can't Be Late JSON or preemption CSV)", missing="trace not found")
     if text.lstrip().startswith("{"):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON ({exc.msg})", path=path, where=f"line {exc.lineno}") from None
-        return _read_cant_be_late(path, doc)
+        return _read_cant_be_late(path, parse_json(text, path, problem="invalid JSON"))
     return _read_csv(path)

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from finops_cli.errors import InputError
+from finops_cli.files import parse_json, read_text
 from finops_cli.report.escape import md_table, md_text
 from finops_cli.report.format import money as _money
 from finops_cli.schema.plan import SCHEMA_VERSION, PlanDocument
@@ -71,19 +72,9 @@ def parse_plan(data: Any, source: str | Path = "plan") -> PlanDocument:
 def read_plan(path: str | Path) -> PlanDocument:
     """Read and validate a plan JSON file (``finops plan --out plan.json``)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found (expected a plan JSON from `finops plan --out`)", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"not valid JSON: {exc.msg}", path=path, where=f"line {exc.lineno}, column {exc.colno}"
-        ) from None
-    return parse_plan(data, path)
+    expected = "a plan JSON from `finops plan --out`"
+    text = read_text(path, kind=expected, missing=f"file not found (expected {expected})")
+    return parse_plan(parse_json(text, path), path)
 
 
 def plan_or_path(plan: PlanDocument | dict | str | Path) -> PlanDocument:

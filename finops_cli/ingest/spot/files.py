@@ -8,8 +8,6 @@ concatenated into a list. Extra columns ``Provider`` and ``Region`` are honoured
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +15,14 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from finops_cli.errors import InputError
+from finops_cli.files import read_json
 from finops_cli.ingest.readers import NULL_VALUES, iter_batches, read_header
 
 REQUIRED = ("InstanceType", "SpotPrice", "Timestamp")
 
 
 def read_aws_cli_json(path: Path) -> list[dict[str, Any]]:
-    try:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", path=path, where=f"line {exc.lineno}, column {exc.colno}") from None
+    doc = read_json(path, kind="AWS CLI describe-spot-price-history JSON", problem="not JSON")
     pages = (
         doc if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "SpotPriceHistory" in doc[0] else [doc]
     )

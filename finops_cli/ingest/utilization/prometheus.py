@@ -9,8 +9,6 @@ dcgm scrapes (see :mod:`.dcgm`).
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from finops_cli.errors import InputError
+from finops_cli.files import read_json
 from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
     PROF_GR_ENGINE_ACTIVE,
@@ -26,20 +25,9 @@ from finops_cli.ingest.utilization.common import (
 )
 
 
-def _load(path: Path) -> dict:
-    try:
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc.msg}", path=path, where=f"line {exc.lineno}, column {exc.colno}") from None
-
-
 def iter_prometheus_range(path: Path) -> Iterator[pa.RecordBatch]:
     """Yield one raw batch per chosen series (utilisation normalised to 0–1)."""
-    doc = _load(path)
+    doc = read_json(path, kind="Prometheus query_range JSON", problem="not JSON")
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
         raise InputError(
