@@ -91,17 +91,7 @@ class SubstrateResult:
     preemptions: int = 0
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "substrate": self.substrate,
-            "kind": self.kind,
-            "requests": self.requests,
-            "units": self.units,
-            "gpu_hours": self.gpu_hours,
-            "cost": self.cost,
-            "merit_cost": self.merit_cost,
-            "peak_utilization": self.peak_utilization,
-            "preemptions": self.preemptions,
-        }
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -337,13 +327,16 @@ def simulate_dispatch(
     loss_draw = rngs["losses"].random(n) if any(lam) else np.zeros(n)
     extra = rngs["mix"]  # draws for requeued work (rare)
 
+    def reject(w: int, units: float, reason: str) -> None:
+        w_rej_req[w] += 1
+        w_rej_units[w] += units
+        rej_reasons[reason] += 1
+
     def place(w: int, units: float, skip: int) -> _Candidate | None:
         """Dispatch one request (``skip``: a substrate it may not return to); None when rejected."""
         cl = cands[w]
         if not cl:
-            w_rej_req[w] += 1
-            w_rej_units[w] += units
-            rej_reasons["no_compliant_destination"] += 1
+            reject(w, units, "no_compliant_destination")
             return None
         best = INF
         best_c = None
@@ -384,9 +377,7 @@ def simulate_dispatch(
             if price < best:
                 best, best_c, best_load = price, c, load
         if best_c is None:
-            w_rej_req[w] += 1
-            w_rej_units[w] += units
-            rej_reasons["all_unavailable"] += 1
+            reject(w, units, "all_unavailable")
             return None
         d = best_c.d
         if best_c is not cl[0] and first_reason is not None:
