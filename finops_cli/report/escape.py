@@ -71,17 +71,17 @@ def md_table(
     rows: Iterable[Sequence[object]],
     align: Sequence[Align] | None = None,
     *,
-    trusted: Sequence[bool] | None = None,
+    trusted: Sequence[bool] | bool | None = None,
     max_len: int | None = DEFAULT_MAX_LEN,
 ) -> str:
     """A GFM table; cells are escaped with :func:`md_text` unless ``trusted[i]`` marks column ``i``
-    as already-safe markdown (e.g. numbers we formatted ourselves).
+    as already-safe markdown (e.g. numbers we formatted ourselves); ``trusted=True`` marks every column.
 
     Headers are escaped too. Returns the table without a trailing newline.
     """
     n = len(headers)
     align = list(align or ["left"] * n)
-    trusted = list(trusted or [False] * n)
+    trusted = [trusted] * n if isinstance(trusted, bool) else list(trusted or [False] * n)
     if len(align) != n or len(trusted) != n:
         raise ValueError("headers, align and trusted must have the same length")
     lines = [

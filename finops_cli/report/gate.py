@@ -364,9 +364,7 @@ def _rules_table(result: GateResult) -> str:
     for rule in result.rules:
         threshold, actual = threshold_text(rule, result.currency)
         rows.append([f"`{rule.name}`", threshold, actual, "✅ pass" if rule.passed else "❌ **fail**"])
-    return md_table(
-        ["Rule", "Threshold", "Actual", "Result"], rows, ["left", "right", "right", "left"], trusted=[True] * 4
-    )
+    return md_table(["Rule", "Threshold", "Actual", "Result"], rows, ["left", "right", "right", "left"], trusted=True)
 
 
 def _kind_rows(result: GateResult) -> list[list[str]]:
@@ -405,7 +403,7 @@ def _cost_headers(result: GateResult, first: list[str]) -> tuple[list[str], list
 def _detail_table(result: GateResult, rows: list[BreakdownRow]) -> str:
     items = [([md_text(r.workload), md_text(r.kind)], r.baseline_cost or 0.0, r.planned_cost) for r in rows]
     headers, align = _cost_headers(result, ["Workload", "Substrate kind"])
-    return md_table(headers, _cost_rows(items, result), align, trusted=[True] * len(headers))
+    return md_table(headers, _cost_rows(items, result), align, trusted=True)
 
 
 def _total_row(result: GateResult) -> list[str]:
@@ -425,7 +423,7 @@ def _total_row(result: GateResult) -> list[str]:
 def _kind_table(result: GateResult) -> str:
     headers, align = _cost_headers(result, ["Substrate kind"])
     rows = [*_kind_rows(result), _total_row(result)]
-    return md_table(headers, rows, align, trusted=[True] * len(headers))
+    return md_table(headers, rows, align, trusted=True)
 
 
 def _context_line(result: GateResult) -> str:

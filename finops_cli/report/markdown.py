@@ -171,10 +171,6 @@ def _extra(obj: Any, name: str, default: Any = None) -> Any:
 # --- sections ---------------------------------------------------------------------------------------
 
 
-def _m(value: float | None, cur: str, signed: bool = False) -> str:
-    return money(value, cur, signed=signed)
-
-
 def _pm(value: float | None, cur: str, signed: bool = False) -> str:
     """Money in prose: ``\\$`` so that two amounts in one paragraph can never pair up as GitHub inline maths
     (``$…$``); table cells are separate inline contexts and keep a plain ``$``."""
@@ -261,18 +257,18 @@ def _waste_table(doc: dict[str, Any], label: str, cur: str) -> str:
             number(g.get("device_hours")),
             number(g.get("idle_hours")),
             pct(g.get("idle_fraction")),
-            _m(g.get("idle_cost"), cur),
+            money(g.get("idle_cost"), cur),
         ]
         for g in groups
     ]
     t = doc.get("totals", {})
     total = [number(t.get("device_hours")), number(t.get("idle_hours")), pct(t.get("idle_fraction"))]
-    rows.append(["**Total**", *(f"**{x}**" for x in [*total, _m(t.get("idle_cost"), cur)])])
+    rows.append(["**Total**", *(f"**{x}**" for x in [*total, money(t.get("idle_cost"), cur)])])
     return md_table(
         [label, "GPU-hours", "Idle GPU-hours", "Idle share", "Idle cost"],
         rows,
         ["left", "right", "right", "right", "right"],
-        trusted=[True] * 5,
+        trusted=True,
     )
 
 
@@ -345,7 +341,7 @@ def _supply_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list
                 ["Workload", "Clearing price per unit (mean)", "Peak block"],
                 rows,
                 ["left", "right", "right"],
-                trusted=[True] * 3,
+                trusted=True,
             ),
             "",
         ]
@@ -364,35 +360,37 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
         share = planned / t.planned_cost if t.planned_cost else None
         row = [md_text(KIND_LABEL.get(kind, kind)), number(hours.get(kind, 0.0))]
         row += (
-            [_m(base, cur), _m(planned, cur), _m(planned - base, cur, signed=True)] if has_base else [_m(planned, cur)]
+            [money(base, cur), money(planned, cur), money(planned - base, cur, signed=True)]
+            if has_base
+            else [money(planned, cur)]
         )
         rows.append([*row, pct(share)])
     total = ["**Total**", f"**{number(sum(hours.values()))}**"]
     if has_base:
         base_total = sum(b or 0.0 for b, _ in by_kind.values())
-        total += [f"**{_m(base_total, cur)}**", f"**{_m(t.planned_cost, cur)}**"]
-        total += [f"**{_m(t.planned_cost - base_total, cur, signed=True)}**"]
+        total += [f"**{money(base_total, cur)}**", f"**{money(t.planned_cost, cur)}**"]
+        total += [f"**{money(t.planned_cost - base_total, cur, signed=True)}**"]
     else:
-        total += [f"**{_m(t.planned_cost, cur)}**"]
+        total += [f"**{money(t.planned_cost, cur)}**"]
     rows.append([*total, "**100.0%**"])
     headers = (
         ["Substrate kind", "GPU-hours"] + ([base_label, "Plan", "Δ"] if has_base else ["Plan"]) + ["Share of plan"]
     )
-    out += [md_table(headers, rows, ["left"] + ["right"] * (len(headers) - 1), trusted=[True] * len(headers)), ""]
+    out += [md_table(headers, rows, ["left"] + ["right"] * (len(headers) - 1), trusted=True), ""]
     if "mix" in charts:
         out += [f"![Cost by substrate kind: baseline vs plan]({charts['mix']})", ""]
 
     out += ["### Commitments to buy", ""]
     if plan.commitments:
-        crow = [[md_text(c.substrate), str(c.blocks), number(c.gpus), _m(c.cost, cur)] for c in plan.commitments]
+        crow = [[md_text(c.substrate), str(c.blocks), number(c.gpus), money(c.cost, cur)] for c in plan.commitments]
         crow.append(["**Total**", "", f"**{number(sum(c.gpus for c in plan.commitments))}**", ""])
-        crow[-1][3] = f"**{_m(sum(c.cost for c in plan.commitments), cur)}**"
+        crow[-1][3] = f"**{money(sum(c.cost for c in plan.commitments), cur)}**"
         out += [
             md_table(
                 ["Substrate", "Blocks", "GPUs", "Cost over the horizon"],
                 crow,
                 ["left", "right", "right", "right"],
-                trusted=[True] * 4,
+                trusted=True,
             ),
             "",
         ]
@@ -409,9 +407,9 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
             "",
         ]
         if lever_rows:
-            srows = [[md_text(name), _m(value, cur)] for name, value in lever_rows]
-            srows.append(["**Total**", f"**{_m(sum(v for _, v in lever_rows), cur)}**"])
-            out += [md_table(["Lever", "Saving"], srows, ["left", "right"], trusted=[True, True]), ""]
+            srows = [[md_text(name), money(value, cur)] for name, value in lever_rows]
+            srows.append(["**Total**", f"**{money(sum(v for _, v in lever_rows), cur)}**"])
+            out += [md_table(["Lever", "Saving"], srows, ["left", "right"], trusted=True), ""]
         if "waterfall" in charts:
             out += [f"![Savings waterfall from baseline to plan]({charts['waterfall']})", ""]
     else:
@@ -434,7 +432,7 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
                 md_text(name),
                 number(w["units"]),
                 number(w["gpu_hours"]),
-                _m(w["cost"], cur),
+                money(w["cost"], cur),
                 _unit_price(unit_cost, cur),
                 subs,
             ]
@@ -444,7 +442,7 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
             ["Workload", "Units", "GPU-hours", "Usage cost", "Cost per unit", "Runs on"],
             wrows,
             ["left", "right", "right", "right", "right", "left"],
-            trusted=[True] * 6,
+            trusted=True,
         ),
         "",
         "Usage cost is the marginal cost of the GPU-hours and API units each workload uses (congestion and NETC "
@@ -482,8 +480,8 @@ def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
                 md_text(a.workload),
                 md_text(a.substrate),
                 number(a.gpu_hours),
-                _m(a.cost, cur),
-                _m(over, cur),
+                money(a.cost, cur),
+                money(over, cur),
                 "—" if w is None else f"{w:.3f}",
             ]
         )
@@ -492,7 +490,7 @@ def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
             ["Workload", "Spot substrate", "GPU-hours", "Cost", "NETC overhead", "Multiplier W"],
             rows,
             ["left", "left", "right", "right", "right", "right"],
-            trusted=[True] * 6,
+            trusted=True,
         ),
         "",
     ]
