@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.ingest.billing.base import (
     BatchContext,
+    BillingFormat,
     Converted,
     SourceColumns,
     coalesce,
@@ -94,6 +96,16 @@ NUMERIC = (
 
 def aws_types(names: Mapping[str, tuple[str, ...]]) -> dict[str, pa.DataType]:
     return {src: pa.float64() for key in NUMERIC for src in names.get(key, ())}
+
+
+class AwsCurFormat(BillingFormat):
+    """What both CUR layouts share: one record per line, and open-ended tag columns under ``tag_prefix``."""
+
+    tag_prefix: ClassVar[str] = ""
+    newlines_in_values = False  # AWS writes one line per record
+
+    def extra_column(self, name: str) -> bool:
+        return name.startswith(self.tag_prefix)
 
 
 def convert_aws(

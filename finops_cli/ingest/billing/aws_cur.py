@@ -6,12 +6,10 @@ Cost in (conservation): ``lineItem/UnblendedCost`` per ``lineItem/CurrencyCode``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pyarrow as pa
 
-from finops_cli.ingest.billing.aws_common import aws_types, convert_aws
-from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, BillingFormat, Converted, tags_from_columns
+from finops_cli.ingest.billing.aws_common import AwsCurFormat, aws_types, convert_aws
+from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, Converted, tags_from_columns
 
 NAMES: dict[str, tuple[str, ...]] = {
     "payer_account_id": ("bill/PayerAccountId",),
@@ -54,7 +52,7 @@ def _sniff(cols: frozenset[str]) -> float:
 @BILLING_FORMATS.register(
     "aws-cur", aliases=["cur", "aws-cur-legacy", "cur1"], sniff=_sniff, description="AWS CUR (legacy lineItem/ columns)"
 )
-class AwsCur(BillingFormat):
+class AwsCur(AwsCurFormat):
     name = "aws-cur"
     required = (
         "bill/PayerAccountId",
@@ -65,11 +63,8 @@ class AwsCur(BillingFormat):
         "lineItem/UsageStartDate",
     )
     types = aws_types(NAMES)
-    newlines_in_values = False  # AWS writes one line per record
     optional = tuple(c for cs in NAMES.values() for c in cs)
-
-    def extra_column(self, name: str) -> bool:
-        return name.startswith(TAG_PREFIX)
+    tag_prefix = TAG_PREFIX
 
     def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
         tag_cols = {c: _tag_key(c) for c in batch.schema.names if c.startswith(TAG_PREFIX)}
@@ -80,7 +75,3 @@ def _tag_key(column: str) -> str:
     """``resourceTags/user:team`` → ``team``; AWS-generated tags keep their ``aws:`` prefix."""
     key = column[len(TAG_PREFIX) :]
     return key[len("user:") :] if key.startswith("user:") else key
-
-
-def tag_columns(header: Sequence[str]) -> list[str]:
-    return [c for c in header if c.startswith(TAG_PREFIX)]

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from finops_cli.ingest.billing.aws_common import aws_types, convert_aws
+from finops_cli.ingest.billing.aws_common import AwsCurFormat, aws_types, convert_aws
 from finops_cli.ingest.billing.base import (
     BILLING_FORMATS,
     BatchContext,
-    BillingFormat,
     Converted,
     col,
     parse_json_cells,
@@ -61,7 +60,7 @@ def _sniff(cols: frozenset[str]) -> float:
 
 
 @BILLING_FORMATS.register("aws-cur2", aliases=["cur2", "aws-data-exports"], sniff=_sniff, description="AWS CUR 2.0")
-class AwsCur2(BillingFormat):
+class AwsCur2(AwsCurFormat):
     name = "aws-cur2"
     required = (
         "bill_payer_account_id",
@@ -72,11 +71,8 @@ class AwsCur2(BillingFormat):
         "line_item_usage_start_date",
     )
     types = aws_types(NAMES)
-    newlines_in_values = False  # AWS writes one line per record
     optional = (*(c for cs in NAMES.values() for c in cs), "product", "resource_tags")
-
-    def extra_column(self, name: str) -> bool:
-        return name.startswith(TAG_PREFIX)
+    tag_prefix = TAG_PREFIX
 
     def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
         tag_map = col(batch, "resource_tags")
