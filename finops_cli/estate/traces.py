@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from finops_cli.core.netc import RateEstimate, available_intervals, estimate_rate
+from finops_cli.core.netc import available_intervals, estimate_rate, estimate_rate_from_events
 from finops_cli.core.netc_report import Trace
 from finops_cli.errors import InputError
 from finops_cli.files import parse_json, read_text
@@ -70,7 +70,7 @@ def _read_csv(path: Path) -> Trace:
         if end <= start:
             raise InputError("the 'end' row must come after the 'start' row", path=path)
         observed = (end - start).total_seconds() / 3600
-        rate = RateEstimate(len(pre), observed, observed)
+        rate = estimate_rate_from_events(pre, observed)
         bounds = np.concatenate([[0.0], ((pre - start).dt.total_seconds() / 3600).to_numpy(), [observed]])
         gaps = np.diff(bounds)
         # the run from the last preemption to the window end joins the first run (the cycle wraps)
@@ -81,7 +81,7 @@ def _read_csv(path: Path) -> Trace:
         observed = float(hours[-1])
         if observed <= 0:
             raise InputError("preemption timestamps span no time", path=path)
-        rate = RateEstimate(len(pre) - 1, observed, observed)
+        rate = estimate_rate_from_events(hours[1:], observed)  # the first preemption opens the window
         intervals = np.diff(hours)
     intervals = intervals[intervals > 0] if np.isfinite(intervals).all() else intervals
     return Trace(path.name, rate, intervals)

@@ -123,8 +123,3 @@ def provider_slug(name: str | None) -> str:
         return PROVIDER_SLUGS[key]
     slug = re.sub(r"[^a-z0-9]+", "-", key).strip("-")
     return slug or "unknown"
-
-
-def empty_billing_table() -> pa.Table:
-    """A zero-row table with the stored schema (for readers of an empty store)."""
-    return BILLING_SCHEMA.empty_table()
