@@ -417,6 +417,20 @@ def simulate_dispatch(
         if hit and extra.random() < -math.expm1(-lam[c2.d] * redo * c2.gpu_hours_per_unit):
             preempted(w, c2, redo, extra.random(), depth + 1)
 
+    def advance(b: int) -> None:
+        """Slide the window to bucket ``b``: usage in the buckets that fall out leaves the running sums."""
+        for step in range(1, min(b - cur[0], buckets) + 1):
+            slot = (cur[0] + step) % buckets
+            for d in range(n_sub):
+                r = ring[d]
+                v = r[slot]
+                if v:
+                    run[d] -= v
+                    if run[d] < 1e-9:
+                        run[d] = 0.0
+                    r[slot] = 0.0
+        cur[0] = b
+
     bucket_h = window_hours / buckets
     cur = [0]
     if n:
@@ -434,18 +448,7 @@ def simulate_dispatch(
         t = hours[i]
         b = int(t * inv_bucket) if t >= 0 else math.floor(t * inv_bucket)
         if b != cur[0]:
-            steps = min(b - cur[0], buckets)
-            for step in range(1, steps + 1):
-                slot = (cur[0] + step) % buckets
-                for d in range(n_sub):
-                    r = ring[d]
-                    v = r[slot]
-                    if v:
-                        run[d] -= v
-                        if run[d] < 1e-9:
-                            run[d] = 0.0
-                        r[slot] = 0.0
-            cur[0] = b
+            advance(b)
         while t >= next_change:
             apply_change(changes[ci])
             ci += 1
