@@ -453,14 +453,20 @@ def _md_summary(result: GateResult) -> str:
     return summary_line(result).replace("$", "\\$")
 
 
-def render_markdown(result: GateResult) -> str:
-    """The gate result as a markdown document (no size cap, no marker)."""
+def _head(result: GateResult, heading: str) -> list[str]:
+    """What both markdown renderers open with: verdict, warnings, rules, cost by kind (``heading``: ``##``…)."""
     icon = "✅" if result.passed else "❌"
-    parts = [f"## {icon} {_md_summary(result)}", ""]
-    parts += [*_warnings(result), ""] if _warnings(result) else []
+    parts = [f"{heading} {icon} {_md_summary(result)}", ""]
+    warnings = _warnings(result)
+    parts += [*warnings, ""] if warnings else []
     if result.rules:
         parts += [_rules_table(result), ""]
-    parts += ["### Cost by substrate kind", "", _kind_table(result), ""]
+    return [*parts, f"{heading}# Cost by substrate kind", "", _kind_table(result), ""]
+
+
+def render_markdown(result: GateResult) -> str:
+    """The gate result as a markdown document (no size cap, no marker)."""
+    parts = _head(result, "##")
     parts += ["### Cost by workload and substrate kind", "", _detail_table(result, result.breakdown), ""]
     parts += [_context_line(result)]
     return "\n".join(parts) + "\n"
@@ -470,12 +476,7 @@ def render_github(result: GateResult, limit: int = _GITHUB_BUDGET) -> str:
     """A PR comment: summary line first, rules, cost by kind, per-workload detail (folded into ``<details>``
     when long, trimmed to the smallest changes last so the comment stays under GitHub's 65,536-character
     limit) and the hidden :data:`MARKER` a workflow uses to update the comment in place."""
-    icon = "✅" if result.passed else "❌"
-    head = [f"### {icon} {_md_summary(result)}", ""]
-    head += [*_warnings(result), ""] if _warnings(result) else []
-    if result.rules:
-        head += [_rules_table(result), ""]
-    head += ["#### Cost by substrate kind", "", _kind_table(result), ""]
+    head = _head(result, "###")
     tail = ["", f"<sub>{_context_line(result)}</sub>", "", MARKER]
 
     rows = list(result.breakdown)
