@@ -208,11 +208,7 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
     else:
         provider = pc.fill_null(map_unique(table["ProviderName"], provider_slug, pa.string()), "unknown")
     # GPU facts: the file's own (FOCUS x_ columns, GCP GPU SKUs) win; else the pricebook by instance type.
-    key = (
-        pc.binary_join_element_wise(pa.scalar(conv.provider), pc.fill_null(table["x_InstanceType"], ""), "\x1f")
-        if conv.provider is not None
-        else pc.binary_join_element_wise(provider, pc.fill_null(table["x_InstanceType"], ""), "\x1f")
-    )
+    key = pc.binary_join_element_wise(provider, pc.fill_null(table["x_InstanceType"], ""), "\x1f")
     if isinstance(key, pa.ChunkedArray):
         key = key.combine_chunks()
     enc = pc.dictionary_encode(key)  # distinct (provider, instance type) pairs: looked up once each
@@ -225,9 +221,8 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
         gpu_hours = pc.multiply(pc.fill_null(conv.usage_hours, 0.0), pc.cast(pc.fill_null(gpus, 0), pa.float64()))
     else:
         gpu_hours = pc.fill_null(table["x_GpuHours"], 0.0)
-    table = table.set_column(BILLING_SCHEMA.get_field_index("x_GpuCount"), "x_GpuCount", gpus)
-    table = table.set_column(BILLING_SCHEMA.get_field_index("x_AcceleratorType"), "x_AcceleratorType", accel)
-    table = table.set_column(BILLING_SCHEMA.get_field_index("x_GpuHours"), "x_GpuHours", gpu_hours)
+    for name, values in (("x_GpuCount", gpus), ("x_AcceleratorType", accel), ("x_GpuHours", gpu_hours)):
+        table = _set(table, name, values)
     period = map_unique(table["BillingPeriodStart"], lambda ts: ts.strftime("%Y-%m"), pa.string())
     return table.append_column("provider", provider).append_column("billing_period", period)
 
@@ -245,7 +240,7 @@ def _focus_defaults(table: pa.Table) -> pa.Table:
 
     def setcol(name: str, values: pa.Array) -> None:
         nonlocal table
-        table = table.set_column(BILLING_SCHEMA.get_field_index(name), name, values)
+        table = _set(table, name, values)
 
     billed = table["BilledCost"]
     setcol("ListCost", pc.coalesce(table["ListCost"], billed))
@@ -267,6 +262,11 @@ def _focus_defaults(table: pa.Table) -> pa.Table:
         )
         setcol("CommitmentDiscountStatus", pc.coalesce(table["CommitmentDiscountStatus"], used))
     return table
+
+
+def _set(table: pa.Table, name: str, values: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """``table`` with its billing column ``name`` replaced."""
+    return table.set_column(BILLING_SCHEMA.get_field_index(name), name, values)
 
 
 def _facts(key: str) -> tuple[int, str] | None:
