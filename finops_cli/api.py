@@ -6,6 +6,8 @@ function so ``import finops_cli.api`` stays cheap.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -165,6 +167,8 @@ def waste(
     if data is None:
         raise InputError("no utilisation in the store; run 'finops ingest utilization' first")
     months = sorted({p.parent.name.split("=", 1)[1] for p in st.files("utilization")})
+    if month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+        raise InputError(f"--month {month!r}: expected YYYY-MM such as 2026-10")
     month = month or months[-1]
     if month not in months:
         raise InputError(f"--month {month}: no utilisation for it (have {', '.join(months)})")
@@ -493,7 +497,7 @@ def plan(
         raise InputError(f"--blocks {blocks}: expected an integer >= 1")
     if gap is not None and not 0 <= gap < 1:
         raise InputError(f"--gap {gap}: expected a fraction in [0, 1)")
-    if time_limit is not None and time_limit <= 0:
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError(f"--time-limit {time_limit}: expected seconds > 0")
     hz = Horizon.parse(horizon) if isinstance(horizon, str) else horizon or default_horizon(estate, store)
     resolved, sources = resolve_estate(estate, store, feed_end=hz.end)
@@ -566,7 +570,7 @@ def report(
     ``ReportResult.unavailable``). ``out_path=None``: nothing is written, no charts; the markdown is returned.
     Files are written atomically (charts first, the report last).
     """
-    from finops_cli.errors import FinopsError
+    from finops_cli.errors import FinopsError, InputError
     from finops_cli.report.gate import plan_or_path
     from finops_cli.report.markdown import (
         PriceFeedInfo,
@@ -578,6 +582,22 @@ def report(
     )
 
     doc = plan_or_path(plan)
+    # A file the user names must be valid: a broken --fleet/--workloads is an error, not a missing section.
+    if fleet is not None:
+        from finops_cli.estate.load import load_fleet
+
+        fleet_currency = load_fleet(fleet).currency
+        if fleet_currency != doc.currency:
+            raise InputError(
+                f"the plan is in {doc.currency} but {fleet} is in {fleet_currency}; amounts in different currencies"
+                " are never mixed (plan with this fleet, or report with the fleet the plan used)",
+                path=plan if isinstance(plan, str | Path) else None,
+                where="currency",
+            )
+    if workloads is not None:
+        from finops_cli.estate.load import load_workloads
+
+        load_workloads(workloads)
     inputs = ReportInputs(plan=doc, title=title)
     start, _ = horizon_bounds(doc)
     month = None if start is None else f"{start:%Y-%m}"
@@ -832,7 +852,7 @@ def simulate_dispatch(
         raise InputError(f"--mode {mode!r}: expected cost or reliability")
     if requests < 0:
         raise InputError(f"--requests {requests}: expected an integer >= 0")
-    if window_hours <= 0:
+    if not (math.isfinite(window_hours) and window_hours > 0):
         raise InputError(f"--window-hours {window_hours}: expected hours > 0")
     st = _estate_store(needs_store(estate.fleet), estate if generate else None, store)
     resolved, _ = resolve_estate(estate, st)

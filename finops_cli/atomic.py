@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from finops_cli.errors import InputError
@@ -31,7 +31,30 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", path=target) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with suppress(OSError):  # the parent may not exist or not be a directory: nothing to clean
+            tmp.unlink(missing_ok=True)
+
+
+def check_writable(path: str | os.PathLike[str], *, directory: bool = False) -> Path:
+    """Fail before any work if ``path`` can never be written (a file in the way, a read-only parent).
+
+    Commands that do expensive work or write the store before their ``--out`` call this first, so a
+    typo in ``--out`` costs nothing and leaves everything as it was. Returns ``path`` as a ``Path``.
+    """
+    target = Path(path)
+    if directory and target.exists() and not target.is_dir():
+        raise InputError("exists and is not a directory; expected a directory", path=target)
+    if not directory and target.is_dir():
+        raise InputError("is a directory; expected a file path", path=target)
+    start = target if directory else target.parent
+    for ancestor in (start, *start.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise InputError(f"cannot write: {ancestor} is a file, not a directory", path=target)
+            if not os.access(ancestor, os.W_OK | os.X_OK):
+                raise InputError(f"cannot write: {ancestor} is not writable", path=target)
+            break
+    return target
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:

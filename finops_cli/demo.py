@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from finops_cli import api
-from finops_cli.atomic import write_text
+from finops_cli.atomic import check_writable, write_text
 from finops_cli.errors import InputError
 
 
@@ -57,6 +57,14 @@ def run_demo(
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
         raise InputError(f"samples not found ({', '.join(missing)}); run from a source checkout or pass --samples DIR")
+    check_writable(out_dir, directory=True)
+    if store_dir is not None:
+        store_dir = check_writable(store_dir, directory=True)
+        # Only ever wipe a finops store: --keep-store pointed at a home or project directory must not delete it.
+        if store_dir.exists() and any(store_dir.iterdir()) and not (store_dir / "manifest.json").is_file():
+            raise InputError(
+                "is not empty and not a finops store; --keep-store needs a new or store directory", path=store_dir
+            )
     tmp = None
     if store_dir is None:
         tmp = tempfile.mkdtemp(prefix="finops-demo-store-")

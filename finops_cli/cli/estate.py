@@ -18,6 +18,7 @@ from finops_cli.cli.options import (
     OutputFormat,
     StoreOpt,
     WorkloadsOpt,
+    check_out,
 )
 from finops_cli.cli.output import emit_json, emit_text, stderr_console
 
@@ -244,7 +245,8 @@ def register(app: typer.Typer) -> None:
         mode: ModeOpt = "cost",  # type: ignore[assignment]
         fmt: FormatOpt = OutputFormat.table,
         chart: Annotated[
-            Path | None, typer.Option("--chart", help="Write the step-curve PNG here (one per workload).")
+            Path | None,
+            typer.Option("--chart", help="Write the step-curve PNG here (one per workload).", callback=check_out),
         ] = None,
         store: StoreOpt = None,
         horizon: HorizonOpt = None,

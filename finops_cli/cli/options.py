@@ -25,7 +25,21 @@ StoreOpt = Annotated[
     typer.Option("--store", envvar="FINOPS_STORE", help="Store directory (default .finops/).", show_default=False),
 ]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output format.")]
-OutOpt = Annotated[Path | None, typer.Option("--out", help="Write the output to this file instead of stdout.")]
+
+
+def check_out(value: Path | None) -> Path | None:
+    """``--out`` callback: refuse an unwritable target before the command does any work (or writes the store)."""
+    if value is not None:
+        from finops_cli.atomic import check_writable
+
+        check_writable(value)
+    return value
+
+
+OutOpt = Annotated[
+    Path | None,
+    typer.Option("--out", help="Write the output to this file instead of stdout.", callback=check_out),
+]
 FleetOpt = Annotated[Path, typer.Option("--fleet", help="fleet.yaml: the substrates.")]
 WorkloadsOpt = Annotated[Path, typer.Option("--workloads", help="workloads.yaml: the demand.")]
 OptionalWorkloadsOpt = Annotated[Path | None, typer.Option("--workloads", help="workloads.yaml: the demand.")]

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from finops_cli.cli.options import FleetOpt, FormatOpt, ModeOpt, OutputFormat, StoreOpt, WorkloadsOpt
+from finops_cli.cli.options import FleetOpt, FormatOpt, ModeOpt, OutputFormat, StoreOpt, WorkloadsOpt, check_out
 from finops_cli.cli.options import Mode as ModeEnum
 from finops_cli.cli.output import emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money, money_table, pct, table_text
@@ -204,7 +204,9 @@ def register(app: typer.Typer) -> None:
         time_limit: Annotated[float | None, typer.Option("--time-limit", help="Solver time limit, seconds.")] = None,
         gap: Annotated[float | None, typer.Option("--gap", help="Relative MIP gap (default 0.0001).")] = None,
         fmt: FormatOpt = OutputFormat.table,
-        out: Annotated[Path | None, typer.Option("--out", help="Also write the JSON plan document here.")] = None,
+        out: Annotated[
+            Path | None, typer.Option("--out", help="Also write the JSON plan document here.", callback=check_out)
+        ] = None,
     ) -> None:
         """Plan the cheapest compliant substrate mix for the workloads' demand, with savings against the bill."""
         from finops_cli import api

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from finops_cli.cli.options import FormatOpt, OptionalWorkloadsOpt, OutputFormat, StoreOpt
+from finops_cli.cli.options import FormatOpt, OptionalWorkloadsOpt, OutputFormat, StoreOpt, check_out
 from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money_table
 
@@ -23,7 +23,11 @@ def register(app: typer.Typer) -> None:
         workloads: OptionalWorkloadsOpt = None,
         out: Annotated[
             Path | None,
-            typer.Option("--out", help="Write report.md here, charts beside it (without it: markdown to stdout)."),
+            typer.Option(
+                "--out",
+                help="Write report.md here, charts beside it (without it: markdown to stdout).",
+                callback=check_out,
+            ),
         ] = None,
         title: Annotated[str | None, typer.Option("--title", help="Report title.")] = None,
         fmt: FormatOpt = OutputFormat.markdown,

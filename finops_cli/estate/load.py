@@ -70,8 +70,12 @@ def read_yaml(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("file not found", path=path) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc.__class__.__name__}", path=path) from None
+    except IsADirectoryError:
+        raise InputError("is a directory; expected a YAML file", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}); expected a YAML file", path=path) from None
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc.__class__.__name__}", path=path) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

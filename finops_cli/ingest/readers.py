@@ -522,13 +522,11 @@ def _ts_us_datetime(v: pa.Array) -> pa.Array:
 
 
 def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:
-    """Cast to float64 (text allowed), naming the first row that is not a number."""
+    """Cast to float64 (text allowed), naming the first row that is not a finite number (NaN/inf are refused)."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    if pa.types.is_floating(values.type):
-        return pc.cast(values, pa.float64())
     try:
-        return pc.cast(values, pa.float64())
+        out = pc.cast(values, pa.float64())
     except pa.ArrowException:
         for i, v in enumerate(values.to_pylist()):
             try:
@@ -538,6 +536,15 @@ def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, f
                     f"expected a number (got {v!r})", path=path, where=f"row {first_row + i}, column {column!r}"
                 ) from None
         raise
+    bad = pc.invert(pc.fill_null(pc.is_finite(out), True))
+    if pc.any(bad).as_py():
+        i = pc.index(bad, True).as_py()
+        raise InputError(
+            f"expected a finite number (got {values[i].as_py()!r})",
+            path=path,
+            where=f"row {first_row + i}, column {column!r}",
+        )
+    return out
 
 
 def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) -> pa.Array:

@@ -46,6 +46,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from finops_cli.errors import InputError
 from finops_cli.schema.estate import Fleet
 
 GroupBy = Literal["team", "substrate", "instance_type", "device"]
@@ -273,6 +274,13 @@ def waste_report(
         if len(rates) and rates["currency"].notna().any()
         else (fleet.currency if fleet is not None else "USD")
     )
+    if fleet is not None and fleet.currency != currency:
+        # fleet prices fill in where billing has none: never sum two currencies into one idle cost.
+        raise InputError(
+            f"fleet.yaml's currency is {fleet.currency} but the billing in the store is in {currency};"
+            " amounts in different currencies are never mixed (use a fleet in the bill's currency)",
+            where="currency",
+        )
 
     # Resolve each row's rate, its source, substrate, instance type and team.
     usd, source, substrate, itype, team = [], [], [], [], []

@@ -20,7 +20,8 @@ Statistic = Literal["mean", "p50", "p90", "latest"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: a price, capacity or demand of .inf/.nan in YAML is a typo, never a value.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class PriceFeed(_Strict):

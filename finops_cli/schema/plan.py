@@ -16,7 +16,8 @@ SCHEMA_VERSION = 1
 
 
 class _Doc(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # A plan holds finite amounts; NaN/Infinity in a hand-edited plan.json is refused (the field is named).
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
 
 class Horizon(_Doc):

@@ -97,6 +97,12 @@ class Store:
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
+        for ancestor in (self.root, *self.root.parents):
+            if ancestor.exists():
+                if not ancestor.is_dir():
+                    where = "is a file" if ancestor == self.root else f"{ancestor} is a file"
+                    raise InputError(f"{where}; --store expects a directory", path=self.root)
+                break
         if self.root.exists():
             self._recover()
 
@@ -175,6 +181,12 @@ def _apply_journal(root: Path, journal: Path) -> None:
     journal.unlink(missing_ok=True)
 
 
+def _remove_if_empty(directory: Path) -> None:
+    """Drop ``.staging`` once no transaction uses it, so a refused ingest leaves the store byte-identical."""
+    with suppress(OSError):
+        directory.rmdir()
+
+
 @dataclass
 class Transaction:
     """Files staged for one atomic commit. Obtain one from :meth:`Store.transaction`."""
@@ -244,6 +256,7 @@ class Transaction:
                 w.close()
         self._writers.clear()
         shutil.rmtree(self.staging, ignore_errors=True)
+        _remove_if_empty(self.staging.parent)
 
     def commit(self) -> None:
         for w in self._writers.values():
@@ -253,6 +266,7 @@ class Transaction:
         self._writers.clear()
         if not staged and not self._manifest_entries and not self._replace and not self._remove:
             shutil.rmtree(self.staging, ignore_errors=True)
+            _remove_if_empty(self.staging.parent)
             return
         staging_rel = self.staging.relative_to(root)
         moves = [[str(staging_rel / rel), str(rel)] for rel in staged]
@@ -272,6 +286,7 @@ class Transaction:
         journal = root / f".journal-{self.txid}.json"
         _atomic_write_text(journal, json.dumps({"moves": moves, "deletes": deletes, "staging": str(staging_rel)}))
         _apply_journal(root, journal)
+        _remove_if_empty(self.staging.parent)
         # Empty partition directories left by deletions would confuse nobody, but tidy them.
         for part in self._replace:
             pdir = root / part

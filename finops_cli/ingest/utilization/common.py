@@ -132,7 +132,7 @@ def check_utilization(values: np.ndarray, *, path: object, column: str, first_ro
     if len(bad):
         i = int(bad[0])
         raise InputError(
-            f"utilisation {values[i]!r} is not a number in 0–1 or 0–100",
+            f"utilisation {float(values[i])!r} is not a number in 0–1 or 0–100",
             path=path,
             where=f"row {first_row + i}, column {column!r}",
         )

@@ -17,19 +17,38 @@ import math
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator, model_validator
 
 
 class DispatchEvent(BaseModel):
     """One change to a destination's availability."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     type: Literal["outage", "rate_limit", "recover"]
     substrate: str = Field(min_length=1)
     start: float | datetime
     end: float | datetime | None = None
     capacity_factor: float | None = Field(default=None, ge=0, le=1)
+
+    @field_validator("start", "end", mode="before")
+    @classmethod
+    def _hours_or_timestamp(cls, value: object) -> object:
+        """One clear error for either spelling (not one per branch of ``float | datetime``)."""
+        if value is None or isinstance(value, datetime):
+            return value
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value.strip())
+            except ValueError:
+                pass
+            try:
+                value = float(value)
+            except ValueError:
+                value = None
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        raise ValueError("expected hours from the trace start (a finite number) or an ISO timestamp")
 
     @model_validator(mode="after")
     def _rules(self) -> DispatchEvent:

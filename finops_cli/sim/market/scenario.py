@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validato
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class AcceleratorPool(_Strict):
