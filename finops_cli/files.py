@@ -1,4 +1,5 @@
-"""Reading the small files a user names (YAML, plan JSON, traces, JSON feeds) with one clear error each.
+"""Reading the small files a user names (YAML, plan JSON, traces, JSON feeds, small CSV tables) with one
+clear error each.
 
 Every failure is an :class:`~finops_cli.errors.InputError` that names the file and, for a syntax error,
 the line and column; the caller says what the file should have been (``kind``). ``.gz`` files are
@@ -12,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from finops_cli.errors import InputError
@@ -57,3 +59,23 @@ def read_yaml(path: Path, *, kind: str = "a YAML file") -> Any:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise InputError(f"invalid YAML ({problem})", path=path, where=where) from None
+
+
+def read_csv_text(path: Path, *, kind: str) -> pd.DataFrame:
+    """A small CSV table with every cell as text (no NA guessing) and header names stripped.
+
+    Callers check the columns and values themselves and name a bad cell with :func:`csv_line`.
+    """
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise InputError(f"{kind} not found", path=path) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, IsADirectoryError) as exc:
+        raise InputError(f"cannot read {kind} ({str(exc).splitlines()[0]})", path=path) from None
+    raw.columns = [str(c).strip() for c in raw.columns]
+    return raw
+
+
+def csv_line(row: int) -> str:
+    """Where data row ``row`` (0-based) of a CSV with one header line stands: ``line row + 2``."""
+    return f"line {row + 2}"

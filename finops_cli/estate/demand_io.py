@@ -14,12 +14,11 @@ import pandas as pd
 from finops_cli.core.demand import Horizon, demand_frame
 from finops_cli.errors import InputError
 from finops_cli.estate.load import Estate
+from finops_cli.files import csv_line, read_csv_text
 from finops_cli.schema.estate import Workload
 
 if TYPE_CHECKING:
     from finops_cli.store import Store
-
-_CSV_LINE_OFFSET = 2  # header is line 1; data row 0 is line 2
 
 
 def profile_path(estate: Estate, workload: Workload) -> Path:
@@ -34,13 +33,7 @@ def read_profile(path: Path) -> pd.DataFrame:
 
     ``hour`` is an integer offset (0, 1, …) or an ISO timestamp; ``units`` a number ≥ 0.
     """
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise InputError("demand profile not found", path=path) from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, IsADirectoryError) as exc:
-        raise InputError(f"cannot read demand profile ({str(exc).splitlines()[0]})", path=path) from None
-    raw.columns = [str(c).strip() for c in raw.columns]
+    raw = read_csv_text(path, kind="demand profile")
     missing = [c for c in ("hour", "units") if c not in raw.columns]
     if missing:
         raise InputError(f"missing column(s) {missing}; expected a header 'hour,units'", path=path)
@@ -51,7 +44,7 @@ def read_profile(path: Path) -> pd.DataFrame:
         raise InputError(
             f"units: expected a number >= 0, got {raw['units'].iloc[i]!r}",
             path=path,
-            where=f"line {i + _CSV_LINE_OFFSET}",
+            where=csv_line(i),
         )
     hour_text = raw["hour"].str.strip()
     as_int = pd.to_numeric(hour_text, errors="coerce")
@@ -66,7 +59,7 @@ def read_profile(path: Path) -> pd.DataFrame:
         raise InputError(
             f"hour: expected an integer >= 0 or an ISO timestamp (like the first row), got {hour_text.iloc[i]!r}",
             path=path,
-            where=f"line {i + _CSV_LINE_OFFSET}",
+            where=csv_line(i),
         )
     if pd.api.types.is_numeric_dtype(hour):
         hour = hour.astype("int64")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from finops_cli.errors import InputError
+from finops_cli.files import csv_line, read_csv_text
 
 REFERENCE_PRICES_FILE = "reference_prices.csv"
 _REF_COLUMNS = (
@@ -60,16 +61,13 @@ class ReferencePrice:
 
 @lru_cache(maxsize=4)
 def _reference_table(path: Path) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise InputError("reference price table not found", path=path) from None
+    frame = read_csv_text(path, kind="reference price table")
     missing = [c for c in _REF_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"missing column(s) {missing}", path=path)
     frame["ref"] = frame["provider"] + "/" + frame["offering"] + "/" + frame["term"]
     for i, row in frame.iterrows():
-        where = f"line {int(i) + 2}"  # type: ignore[call-overload]
+        where = csv_line(int(i))  # type: ignore[call-overload]
         try:
             datetime.strptime(row["read_on"], "%Y-%m-%d")
         except ValueError:

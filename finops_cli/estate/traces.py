@@ -22,7 +22,7 @@ import pandas as pd
 from finops_cli.core.netc import available_intervals, estimate_rate, estimate_rate_from_events
 from finops_cli.core.netc_report import Trace
 from finops_cli.errors import InputError
-from finops_cli.files import parse_json, read_text
+from finops_cli.files import csv_line, parse_json, read_csv_text, read_text
 
 
 def _read_cant_be_late(path: Path, doc: object) -> Trace:
@@ -49,18 +49,14 @@ def _read_cant_be_late(path: Path, doc: object) -> Trace:
 
 
 def _read_csv(path: Path) -> Trace:
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read preemption CSV ({str(exc).splitlines()[0]})", path=path) from None
-    raw.columns = [c.strip() for c in raw.columns]
+    raw = read_csv_text(path, kind="preemption CSV")
     if "timestamp" not in raw.columns:
         raise InputError("missing column 'timestamp' (one row per preemption)", path=path)
     ts = pd.to_datetime(raw["timestamp"].str.strip(), utc=True, errors="coerce", format="ISO8601")
     if ts.isna().any():
         i = int(ts.isna().to_numpy().argmax())
         raise InputError(f"timestamp: expected an ISO 8601 time, got {raw['timestamp'].iloc[i]!r}", path=path,
-                         where=f"line {i + 2}")  # fmt: skip
+                         where=csv_line(i))  # fmt: skip
     event = raw["event"].str.strip().str.lower() if "event" in raw.columns else pd.Series([""] * len(raw))
     is_start, is_end = event == "start", event == "end"
     pre = ts[~(is_start | is_end)].sort_values()
