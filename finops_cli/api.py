@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from finops_cli.ingest.utilization import CsvMapping, UtilizationIngest
     from finops_cli.planner import PlannerOutput
     from finops_cli.report.waste import WasteReport
+    from finops_cli.schema.estate import Fleet
     from finops_cli.schema.plan import PlanDocument
     from finops_cli.sim.dispatch import DispatchResult
     from finops_cli.sim.dispatch import Trace as DispatchTrace
@@ -42,6 +43,11 @@ if TYPE_CHECKING:
 def open_store(root: str | Path | None = None) -> Store:
     """The store at ``root`` (``--store``), else ``$FINOPS_STORE``, else ``.finops/``."""
     return Store(resolve_store_root(root))
+
+
+def _store(store: str | Path | Store | None) -> Store:
+    """``store`` itself, or the store at that root (``None``: the default one)."""
+    return store if isinstance(store, Store) else open_store(store)
 
 
 def estate(fleet: str | Path, workloads: str | Path) -> Estate:
@@ -66,8 +72,7 @@ def ingest_billing(
     """
     from finops_cli.ingest.billing import ingest_billing as _ingest
 
-    target = store if isinstance(store, Store) else open_store(store)
-    return _ingest(paths, fmt, target, progress=progress)
+    return _ingest(paths, fmt, _store(store), progress=progress)
 
 
 # --- ingest: utilisation, spot prices; prices; waste ----------------------------------------------
@@ -85,8 +90,7 @@ def ingest_utilization(
     """Ingest utilisation traces (dcgm scrapes, Prometheus range JSON, generic CSV) into ``utilization``."""
     from finops_cli.ingest.utilization import ingest_utilization as _ingest
 
-    st = store if isinstance(store, Store) else open_store(store)
-    return _ingest(st, list(paths), fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows)
+    return _ingest(_store(store), list(paths), fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows)
 
 
 def ingest_spot_prices(*, store: str | Path | Store | None = None, **kwargs: Any) -> SpotIngest:
@@ -96,17 +100,15 @@ def ingest_spot_prices(*, store: str | Path | Store | None = None, **kwargs: Any
     """
     from finops_cli.ingest.spot import ingest_spot_prices as _ingest
 
-    st = store if isinstance(store, Store) else open_store(store)
-    return _ingest(st, **kwargs)
+    return _ingest(_store(store), **kwargs)
 
 
 def spot_prices_table(store: str | Path | Store | None = None, provider: str | None = None) -> pa.Table | None:
     """The ``spot_prices`` dataset (optionally one provider), or None when nothing was ingested."""
     import pyarrow.dataset as ds
 
-    st = store if isinstance(store, Store) else open_store(store)
     flt = ds.field("provider") == provider if provider else None
-    return st.read("spot_prices", filter=flt)
+    return _store(store).read("spot_prices", filter=flt)
 
 
 def prices(
@@ -162,11 +164,11 @@ def waste(
 
     if by not in GROUP_BYS:
         raise InputError(f"--by must be one of {', '.join(GROUP_BYS)}; got {by!r}")
-    st = store if isinstance(store, Store) else open_store(store)
+    st = _store(store)
     data = st.dataset("utilization")
     if data is None:
         raise InputError("no utilisation in the store; run 'finops ingest utilization' first")
-    months = sorted({p.parent.name.split("=", 1)[1] for p in st.files("utilization")})
+    months = st.partition_values("utilization", "month")
     if month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
         raise InputError(f"--month {month!r}: expected YYYY-MM such as 2026-10")
     month = month or months[-1]
@@ -294,15 +296,35 @@ class StackResult:
         return docs[0] if len(docs) == 1 else docs
 
 
+def _horizon(horizon: str | DemandHorizon | None, default: Callable[[], DemandHorizon]) -> DemandHorizon:
+    """``--horizon`` parsed (``YYYY-MM`` or ``START:HOURS``), a given horizon as is, else ``default()``."""
+    from finops_cli.core.demand import Horizon
+
+    if isinstance(horizon, str):
+        return Horizon.parse(horizon)
+    return horizon or default()
+
+
+def _priced_demand(
+    est: Estate, store: str | Path | Store | None, horizon: str | DemandHorizon | None
+) -> tuple[Fleet, list[PriceSource], DemandHorizon, list[str], pd.DataFrame]:
+    """Where ``stack`` and ``netc`` start: the fleet with prices resolved (and their sources), the horizon
+    (default: the month the demand profiles cover), profile-coverage warnings and the hourly demand."""
+    from finops_cli.estate.checks import check_profile_coverage
+    from finops_cli.estate.demand_io import estate_demand, infer_horizon
+    from finops_cli.estate.prices import needs_store, resolve_fleet
+
+    st = _estate_store(needs_store(est.fleet), est, store)
+    resolved, sources = resolve_fleet(est.fleet, st)
+    hz = _horizon(horizon, lambda: infer_horizon(est))
+    return resolved, sources, hz, check_profile_coverage(est, hz), estate_demand(est, hz, st)
+
+
 def _estate_store(fleet_has_feed: bool, estate: Estate | None, store: str | Path | Store | None) -> Store | None:
     needs = fleet_has_feed or (
         estate is not None and any(w.demand.from_store is not None for w in estate.workloads.workloads)
     )
-    if isinstance(store, Store):
-        return store
-    if store is not None or needs:
-        return open_store(store)
-    return None
+    return _store(store) if store is not None or needs else None
 
 
 def stack(
@@ -320,11 +342,8 @@ def stack(
     (default: the month the demand profiles cover). Without ``workloads`` the fleet is shown in
     GPU-hours. A ``price_feed`` needs the spot-price store (``store`` or the default one).
     """
-    from finops_cli.core.demand import Horizon
     from finops_cli.core.stack import build_stack
     from finops_cli.errors import InputError
-    from finops_cli.estate.checks import check_profile_coverage
-    from finops_cli.estate.demand_io import estate_demand, infer_horizon
     from finops_cli.estate.load import load_fleet
     from finops_cli.estate.prices import needs_store, resolve_fleet
 
@@ -341,11 +360,7 @@ def stack(
         if not chosen:
             known = ", ".join(w.id for w in est.workloads.workloads)
             raise InputError(f"--workload {workload!r} is not in {workloads} (known: {known})")
-    st = _estate_store(needs_store(est.fleet), est, store)
-    resolved, sources = resolve_fleet(est.fleet, st)
-    hz = Horizon.parse(horizon) if isinstance(horizon, str) else (horizon or infer_horizon(est))
-    warnings = check_profile_coverage(est, hz)
-    demand = estate_demand(est, hz, st)
+    resolved, sources, hz, warnings, demand = _priced_demand(est, store, horizon)
     stacks = []
     for w in chosen:
         col = demand[w.id]
@@ -380,12 +395,8 @@ def netc(
     With ``trace`` (Can't Be Late JSON or preemption-timestamp CSV) λ is estimated from it and the job
     is replayed on it; ``substrate`` limits the report (and the trace) to one spot substrate.
     """
-    from finops_cli.core.demand import Horizon
     from finops_cli.core.netc_report import netc_rows
     from finops_cli.errors import InputError
-    from finops_cli.estate.checks import check_profile_coverage
-    from finops_cli.estate.demand_io import estate_demand, infer_horizon
-    from finops_cli.estate.prices import needs_store, resolve_fleet
     from finops_cli.estate.traces import read_trace
 
     est = load_estate(fleet, workloads)
@@ -396,11 +407,7 @@ def netc(
             raise InputError(f"--substrate {substrate!r} is not in {fleet}") from None
         if s.kind != "spot":
             raise InputError(f"--substrate {substrate}: kind {s.kind}, NETC is for spot substrates")
-    st = _estate_store(needs_store(est.fleet), est, store)
-    resolved, sources = resolve_fleet(est.fleet, st)
-    hz = Horizon.parse(horizon) if isinstance(horizon, str) else (horizon or infer_horizon(est))
-    warnings = check_profile_coverage(est, hz)
-    demand = estate_demand(est, hz, st)
+    resolved, sources, hz, warnings, demand = _priced_demand(est, store, horizon)
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
     rows = netc_rows(est.workloads.workloads, resolved, totals, tr, substrate, hz.hours)
@@ -426,24 +433,11 @@ class PlanResult:
 def default_horizon(estate: Estate, store: Store | None = None) -> DemandHorizon:
     """The latest month in the billing store; else the first month a timestamped demand profile covers;
     else the current calendar month (UTC)."""
-    from datetime import UTC, datetime
-
     from finops_cli.core.demand import Horizon
-    from finops_cli.estate.demand_io import profile_path, read_profile
+    from finops_cli.estate.demand_io import infer_horizon
 
-    if store is not None and store.has("billing"):
-        table = store.read("billing", columns=["billing_period"])
-        if table is not None and table.num_rows:
-            periods = sorted({str(p)[:7] for p in table.column("billing_period").to_pylist() if p})
-            if periods:
-                return Horizon.month(periods[-1])
-    for w in estate.workloads.workloads:
-        if w.demand.profile is not None:
-            hours = read_profile(profile_path(estate, w))["hour"]
-            if len(hours) and str(hours.dtype).startswith("datetime64"):
-                return Horizon.month(f"{hours.min():%Y-%m}")
-    now = datetime.now(UTC)
-    return Horizon.month(f"{now:%Y-%m}")
+    periods = store.partition_values("billing", "billing_period") if store is not None else []
+    return Horizon.month(periods[-1]) if periods else infer_horizon(estate)
 
 
 def plan(
@@ -481,7 +475,6 @@ def plan(
         No compliant destination for a workload, or demand above compliant capacity (exit 3).
     """
     from finops_cli.core.baseline import billed_baseline
-    from finops_cli.core.demand import Horizon
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand
     from finops_cli.estate.prices import reference_price_notes, resolve_estate
@@ -499,7 +492,7 @@ def plan(
         raise InputError(f"--gap {gap}: expected a fraction in [0, 1)")
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError(f"--time-limit {time_limit}: expected seconds > 0")
-    hz = Horizon.parse(horizon) if isinstance(horizon, str) else horizon or default_horizon(estate, store)
+    hz = _horizon(horizon, lambda: default_horizon(estate, store))
     resolved, sources = resolve_estate(estate, store, feed_end=hz.end)
     if demand is None:
         demand = estate_demand(resolved, hz, store)
@@ -601,10 +594,10 @@ def report(
     inputs = ReportInputs(plan=doc, title=title)
     start, _ = horizon_bounds(doc)
     month = None if start is None else f"{start:%Y-%m}"
-    st = store if isinstance(store, Store) else open_store(store)
+    st = _store(store)
 
     if st.has("utilization"):
-        months = sorted({p.parent.name.split("=", 1)[1] for p in st.files("utilization")})
+        months = st.partition_values("utilization", "month")
         use = month if month in months else months[-1]
         try:
             by = {g: waste(store=st, by=g, fleet=fleet, month=use).to_dict() for g in ("team", "substrate")}
@@ -785,7 +778,8 @@ def read_dispatch_events(path: str | Path, fleet_substrates: list[str], origin: 
     from pydantic import ValidationError
 
     from finops_cli.errors import InputError
-    from finops_cli.estate.load import format_validation_error, read_yaml
+    from finops_cli.estate.load import format_validation_error
+    from finops_cli.files import read_yaml
     from finops_cli.sim.dispatch import EventsFile, TimedEvent
 
     p = Path(path)
@@ -841,7 +835,6 @@ def simulate_dispatch(
     events
         YAML list of ``{type: outage|rate_limit|recover, substrate, start, end, capacity_factor}``.
     """
-    from finops_cli.core.demand import Horizon
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand
     from finops_cli.estate.prices import needs_store, resolve_estate
@@ -859,7 +852,7 @@ def simulate_dispatch(
     workloads = list(resolved.workloads.workloads)
     ids = [w.id for w in workloads]
     if generate:
-        hz = Horizon.parse(horizon) if horizon else default_horizon(resolved, st)
+        hz = _horizon(horizon or None, lambda: default_horizon(resolved, st))
         demand = estate_demand(resolved, hz, st)
         tr = generate_trace(workloads, resolved.fleet, demand.to_numpy(), requests=requests, seed=seed, origin=hz.start)
         if trace is not None:

@@ -33,7 +33,8 @@ def read_text(path: Path, *, kind: str = "a text file", missing: str = "file not
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start}); expected {kind}", path=path) from None
     except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", path=path) from None
+        reason = getattr(exc, "strerror", None) or str(exc) or exc.__class__.__name__
+        raise InputError(f"cannot read: {reason}", path=path) from None
 
 
 def parse_json(text: str, path: Path, *, problem: str = "not valid JSON") -> Any:

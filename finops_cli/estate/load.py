@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from finops_cli.errors import InputError
+from finops_cli.files import read_yaml
 from finops_cli.schema.estate import Fleet, Workloads
 
 M = TypeVar("M", bound=BaseModel)
@@ -63,26 +63,6 @@ def format_validation_error(path: Path | str, exc: ValidationError) -> str:
         where = _field_path(tuple(err["loc"]))
         lines.append(f"{path}: {where + ': ' if where else ''}{_message(err)}")
     return "\n".join(lines)
-
-
-def read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", path=path) from None
-    except IsADirectoryError:
-        raise InputError("is a directory; expected a YAML file", path=path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start}); expected a YAML file", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc.__class__.__name__}", path=path) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise InputError(f"invalid YAML ({problem})", path=path, where=where) from None
 
 
 def load_model(path: Path | str, model: type[M]) -> M:

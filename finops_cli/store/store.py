@@ -139,6 +139,17 @@ class Store:
         d = self.dataset_dir(name)
         return sorted(p for p in d.rglob("*.parquet") if not p.name.startswith((".", "_"))) if d.is_dir() else []
 
+    def partition_values(self, name: str, key: str) -> list[str]:
+        """Sorted distinct values of partition column ``key`` (e.g. the months in ``utilization``), from paths."""
+        d = self.dataset_dir(name)
+        values = set()
+        for path in self.files(name):
+            for part in path.relative_to(d).parts[:-1]:
+                k, _, v = part.partition("=")
+                if k == key:
+                    values.add(v)
+        return sorted(values)
+
     def manifest(self) -> list[dict[str, Any]]:
         path = self.root / _MANIFEST
         if not path.exists():
