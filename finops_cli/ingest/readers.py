@@ -147,8 +147,6 @@ def read_header(path: Path) -> list[str]:
                         raise InputError("expected one JSON object per line (JSON Lines)", path=path, where="row 1")
                     return list(_flatten_record(obj))
             raise InputError("file is empty; expected JSON Lines", path=path)
-    except InputError:
-        raise
     except json.JSONDecodeError as exc:
         raise InputError(f"not JSON Lines: {exc.msg}", path=path, where="row 1") from None
     except UnicodeDecodeError:
@@ -237,8 +235,6 @@ def _iter_csv(
             if batch.num_rows:
                 yield RowBatch(batch, row)
             row += batch.num_rows
-    except InputError:
-        raise
     except _READ_ERRORS as exc:
         raise _csv_error(path, header, exc, row, types) from None
 
@@ -326,8 +322,6 @@ def _iter_parquet(
                 if b.num_rows:
                     yield RowBatch(b, row)
                     row += b.num_rows
-    except InputError:
-        raise
     except _READ_ERRORS as exc:
         raise InputError(f"unreadable Parquet: {_short(exc)}", path=path, where=f"near row {row}") from None
 
@@ -396,8 +390,6 @@ def _iter_jsonl(path: Path, wanted: list[str], types: Mapping[str, pa.DataType],
                         first_row, records = row, []
         if records:
             yield RowBatch(_records_to_batch(records, wanted, types, path, first_row), first_row)
-    except InputError:
-        raise
     except _READ_ERRORS as exc:
         msg = _short(exc)
         if isinstance(exc, UnicodeDecodeError):
