@@ -131,15 +131,6 @@ def prices(
     return out
 
 
-def _decode_dictionaries(table: pa.Table) -> pa.Table:
-    import pyarrow as pa
-
-    for i, field in enumerate(table.schema):
-        if pa.types.is_dictionary(field.type):
-            table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
-    return table
-
-
 def waste(
     *,
     store: str | Path | Store | None = None,
@@ -154,13 +145,11 @@ def waste(
     the billing store of the same month, else ``fleet``, else ``price_per_gpu_hour``.
     """
     import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_fleet
-    from finops_cli.report.waste import GROUP_BYS, UtilHistogram, resource_rates, waste_report
+    from finops_cli.report.waste import GROUP_BYS, SCAN_COLUMNS, device_usage, resource_rates, waste_report
 
     if by not in GROUP_BYS:
         raise InputError(f"--by must be one of {', '.join(GROUP_BYS)}; got {by!r}")
@@ -174,59 +163,11 @@ def waste(
     month = month or months[-1]
     if month not in months:
         raise InputError(f"--month {month}: no utilisation for it (have {', '.join(months)})")
-    keys = ["device_id", "resource_id", "host", "team", "workload", "accelerator"]
-    partials: list[pa.Table] = []
-    spans: list[pa.Table] = []
-    hist = UtilHistogram()
-    scanner = data.scanner(
-        columns=[*keys, "utilization", "interval_s", "timestamp"], filter=ds.field("month") == month, batch_size=1 << 20
-    )
-    for batch in scanner.to_batches():
-        if batch.num_rows == 0:
-            continue
-        util = batch.column("utilization")
-        hist.add(util.to_numpy(zero_copy_only=False))
-        t = pa.table(
-            {
-                **{k: batch.column(k) for k in keys},
-                "busy_s": pc.multiply(util, batch.column("interval_s")),
-                "interval_s": batch.column("interval_s"),
-                "zero": pc.cast(pc.equal(util, 0.0), pa.int64()),
-                "ts": batch.column("timestamp"),
-            }
-        )
-        sums = [("interval_s", "sum"), ("busy_s", "sum"), ("zero", "sum"), ("zero", "count")]
-        part = t.group_by(keys).aggregate(sums)
-        span = t.group_by("device_id").aggregate([("ts", "min"), ("ts", "max"), ("interval_s", "max")])
-        # files carry their own dictionaries: decode the (few) group keys before combining batches
-        partials.append(_decode_dictionaries(part))
-        spans.append(_decode_dictionaries(span))
-    if not partials:
+    scanner = data.scanner(columns=SCAN_COLUMNS, filter=ds.field("month") == month, batch_size=1 << 20)
+    scanned = device_usage(scanner.to_batches())
+    if scanned is None:
         raise InputError(f"no utilisation samples for {month}")
-    agg = (
-        pa.concat_tables(partials)
-        .group_by(keys)
-        .aggregate([("interval_s_sum", "sum"), ("busy_s_sum", "sum"), ("zero_sum", "sum"), ("zero_count", "sum")])
-        .to_pandas()
-    )
-    usage = pd.DataFrame(
-        {
-            **{k: agg[k] for k in keys},
-            "samples": agg["zero_count_sum"],
-            "zero_samples": agg["zero_sum_sum"],
-            "device_hours": agg["interval_s_sum_sum"] / 3600.0,
-            "busy_hours": agg["busy_s_sum_sum"] / 3600.0,
-        }
-    )
-    sp = (
-        pa.concat_tables(spans)
-        .group_by("device_id")
-        .aggregate([("ts_min", "min"), ("ts_max", "max"), ("interval_s_max", "max")])
-        .to_pandas()
-    )
-    span_hours = float(
-        ((sp["ts_max_max"] - sp["ts_min_min"]).dt.total_seconds() + sp["interval_s_max_max"]).sum() / 3600.0
-    )
+    usage, hist, span_hours = scanned
     fl = load_fleet(fleet) if fleet is not None else None
     billing = st.read(
         "billing",

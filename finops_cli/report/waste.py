@@ -40,11 +40,14 @@ from __future__ import annotations
 import fnmatch
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
 from finops_cli.schema.estate import Fleet
@@ -74,6 +77,10 @@ USAGE_COLUMNS = [
     "device_hours",
     "busy_hours",
 ]
+
+#: what :func:`device_usage` reads from the ``utilization`` dataset
+DEVICE_KEYS = ["device_id", "resource_id", "host", "team", "workload", "accelerator"]
+SCAN_COLUMNS = [*DEVICE_KEYS, "utilization", "interval_s", "timestamp"]
 
 
 @dataclass
@@ -138,6 +145,72 @@ class WasteReport:
 
 
 # ----------------------------------------------------------------------------------------- billing
+def device_usage(batches: Iterable[pa.RecordBatch]) -> tuple[pd.DataFrame, UtilHistogram, float] | None:
+    """One pass over utilisation samples (:data:`SCAN_COLUMNS`): the :data:`USAGE_COLUMNS` table, the sample
+    histogram and the observed span in device-hours; None when there are no samples.
+
+    Each batch is reduced to its groups before the next is read, so memory grows with devices, not samples.
+    ``span = Σ_devices (last − first sample + longest interval)``.
+    """
+    partials: list[pa.Table] = []
+    spans: list[pa.Table] = []
+    hist = UtilHistogram()
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        util = batch.column("utilization")
+        hist.add(util.to_numpy(zero_copy_only=False))
+        t = pa.table(
+            {
+                **{k: batch.column(k) for k in DEVICE_KEYS},
+                "busy_s": pc.multiply(util, batch.column("interval_s")),
+                "interval_s": batch.column("interval_s"),
+                "zero": pc.cast(pc.equal(util, 0.0), pa.int64()),
+                "ts": batch.column("timestamp"),
+            }
+        )
+        sums = [("interval_s", "sum"), ("busy_s", "sum"), ("zero", "sum"), ("zero", "count")]
+        part = t.group_by(DEVICE_KEYS).aggregate(sums)
+        span = t.group_by("device_id").aggregate([("ts", "min"), ("ts", "max"), ("interval_s", "max")])
+        # files carry their own dictionaries: decode the (few) group keys before combining batches
+        partials.append(_decode_dictionaries(part))
+        spans.append(_decode_dictionaries(span))
+    if not partials:
+        return None
+    agg = (
+        pa.concat_tables(partials)
+        .group_by(DEVICE_KEYS)
+        .aggregate([("interval_s_sum", "sum"), ("busy_s_sum", "sum"), ("zero_sum", "sum"), ("zero_count", "sum")])
+        .to_pandas()
+    )
+    usage = pd.DataFrame(
+        {
+            **{k: agg[k] for k in DEVICE_KEYS},
+            "samples": agg["zero_count_sum"],
+            "zero_samples": agg["zero_sum_sum"],
+            "device_hours": agg["interval_s_sum_sum"] / 3600.0,
+            "busy_hours": agg["busy_s_sum_sum"] / 3600.0,
+        }
+    )
+    sp = (
+        pa.concat_tables(spans)
+        .group_by("device_id")
+        .aggregate([("ts_min", "min"), ("ts_max", "max"), ("interval_s_max", "max")])
+        .to_pandas()
+    )
+    span_hours = float(
+        ((sp["ts_max_max"] - sp["ts_min_min"]).dt.total_seconds() + sp["interval_s_max_max"]).sum() / 3600.0
+    )
+    return usage, hist, span_hours
+
+
+def _decode_dictionaries(table: pa.Table) -> pa.Table:
+    for i, fld in enumerate(table.schema):
+        if pa.types.is_dictionary(fld.type):
+            table = table.set_column(i, fld.name, table.column(i).cast(fld.type.value_type))
+    return table
+
+
 def _tag(tags: object, key: str) -> str | None:
     if not isinstance(tags, str) or not tags:
         return None
