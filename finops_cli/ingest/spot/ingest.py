@@ -104,7 +104,10 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
     if not records:
         return pd.DataFrame(columns=[f.name for f in SPOT_SCHEMA] + ["provider"])
     df = pd.DataFrame.from_records(records)
-    label = "SpotPriceHistory" if source != "csv" else "row"
+
+    def where(i: int) -> str:
+        return f"row {i + 1}" if source == "csv" else f"SpotPriceHistory[{i}]"
+
     ts = pd.to_datetime(df["Timestamp"], utc=True, errors="coerce", format="ISO8601")
     bad = ts.isna()
     if bad.any():
@@ -112,7 +115,7 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
         raise InputError(
             f"Timestamp {df['Timestamp'].iloc[i]!r}: expected ISO-8601 such as 2026-10-01T06:12:44+00:00",
             path=path,
-            where=f"{label}[{i}]" if label != "row" else f"row {i + 1}",
+            where=where(i),
         )
     price = pd.to_numeric(df["SpotPrice"], errors="coerce")
     bad = price.isna() | (price < 0)
@@ -121,7 +124,7 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
         raise InputError(
             f"SpotPrice {df['SpotPrice'].iloc[i]!r}: expected a non-negative number (USD per instance-hour)",
             path=path,
-            where=f"{label}[{i}]" if label != "row" else f"row {i + 1}",
+            where=where(i),
         )
     zone = df["AvailabilityZone"] if "AvailabilityZone" in df else pd.Series([None] * len(df))
     zone_id = df["AvailabilityZoneId"] if "AvailabilityZoneId" in df else pd.Series([None] * len(df))
