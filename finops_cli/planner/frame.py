@@ -21,6 +21,7 @@ Building the frame is where the model gets small (PERF-NOTES):
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -202,18 +203,16 @@ def build_frame(
             deferrable_units[g] = deferrable_units.get(g, 0.0) + float(demand[w.id].sum())
         else:
             group_rate[g] = group_rate.get(g, np.zeros(n)) + rate
+    group_size = Counter(group_of.values())
     for w in workloads:
         g = group_of[w.id]
         if w.deferrable:
             total = deferrable_units[g]
-            share = np.full(n, float(demand[w.id].sum()) / total if total > 0 else 0.0)
-            if total <= 0:
-                share[:] = 1.0 / sum(1 for v in workloads if group_of[v.id] == g)
+            share = np.full(n, float(demand[w.id].sum()) / total if total > 0 else 1.0 / group_size[g])
         else:
             rate = block_demand[w.id].to_numpy(dtype=float)
             tot = group_rate[g]
-            count = sum(1 for v in workloads if group_of[v.id] == g)
-            share = np.divide(rate, tot, out=np.full(n, 1.0 / count), where=tot > 0)
+            share = np.divide(rate, tot, out=np.full(n, 1.0 / group_size[g]), where=tot > 0)
         members[w.id] = (g, share)
 
     # rows: group × priced row × block
