@@ -38,7 +38,7 @@ def read_profile(path: Path) -> pd.DataFrame:
     if missing:
         raise InputError(f"missing column(s) {missing}; expected a header 'hour,units'", path=path)
     units = pd.to_numeric(raw["units"].str.strip(), errors="coerce")
-    bad = units.isna() | (units < 0)
+    bad = units.isna() | (units < 0) | (units == float("inf"))  # inf would reach the solver as a demand RHS
     if bad.any():
         i = int(bad.to_numpy().argmax())
         raise InputError(

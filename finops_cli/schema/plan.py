@@ -56,6 +56,7 @@ class Allocation(_Doc):
     gpu_hours: float = Field(ge=0)
     units: float = Field(ge=0)
     cost: float
+    netc_overhead: float | None = None  # part of cost that spot preemptions add; typed so the report can sum it
 
 
 class Commitment(_Doc):

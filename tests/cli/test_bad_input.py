@@ -79,6 +79,7 @@ def _write_inputs(d: Path) -> None:
     renamed[0][renamed[0].index("BilledCost")] = "Billed_Cost"
     _write_csv(d / "focus_renamed.csv", renamed)
     _write_csv(d / "focus_header_only.csv", focus[:1])
+    _write_csv(d / "focus_gpus.csv", _edited(focus, 7, "x_GpuCount", "1e40"))
 
     # utilisation (generic CSV)
     with gzip.open(SAMPLES / "utilization" / "gpu_util_hourly.csv.gz", "rt", encoding="utf-8") as fh:
@@ -87,12 +88,20 @@ def _write_inputs(d: Path) -> None:
     for name, value in (("badnum", "high"), ("neg", "-5"), ("nan", "nan"), ("250", "250")):
         _write_csv(d / f"util_{name}.csv", _edited(util, 3, "utilization", value))
     _write_csv(d / "util_baddate.csv", _edited(util, 3, "timestamp", "yesterday"))
+    prom = {"metric": {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "UUID": "GPU-1", "Hostname": "h"}}
+    prom["values"] = [["inf", "0.5"], [1793491200, "0.4"]]
+    (d / "prom_ts_inf.json").write_text(
+        json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [prom]}})
+    )
+    scrape = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",UUID="GPU-1",Hostname="h"} NaN\n'
+    (d / "scrape-2026-10-01T00-00-00Z.prom").write_text(scrape, encoding="utf-8")
     (d / "util_trunc.csv.gz").write_bytes(gzip.compress("\n".join(",".join(r) for r in util).encode())[:300])
 
     # spot prices
     spot = _rows(SAMPLES / "spot_prices" / "g6-spot-feed-2026-10.csv")[:3]
     _write_csv(d / "spot_badnum.csv", _edited(spot, 1, "SpotPrice", "cheap"))
     _write_csv(d / "spot_neg.csv", _edited(spot, 1, "SpotPrice", "-1"))
+    _write_csv(d / "spot_inf.csv", _edited(spot, 1, "SpotPrice", "inf"))
     _write_csv(d / "spot_baddate.csv", _edited(spot, 1, "Timestamp", "last tuesday"))
     renamed = [list(r) for r in spot]
     renamed[0][renamed[0].index("SpotPrice")] = "Price"
@@ -119,10 +128,12 @@ def _write_inputs(d: Path) -> None:
         edit(f)
         _dump(d / f"fleet_{name}.yaml", f)
     (d / "prof_bad.csv").write_text("hour,units\n2026-10-01T00:00:00Z,abc\n", encoding="utf-8")
+    (d / "prof_inf.csv").write_text("hour,units\n2026-10-01T00:00:00Z,inf\n", encoding="utf-8")
     for name, edit in (
         ("inf", lambda w: w["workloads"][0].update(demand={"total": float("inf")})),
         ("unknown", lambda w: w["workloads"][0].update(surprise=1)),
         ("profile", lambda w: w["workloads"][4].update(demand={"profile": "prof_bad.csv"})),
+        ("profile_inf", lambda w: w["workloads"][4].update(demand={"profile": "prof_inf.csv"})),
         ("nodest", lambda w: w["workloads"][0].update(requires={"jurisdictions": ["XX"]})),
     ):
         w = copy.deepcopy(workloads)
@@ -139,6 +150,7 @@ def _write_inputs(d: Path) -> None:
         ("nototals", lambda p: p.pop("totals")),
         ("eur", lambda p: p.update(currency="EUR")),
         ("nan", lambda p: p["totals"].update(planned_cost=float("nan"))),
+        ("netc_dict", lambda p: p["allocations"][0].update(netc_overhead={"a": 1})),
     ):
         p = copy.deepcopy(plan)
         edit(p)
@@ -213,6 +225,7 @@ CASES = [
     C("billing-renamed-column", f"ingest billing {{I}}/focus_renamed.csv --format focus {S}", "BilledCost"),
     C("billing-not-a-number", f"ingest billing {{I}}/focus_badnum.csv {S}", "row 5", "'BilledCost'", "'abc'"),
     C("billing-inf", f"ingest billing {{I}}/focus_inf.csv {S}", "row 5", "'BilledCost'", "finite"),
+    C("billing-gpu-count", f"ingest billing {{I}}/focus_gpus.csv {S}", "row 7", "'x_GpuCount'", "whole number"),
     C("billing-bad-date", f"ingest billing {{I}}/focus_baddate.csv {S}", "'ChargePeriodStart'", "31/10/2026"),
     C("billing-header-only", f"ingest billing {{I}}/focus_header_only.csv {S}", "focus_header_only.csv", "no billing"),
     C("billing-empty-dir", f"ingest billing {{I}}/notastore {S}", "notastore", "no billing export"),
@@ -233,6 +246,14 @@ CASES = [
     C("util-unknown-column", f"ingest utilization {{I}}/util.csv --util-col nope {S}", "--util-col 'nope'"),
     C("util-bad-scale", f"ingest utilization {{I}}/util.csv --util-scale 7 {S}", "--util-scale", "1 or 100"),
     C("util-wrong-format", f"ingest utilization {{I}}/util.csv --format dcgm {S}", "{I}/util.csv", "Prometheus"),
+    C("util-prometheus-time-inf", f"ingest utilization {{I}}/prom_ts_inf.json {S}", "data.result[0]", "epoch"),
+    C(
+        "util-dcgm-nan",
+        f"ingest utilization {{I}}/scrape-2026-10-01T00-00-00Z.prom {S}",
+        "scrape-2026-10-01T00-00-00Z.prom",
+        "GPU-1",
+        "nan",
+    ),
     C("util-store-is-file", "ingest utilization {I}/util.csv --store {I}/afile", "{I}/afile", "directory"),
     # ingest spot-prices
     C("spot-missing", f"ingest spot-prices --file {{I}}/nope.json {S}", "{I}/nope.json", "no such file"),
@@ -246,6 +267,7 @@ CASES = [
     ),
     C("spot-not-a-number", f"ingest spot-prices --file {{I}}/spot_badnum.csv {S}", "row 1", "'cheap'"),
     C("spot-negative", f"ingest spot-prices --file {{I}}/spot_neg.csv {S}", "row 1", "non-negative"),
+    C("spot-inf", f"ingest spot-prices --file {{I}}/spot_inf.csv {S}", "row 1", "SpotPrice 'inf'"),
     C("spot-bad-date", f"ingest spot-prices --file {{I}}/spot_baddate.csv {S}", "Timestamp", "last tuesday"),
     C("spot-renamed-column", f"ingest spot-prices --file {{I}}/spot_renamed.csv {S}", "spot_renamed.csv", "SpotPrice"),
     C("spot-nothing", f"ingest spot-prices {S}", "nothing to ingest"),
@@ -274,6 +296,13 @@ CASES = [
         "prof_bad.csv",
         "line 2",
         "units",
+    ),
+    C(
+        "plan-profile-inf",
+        f"plan --fleet {{I}}/fleet.yaml --workloads {{I}}/wl_profile_inf.yaml {S}",
+        "prof_inf.csv",
+        "line 2",
+        "'inf'",
     ),
     C(
         "validate-no-compliant-destination",
@@ -327,6 +356,12 @@ CASES = [
         f"report --plan {{I}}/plan.json --fleet {{I}}/list.yaml --workloads {{I}}/workloads.yaml {S} --out {{O}}/r.md",
         "{I}/list.yaml",
         "mapping",
+    ),
+    C(
+        "report-plan-bad-extra",
+        f"report --plan {{I}}/plan_netc_dict.json {S} --format json",
+        "plan_netc_dict.json",
+        "allocations.0.netc_overhead",
     ),
     C("report-out-is-dir", f"report --plan {{I}}/plan.json {S} --out {{O}}", "{O}", "is a directory"),
     # gate

@@ -18,6 +18,7 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from finops_cli.errors import InputError
 from finops_cli.estate.pricebook import instance_gpu_facts
 from finops_cli.ingest.billing.base import (
     BILLING_FORMATS,
@@ -74,6 +75,7 @@ class Focus(BillingFormat):
             columns[name] = None if a is None else pc.cast(a, pa.string())
         columns.update({name: src.num(name) for name in MONEY})
         columns.update({name: src.ts(name) for name in TIMES})
+        _check_gpu_count(columns["x_GpuCount"], ctx)
         if columns["ChargePeriodEnd"] is None:
             columns["ChargePeriodEnd"] = columns["ChargePeriodStart"]
         if columns["BillingPeriodStart"] is None:
@@ -107,3 +109,18 @@ class Focus(BillingFormat):
             usage_hours = where(is_usage, hours, 0.0) if is_usage is not None else hours
         cost_in = columns["BilledCost"]
         return Converted(columns, cost_in=cost_in, usage_hours=usage_hours)
+
+
+def _check_gpu_count(gpus: pa.Array | None, ctx: BatchContext) -> None:
+    """``x_GpuCount`` is stored as int32: a fraction, a negative or an absurd count is the file's mistake."""
+    if gpus is None:
+        return
+    whole = pc.and_(pc.equal(pc.floor(gpus), gpus), pc.and_(pc.greater_equal(gpus, 0), pc.less_equal(gpus, 100_000)))
+    bad = pc.invert(pc.fill_null(whole, True))
+    if pc.any(bad).as_py():
+        i = pc.index(bad, True).as_py()
+        raise InputError(
+            f"expected a whole number of GPUs per instance (got {gpus[i].as_py()!r})",
+            path=ctx.path,
+            where=f"row {ctx.first_row + i}, column 'x_GpuCount'",
+        )

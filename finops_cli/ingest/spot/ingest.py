@@ -118,7 +118,7 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
             where=where(i),
         )
     price = pd.to_numeric(df["SpotPrice"], errors="coerce")
-    bad = price.isna() | (price < 0)
+    bad = price.isna() | (price < 0) | (price == float("inf"))  # an infinite price would poison every p90
     if bad.any():
         i = int(bad.to_numpy().nonzero()[0][0])
         raise InputError(

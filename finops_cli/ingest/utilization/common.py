@@ -126,6 +126,19 @@ def _epoch_to_ns(v: np.ndarray, path: object, column: str, first_row: int) -> np
     return np.round(v * factor).astype(np.int64)
 
 
+#: Epoch seconds outside 1970–2100 are a corrupt or hostile file, not a scrape time.
+EPOCH_MAX_S = 4_102_444_800.0
+
+
+def check_epoch_seconds(seconds: np.ndarray, *, path: object, where: str) -> None:
+    """Reject non-finite, negative or far-future sample times before they become nanosecond integers."""
+    bad = np.flatnonzero(~((seconds >= 0) & (seconds < EPOCH_MAX_S)))
+    if len(bad):
+        raise InputError(
+            f"timestamp {float(seconds[bad[0]])!r}: expected Unix epoch seconds (1970–2100)", path=path, where=where
+        )
+
+
 def check_utilization(values: np.ndarray, *, path: object, column: str, first_row: int) -> None:
     """Reject negative, missing and absurd (> 100) utilisation with the row that has it."""
     bad = np.flatnonzero(~(values >= 0) | (values > 100))

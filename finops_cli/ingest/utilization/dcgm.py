@@ -19,13 +19,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
+    EPOCH_MAX_S,
     PROF_GR_ENGINE_ACTIVE,
     accelerator_from_model_name,
+    check_epoch_seconds,
     raw_batch,
 )
 
@@ -87,6 +90,15 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
                 if sample.name not in _METRICS:
                     continue
                 labels = sample.labels
+                device = labels.get("UUID") or f"{labels.get('Hostname', '')}/gpu{labels.get('gpu', '')}"
+                if sample.timestamp is not None and not (0 <= float(sample.timestamp) < EPOCH_MAX_S):
+                    check_epoch_seconds(np.array([float(sample.timestamp)]), path=path, where=f"{sample.name} {device}")
+                if not (0 <= float(sample.value) <= 100):  # NaN fails too
+                    raise InputError(
+                        f"value {float(sample.value)!r}: expected a utilisation in 0–1 or 0–100",
+                        path=path,
+                        where=f"{sample.name} {device}",
+                    )
                 ts = int(sample.timestamp * 1e9) if sample.timestamp is not None else file_ts_ns
                 if ts is None:
                     raise InputError(
@@ -94,7 +106,6 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
                         "(name files like scrape-2026-10-01T00-00-00Z.prom or scrape-1793491200.prom)",
                         path=path,
                     )
-                device = labels.get("UUID") or f"{labels.get('Hostname', '')}/gpu{labels.get('gpu', '')}"
                 per_device.setdefault((device, ts), {})[sample.name] = (float(sample.value), labels)
     except ValueError as exc:
         raise InputError(f"not Prometheus text exposition format: {exc}", path=path) from None

@@ -21,6 +21,7 @@ from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
     PROF_GR_ENGINE_ACTIVE,
     accelerator_from_model_name,
+    check_epoch_seconds,
     raw_batch,
 )
 
@@ -58,6 +59,7 @@ def iter_prometheus_range(path: Path) -> Iterator[pa.RecordBatch]:
             raise InputError(
                 "expected values: [[epoch_seconds, 'number'], ...]", path=path, where=f"data.result[{i}].values"
             ) from None
+        check_epoch_seconds(ts, path=path, where=f"data.result[{i}].values")
         if name == DEV_GPU_UTIL or (name is None and len(values) and np.nanmax(values) > 1):
             values = values / 100.0
         if len(values) and (np.isnan(values).any() or (values < 0).any() or (values > 1.0 + 1e-9).any()):
