@@ -1,7 +1,7 @@
 """Plain-text number formatting shared by the markdown report, the gate and the CLI tables (no rich here).
 
 ``money(1234.5, "USD") -> "$1,234.50"``; ``pct(0.125) -> "12.5%"`` (takes a fraction);
-``number(12345.6) -> "12,346"``. ``None``/NaN render as ``—``.
+``number(12345.6) -> "12,346"``; ``unit_price(0.0004) -> "$0.0004"``. ``None``/NaN render as ``—``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,12 @@ def money(value: float | None, currency: str = "USD", *, signed: bool = False, d
     body = f"{abs(amount):,.{decimals}f}"
     symbol = _SYMBOLS.get(currency.upper())
     return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency.upper()}"
+
+
+def unit_price(value: float | None, currency: str = "USD") -> str:
+    """A price per GPU-hour or per unit of output: 4 decimals below 1 (per-token prices are fractions of a
+    cent), else 2: ``$0.0004``, ``$3.90``."""
+    return money(value, currency, decimals=4 if value is not None and abs(value) < 1 else 2)
 
 
 def pct(fraction: float | None, *, signed: bool = False, decimals: int = 1) -> str:

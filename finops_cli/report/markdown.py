@@ -28,7 +28,7 @@ from typing import Any
 
 from finops_cli.errors import InputError
 from finops_cli.report.escape import md_table, md_text
-from finops_cli.report.format import money, number, pct
+from finops_cli.report.format import money, number, pct, unit_price
 from finops_cli.schema.plan import PlanDocument
 
 #: Philly (Jeon et al., USENIX ATC 2019): ~52 % mean GPU utilisation in a production DL cluster.
@@ -179,12 +179,7 @@ def _pm(value: float | None, cur: str, signed: bool = False) -> str:
 
 def _pu(value: float | None, cur: str) -> str:
     """A unit price in prose (see :func:`_pm`)."""
-    return _unit_price(value, cur).replace("$", "\\$")
-
-
-def _unit_price(value: float | None, cur: str) -> str:
-    """Prices per unit of output can be fractions of a cent (per token, per embedding): keep 4 decimals below 1."""
-    return money(value, cur, decimals=4 if value is not None and abs(value) < 1 else 2)
+    return unit_price(value, cur).replace("$", "\\$")
 
 
 def _summary(inp: ReportInputs, cur: str) -> list[str]:
@@ -332,7 +327,7 @@ def _supply_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list
         out += [f"_Supply-curve chart not available: {md_text(inp.supply_note, None)}._", ""]
     prices = clearing_price_rows(inp.plan)
     if prices:
-        rows = [[md_text(w), _unit_price(mean, cur), _unit_price(peak, cur)] for w, mean, peak in prices]
+        rows = [[md_text(w), unit_price(mean, cur), unit_price(peak, cur)] for w, mean, peak in prices]
         out += [
             "Clearing prices from the plan: the dual of each workload's demand constraint, i.e. what one more unit "
             "of its output would cost (deferrable work has one price for the horizon):",
@@ -433,7 +428,7 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
                 number(w["units"]),
                 number(w["gpu_hours"]),
                 money(w["cost"], cur),
-                _unit_price(unit_cost, cur),
+                unit_price(unit_cost, cur),
                 subs,
             ]
         )
