@@ -468,26 +468,17 @@ def waste_report(
     return WasteReport(by, currency, totals, groups, unobserved, distribution, priced_by, baseline)
 
 
-def _money(v: float | None, currency: str) -> str:
-    from finops_cli.report.format import money
-
-    return money(v, currency)
-
-
 def to_markdown(report: WasteReport) -> str:
     """The waste report as GitHub markdown (untrusted keys escaped)."""
     from finops_cli.report.escape import md_table
+    from finops_cli.report.format import money, pct
 
     t, cur = report.totals, report.currency
-
-    def pct(x: float | None) -> str:
-        return "—" if x is None else f"{x * 100:.1f}%"
-
     lines = [
         f"## Idle GPU waste — {t.get('month', '')}",
         "",
         f"**{pct(t['idle_fraction'])} idle** over {t['device_hours']:,.0f} observed GPU-hours "
-        f"({t['devices']} GPUs): {_money(t['idle_cost'], cur)} paid for idle time. "
+        f"({t['devices']} GPUs): {money(t['idle_cost'], cur)} paid for idle time. "
         f"Mean utilisation {pct(t['mean_utilization'])} vs the ~52 % Philly baseline[^philly]. "
         f"Coverage {pct(t['coverage'])} of {t['coverage_basis']}.",
         "",
@@ -499,7 +490,7 @@ def to_markdown(report: WasteReport) -> str:
             f"{g['busy_hours']:,.0f}",
             f"{g['idle_hours']:,.0f}",
             pct(g["idle_fraction"]),
-            _money(g["idle_cost"], cur),
+            money(g["idle_cost"], cur),
         ]
         for g in report.groups
     ]
@@ -511,7 +502,7 @@ def to_markdown(report: WasteReport) -> str:
                 "—",
                 "—",
                 "—",
-                _money(t["unobserved_cost"], cur),
+                money(t["unobserved_cost"], cur),
             ]
         )
     rows.append(
@@ -521,7 +512,7 @@ def to_markdown(report: WasteReport) -> str:
             f"{t['busy_hours']:,.0f}",
             f"{t['idle_hours']:,.0f}",
             pct(t["idle_fraction"]),
-            _money(t["idle_cost"], cur),
+            money(t["idle_cost"], cur),
         ]
     )
     headers = [report.by, "GPU-hours", "busy h", "idle h", "idle %", "idle $"]
