@@ -285,12 +285,13 @@ def price_table(
 def to_markdown(table: pd.DataFrame) -> str:
     """The ``finops prices`` table as GitHub markdown."""
     from finops_cli.report.escape import md_table
+    from finops_cli.report.format import money
 
     headers = ["provider", "region", "zone", "instance type", "kind", "changes", "min", "mean", "p50", "p90", "max",
                "latest", "$/GPU-h mean"]  # fmt: skip
 
-    def usd(x: object) -> str:
-        return "—" if x is None or (isinstance(x, float) and np.isnan(x)) else f"${float(x):,.4f}"
+    def usd(x: float | None) -> str:
+        return money(x, "USD", decimals=4)
 
     rows = [
         [r.provider, r.region, r.zone or "", r.instance_type, r.price_kind, f"{r.samples:,}",
