@@ -120,6 +120,13 @@ class Store:
         """A pyarrow dataset over ``name`` (partition columns as strings), or None if empty."""
         if not self.has(name):
             return None
+        for path in self.files(name):  # footers only: a damaged file is named here, not as a traceback mid-scan
+            try:
+                pq.read_metadata(path)
+            except (pa.ArrowException, OSError) as exc:
+                raise InputError(
+                    f"damaged store file ({exc}); delete it and ingest its source again", path=path
+                ) from None
         part = ds.partitioning(pa.schema([(c, pa.string()) for c in DATASETS[name]]), flavor="hive")
         return ds.dataset(self.dataset_dir(name), format="parquet", partitioning=part, schema=schema)
 
@@ -154,7 +161,13 @@ class Store:
         path = self.root / _MANIFEST
         if not path.exists():
             return []
-        return list(json.loads(path.read_text(encoding="utf-8")))
+        try:
+            entries = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"unreadable store manifest ({exc}); is --store a finops store?", path=path) from None
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise InputError("not a finops store manifest (expected a JSON list of objects)", path=path)
+        return entries
 
     # ----------------------------------------------------------------- writing
     @contextmanager
@@ -180,7 +193,14 @@ class Store:
 
 def _apply_journal(root: Path, journal: Path) -> None:
     """Roll a committed transaction forward; every step is idempotent."""
-    plan = json.loads(journal.read_text(encoding="utf-8"))
+    try:
+        plan = json.loads(journal.read_text(encoding="utf-8"))
+        if not isinstance(plan, dict) or not {"deletes", "moves", "staging"} <= plan.keys():
+            raise TypeError("expected {deletes, moves, staging}")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"unreadable transaction journal ({exc!r}); the store needs a manual look", path=journal
+        ) from None
     for rel in plan["deletes"]:
         (root / rel).unlink(missing_ok=True)
     for src, dst in plan["moves"]:

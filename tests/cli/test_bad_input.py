@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,10 +202,22 @@ class Case:
     says: tuple[str, ...]  # substrings of the error line ({I} inputs, {O} out dir, {S} store, {SAMP} samples)
     code: int = 2
     usage: bool = False  # a click usage error (boxed by rich) rather than an ``error:`` line
+    damage: Callable[[Path], None] | None = None  # done to the store copy first (a damaged or foreign store)
 
 
-def C(id: str, args: str, *says: str, code: int = 2, usage: bool = False) -> Case:
-    return Case(id, tuple(args.split()), says, code, usage)
+def C(
+    id: str, args: str, *says: str, code: int = 2, usage: bool = False, damage: Callable[[Path], None] | None = None
+) -> Case:
+    return Case(id, tuple(args.split()), says, code, usage, damage)
+
+
+def _garbage_manifest(store: Path) -> None:
+    (store / "manifest.json").write_text("{not json", encoding="utf-8")
+
+
+def _truncated_parquet(store: Path) -> None:
+    path = next((store / "utilization").rglob("*.parquet"))
+    path.write_bytes(path.read_bytes()[:40])
 
 
 S = "--store {S}"
@@ -236,6 +249,14 @@ CASES = [
         "{I}/afile/summary.txt",
         "not a directory",
     ),
+    C(
+        "billing-foreign-store",
+        f"ingest billing {{SAMP}}/billing/focus-2026-10.csv {S}",
+        "{S}/manifest.json",
+        "finops store",
+        damage=_garbage_manifest,
+    ),
+    C("waste-damaged-store", f"waste {S}", "{S}/utilization/", "damaged store file", damage=_truncated_parquet),
     # ingest utilization
     C("util-not-a-number", f"ingest utilization {{I}}/util_badnum.csv {S}", "row 3", "'utilization'", "'high'"),
     C("util-negative", f"ingest utilization {{I}}/util_neg.csv {S}", "row 3", "-5.0", "0–100"),
@@ -436,6 +457,8 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(case: Case, base: Path,
     store, out = tmp_path / "store", tmp_path / "out"
     shutil.copytree(base / "store", store)
     out.mkdir()
+    if case.damage is not None:
+        case.damage(store)
     ctx = {"S": str(store), "O": str(out), "I": str(base / "in"), "SAMP": str(SAMPLES)}
     before = {root: _snapshot(root) for root in (store, out, base / "in")}
 
