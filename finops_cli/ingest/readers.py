@@ -342,18 +342,22 @@ def _cast_columns(table: pa.Table, types: Mapping[str, pa.DataType], path: Path,
         try:
             table = table.set_column(i, name, pc.cast(col, target))
         except pa.ArrowException:
-            values = col.to_pylist()
-            for j, v in enumerate(values):
-                try:
-                    pc.cast(pa.array([v]), target)
-                except pa.ArrowException:
-                    raise InputError(
-                        f"expected {'a number' if pa.types.is_floating(target) else target} (got {v!r})",
-                        path=path,
-                        where=f"row {first_row + j}, column {name!r}",
-                    ) from None
+            _raise_first_uncastable(col.to_pylist(), target, path=path, column=name, first_row=first_row)
             raise
     return table
+
+
+def _raise_first_uncastable(values: list, target: pa.DataType, *, path: Path, column: str, first_row: int) -> None:
+    """After a whole-column cast failed: name the first value that does not cast to ``target``."""
+    for j, v in enumerate(values):
+        try:
+            pc.cast(pa.array([v]), target)
+        except (pa.ArrowException, TypeError):
+            raise InputError(
+                f"expected {'a number' if pa.types.is_floating(target) else target} (got {v!r})",
+                path=path,
+                where=f"row {first_row + j}, column {column!r}",
+            ) from None
 
 
 # ------------------------------------------------------------------------------------------ JSON Lines
@@ -419,15 +423,7 @@ def _records_to_batch(
         try:
             arrays.append(pc.cast(pa.array([None if v == "" else v for v in raw]), target))
         except (pa.ArrowException, TypeError):
-            for j, v in enumerate(raw):
-                try:
-                    pc.cast(pa.array([v]), target)
-                except (pa.ArrowException, TypeError):
-                    raise InputError(
-                        f"expected {'a number' if pa.types.is_floating(target) else target} (got {v!r})",
-                        path=path,
-                        where=f"row {first_row + j}, column {name!r}",
-                    ) from None
+            _raise_first_uncastable(raw, target, path=path, column=name, first_row=first_row)
             raise
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
