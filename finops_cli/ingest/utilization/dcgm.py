@@ -13,7 +13,6 @@ and ``workload`` (else ``pod``).
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from finops_cli.errors import InputError
+from finops_cli.files import read_text
 from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
     EPOCH_MAX_S,
@@ -69,16 +69,6 @@ def scrape_files(path: Path) -> list[Path]:
             raise InputError(f"no scrape files ({', '.join(SCRAPE_SUFFIXES)}) in this directory", path=path)
         return files
     return [path]
-
-
-def _read_text(path: Path) -> str:
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                return fh.read()
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
-        raise InputError(f"cannot read scrape: {exc}", path=path) from None
 
 
 def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, list]:
@@ -147,7 +137,11 @@ def iter_dcgm(path: Path) -> Iterator[pa.RecordBatch]:
     """
     buffer: dict[str, list] | None = None
     for file in scrape_files(path):
-        cols = parse_scrape(_read_text(file), file, timestamp_from_name(file.name))
+        cols = parse_scrape(
+            read_text(file, kind="a dcgm-exporter scrape (Prometheus text format)"),
+            file,
+            timestamp_from_name(file.name),
+        )
         if buffer is None:
             buffer = cols
         else:
