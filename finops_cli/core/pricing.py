@@ -9,13 +9,16 @@ segments above ``comfortable_utilization``. Prices must already be resolved (see
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
-from finops_cli.core.netc import wall_hours_per_useful_hour
+from finops_cli.core.compliance import gate
+from finops_cli.core.netc import SpotNeverFinishes, wall_hours_per_useful_hour
 from finops_cli.schema.estate import Fleet, Substrate, Workload
 
 Mode = Literal["cost", "reliability"]
+T = TypeVar("T")
 
 #: Checkpoint assumed for interruptible work that does not configure one (30 min, no write time).
 DEFAULT_CHECKPOINT_MINUTES = 30.0
@@ -122,3 +125,23 @@ def cost_per_unit(substrate: Substrate, workload: Workload, fleet: Fleet, mode: 
 
 def is_finite(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
+
+
+def priced_destinations(
+    workload: Workload, fleet: Fleet, price: Callable[[Substrate], T]
+) -> tuple[list[tuple[Substrate, T]], dict[str, list[str]]]:
+    """Each compliant substrate with ``price(substrate)``, and the excluded ones with their reasons.
+
+    The one place the merit order, the planner and the dispatch simulator apply the gate: non-compliant
+    substrates keep the gate's reasons; spot the workload would never finish on (``price`` raises
+    :class:`~finops_cli.core.netc.SpotNeverFinishes`) is excluded as ``spot refused: …``.
+    """
+    result = gate(workload, fleet)
+    excluded = dict(result.excluded)
+    priced: list[tuple[Substrate, T]] = []
+    for s in result.compliant:
+        try:
+            priced.append((s, price(s)))
+        except SpotNeverFinishes as exc:
+            excluded[s.id] = [f"spot refused: {exc}"]
+    return priced, excluded

@@ -27,9 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
-from finops_cli.core.compliance import gate
-from finops_cli.core.netc import SpotNeverFinishes
-from finops_cli.core.pricing import Mode, segments, units_per_gpu_hour
+from finops_cli.core.pricing import Mode, priced_destinations, segments, units_per_gpu_hour
 from finops_cli.schema.estate import Fleet, Substrate, Workload
 
 
@@ -133,14 +131,8 @@ def merit_order(workload: Workload, fleet: Fleet, mode: Mode = "cost") -> tuple[
 
     Spot the workload would never finish on (λ·(t_lost + R) ≥ 1) is excluded with that reason.
     """
-    result = gate(workload, fleet)
-    excluded = dict(result.excluded)
-    steps: list[StackStep] = []
-    for s in result.compliant:
-        try:
-            steps.extend(_substrate_steps(s, workload, fleet, mode))
-        except SpotNeverFinishes as exc:
-            excluded[s.id] = [f"spot refused: {exc}"]
+    priced, excluded = priced_destinations(workload, fleet, lambda s: _substrate_steps(s, workload, fleet, mode))
+    steps = [step for _s, substrate_steps in priced for step in substrate_steps]
     steps.sort(key=lambda st: (st.cost_per_unit, st.purchasable, st.substrate, st.segment))
     cumulative: float | None = 0.0
     out = []

@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from finops_cli.core.compliance import NoCompliantDestination, gate
-from finops_cli.core.netc import SpotNeverFinishes
-from finops_cli.core.pricing import Mode, segments, units_per_gpu_hour
+from finops_cli.core.compliance import NoCompliantDestination
+from finops_cli.core.pricing import Mode, priced_destinations, segments, units_per_gpu_hour
 from finops_cli.planner.blocks import Blocks, load_duration_blocks
 from finops_cli.schema.estate import Fleet, Substrate, Workload
 
@@ -101,15 +100,9 @@ def _capacity_shares(substrate: Substrate, workload: Workload, fleet: Fleet, mod
 
 def _priced_rows(workload: Workload, fleet: Fleet, mode: Mode) -> tuple[list[tuple], dict[str, list[str]]]:
     """(substrate, segment, usd, penalty, units/GPU-hour, share-of-capacity or None, is_api) per compliant row."""
-    result = gate(workload, fleet)
-    excluded = dict(result.excluded)
+    priced, excluded = priced_destinations(workload, fleet, lambda s: _capacity_shares(s, workload, fleet, mode))
     rows: list[tuple] = []
-    for s in result.compliant:
-        try:
-            segs = _capacity_shares(s, workload, fleet, mode)
-        except SpotNeverFinishes as exc:
-            excluded[s.id] = [f"spot refused: {exc}"]
-            continue
+    for s, segs in priced:
         thr = units_per_gpu_hour(s, workload)
         for seg in segs:
             rows.append((s.id, seg.index, seg.usd_per_gpu_hour, seg.penalty_per_gpu_hour, thr, seg.capacity_gpus))

@@ -36,9 +36,14 @@ from datetime import datetime
 
 import numpy as np
 
-from finops_cli.core.compliance import gate
-from finops_cli.core.netc import SpotNeverFinishes
-from finops_cli.core.pricing import Mode, base_price_per_gpu_hour, capacity_gpus, segments, units_per_gpu_hour
+from finops_cli.core.pricing import (
+    Mode,
+    base_price_per_gpu_hour,
+    capacity_gpus,
+    priced_destinations,
+    segments,
+    units_per_gpu_hour,
+)
 from finops_cli.schema.estate import Fleet, Workload
 from finops_cli.sim import streams
 
@@ -182,16 +187,10 @@ def candidates(workload: Workload, fleet: Fleet, mode: Mode) -> tuple[list[_Cand
     Computed once per workload, so the per-request loop never calls the gate or the pricing code.
     Returns the candidates and the excluded substrates with their reasons.
     """
-    result = gate(workload, fleet)
-    excluded = dict(result.excluded)
+    priced, excluded = priced_destinations(workload, fleet, lambda s: segments(s, workload, fleet, mode))
     index = {s.id: i for i, s in enumerate(fleet.substrates)}
     out: list[tuple[float, int, _Candidate]] = []
-    for s in result.compliant:
-        try:
-            segs = segments(s, workload, fleet, mode)
-        except SpotNeverFinishes as exc:
-            excluded[s.id] = [str(exc)]
-            continue
+    for s, segs in priced:
         theta = units_per_gpu_hour(s, workload)
         cap = capacity_gpus(s, fleet)
         if s.kind == "api":
