@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from finops_cli.atomic import atomic_path
+from finops_cli.report.format import currency_symbol
 
 KIND_COLOURS = {
     "owned": "#4C72B0",
@@ -22,13 +23,12 @@ KIND_COLOURS = {
     "on_demand": "#C44E52",
     "api": "#8172B3",
 }
-_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£"}
 
 
 def _money_formatter(currency: str):  # type: ignore[no-untyped-def]
     from matplotlib.ticker import FuncFormatter
 
-    symbol = _SYMBOLS.get(currency.upper())
+    symbol = currency_symbol(currency)
 
     def fmt(value: float, _pos: int) -> str:
         body = f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"

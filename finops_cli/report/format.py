@@ -11,6 +11,11 @@ import math
 _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
 
 
+def currency_symbol(currency: str) -> str | None:
+    """``$`` for USD, ``€`` for EUR, …; None for a currency written as its code after the amount."""
+    return _SYMBOLS.get(currency.upper())
+
+
 def _missing(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
@@ -27,7 +32,7 @@ def money(value: float | None, currency: str = "USD", *, signed: bool = False, d
         amount = 0.0  # no "-$0.00"
     sign = "-" if amount < 0 else ("+" if signed and amount > 0 else "")
     body = f"{abs(amount):,.{decimals}f}"
-    symbol = _SYMBOLS.get(currency.upper())
+    symbol = currency_symbol(currency)
     return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency.upper()}"
 
 
@@ -61,7 +66,7 @@ def compact_money(value: float | None, currency: str = "USD") -> str:
     amount = float(value)  # type: ignore[arg-type]
     sign = "-" if amount < 0 else ""
     a = abs(amount)
-    symbol = _SYMBOLS.get(currency.upper())
+    symbol = currency_symbol(currency)
     for bound, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
         if a >= bound:
             body = f"{a / bound:.3g}{suffix}"
