@@ -752,6 +752,10 @@ def read_dispatch_events(path: str | Path, fleet_substrates: list[str], origin: 
     return out
 
 
+#: ``--requests`` cap: 100 M requests is ~4 GB of trace and ~4 minutes of replay; more is a typo.
+MAX_GENERATED_REQUESTS = 100_000_000
+
+
 def simulate_dispatch(
     estate: Estate,
     trace: str | Path | None = None,
@@ -784,8 +788,10 @@ def simulate_dispatch(
 
     if mode not in ("cost", "reliability"):
         raise InputError(f"--mode {mode!r}: expected cost or reliability")
-    if requests < 0:
-        raise InputError(f"--requests {requests}: expected an integer >= 0")
+    if seed < 0:
+        raise InputError(f"--seed {seed}: expected an integer >= 0")
+    if not 0 <= requests <= MAX_GENERATED_REQUESTS:  # the generated trace is held in memory (~40 bytes/request)
+        raise InputError(f"--requests {requests}: expected an integer from 0 to {MAX_GENERATED_REQUESTS:_}")
     if not (math.isfinite(window_hours) and window_hours > 0):
         raise InputError(f"--window-hours {window_hours}: expected hours > 0")
     st = _estate_store(needs_store(estate.fleet), estate if generate else None, store)

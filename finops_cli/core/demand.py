@@ -30,6 +30,8 @@ from finops_cli.errors import InputError
 from finops_cli.schema.estate import Workload
 
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+#: Ten years of hours: a longer horizon is a typo (and would allocate hours × workloads arrays first).
+MAX_HORIZON_HOURS = 87_600
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,8 @@ class Horizon:
     def month(cls, month: str) -> Horizon:
         """The calendar month ``YYYY-MM`` (e.g. 2026-10 → 744 hours)."""
         m = _MONTH.match(month)
-        if not m or not 1 <= int(m.group(2)) <= 12:
-            raise InputError(f"horizon {month!r}: expected YYYY-MM")
+        if not m or not 1 <= int(m.group(2)) <= 12 or not 1970 <= int(m.group(1)) <= 2200:
+            raise InputError(f"horizon {month!r}: expected YYYY-MM (a month between 1970 and 2200)")
         year, mon = int(m.group(1)), int(m.group(2))
         start = datetime(year, mon, 1, tzinfo=UTC)
         nxt = datetime(year + (mon == 12), mon % 12 + 1, 1, tzinfo=UTC)
@@ -72,8 +74,11 @@ class Horizon:
             start = pd.Timestamp(start_text)
         except (ValueError, TypeError):
             raise InputError(f"horizon {text!r}: expected YYYY-MM or START:HOURS (e.g. 2026-10-01:744)") from None
-        if not sep or hours <= 0:
-            raise InputError(f"horizon {text!r}: expected YYYY-MM or START:HOURS with HOURS > 0")
+        if not sep or not 0 < hours <= MAX_HORIZON_HOURS or not 1970 <= start.year <= 2200:
+            raise InputError(
+                f"horizon {text!r}: expected YYYY-MM or START:HOURS with 0 < HOURS <= {MAX_HORIZON_HOURS}"
+                " and START between 1970 and 2200"
+            )
         start = start.tz_localize("UTC") if start.tzinfo is None else start.tz_convert("UTC")
         return cls(start.floor("h").to_pydatetime(), hours)
 

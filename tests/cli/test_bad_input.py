@@ -345,6 +345,7 @@ CASES = [
     C("plan-gap-2", f"plan {FW} {S} --gap 2", "--gap 2.0", "[0, 1)"),
     C("plan-time-limit-negative", f"plan {FW} {S} --time-limit -1", "--time-limit -1.0", "> 0"),
     C("plan-time-limit-nan", f"plan {FW} {S} --time-limit nan", "--time-limit nan", "> 0"),
+    C("plan-horizon-year-9999", f"plan {FW} {S} --horizon 9999-12", "horizon '9999-12'", "YYYY-MM"),
     C("plan-horizon-garbage", f"plan {FW} {S} --horizon garbage", "horizon 'garbage'"),
     C("plan-out-under-file", f"plan {FW} {S} --out {{I}}/afile/plan.json", "{I}/afile/plan.json", "not a directory"),
     C("plan-store-is-file", f"plan {FW} --store {{I}}/afile", "{I}/afile", "--store"),
@@ -421,6 +422,9 @@ CASES = [
         "events[0].substrate",
         "no-such",
     ),
+    C("dispatch-negative-seed", f"simulate dispatch {FW} {S} --generate --requests 10 --seed -1", "--seed -1"),
+    C("dispatch-absurd-requests", f"simulate dispatch {FW} {S} --generate --requests 10000000000000", "--requests"),
+    C("dispatch-absurd-horizon", f"simulate dispatch {FW} {S} --generate --horizon 2026-10-01:99999999999", "HOURS"),
     C("dispatch-window-nan", f"simulate dispatch {FW} {S} --trace {{I}}/trace.csv --window-hours nan", "--window"),
     C(
         "market-tenant-without-accelerator",
