@@ -62,3 +62,13 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
     return Path(path)
+
+
+def check_not_an_input(out: str | os.PathLike[str] | None, *inputs: str | os.PathLike[str] | None) -> None:
+    """``--out`` must not name a file the command reads (``gate --plan p.json --out p.json`` would replace it)."""
+    if out is None:
+        return
+    target = Path(out).resolve()
+    for given in inputs:
+        if given is not None and Path(given).resolve() == target:
+            raise InputError("--out names an input of this command; write the output elsewhere", path=out)

@@ -106,8 +106,10 @@ def register(app: typer.Typer) -> None:
         marker so a workflow can update it in place (docs/ci.md).
         """
         from finops_cli import api
+        from finops_cli.atomic import check_not_an_input
         from finops_cli.report.gate import Thresholds, render, summary_line
 
+        check_not_an_input(out, plan, baseline)
         thresholds = Thresholds(budget, max_increase_pct, max_increase_usd, max_spot_share)
         result = api.gate(plan, baseline, thresholds)
         if fmt in (GateFormat.text, GateFormat.table):

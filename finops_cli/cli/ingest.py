@@ -54,6 +54,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Load billing exports into the store (see the command help)."""
         from finops_cli import api
+        from finops_cli.atomic import check_not_an_input
+
+        check_not_an_input(out, *paths)
 
         with _progress() as progress:
             summary = api.ingest_billing(list(paths), fmt, store, progress=progress)

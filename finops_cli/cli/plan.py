@@ -210,7 +210,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Plan the cheapest compliant substrate mix for the workloads' demand, with savings against the bill."""
         from finops_cli import api
+        from finops_cli.atomic import check_not_an_input
 
+        check_not_an_input(out, fleet, workloads)
         est = api.estate(fleet, workloads)
         st = api.open_store(store) if (store is not None or _store_exists()) else None
         result = api.plan(

@@ -38,7 +38,9 @@ def register(app: typer.Typer) -> None:
         --format table|json then prints a summary of what was written instead of the markdown.
         """
         from finops_cli import api
+        from finops_cli.atomic import check_not_an_input
 
+        check_not_an_input(out, plan, fleet, workloads)
         result = api.report(plan, store, fleet, out, title, workloads)
         log = stderr_console()
         for what in result.unavailable:

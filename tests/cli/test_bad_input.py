@@ -257,6 +257,12 @@ CASES = [
         damage=_garbage_manifest,
     ),
     C("waste-damaged-store", f"waste {S}", "{S}/utilization/", "damaged store file", damage=_truncated_parquet),
+    C(
+        "billing-out-is-the-export",
+        f"ingest billing {{I}}/focus_badnum.csv {S} --out {{I}}/focus_badnum.csv",
+        "{I}/focus_badnum.csv",
+        "input",
+    ),
     # ingest utilization
     C("util-not-a-number", f"ingest utilization {{I}}/util_badnum.csv {S}", "row 3", "'utilization'", "'high'"),
     C("util-negative", f"ingest utilization {{I}}/util_neg.csv {S}", "row 3", "-5.0", "0–100"),
@@ -385,6 +391,7 @@ CASES = [
         "plan_netc_dict.json",
         "allocations.0.netc_overhead",
     ),
+    C("report-out-is-the-plan", f"report --plan {{I}}/plan.json {S} --out {{I}}/plan.json", "--out", "input"),
     C("report-out-is-dir", f"report --plan {{I}}/plan.json {S} --out {{O}}", "{O}", "is a directory"),
     # gate
     C("gate-plan-nan", "gate --plan {I}/plan_nan.json", "plan_nan.json", "totals.planned_cost", "finite"),
@@ -394,6 +401,7 @@ CASES = [
     C("gate-budget-nan", "gate --plan {I}/plan.json --budget nan", "--budget", "finite"),
     C("gate-spot-share-2", "gate --plan {I}/plan.json --max-spot-share 2", "--max-spot-share", "between 0 and 1"),
     C("gate-out-under-file", "gate --plan {I}/plan.json --out {I}/afile/g.txt", "{I}/afile/g.txt"),
+    C("gate-out-is-the-plan", "gate --plan {I}/plan.json --out {I}/plan.json", "{I}/plan.json", "input"),
     C("gate-fails", "gate --plan {I}/plan.json --budget 1", "FAILED", "budget", code=1),
     # simulate
     C("dispatch-trace-not-a-number", f"simulate dispatch {FW} {S} --trace {{I}}/trace_badnum.csv", "units"),
