@@ -91,6 +91,9 @@ def _write_inputs(d: Path) -> None:
     _write_csv(d / "util_baddate.csv", _edited(util, 3, "timestamp", "yesterday"))
     prom = {"metric": {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "UUID": "GPU-1", "Hostname": "h"}}
     prom["values"] = [["inf", "0.5"], [1793491200, "0.4"]]
+    (d / "prom_labels.json").write_text(
+        json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {"gpu": [0]}}]}})
+    )
     (d / "prom_ts_inf.json").write_text(
         json.dumps({"status": "success", "data": {"resultType": "matrix", "result": [prom]}})
     )
@@ -108,6 +111,9 @@ def _write_inputs(d: Path) -> None:
     renamed[0][renamed[0].index("SpotPrice")] = "Price"
     _write_csv(d / "spot_renamed.csv", renamed)
     (d / "spot_trunc.json").write_text('{"SpotPriceHistory": [\n', encoding="utf-8")
+    record = {"Timestamp": "2026-10-01T00:00:00Z", "SpotPrice": "4.1", "InstanceType": "p5.48xlarge"}
+    record["AvailabilityZone"] = ["us-east-1a"]
+    (d / "spot_zone_list.json").write_text(json.dumps({"SpotPriceHistory": [record]}), encoding="utf-8")
     (d / "spot_shape.json").write_text('{"SpotPriceHistory": "nope"}', encoding="utf-8")
 
     # the estate: fleet.yaml / workloads.yaml and their demand profiles
@@ -273,6 +279,7 @@ CASES = [
     C("util-unknown-column", f"ingest utilization {{I}}/util.csv --util-col nope {S}", "--util-col 'nope'"),
     C("util-bad-scale", f"ingest utilization {{I}}/util.csv --util-scale 7 {S}", "--util-scale", "1 or 100"),
     C("util-wrong-format", f"ingest utilization {{I}}/util.csv --format dcgm {S}", "{I}/util.csv", "Prometheus"),
+    C("util-prometheus-bad-labels", f"ingest utilization {{I}}/prom_labels.json {S}", "data.result[0]", "label"),
     C("util-prometheus-time-inf", f"ingest utilization {{I}}/prom_ts_inf.json {S}", "data.result[0]", "epoch"),
     C(
         "util-dcgm-nan",
@@ -291,6 +298,12 @@ CASES = [
         f"ingest spot-prices --file {{I}}/spot_shape.json {S}",
         "spot_shape.json",
         "SpotPriceHistory",
+    ),
+    C(
+        "spot-zone-is-a-list",
+        f"ingest spot-prices --file {{I}}/spot_zone_list.json {S}",
+        "SpotPriceHistory[0]",
+        "AvailabilityZone",
     ),
     C("spot-not-a-number", f"ingest spot-prices --file {{I}}/spot_badnum.csv {S}", "row 1", "'cheap'"),
     C("spot-negative", f"ingest spot-prices --file {{I}}/spot_neg.csv {S}", "row 1", "non-negative"),

@@ -108,6 +108,13 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
     def where(i: int) -> str:
         return f"row {i + 1}" if source == "csv" else f"SpotPriceHistory[{i}]"
 
+    for name in ("InstanceType", "ProductDescription", "AvailabilityZone", "AvailabilityZoneId"):
+        if name in df:  # JSON may hold a list or a number where AWS writes text
+            text = df[name].map(lambda v: v is None or isinstance(v, str) or (isinstance(v, float) and v != v))
+            if not text.all():
+                i = int((~text).to_numpy().nonzero()[0][0])
+                raise InputError(f"{name} {df[name].iloc[i]!r}: expected text", path=path, where=where(i))
+
     ts = pd.to_datetime(df["Timestamp"], utc=True, errors="coerce", format="ISO8601")
     bad = ts.isna()
     if bad.any():

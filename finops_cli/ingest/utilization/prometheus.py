@@ -40,7 +40,14 @@ def iter_prometheus_range(path: Path) -> Iterator[pa.RecordBatch]:
     chosen: dict[str, tuple[int, dict]] = {}
     rank = {PROF_GR_ENGINE_ACTIVE: 0, None: 1, DEV_GPU_UTIL: 2}
     for i, s in enumerate(series):
-        labels = s.get("metric") or {}
+        labels = (s.get("metric") if isinstance(s, dict) else None) or {}
+        well_formed = isinstance(s, dict) and isinstance(labels, dict)
+        if not well_formed or not all(isinstance(v, str) for v in labels.values()):
+            raise InputError(
+                "expected {metric: {label: 'text', ...}, values: [[epoch_seconds, 'number'], ...]}",
+                path=path,
+                where=f"data.result[{i}]",
+            )
         name = labels.get("__name__")
         if name not in rank:
             continue
@@ -49,7 +56,7 @@ def iter_prometheus_range(path: Path) -> Iterator[pa.RecordBatch]:
         if device not in chosen or rank[name] < rank[chosen[device][1].get("metric", {}).get("__name__")]:
             chosen[device] = (i, s)
     for device, (i, s) in chosen.items():
-        labels = s["metric"]
+        labels = s.get("metric") or {}
         name = labels.get("__name__")
         try:
             pairs = s["values"]
