@@ -35,20 +35,15 @@ def _num(value: float | None, decimals: int = 2) -> str:
 
 
 def _price(value: float | None, currency: str) -> str:
-    from finops_cli.cli.render import money
+    from finops_cli.report.format import unit_price
 
-    if value is None:
-        return "—"
-    decimals = 4 if abs(value) < 1 else 2
-    return money(value, currency, decimals=decimals)
+    return unit_price(value, currency)
 
 
 def _md_table(headers: list[str], rows: list[list[str]]) -> str:
-    from finops_cli.report.escape import md_text
+    from finops_cli.report.escape import md_table
 
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(md_text(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
+    return md_table(headers, rows)
 
 
 def _stack_rows(stack: Any, currency: str) -> list[list[str]]:

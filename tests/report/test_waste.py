@@ -215,3 +215,17 @@ def test_waste_over_several_sources_with_their_own_dictionaries(tmp_path: Path, 
     ingest_utilization(store, [b])
     report = api.waste(store=store, price_per_gpu_hour=1.0)
     assert {g["key"]: g["idle_cost"] for g in report.groups} == {"ml": 2.0, "ops": 4.0}
+
+
+def test_billing_in_two_currencies_is_never_summed(tmp_path: Path, store: Store) -> None:
+    f = _trace(tmp_path / "t.csv", {"g0": ("i-1", "ml", [0.5] * 4), "g1": ("i-2", "ml", [0.5] * 4)})
+    ingest_utilization(store, [f])
+    _billing(
+        store,
+        [
+            {"ResourceId": "i-1", "EffectiveCost": 40.0, "x_GpuHours": 4.0},
+            {"ResourceId": "i-2", "EffectiveCost": 36.0, "x_GpuHours": 4.0, "BillingCurrency": "EUR"},
+        ],
+    )
+    with pytest.raises(InputError, match=r"mixes currencies \(EUR, USD\)"):
+        api.waste(store=store)
