@@ -181,11 +181,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--keep", type=Path, help="write the CSV here and keep it (reused if it exists)")
-    ap.add_argument("--runs", default="bare-stream,finops,bare-dataset")
+    ap.add_argument("--runs", default="bare-stream,finops,bare-dataset", help="comma list of runs, in order")
     ap.add_argument("--child", choices=sorted(RUNS), help=argparse.SUPPRESS)
     ap.add_argument("--csv", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    unknown = [n for n in args.runs.split(",") if n not in RUNS]
+    if unknown:
+        ap.error(f"--runs: unknown {', '.join(unknown)}; choose a comma list of {', '.join(sorted(RUNS))}")
     if args.child:
         _child(args.child, args.csv, args.work)
         return
