@@ -36,12 +36,16 @@ import numpy as np
 import pandas as pd
 
 from finops_cli.planner import plan_demand
+from finops_cli.planner.solve import NODES_GAP
 from finops_cli.schema.estate import Fleet, Workload
 
 ACCS = ["H100", "A100", "L4"]
 
 
-def generate(n_w: int, n_s: int, hours: int, seed: int = 7) -> tuple[Fleet, list[Workload], pd.DataFrame]:
+def generate(
+    n_w: int, n_s: int, hours: int, seed: int = 7, *, gpus_per_node: float | None = None
+) -> tuple[Fleet, list[Workload], pd.DataFrame]:
+    """A random estate; ``gpus_per_node`` (default none) is set on spot and on-demand substrates only."""
     rng = np.random.default_rng(seed)
     subs = []
     base = {"H100": 3.0, "A100": 1.6, "L4": 0.7}
@@ -74,6 +78,8 @@ def generate(n_w: int, n_s: int, hours: int, seed: int = 7) -> tuple[Fleet, list
             s["price_per_gpu_hour"] = round(base[acc] * (1.0 + 0.3 * rng.random()), 3)
             if rng.random() < 0.5:
                 del s["gpus"]  # uncapped on-demand
+        if gpus_per_node is not None and kind in ("spot", "on_demand"):
+            s["gpus_per_node"] = gpus_per_node
         subs.append(s)
     subs.append(
         {
@@ -128,11 +134,18 @@ def generate(n_w: int, n_s: int, hours: int, seed: int = 7) -> tuple[Fleet, list
 
 
 def one(
-    size: str, blocks: int, solver: str, time_limit: float | None = None, *, group: bool = True, bound: bool = False
+    size: str,
+    blocks: int,
+    solver: str,
+    time_limit: float | None = None,
+    *,
+    group: bool = True,
+    bound: bool = False,
+    nodes: bool = False,
 ) -> dict:
     n_w, n_s, hours = (int(x) for x in size.split("x"))
     t0 = time.perf_counter()
-    fleet, workloads, demand = generate(n_w, n_s, hours)
+    fleet, workloads, demand = generate(n_w, n_s, hours, gpus_per_node=8.0 if nodes else None)
     gen = time.perf_counter() - t0
     full = blocks >= hours
     t1 = time.perf_counter()
@@ -144,9 +157,10 @@ def one(
         solver=solver,
         duals=not full,  # end to end as `finops plan` (duals included); the reference needs only its optimum
         time_limit=time_limit,
-        gap=1e-4,
+        gap=NODES_GAP if nodes else 1e-4,
         allow_unserved=True,
         group=group,
+        integer_nodes=nodes,
     )
     total = time.perf_counter() - t1
     s = out.solution.solve
@@ -168,6 +182,9 @@ def one(
         "planned_cost": out.solution.planned_cost,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "solver": s.name,
+        "mip_gap": s.mip_gap,
+        **({"node_hours": float(out.solution.nodes["node_hours"].sum())} if nodes else {}),
+        **({"node_rounding_cost": out.solution.node_rounding_cost} if nodes else {}),
     }
 
 
@@ -239,10 +256,21 @@ def main() -> None:
     p.add_argument("--full-max-hours", type=int, default=168, help="solve the full-resolution MILP up to this H")
     p.add_argument("--no-group", action="store_true", help="do not group identical workloads (--one only)")
     p.add_argument("--bound", action="store_true", help="also certify with the hourly decomposition (--one only)")
+    p.add_argument(
+        "--nodes", action="store_true", help="8-GPU nodes on spot/on-demand, integer_nodes=True, gap 1e-3 (--one only)"
+    )
     args = p.parse_args()
+    if args.nodes and (not args.one or args.bound):
+        p.error("--nodes needs --one (and not --bound: the hourly decomposition is an LP without nodes)")
     if args.one:
         result = one(
-            args.one, args.blocks, args.solver, time_limit=args.time_limit, group=not args.no_group, bound=args.bound
+            args.one,
+            args.blocks,
+            args.solver,
+            time_limit=args.time_limit,
+            group=not args.no_group,
+            bound=args.bound,
+            nodes=args.nodes,
         )
         print(json.dumps(result))
         return

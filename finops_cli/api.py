@@ -393,6 +393,7 @@ def plan(
     gap: float | None = None,
     allow_unserved: bool = False,
     demand: pd.DataFrame | None = None,
+    integer_nodes: bool = False,
 ) -> PlanResult:
     """Plan ``estate``'s demand on its fleet: the cheapest compliant mix, with savings against the bill.
 
@@ -409,6 +410,8 @@ def plan(
         Load-duration blocks (default :data:`finops_cli.planner.DEFAULT_BLOCKS`; ``>= hours`` = hourly).
     demand
         Units per hour (one column per workload) to plan instead of the workloads' own ``demand``.
+    integer_nodes
+        Provision on-demand and spot substrates with ``gpus_per_node`` in whole nodes (``--integer-nodes``).
 
     Raises
     ------
@@ -421,7 +424,7 @@ def plan(
     from finops_cli.estate.prices import reference_price_notes, resolve_estate
     from finops_cli.planner import DEFAULT_BLOCKS, plan_demand
     from finops_cli.planner.document import plan_document
-    from finops_cli.planner.solve import DEFAULT_GAP
+    from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP
 
     if mode not in ("cost", "reliability"):
         raise InputError(f"--mode {mode!r}: expected cost or reliability")
@@ -448,8 +451,9 @@ def plan(
         mode=mode,  # type: ignore[arg-type]
         solver=solver,  # type: ignore[arg-type]
         time_limit=time_limit,
-        gap=DEFAULT_GAP if gap is None else gap,
+        gap=(NODES_GAP if integer_nodes else DEFAULT_GAP) if gap is None else gap,
         allow_unserved=allow_unserved,
+        integer_nodes=integer_nodes,
     )
     billed = None
     if store is not None and store.has("billing"):

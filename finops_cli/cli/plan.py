@@ -202,7 +202,15 @@ def register(app: typer.Typer) -> None:
             SolverChoice.auto
         ),
         time_limit: Annotated[float | None, typer.Option("--time-limit", help="Solver time limit, seconds.")] = None,
-        gap: Annotated[float | None, typer.Option("--gap", help="Relative MIP gap (default 0.0001).")] = None,
+        gap: Annotated[
+            float | None, typer.Option("--gap", help="Relative MIP gap (default 0.0001; 0.001 with --integer-nodes).")
+        ] = None,
+        integer_nodes: Annotated[
+            bool,
+            typer.Option(
+                "--integer-nodes", help="Provision on-demand/spot substrates with gpus_per_node in whole nodes."
+            ),
+        ] = False,
         fmt: FormatOpt = OutputFormat.table,
         out: Annotated[
             Path | None, typer.Option("--out", help="Also write the JSON plan document here.", callback=check_out)
@@ -224,6 +232,7 @@ def register(app: typer.Typer) -> None:
             solver=solver.value,
             time_limit=time_limit,
             gap=gap,
+            integer_nodes=integer_nodes,
         )
         doc = result.document.model_dump(mode="json")
         text_json = json.dumps(doc, indent=2, allow_nan=False)

@@ -78,8 +78,12 @@ def plan_demand(
     allow_unserved: bool = False,
     prune: bool = True,
     group: bool = True,
+    integer_nodes: bool = False,
 ) -> PlannerOutput:
     """Plan ``demand`` (units/hour, one column per workload) on ``fleet`` (numeric prices).
+
+    ``integer_nodes`` provisions on-demand and spot substrates that set ``gpus_per_node`` in whole nodes
+    per block and charges the idle remainder (docs/planner.md, "Integer nodes").
 
     Raises
     ------
@@ -91,7 +95,9 @@ def plan_demand(
     import time
 
     t0 = time.perf_counter()
-    frame = build_frame(fleet, workloads, demand, n_blocks=n_blocks, mode=mode, prune=prune, group=group)
+    frame = build_frame(
+        fleet, workloads, demand, n_blocks=n_blocks, mode=mode, prune=prune, group=group, integer_nodes=integer_nodes
+    )
     model = build_model(frame)
     build_seconds = time.perf_counter() - t0
     info = solve_model(model, solver, time_limit=time_limit, gap=gap)

@@ -3,14 +3,17 @@
 subset is empty.
 
 Notation: ``x[i]`` GPUs (API: units/hour) of frame row ``i = (g, s, k, b)``; ``a_i`` units per
-GPU-hour; ``h_b`` hours in block ``b``; ``n_s`` commitment blocks bought; ``u`` unserved slack.
+GPU-hour; ``h_b`` hours in block ``b``; ``n_s`` commitment blocks bought; ``N_{s,b}`` nodes provisioned;
+``u`` unserved slack.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pulp
 
+from finops_cli.core.pricing import spot_multiplier
 from finops_cli.planner.model import PlanModel
 
 
@@ -102,3 +105,33 @@ def define_capacity(m: PlanModel) -> None:
         extra = ((m.commit[s], -per_block),) if per_block > 0 and s in m.commit else ()
         expr = _expr(m.x, idx, ones[idx], extra)
         m.cap_rows[(s, k, b)] = _add(m, expr, pulp.LpConstraintLE, float(fixed), f"cap-{s}-{k}-{b}")
+
+
+def node_wall_factor(m: PlanModel, rows: pd.DataFrame) -> np.ndarray:
+    """``W_{g,s}`` per row: wall GPU-hours a provisioned node spends per GPU-hour of ``x`` (NETC multiplier on
+    spot, 1 elsewhere). A group id is the id of one of its (identical) member workloads."""
+    subs, wls = m.frame.substrates, m.frame.workloads
+    return np.array(
+        [spot_multiplier(subs[s], wls[g]) for g, s in zip(rows["group"], rows["substrate"], strict=True)], dtype=float
+    )
+
+
+def define_nodes(m: PlanModel) -> None:
+    """``nodes-{s}-{b}``: ``Σ_{g,k} W_{g,s} x[g,s,k,b] − G_s·N[s,b] ≤ 0`` (GPUs): the work fits on whole nodes.
+
+    ``G_s`` is ``gpus_per_node``; ``W`` counts the wall GPU-hours spot work occupies (preemption re-work and
+    checkpoint writes run on the node too). Only substrates provisioned in whole nodes get rows.
+    """
+    if not m.nodes:
+        return
+    rows = m.frame.rows
+    sub = rows[rows["substrate"].isin(list(m.frame.nodes.index))]
+    coef = np.zeros(len(rows))
+    coef[sub.index.to_numpy()] = node_wall_factor(m, sub)
+    per_node = m.frame.nodes["gpus_per_node"].astype(float).to_dict()
+    positions = sub.groupby(["substrate", "block"], sort=False).indices
+    index = sub.index.to_numpy()
+    for (s, b), var in m.nodes.items():
+        idx = index[positions[(s, b)]] if (s, b) in positions else np.empty(0, dtype=int)
+        expr = _expr(m.x, idx, coef[idx], ((var, -per_node[s]),))
+        m.node_rows[(s, b)] = _add(m, expr, pulp.LpConstraintLE, 0.0, f"nodes-{s}-{b}")

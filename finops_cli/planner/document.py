@@ -28,6 +28,11 @@ def _r(x: float, nd: int = 6) -> float:
     return round(float(x), nd)
 
 
+def _node_sum(sums: pd.DataFrame | None, sid: str, column: str) -> float | None:
+    """A node substrate's total ``column`` (None for substrates not provisioned in whole nodes)."""
+    return _r(sums.loc[sid, column], 4) if sums is not None and sid in sums.index else None
+
+
 def planned_by_substrate(out: PlannerOutput) -> pd.Series:
     """Plan cost per substrate: usage + commitments bought + prepaid (sunk) capacity."""
     return out.solution.cost_by_substrate().add(sunk_by_substrate(out.frame), fill_value=0.0)
@@ -53,6 +58,7 @@ def plan_document(
     breakdown = savings_breakdown(base_by_s, plan_by_s, fleet)
     kinds = {s.id: s.kind for s in fleet.substrates}
     ids = sorted(set(plan_by_s.index) | set(base_by_s.index) | set(merit.cost_by_substrate.index))
+    node_sums = sol.nodes.groupby("substrate")[["node_hours", "rounding_cost"]].sum() if len(sol.nodes) else None
     by_substrate = [
         SubstrateCost(
             substrate=sid,
@@ -60,6 +66,8 @@ def plan_document(
             planned_cost=_r(plan_by_s.get(sid, 0.0)),
             baseline_cost=_r(base_by_s.get(sid, 0.0)),
             merit_order_cost=_r(merit.cost_by_substrate.get(sid, 0.0)),
+            node_hours=_node_sum(node_sums, sid, "node_hours"),
+            node_rounding_cost=_node_sum(node_sums, sid, "rounding_cost"),
         )
         for sid in ids
     ]
@@ -88,6 +96,7 @@ def plan_document(
         netc_overhead=_r(float(sol.allocations["netc_overhead"].sum()) if len(sol.allocations) else 0.0, 2),
         baseline_source="billing" if use_billing else "merit_order",
         merit_order_cost=_r(merit.cost, 2),
+        node_rounding_cost=_r(sol.node_rounding_cost, 2) if not frame.nodes.empty else None,
     )
     allocations = [
         Allocation(

@@ -17,10 +17,13 @@ Building the frame is where the model gets small (PERF-NOTES):
    throughputs), the same deferrability and no parallel cap are one *group*: their demands add, and
    the group's allocation is split back pro rata to demand, which is exact.
 5. **Blocks.** Rows exist per block of :mod:`finops_cli.planner.blocks`, not per hour.
+6. **Integer nodes** (opt-in, ``integer_nodes=True``): on-demand and spot substrates with ``gpus_per_node``
+   are billed per whole node; :attr:`PlanFrame.nodes` lists them (see ``docs/planner.md``).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -28,9 +31,23 @@ import numpy as np
 import pandas as pd
 
 from finops_cli.core.compliance import NoCompliantDestination
-from finops_cli.core.pricing import Mode, priced_destinations, segments, units_per_gpu_hour
+from finops_cli.core.pricing import (
+    Mode,
+    base_price_per_gpu_hour,
+    capacity_gpus,
+    priced_destinations,
+    segments,
+    units_per_gpu_hour,
+)
 from finops_cli.planner.blocks import Blocks, load_duration_blocks
 from finops_cli.schema.estate import Fleet, Substrate, Workload
+
+#: Substrate kinds billed per whole node when ``gpus_per_node`` is set (owned/reserved capacity is already
+#: paid, and its marginal cost is per GPU-hour used; APIs have no nodes).
+NODE_KINDS = ("on_demand", "spot")
+
+#: Columns of :attr:`PlanFrame.nodes`.
+NODE_COLUMNS = ["gpus_per_node", "max_nodes", "usd_per_gpu_hour"]
 
 #: Columns of :attr:`PlanFrame.rows` (one row = one variable ``x``, GPUs in use on average in the block).
 ROW_COLUMNS = [
@@ -66,6 +83,10 @@ class PlanFrame:
     commitments
         Purchasable substrates: ``block_gpus``, ``usd_per_gpu_hour``, ``max_blocks``, ``usd_per_block``
         (price × block GPUs × horizon hours).
+    nodes
+        Substrates provisioned in whole nodes (``integer_nodes``), index substrate: ``gpus_per_node``,
+        ``max_nodes`` (``floor(capacity / gpus_per_node)``, NaN = unbounded) and ``usd_per_gpu_hour``
+        (``price × preference``: what an idle GPU of a provisioned node costs). Empty when off.
     members
         Workload → group, with the workload's share of its group's demand per block (``share``, shape
         (n_blocks,)) used to split allocations back.
@@ -84,6 +105,7 @@ class PlanFrame:
     substrates: dict[str, Substrate]
     workloads: dict[str, Workload]
     refused: dict[str, list[str]] = field(default_factory=dict)
+    nodes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NODE_COLUMNS))
 
     @property
     def groups(self) -> list[str]:
@@ -111,13 +133,17 @@ def _priced_rows(workload: Workload, fleet: Fleet, mode: Mode) -> tuple[list[tup
     return rows, excluded
 
 
-def _prune(rows: list[tuple], fleet: Fleet) -> list[tuple]:
-    """Drop rows dearer per unit than the workload's cheapest unbounded destination."""
-    unbounded = [
-        (usd + pen) / thr
-        for sid, _k, usd, pen, thr, cap in rows
-        if cap is None and fleet.substrate(sid).purchasable is None
-    ]
+def _prune(rows: list[tuple], fleet: Fleet, node_ids: frozenset[str] = frozenset()) -> list[tuple]:
+    """Drop rows dearer per unit than the workload's cheapest unbounded destination.
+
+    A substrate billed per whole node (``node_ids``) is never the reference: its price per unit leaves out the
+    node rounding, so a dearer per-GPU destination may still be cheaper once rounding is paid.
+    """
+
+    def unbounded_row(sid: str, cap: float | None) -> bool:
+        return cap is None and fleet.substrate(sid).purchasable is None and sid not in node_ids
+
+    unbounded = [(usd + pen) / thr for sid, _k, usd, pen, thr, cap in rows if unbounded_row(sid, cap)]
     if not unbounded:
         return rows
     best = min(unbounded)
@@ -126,7 +152,7 @@ def _prune(rows: list[tuple], fleet: Fleet) -> list[tuple]:
     seen_unbounded = False
     out = []
     for r in keep:
-        if r[5] is None and fleet.substrate(r[0]).purchasable is None:
+        if unbounded_row(r[0], r[5]):
             if seen_unbounded:
                 continue
             seen_unbounded = True
@@ -143,6 +169,7 @@ def build_frame(
     mode: Mode = "cost",
     prune: bool = True,
     group: bool = True,
+    integer_nodes: bool = False,
 ) -> PlanFrame:
     """Price every compliant (workload, substrate, segment) and lay it out over load-duration blocks.
 
@@ -156,18 +183,23 @@ def build_frame(
         Units per hour, one row per hour of the horizon.
     n_blocks
         Number of load-duration blocks (``>= hours`` = full resolution).
+    integer_nodes
+        Provision on-demand and spot substrates that set ``gpus_per_node`` in whole nodes per block.
     """
     missing = [w.id for w in workloads if w.id not in demand.columns]
     if missing:
         raise ValueError(f"demand has no column for workloads {missing}")
     horizon_hours = len(demand)
     substrates = {s.id: s for s in fleet.substrates}
+    node_ids = frozenset(
+        s.id for s in fleet.substrates if integer_nodes and s.kind in NODE_KINDS and s.gpus_per_node is not None
+    )
     priced: dict[str, list[tuple]] = {}
     refused: dict[str, list[str]] = {}
     for w in workloads:
         rows, excluded = _priced_rows(w, fleet, mode)
         refused.update({f"{w.id}→{sid}": r for sid, r in excluded.items() if r and r[0].startswith("spot refused")})
-        priced[w.id] = _prune(rows, fleet) if prune and w.max_parallel_gpus is None else rows
+        priced[w.id] = _prune(rows, fleet, node_ids) if prune and w.max_parallel_gpus is None else rows
 
     # GPU-equivalents per unit, to rank hours by load: 1 / the workload's best throughput
     weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
@@ -271,6 +303,15 @@ def build_frame(
 
     sunk = sum(s.committed_per_gpu_hour * (s.gpus or 0.0) for s in fleet.substrates) * horizon_hours
     max_parallel = {w.id: float(w.max_parallel_gpus) for w in workloads if w.max_parallel_gpus is not None}
+    used = set(rows["substrate"])
+    node_rows = []
+    for sid in sorted(node_ids & used):
+        s = substrates[sid]
+        cap = capacity_gpus(s, fleet)
+        per_node = float(s.gpus_per_node or 1.0)
+        max_nodes = np.nan if cap is None else float(math.floor(cap / per_node + 1e-9))
+        node_rows.append((sid, per_node, max_nodes, base_price_per_gpu_hour(s) * s.preference))
+    nodes = pd.DataFrame(node_rows, columns=["substrate", *NODE_COLUMNS]).set_index("substrate")
     return PlanFrame(
         rows=rows,
         demand=demand_series,
@@ -285,4 +326,5 @@ def build_frame(
         substrates=substrates,
         workloads={w.id: w for w in workloads},
         refused=refused,
+        nodes=nodes,
     )

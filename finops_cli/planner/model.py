@@ -14,7 +14,7 @@ class PlanModel:
     """A built plan: the PuLP problem plus each row family and variable set, by key.
 
     Row families (PuLP sanitises ``-`` in names to ``_``; code reads rows through these dicts):
-    ``demand-{g}-{b}``, ``defer-{g}``, ``parallel-{g}-{b}``, ``cap-{s}-{k}-{b}``.
+    ``demand-{g}-{b}``, ``defer-{g}``, ``parallel-{g}-{b}``, ``cap-{s}-{k}-{b}``, ``nodes-{s}-{b}``.
     """
 
     frame: PlanFrame
@@ -29,7 +29,9 @@ class PlanModel:
     defer_rows: dict[str, pulp.LpConstraint] = field(default_factory=dict)
     parallel_rows: dict[tuple[str, int], pulp.LpConstraint] = field(default_factory=dict)
     cap_rows: dict[tuple[str, int, int], pulp.LpConstraint] = field(default_factory=dict)
+    nodes: dict[tuple[str, int], pulp.LpVariable] = field(default_factory=dict)
+    node_rows: dict[tuple[str, int], pulp.LpConstraint] = field(default_factory=dict)
 
     @property
     def has_integers(self) -> bool:
-        return any(v.cat == pulp.LpInteger for v in self.commit.values())
+        return any(v.cat == pulp.LpInteger for v in [*self.commit.values(), *self.nodes.values()])

@@ -7,21 +7,28 @@ Money, per allocation row ``i`` with value ``x_i`` in block ``b``:
 - NETC overhead ``= cost · (1 − 1/W)`` (what preemptions add on spot);
 - penalty ``= ρ_i · h_b · x_i`` (reliability steering, **not** money).
 
+Integer nodes, per substrate ``s`` and block ``b`` with ``N`` nodes of ``G`` GPUs: node-hours ``= N · h_b``;
+node rounding ``= q_s (G · N · h_b − Σ_i W_i h_b x_i)`` (the idle GPUs of provisioned nodes at the base price).
+
 Group rows are split back to their member workloads pro rata to demand (exact for identical members).
 The clearing price of workload ``w`` in block ``b`` is the dual of ``demand-{g}-{b}`` divided by
-``h_b`` (currency per unit), read from the LP re-solved with the commitment blocks fixed.
+``h_b`` (currency per unit), read from the LP re-solved with the commitment blocks (and node counts) fixed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from finops_cli.core.pricing import spot_multiplier
+from finops_cli.planner.constraints import node_wall_factor
 from finops_cli.planner.model import PlanModel
 from finops_cli.planner.solve import SolveInfo
+
+#: Columns of :attr:`PlanSolution.nodes` (one row per node substrate and block).
+NODE_RESULT_COLUMNS = ["substrate", "block", "nodes", "node_hours", "wall_gpu_hours", "rounding_cost"]
 
 #: Values below this (GPUs, units/hour) are solver noise.
 TOL = 1e-7
@@ -42,17 +49,21 @@ class PlanSolution:
     penalty: float
     sunk_cost: float
     dual_solve: SolveInfo | None = None
+    nodes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NODE_RESULT_COLUMNS))
+    node_rounding_cost: float = 0.0
 
     @property
     def planned_cost(self) -> float:
-        """Full cost of the plan over the horizon: usage + new commitments + prepaid (sunk) capacity."""
-        return self.usage_cost + self.commitment_cost + self.sunk_cost
+        """Full cost of the plan over the horizon: usage + new commitments + node rounding + prepaid (sunk)."""
+        return self.usage_cost + self.commitment_cost + self.node_rounding_cost + self.sunk_cost
 
     def cost_by_substrate(self) -> pd.Series:
-        """Usage + new commitments + sunk prepaid cost, per substrate id."""
+        """Usage + new commitments + node rounding, per substrate id (sunk cost is added by the document)."""
         cost = self.allocations.groupby("substrate")["cost"].sum()
         if not self.commitments.empty:
             cost = cost.add(self.commitments.set_index("substrate")["cost"], fill_value=0.0)
+        if not self.nodes.empty:
+            cost = cost.add(self.nodes.groupby("substrate")["rounding_cost"].sum(), fill_value=0.0)
         return cost
 
 
@@ -109,6 +120,8 @@ def read_solution(m: PlanModel, solve: SolveInfo, dual_solve: SolveInfo | None =
     commitments = pd.DataFrame(commit_rows, columns=["substrate", "blocks", "gpus", "cost"])
 
     hours = frame.blocks.hours
+    nodes = _nodes_frame(m, values)
+
     short = []
     for (g, b), var in m.unserved.items():
         u = var.value() or 0.0
@@ -153,4 +166,26 @@ def read_solution(m: PlanModel, solve: SolveInfo, dual_solve: SolveInfo | None =
         penalty=float(allocations["penalty"].sum()) if len(allocations) else 0.0,
         sunk_cost=frame.sunk_cost,
         dual_solve=dual_solve,
+        nodes=nodes,
+        node_rounding_cost=float(nodes["rounding_cost"].sum()) if len(nodes) else 0.0,
     )
+
+
+def _nodes_frame(m: PlanModel, values: np.ndarray) -> pd.DataFrame:
+    """Nodes, node-hours, wall GPU-hours used and node rounding cost per node substrate and block."""
+    if not m.nodes:
+        return pd.DataFrame(columns=NODE_RESULT_COLUMNS)
+    frame = m.frame
+    rows = frame.rows
+    sub = rows[rows["substrate"].isin(list(frame.nodes.index))]
+    wall = pd.Series(values[sub.index.to_numpy()] * sub["hours"].to_numpy() * node_wall_factor(m, sub), index=sub.index)
+    used = wall.groupby([sub["substrate"], sub["block"]]).sum().to_dict()
+    out = []
+    for (s, b), var in m.nodes.items():
+        n = round(var.value() or 0.0)
+        h = float(frame.blocks.hours[b])
+        gpu_hours = float(used.get((s, b), 0.0))
+        per_node = float(frame.nodes.loc[s, "gpus_per_node"])
+        idle = max(0.0, per_node * n * h - gpu_hours)
+        out.append((s, b, n, n * h, gpu_hours, idle * float(frame.nodes.loc[s, "usd_per_gpu_hour"])))
+    return pd.DataFrame(out, columns=NODE_RESULT_COLUMNS)

@@ -1,8 +1,9 @@
-"""Decision variables of the plan: usage ``x``, commitment blocks ``n`` and unserved slack ``u``.
+"""Decision variables of the plan: usage ``x``, commitment blocks ``n``, nodes ``N`` and unserved slack ``u``.
 
 One ``x`` per row of the plan frame (compliant, priced, not dominated), so the solver never sees a
 non-compliant pair. Units: ``x`` is GPUs in use on average during a block (GPU-hours per hour; for
-an API, units per hour), ``n`` whole commitment blocks, ``u`` units per hour not served.
+an API, units per hour), ``n`` whole commitment blocks, ``N`` whole nodes running throughout a block,
+``u`` units per hour not served.
 """
 
 from __future__ import annotations
@@ -25,6 +26,22 @@ def define_commitments(m: PlanModel) -> None:
         m.commit[str(sid)] = m.prob.add_variable(
             f"commit-{sid}", lowBound=0, upBound=int(row["max_blocks"]), cat=m.integer_category
         )
+
+
+def define_nodes(m: PlanModel) -> None:
+    """``N[s,b] ∈ {0, …, floor(capacity_s / gpus_per_node_s)}`` nodes of ``s`` running throughout block ``b``.
+
+    Only for substrates in :attr:`~finops_cli.planner.frame.PlanFrame.nodes` (``integer_nodes``); an uncapped
+    on-demand substrate has no upper bound.
+    """
+    nodes = m.frame.nodes
+    if nodes.empty:
+        return
+    add = m.prob.add_variable
+    for sid, row in nodes.iterrows():
+        upper = None if row["max_nodes"] != row["max_nodes"] else int(row["max_nodes"])
+        for b in range(m.frame.blocks.n):
+            m.nodes[(str(sid), b)] = add(f"node-{sid}-{b}", lowBound=0, upBound=upper, cat=m.integer_category)
 
 
 def define_unserved(m: PlanModel) -> None:

@@ -47,6 +47,7 @@ class Totals(_Doc):
     netc_overhead: float | None = None  # part of usage_cost that preemptions add on spot (W − 1)
     baseline_source: Literal["billing", "merit_order"] | None = None
     merit_order_cost: float | None = None  # greedy merit-order dispatch of the same demand (always shown)
+    node_rounding_cost: float | None = None  # --integer-nodes: idle GPUs of whole nodes provisioned, at base price
 
 
 class Allocation(_Doc):
@@ -87,6 +88,8 @@ class SubstrateCost(_Doc):
     planned_cost: float
     baseline_cost: float | None = None
     merit_order_cost: float | None = None
+    node_hours: float | None = None  # --integer-nodes: Σ_b nodes × block hours provisioned
+    node_rounding_cost: float | None = None  # --integer-nodes: idle remainder of those nodes (in planned_cost)
 
 
 class ClearingPrice(_Doc):
