@@ -50,7 +50,16 @@ def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
     per_unit = (first["usd_per_gpu_hour"] + first["penalty_per_gpu_hour"]) / first["units_per_gpu_hour"]
     ordered = first.assign(per_unit=per_unit).sort_values(["group", "per_unit"], kind="stable")
     options = {
-        g: list(zip(sub["substrate"], sub["segment"], sub["units_per_gpu_hour"], sub["usd_per_gpu_hour"], strict=True))
+        g: list(
+            zip(
+                sub["substrate"],
+                sub["segment"],
+                sub["units_per_gpu_hour"],
+                sub["usd_per_gpu_hour"],
+                sub["wall_per_gpu_hour"],
+                strict=True,
+            )
+        )
         for g, sub in ordered.groupby("group", sort=False)
     }
     order = list(dict.fromkeys(g for g, _share in frame.members.values()))
@@ -65,13 +74,13 @@ def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
                 need = frame.deferrable_units[g] / frame.horizon_hours
             else:
                 need = float(frame.demand.get((g, b), 0.0))
-            for sid, k, thr, usd in options.get(g, []):
+            for sid, k, thr, usd, wall in options.get(g, []):
                 if need <= 1e-12:
                     break
-                take = min(need / thr, left[(sid, k)])
+                take = min(need / thr, left[(sid, k)] / wall)  # useful GPUs; each holds ``wall`` pool GPUs
                 if take <= 0:
                     continue
-                left[(sid, k)] -= take
+                left[(sid, k)] -= take * wall
                 need -= take * thr
                 cost[sid] = cost.get(sid, 0.0) + take * hours[b] * usd
             if need > 1e-9:

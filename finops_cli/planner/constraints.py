@@ -10,10 +10,8 @@ GPU-hour; ``h_b`` hours in block ``b``; ``n_s`` commitment blocks bought; ``N_{s
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pulp
 
-from finops_cli.core.pricing import spot_multiplier
 from finops_cli.planner.model import PlanModel
 
 
@@ -80,10 +78,12 @@ def define_parallel(m: PlanModel) -> None:
 
 
 def define_capacity(m: PlanModel) -> None:
-    """``cap-{s}-{k}-{b}``: ``Σ_g x[g,s,k,b] − c_{s,k}·n_s ≤ C_{s,k}`` (GPUs).
+    """``cap-{s}-{k}-{b}``: ``Σ_g W_{g,s}·x[g,s,k,b] − c_{s,k}·n_s ≤ C_{s,k}`` (GPUs).
 
     ``C_{s,k}`` is segment ``k``'s share of the substrate's installed (degraded) GPUs and ``c_{s,k}`` the
-    share each purchased block adds; unbounded segments (APIs, uncapped on-demand) get no row.
+    share each purchased block adds; unbounded segments (APIs, uncapped on-demand) get no row. ``x`` is
+    useful GPU-hours, so on spot each one occupies ``W`` (the NETC multiplier) GPU-hours of the pool:
+    preemption re-work, resumes and checkpoint writes run on the same GPUs.
     """
     cap = m.frame.capacity
     bounded = cap[cap["fixed_gpus"].notna()]
@@ -95,7 +95,7 @@ def define_capacity(m: PlanModel) -> None:
         ((s, k) in keys for s, k in zip(rows["substrate"], rows["segment"], strict=True)), bool, len(rows)
     )
     sub = rows[mask]
-    ones = np.ones(len(rows))
+    wall = rows["wall_per_gpu_hour"].to_numpy(dtype=float)
     index = sub.index.to_numpy()
     fixed_gpus = bounded["fixed_gpus"].astype(float).to_dict()
     per_block_gpus = bounded["gpus_per_commit_block"].astype(float).to_dict()
@@ -103,17 +103,8 @@ def define_capacity(m: PlanModel) -> None:
         idx = index[pos]
         fixed, per_block = fixed_gpus[(s, k)], per_block_gpus[(s, k)]
         extra = ((m.commit[s], -per_block),) if per_block > 0 and s in m.commit else ()
-        expr = _expr(m.x, idx, ones[idx], extra)
+        expr = _expr(m.x, idx, wall[idx], extra)
         m.cap_rows[(s, k, b)] = _add(m, expr, pulp.LpConstraintLE, float(fixed), f"cap-{s}-{k}-{b}")
-
-
-def node_wall_factor(m: PlanModel, rows: pd.DataFrame) -> np.ndarray:
-    """``W_{g,s}`` per row: wall GPU-hours a provisioned node spends per GPU-hour of ``x`` (NETC multiplier on
-    spot, 1 elsewhere). A group id is the id of one of its (identical) member workloads."""
-    subs, wls = m.frame.substrates, m.frame.workloads
-    return np.array(
-        [spot_multiplier(subs[s], wls[g]) for g, s in zip(rows["group"], rows["substrate"], strict=True)], dtype=float
-    )
 
 
 def define_nodes(m: PlanModel) -> None:
@@ -126,8 +117,7 @@ def define_nodes(m: PlanModel) -> None:
         return
     rows = m.frame.rows
     sub = rows[rows["substrate"].isin(list(m.frame.nodes.index))]
-    coef = np.zeros(len(rows))
-    coef[sub.index.to_numpy()] = node_wall_factor(m, sub)
+    coef = rows["wall_per_gpu_hour"].to_numpy(dtype=float)
     per_node = m.frame.nodes["gpus_per_node"].astype(float).to_dict()
     positions = sub.groupby(["substrate", "block"], sort=False).indices
     index = sub.index.to_numpy()

@@ -37,6 +37,7 @@ from finops_cli.core.pricing import (
     capacity_gpus,
     priced_destinations,
     segments,
+    spot_multiplier,
     units_per_gpu_hour,
 )
 from finops_cli.planner.blocks import Blocks, load_duration_blocks
@@ -59,6 +60,7 @@ ROW_COLUMNS = [
     "usd_per_gpu_hour",
     "penalty_per_gpu_hour",
     "units_per_gpu_hour",
+    "wall_per_gpu_hour",
     "is_api",
 ]
 
@@ -241,10 +243,14 @@ def build_frame(
         members[w.id] = (g, share)
 
     # rows: group × priced row × block
+    # ``wall_per_gpu_hour``: pool GPU-hours one useful GPU-hour occupies (the NETC multiplier W on spot: re-work,
+    # resumes and checkpoint writes run on the same GPUs; 1 elsewhere). Grouped workloads share it (same prices).
+    by_id = {w.id: w for w in workloads}
     base = []
     for gid in dict.fromkeys(group_of.values()):
         for sid, k, usd, pen, thr, _cap in priced[gid]:
-            base.append((gid, sid, k, usd, pen, thr, substrates[sid].kind == "api"))
+            wall = spot_multiplier(substrates[sid], by_id[gid])
+            base.append((gid, sid, k, usd, pen, thr, wall, substrates[sid].kind == "api"))
     base_df = pd.DataFrame(
         base,
         columns=[
@@ -254,6 +260,7 @@ def build_frame(
             "usd_per_gpu_hour",
             "penalty_per_gpu_hour",
             "units_per_gpu_hour",
+            "wall_per_gpu_hour",
             "is_api",
         ],
     )

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import pulp
 
-from finops_cli.planner.constraints import node_wall_factor
 from finops_cli.planner.model import PlanModel
 
 #: Tie-break on work placed on whole nodes, as a fraction of the idle price ``q_s``: a paid node's idle GPUs
@@ -36,7 +35,7 @@ def define_objective(m: PlanModel) -> None:
         nodes = m.frame.nodes
         sub = rows[rows["substrate"].isin(list(nodes.index))]
         idle_price = sub["substrate"].map(nodes["usd_per_gpu_hour"]).to_numpy(dtype=float)
-        wall = node_wall_factor(m, sub)
+        wall = sub["wall_per_gpu_hour"].to_numpy()
         coef[sub.index.to_numpy()] -= sub["hours"].to_numpy() * idle_price * wall * (1 - NODE_TIE_BREAK)
     terms = [(v, float(c)) for v, c in zip(m.x, coef, strict=True)]
     terms += [

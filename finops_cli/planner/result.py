@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from finops_cli.core.pricing import spot_multiplier
-from finops_cli.planner.constraints import node_wall_factor
 from finops_cli.planner.model import PlanModel
 from finops_cli.planner.solve import SolveInfo
 
@@ -178,7 +177,9 @@ def _nodes_frame(m: PlanModel, values: np.ndarray) -> pd.DataFrame:
     frame = m.frame
     rows = frame.rows
     sub = rows[rows["substrate"].isin(list(frame.nodes.index))]
-    wall = pd.Series(values[sub.index.to_numpy()] * sub["hours"].to_numpy() * node_wall_factor(m, sub), index=sub.index)
+    wall = pd.Series(
+        values[sub.index.to_numpy()] * sub["hours"].to_numpy() * sub["wall_per_gpu_hour"].to_numpy(), index=sub.index
+    )
     used = wall.groupby([sub["substrate"], sub["block"]]).sum().to_dict()
     out = []
     for (s, b), var in m.nodes.items():

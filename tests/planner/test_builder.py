@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from planner_helpers import demand, fleet, workload
 
+from finops_cli.core.pricing import spot_multiplier
+from finops_cli.planner import plan_demand
 from finops_cli.planner.blocks import load_duration_blocks
 from finops_cli.planner.build import build_model
 from finops_cli.planner.frame import build_frame
@@ -88,3 +90,24 @@ def test_identical_workloads_grouped_and_dominated_rows_dropped():
     assert "od2" not in set(frame.rows["substrate"])
     unpruned = build_frame(f, ws, demand(a=[1, 2], b=[3, 4], c=[1, 1]), n_blocks=2, prune=False, group=False)
     assert "od2" in set(unpruned.rows["substrate"]) and unpruned.groups == ["a", "b", "c"]
+
+
+def test_spot_capacity_counts_the_wall_hours_of_its_work():
+    """A useful GPU-hour on spot occupies W pool GPU-hours (re-work, resumes, checkpoint writes): cap row coef W."""
+    f = fleet(
+        {"id": "spot", "kind": "spot", "gpus": 8, "price_per_gpu_hour": 0.1, "interruptions_per_hour": 0.1,
+         "resume_minutes": 6},
+        {"id": "own", "kind": "owned", "gpus": 8, "price_per_gpu_hour": 0.5},
+    )  # fmt: skip
+    w = workload("a", interruptible=True, checkpoint={"interval_minutes": 30, "write_minutes": 1})
+    frame = build_frame(f, [w], demand(a=[10.0]), n_blocks=1)
+    m = build_model(frame)
+    wall = spot_multiplier(f.substrate("spot"), w)
+    assert wall > 1.05
+    assert list(_coefs(m.cap_rows[("spot", 0, 0)]).values()) == [pytest.approx(wall)]
+    assert list(_coefs(m.cap_rows[("own", 0, 0)]).values()) == [pytest.approx(1.0)]
+    # solved: cheap spot fills, but its 8 GPUs hold only 8 / W useful GPU-hours; the owned pool takes the rest
+    out = plan_demand(f, [w], demand(a=[10.0]), n_blocks=1, solver="highs", duals=False)
+    hours = out.solution.allocations.set_index("substrate")["gpu_hours"]
+    assert float(hours["spot"]) == pytest.approx(8.0 / wall)
+    assert float(hours["own"]) == pytest.approx(10.0 - 8.0 / wall)
