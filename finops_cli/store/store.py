@@ -41,6 +41,11 @@ import pyarrow.parquet as pq
 
 from finops_cli.errors import InputError
 
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; running one writer at a time is then the user's job
+    fcntl = None  # type: ignore[assignment]
+
 #: dataset name -> its Hive partition columns, outermost first.
 DATASETS: dict[str, tuple[str, ...]] = {
     "billing": ("provider", "billing_period"),
@@ -52,6 +57,7 @@ DEFAULT_STORE_DIR = ".finops"
 STORE_ENV = "FINOPS_STORE"
 _MANIFEST = "manifest.json"
 _STAGING = ".staging"
+_LOCK = ".lock"
 
 
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -184,11 +190,34 @@ class Store:
 
     # ---------------------------------------------------------------- recovery
     def _recover(self) -> None:
-        for journal in sorted(self.root.glob(".journal-*.json")):
-            _apply_journal(self.root, journal)
-        staging = self.root / _STAGING
-        if staging.is_dir():
-            shutil.rmtree(staging, ignore_errors=True)
+        """Finish committed journals and drop staging debris, unless another process is writing right now."""
+        fd = _open_lock(self.root, create=False)
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # a live transaction elsewhere owns .staging: leave it alone
+                os.close(fd)
+                return
+        try:
+            for journal in sorted(self.root.glob(".journal-*.json")):
+                _apply_journal(self.root, journal)
+            staging = self.root / _STAGING
+            if staging.is_dir():
+                shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            if fd is not None:
+                os.close(fd)  # closing the descriptor releases the lock
+
+
+def _open_lock(root: Path, *, create: bool) -> int | None:
+    """The store's writer lock file (``.lock``), opened; None where advisory locks are unavailable."""
+    if fcntl is None:
+        return None
+    path = root / _LOCK
+    if not create and not path.exists():
+        return None
+    root.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
 
 
 def _apply_journal(root: Path, journal: Path) -> None:
@@ -229,7 +258,21 @@ class Transaction:
     _manifest_entries: list[dict[str, Any]] = field(default_factory=list)
     _drop_sources: set[str] = field(default_factory=set)
     _remove: set[Path] = field(default_factory=set)
+    _lock_fd: int | None = None
     rows_written: int = 0
+
+    def _hold_lock(self) -> None:
+        """Serialise writers: wait for any other transaction on this store, then hold its lock until the end."""
+        if self._lock_fd is None and fcntl is not None:
+            fd = _open_lock(self.store.root, create=True)
+            assert fd is not None
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     @property
     def staging(self) -> Path:
@@ -240,6 +283,7 @@ class Transaction:
         rel = _partition_dir(dataset, partition) / f"{_safe_value(key)}.parquet"
         writer = self._writers.get(rel)
         if writer is None:
+            self._hold_lock()
             path = self.staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             writer = pq.ParquetWriter(path, data.schema, compression="zstd")
@@ -288,8 +332,15 @@ class Transaction:
         self._writers.clear()
         shutil.rmtree(self.staging, ignore_errors=True)
         _remove_if_empty(self.staging.parent)
+        self._release_lock()
 
     def commit(self) -> None:
+        try:
+            self._commit()
+        finally:
+            self._release_lock()
+
+    def _commit(self) -> None:
         for w in self._writers.values():
             w.close()
         root = self.store.root
@@ -299,6 +350,7 @@ class Transaction:
             shutil.rmtree(self.staging, ignore_errors=True)
             _remove_if_empty(self.staging.parent)
             return
+        self._hold_lock()  # the manifest is read, merged and replaced under the lock
         staging_rel = self.staging.relative_to(root)
         moves = [[str(staging_rel / rel), str(rel)] for rel in staged]
         deletes: list[str] = []

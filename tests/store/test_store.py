@@ -129,3 +129,42 @@ def test_store_root_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert resolve_store_root(None) == tmp_path / "env"
     monkeypatch.delenv("FINOPS_STORE")
     assert resolve_store_root(None) == Path(os.getcwd()) / ".finops"
+
+
+def test_opening_the_store_during_a_live_transaction_leaves_its_staging_alone(tmp_path: Path) -> None:
+    """Another process (``finops waste`` while an ingest runs) must not sweep away the writer's staged files."""
+    root = tmp_path / "s"
+    s = Store(root)
+    _write(s, _table([1.0]), "src1")  # creates the store and its lock file
+    with s.transaction() as tx:
+        tx.write_partitioned("billing", _table([2.0]), "src2")
+        staged = list((root / ".staging").rglob("*.parquet"))
+        assert staged
+        reader = f"from finops_cli.store import Store; print(Store({str(root)!r}).read('billing').num_rows)"
+        proc = subprocess.run([sys.executable, "-c", reader], capture_output=True, text=True, check=True)
+        assert proc.stdout.strip() == "1"  # sees the committed data only
+        assert all(p.exists() for p in staged)  # and did not "recover" the live transaction's files
+    assert sorted(Store(root).read("billing")["BilledCost"].to_pylist()) == [1.0, 2.0]
+
+
+def test_writers_are_serialised(tmp_path: Path) -> None:
+    """Two processes ingesting at once: the second waits for the first, and both manifest entries survive."""
+    root = tmp_path / "s"
+    Store(root)
+    script = textwrap.dedent(
+        """
+        import sys, time, pyarrow as pa
+        from finops_cli.store import Store
+        s = Store(sys.argv[1])
+        t = pa.table({"provider": ["aws"], "billing_period": ["2026-11"], "BilledCost": [1.0]})
+        with s.transaction() as tx:
+            tx.write_partitioned("billing", t, sys.argv[2])
+            time.sleep(0.5)
+            tx.record({"source_key": sys.argv[2]})
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(root), key]) for key in ("a", "b")]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    store = Store(root)
+    assert sorted(e["source_key"] for e in store.manifest()) == ["a", "b"]
+    assert store.read("billing").num_rows == 2
