@@ -58,9 +58,11 @@ def check_writable(path: str | os.PathLike[str], *, directory: bool = False) -> 
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8, newline-terminated) to ``path`` atomically."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    """Write ``text`` (UTF-8, newline-terminated) to ``path`` atomically, flushed to disk before the rename."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text if text.endswith("\n") else text + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
     return Path(path)
 
 

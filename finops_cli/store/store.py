@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from finops_cli.atomic import write_text
 from finops_cli.errors import InputError
 
 try:
@@ -84,15 +85,6 @@ def _safe_value(value: str) -> str:
     if not value or any(ch in value for ch in "/\\\0") or value in {".", ".."}:
         raise InputError(f"invalid partition value {value!r}")
     return value
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -367,7 +359,7 @@ class Transaction:
         (self.staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
         moves.append([str(staging_rel / _MANIFEST), _MANIFEST])
         journal = root / f".journal-{self.txid}.json"
-        _atomic_write_text(journal, json.dumps({"moves": moves, "deletes": deletes, "staging": str(staging_rel)}))
+        write_text(journal, json.dumps({"moves": moves, "deletes": deletes, "staging": str(staging_rel)}))
         _apply_journal(root, journal)
         _remove_if_empty(self.staging.parent)
         # Empty partition directories left by deletions would confuse nobody, but tidy them.
