@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,14 @@ from finops_cli.errors import InputError
 
 
 def default_samples_dir() -> Path:
-    """``samples/`` of the checkout this package was installed from (``pip install -e .``)."""
+    """The sample estate: the copy a wheel ships (``finops_cli/_samples``), else the source checkout's ``samples/``.
+
+    ``setup.py`` copies ``samples/`` into the wheel at build time; an editable install (``pip install -e .``) has
+    no copy and reads the checkout directly, so edits to the samples show up at once.
+    """
+    shipped = Path(str(resources.files("finops_cli") / "_samples"))
+    if shipped.is_dir():
+        return shipped
     return Path(__file__).resolve().parents[1] / "samples"
 
 
@@ -56,7 +64,7 @@ def run_demo(
     needed = [samples / "billing", samples / "utilization", samples / "spot_prices", samples / "fleet.yaml"]
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
-        raise InputError(f"samples not found ({', '.join(missing)}); run from a source checkout or pass --samples DIR")
+        raise InputError(f"samples not found ({', '.join(missing)}); reinstall the package or pass --samples DIR")
     check_writable(out_dir, directory=True)
     if store_dir is not None:
         store_dir = check_writable(store_dir, directory=True)

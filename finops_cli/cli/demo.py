@@ -17,7 +17,8 @@ def register(app: typer.Typer) -> None:
             "finops-demo"
         ),
         samples: Annotated[
-            Path | None, typer.Option("--samples", help="Samples directory (default: the checkout's samples/).")
+            Path | None,
+            typer.Option("--samples", help="Samples directory (default: the samples shipped with the package)."),
         ] = None,
         keep_store: Annotated[
             Path | None, typer.Option("--keep-store", help="Keep the demo's store in this directory.")

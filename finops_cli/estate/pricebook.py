@@ -1,6 +1,6 @@
-"""Reference tables shipped in ``pricebooks/``: loaders (no network; the CSVs are maintained by hand).
+"""Reference tables shipped in ``finops_cli/pricebooks/``: loaders (no network; the CSVs are maintained by hand).
 
-Reference prices (``pricebooks/reference_prices.csv``): list on-demand, typical spot and API per-unit
+Reference prices (``finops_cli/pricebooks/reference_prices.csv``): list on-demand, typical spot and API per-unit
 prices for common GPU offerings, each row with its ``source`` and the date it was read (``read_on``).
 A substrate may say ``price_ref: aws/p5.48xlarge/on_demand`` instead of a number; reports that used a
 reference price say how old it is (:func:`reference_price_age_days`).
@@ -12,6 +12,7 @@ import difflib
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 import pandas as pd
@@ -37,9 +38,8 @@ _REF_COLUMNS = (
 
 
 def pricebook_dir() -> Path:
-    import pricebooks
-
-    return pricebooks.DIR
+    """The shipped tables, read as package data (works from a wheel, a zip or a source checkout)."""
+    return Path(str(resources.files("finops_cli") / "pricebooks"))
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def reference_price(ref: str, path: Path | None = None) -> ReferencePrice:
     if rows.empty:
         close = difflib.get_close_matches(ref, table["ref"].tolist(), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(table['ref'].head(6))}, …"
-        raise InputError(f"price_ref {ref!r} is not in pricebooks/{REFERENCE_PRICES_FILE}{hint}")
+        raise InputError(f"price_ref {ref!r} is not in finops_cli/pricebooks/{REFERENCE_PRICES_FILE}{hint}")
     row = rows.iloc[0]
     return ReferencePrice(
         ref=ref,
@@ -120,7 +120,7 @@ def reference_price_age_days(price: ReferencePrice, as_of: date | None = None) -
     return (today - price.read_on).days
 
 
-# --- GPU facts per instance type and GCP GPU SKU (pricebooks/instance_types.csv) ---------------------------------
+# --- GPU facts per instance type and GCP GPU SKU (finops_cli/pricebooks/instance_types.csv) ------------------------
 #
 # Billing lines name an instance type (``p5.48xlarge``, ``a3-highgpu-8g``, ``Standard_ND96isr_H100_v5``) or, for
 # GCP, a per-GPU SKU ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"); these helpers turn

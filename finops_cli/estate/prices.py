@@ -2,7 +2,7 @@
 
 A substrate gives its marginal price one of three ways: ``price_per_gpu_hour`` (a number),
 ``price_feed`` (a time-weighted statistic over the spot-price store, per GPU-hour) or ``price_ref``
-(a row of ``pricebooks/reference_prices.csv``). :func:`resolve_fleet` returns a fleet whose substrates
+(a row of ``finops_cli/pricebooks/reference_prices.csv``). :func:`resolve_fleet` returns a fleet whose substrates
 all carry ``price_per_gpu_hour`` (``model_copy(update=...)``; the models stay frozen) and, beside it,
 the provenance of every price so that reports can say which prices came from a feed or a reference
 table and how old a reference price is. Missing feed data is an :class:`InputError` naming the feed,

@@ -75,7 +75,8 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "Substrate.price_feed": ("", "Resolve the price from the spot-price store instead (see price_feed)."),
     "Substrate.price_ref": (
         "",
-        "Resolve the price from `pricebooks/reference_prices.csv`, as `provider/offering/term`; reports say its age.",
+        "Resolve the price from `finops_cli/pricebooks/reference_prices.csv`, as `provider/offering/term`; "
+        "reports say its age.",
     ),
     "Substrate.committed_per_gpu_hour": (
         "currency / GPU-hour",

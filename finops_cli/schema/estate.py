@@ -68,7 +68,7 @@ class Substrate(_Strict):
     gpus_per_node: PositiveFloat | None = None
     price_per_gpu_hour: float | None = Field(default=None, ge=0)
     price_feed: PriceFeed | None = None
-    price_ref: str | None = None  # "<provider>/<offering>/<term>" in pricebooks/reference_prices.csv
+    price_ref: str | None = None  # "<provider>/<offering>/<term>" in finops_cli/pricebooks/reference_prices.csv
     committed_per_gpu_hour: float = Field(default=0.0, ge=0)
     comfortable_utilization: float = Field(default=0.85, gt=0, le=1)
     preference: PositiveFloat = 1.0

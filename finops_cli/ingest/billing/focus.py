@@ -6,7 +6,7 @@ some generators write. Cost in (conservation): ``BilledCost`` per ``BillingCurre
 
 GPU columns: ``x_InstanceType`` / ``x_GpuCount`` / ``x_AcceleratorType`` / ``x_GpuHours`` are taken from the
 file when present (the CoreWeave and on-prem samples carry them); otherwise ``x_InstanceType`` falls back to
-``SkuId`` when that names a known instance type in ``pricebooks/instance_types.csv``, and GPU-hours are
+``SkuId`` when that names a known instance type in ``finops_cli/pricebooks/instance_types.csv``, and GPU-hours are
 ``ConsumedQuantity`` (in hours) × GPUs on usage lines.
 """
 
