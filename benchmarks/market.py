@@ -2,14 +2,19 @@
 
 Usage::
 
-    python benchmarks/market.py                            # all four policies
+    python benchmarks/market.py                            # value-of-time agents, all four policies
+    python benchmarks/market.py --agents break-even        # the original break-even-only tenants
     python benchmarks/market.py --policy renegotiate --accelerators 10000 --tenants 2000
 
-The generated scenario has five accelerator types (the cheapest per unit of work are scarce and
-contested), tenants arriving uniformly over 24 h with 1–12 h of work, 2–5 compatible types with
-type-dependent speed, checkpoints every 15–60 min and a small checkpoint-restart cost.
+``--agents value`` (default): the ``cheap-scarce`` composition of docs/market.md (five types, the
+cheapest per unit of work scarce) and the documented tenant classes (urgent / standard / batch, with
+values of time, deadlines and budgets unset), arriving uniformly over 24 h.
+``--agents break-even``: the original generator (issue #7): tenants with 1–12 h of work, 2–5
+compatible types with type-dependent speed, checkpoints every 15–60 min, value of time 0.
 Seeded (``--seed``). Times are wall seconds of one run per policy, event log off; the target is
-≤ 60 s (issue #7).
+≤ 60 s (issues #7 and #18). The last columns are the market's own overhead (issue #18): bid updates
+(every time an agent computes a bid), bid updates per simulated hour, and the simulator's wall time
+per bid update (the whole run's time ÷ bid updates: an upper bound on the cost of one update).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import time
 import numpy as np
 
 from finops_cli.sim.market import POLICIES, Scenario, simulate_market
+from finops_cli.sim.market.families import generate
 
 #: (type, base $/h, share of the accelerators, slowdown vs H100): the types that are cheapest per unit of
 #: work (L4, A10, L40S) are scarce, so a few hundred of them are contested by up to 2,000 tenants.
@@ -63,24 +69,38 @@ def main() -> None:
     ap.add_argument("--tenants", type=int, default=2_000)
     ap.add_argument("--policy", default="all", choices=[*POLICIES, "all"])
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--agents", default="value", choices=["value", "break-even"])
     args = ap.parse_args()
     t0 = time.perf_counter()
-    sc = scenario(args.accelerators, args.tenants, args.seed)
+    if args.agents == "value":
+        sc = generate(
+            "cheap-scarce",
+            1.0,
+            n_accelerators=args.accelerators,
+            window_hours=24.0,
+            seed=args.seed,
+            n_tenants=args.tenants,
+        )
+    else:
+        sc = scenario(args.accelerators, args.tenants, args.seed)
     print(
         f"scenario: {sum(a.count for a in sc.accelerators):,} accelerators, {len(sc.tenants):,} tenants "
         f"({time.perf_counter() - t0:.2f} s to build)"
     )
     names = list(POLICIES) if args.policy == "all" else [args.policy]
     head = f"{'policy':<14}{'seconds':>9}{'cost USD':>14}{'migrations':>12}{'lost h':>10}{'perf kept':>11}"
-    print(head + f"{'unfinished':>12}")
+    print(head + f"{'unfinished':>12}{'bid updates':>13}{'bids/sim h':>12}{'µs/bid':>9}")
     for name in names:
         t0 = time.perf_counter()
         (res,) = simulate_market(sc, name, log_events=False)
         dt = time.perf_counter() - t0
         tot = res.totals()
+        bids = int(tot["bid_updates"])
+        per_hour = bids / tot["makespan_hours"] if tot["makespan_hours"] else 0.0
+        per_bid = f"{dt / bids * 1e6:>9.1f}" if bids else f"{'—':>9}"
         print(
             f"{name:<14}{dt:>9.2f}{tot['cost']:>14,.0f}{tot['migrations']:>12,}{tot['work_lost_hours']:>10.1f}"
-            f"{tot['mean_performance_retained']:>11.1%}{tot['unfinished']:>12,}"
+            f"{tot['mean_performance_retained']:>11.1%}{tot['unfinished']:>12,}{bids:>13,}{per_hour:>12,.0f}{per_bid}"
         )
 
 

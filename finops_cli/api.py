@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from finops_cli.sim.dispatch import Trace as DispatchTrace
     from finops_cli.sim.market import PolicyResult as MarketPolicyResult
     from finops_cli.sim.market import Scenario as MarketScenario
+    from finops_cli.sim.market.experiments import ExperimentResult as MarketExperiment
 
 
 def open_store(root: str | Path | None = None) -> Store:
@@ -834,3 +835,34 @@ def simulate_market(scenario: str | Path | MarketScenario, policy: str = "renego
     if policy != "all" and policy not in POLICIES:
         raise InputError(f"--policy {policy!r}: expected one of {', '.join([*POLICIES, 'all'])}")
     return run(sc, policy)
+
+
+def market_experiment(
+    name: str,
+    *,
+    size: str = "small",
+    seed: int = 0,
+    n_accelerators: int | None = None,
+    window_hours: float | None = None,
+    out_dir: str | Path | None = None,
+) -> MarketExperiment:
+    """Run one of the LaissezCloud paper's experiments on generated clusters (``simulate market --experiment``).
+
+    With ``out_dir``, also draws the experiment's chart there as ``<name>.png`` (the CLI writes the
+    JSON and markdown tables beside it).
+    """
+    from finops_cli.errors import InputError
+    from finops_cli.sim.market.charts import experiment_chart
+    from finops_cli.sim.market.experiments import run_experiment
+
+    if n_accelerators is not None and n_accelerators < 5:
+        raise InputError(f"--accelerators {n_accelerators}: expected at least 5 (one per accelerator type)")
+    if window_hours is not None and window_hours <= 0:
+        raise InputError(f"--window-hours {window_hours}: expected hours > 0")
+    try:
+        result = run_experiment(name, size=size, seed=seed, n_accelerators=n_accelerators, window_hours=window_hours)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if out_dir is not None:
+        experiment_chart(result.as_dict(), Path(out_dir) / f"{name}.png")
+    return result

@@ -28,6 +28,19 @@ class PolicyChoice(StrEnum):
     all = "all"
 
 
+class ExperimentChoice(StrEnum):
+    contention = "contention"
+    overhead = "overhead"
+    volatility = "volatility"
+    frontier = "frontier"
+    operator = "operator"
+
+
+class SizeChoice(StrEnum):
+    small = "small"
+    full = "full"
+
+
 def _opt_pct(x: float | None) -> str:
     return "—" if x is None else pct(x)
 
@@ -348,19 +361,49 @@ def register(app: typer.Typer) -> None:
 
     @app.command("market")
     def _market(
-        scenario: Annotated[Path, typer.Option("--scenario", help="Scenario YAML: accelerators and tenants.")],
+        scenario: Annotated[
+            Path | None, typer.Option("--scenario", help="Scenario YAML: accelerators and tenants.")
+        ] = None,
         policy: Annotated[
             PolicyChoice, typer.Option("--policy", help="Allocation policy, or all.")
         ] = PolicyChoice.renegotiate,
         events: Annotated[
             bool, typer.Option("--events/--no-events", help="Include the event log in JSON output.")
         ] = True,
+        experiment: Annotated[
+            ExperimentChoice | None,
+            typer.Option("--experiment", help="Run one of the paper's experiments on generated clusters."),
+        ] = None,
+        size: Annotated[
+            SizeChoice, typer.Option("--size", help="Experiment size (docs/market.md): small runs in seconds.")
+        ] = SizeChoice.small,
+        seed: Annotated[int, typer.Option("--seed", help="Seed of the generated clusters and tenants.")] = 0,
+        accelerators: Annotated[
+            int | None, typer.Option("--accelerators", help="Override the size's cluster size.")
+        ] = None,
+        window_hours: Annotated[
+            float | None, typer.Option("--window-hours", help="Override the size's arrival window (hours).")
+        ] = None,
+        out_dir: Annotated[
+            Path, typer.Option("--out-dir", help="Experiment outputs: <experiment>.json, .md and .png.")
+        ] = Path("market-experiments"),
         fmt: FormatOpt = OutputFormat.table,
         out: OutOpt = None,
     ) -> None:
-        """Simulate a continuous-renegotiation market (LaissezCloud) against FCFS, spot-like and on-demand."""
-        from finops_cli import api
+        """Simulate a continuous-renegotiation market (LaissezCloud) against FCFS, spot-like and on-demand.
 
+        With --experiment, run one of the paper's experiments on generated clusters instead of a scenario.
+        """
+        from finops_cli import api
+        from finops_cli.errors import InputError
+
+        if experiment is not None:
+            if scenario is not None:
+                raise InputError("give --scenario FILE or --experiment NAME, not both")
+            _experiment(experiment.value, size.value, seed, accelerators, window_hours, out_dir, fmt, out)
+            return
+        if scenario is None:
+            raise InputError("give --scenario FILE (or --experiment NAME)")
         results = api.simulate_market(scenario, policy.value)
         docs = [r.as_dict(events=events) for r in results]
         if fmt == OutputFormat.json:
@@ -370,3 +413,82 @@ def register(app: typer.Typer) -> None:
             emit_text(_market_markdown(docs), out)
         else:
             _emit_tables([], _market_tables(docs), out)
+
+
+#: Columns shown as percentages / money in the experiment tables (the rest: numbers).
+_PCT_COLS = {
+    "retained",
+    "degradation",
+    "retained_urgent",
+    "fastest_retained",
+    "fcfs_retained",
+    "deadline_miss_share",
+    "capped_mean_load",
+    "capped_peak_load",
+}
+_MONEY_COLS = {"cost", "generalized_cost", "budget"}
+
+
+def _cell(col: str, value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if col in _PCT_COLS:
+        return pct(value)
+    if col in _MONEY_COLS:
+        return money(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return number(value, 3)
+
+
+def _experiment_markdown(doc: dict[str, Any]) -> str:
+    params = ", ".join(f"{k} {v}" for k, v in doc["params"].items() if not isinstance(v, dict))
+    lines = [f"# Market experiment: {doc['experiment']}", "", f"- {params}"]
+    for key, value in doc["summary"].items():
+        if not isinstance(value, dict | list):
+            lines.append(f"- {key.replace('_', ' ')}: {_opt_num(value) if isinstance(value, float) else value}")
+        elif key.endswith("_range") and value:
+            lines.append(f"- {key.replace('_', ' ')}: {pct(value[0])} to {pct(value[1])}")
+    lines += ["", f"![{doc['experiment']}]({doc['experiment']}.png)", ""]
+    cols = doc["columns"]
+    rows = [[_cell(c, r.get(c)) for c in cols] for r in doc["rows"]]
+    text_cols = {"composition", "policy", "sweep"}
+    lines.append(
+        md_table(
+            [c.replace("_", " ") for c in cols],
+            rows,
+            ["left" if c in text_cols else "right" for c in cols],
+            trusted=[c not in text_cols for c in cols],
+        )
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _experiment(
+    name: str,
+    size: str,
+    seed: int,
+    accelerators: int | None,
+    window_hours: float | None,
+    out_dir: Path,
+    fmt: OutputFormat,
+    out: Path | None,
+) -> None:
+    from finops_cli import api
+    from finops_cli.atomic import check_writable, write_text
+
+    check_writable(out_dir, directory=True)
+    result = api.market_experiment(
+        name, size=size, seed=seed, n_accelerators=accelerators, window_hours=window_hours, out_dir=out_dir
+    )
+    doc = result.as_dict()
+    payload = json.dumps(doc, indent=2, allow_nan=False)
+    markdown = _experiment_markdown(doc)
+    write_text(out_dir / f"{name}.json", payload)
+    write_text(out_dir / f"{name}.md", markdown)
+    stderr_console().print(f"wrote {out_dir / name}.json, .md and .png", markup=False)
+    emit_text(payload if fmt == OutputFormat.json else markdown, out)

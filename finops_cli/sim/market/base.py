@@ -10,7 +10,10 @@ class runs the discrete-event loop and keeps the accounts:
 - money: the holder of an accelerator pays its current price per hour (piecewise linear in time when
   the floor's fall rate is bounded); each migration costs ``checkpoint_restart_cost``;
 - *performance retained* = best possible time (fastest compatible type, no waiting) ÷ achieved time
-  (finish − arrival).
+  (finish − arrival);
+- the value of time: a tenant's *time value* is ``value_per_hour`` × its completion hours and its
+  *penalty* what its deadline charges for finishing late; *generalized cost* = cost + time value +
+  penalty is what a value-of-time agent minimises.
 
 Decision points are arrivals, checkpoints and finishes; simultaneous events run in the order finish,
 checkpoint, arrival, then by tenant order (arrival time, then listing order), so every run with the
@@ -42,6 +45,9 @@ class TenantResult:
     work_lost_hours: float
     performance_retained: float | None
     accelerators: list[str] = field(default_factory=list)
+    deadline_missed: bool | None = None
+    penalty: float = 0.0
+    time_value: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -54,10 +60,15 @@ class PolicyResult:
     policy: str
     tenants: list[TenantResult]
     events: list[dict[str, object]]
+    bid_updates: int = 0
+    load: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def totals(self) -> dict[str, object]:
         done = [t for t in self.tenants if t.finish_hours is not None]
         perf = [t.performance_retained for t in done if t.performance_retained is not None]
+        cost = sum(t.cost for t in self.tenants)
+        time_value = sum(t.time_value for t in self.tenants)
+        penalty = sum(t.penalty for t in self.tenants)
         return {
             "cost": sum(t.cost for t in self.tenants),
             "finished": len(done),
@@ -67,6 +78,11 @@ class PolicyResult:
             "migrations": sum(t.migrations for t in self.tenants),
             "work_lost_hours": sum(t.work_lost_hours for t in self.tenants),
             "mean_performance_retained": (sum(perf) / len(perf)) if perf else None,
+            "deadline_misses": sum(1 for t in self.tenants if t.deadline_missed),
+            "penalty": penalty,
+            "time_value": time_value,
+            "generalized_cost": cost + time_value + penalty,
+            "bid_updates": self.bid_updates,
         }
 
     def as_dict(self, *, events: bool = True) -> dict[str, object]:
@@ -75,6 +91,8 @@ class PolicyResult:
             "totals": self.totals(),
             "tenants": [t.as_dict() for t in self.tenants],
         }
+        if self.load:
+            out["load"] = self.load
         if events:
             out["events"] = self.events
         return out
@@ -124,13 +142,8 @@ class Policy:
         n = len(self.tenants)
         self.hours = [[t.hours_on(k) if k in t.execution_hours else math.inf for k in self.types] for t in self.tenants]
         self.compatible = [[j for j in range(len(self.types)) if math.isfinite(self.hours[i][j])] for i in range(n)]
-        # preference: cheapest to finish at base prices, then fastest, then type order
-        self.pref = [
-            sorted(
-                self.compatible[i], key=lambda j, i=i: (self.base_by_type[j] * self.hours[i][j], self.hours[i][j], j)
-            )
-            for i in range(n)
-        ]
+        prices = dict(zip(self.types, self.base_by_type, strict=True))
+        self.pref = [[self.type_index[k] for k in t.preference(prices)] for t in self.tenants]
         self.on = [-1] * n
         self.progress = [0.0] * n  # fraction of work done at seg_t0
         self.ckpt = [0.0] * n  # fraction saved at the last checkpoint
@@ -146,6 +159,17 @@ class Policy:
         self.used: list[list[str]] = [[] for _ in range(n)]
         self.waiting: list[deque[int]] = [deque() for _ in self.types]
         self.events: list[dict[str, object]] = []
+        self.bid_updates = 0  # how many times an agent (re)computed a bid
+        # load per type: accelerators held now, ∫ held dt, peak, and a timeline for load-priced pools
+        self.busy = [0] * len(self.types)
+        self.busy_area = [0.0] * len(self.types)
+        self.busy_peak = [0] * len(self.types)
+        self.busy_t = [0.0] * len(self.types)
+        self.over_cap_hours = [0.0] * len(self.types)
+        self.load_pricing = [a.load_pricing for a in scenario.accelerators]
+        self.timeline: dict[int, list[tuple[float, int]]] = {
+            j: [(0.0, 0)] for j, lp in enumerate(self.load_pricing) if lp is not None
+        }
         self._heap: list[tuple[float, int, int, int, int]] = []
         self.now = 0.0
 
@@ -186,6 +210,9 @@ class Policy:
         for i in range(len(self.tenants)):
             if self.on[i] >= 0:
                 self.settle(i, end)
+        for j in range(len(self.types)):
+            self._load_change(j, 0, end)
+        self.end = end
         return self.result()
 
     # --- hooks ------------------------------------------------------------------------------------
@@ -272,6 +299,7 @@ class Policy:
         self.holder[a] = i
         self.paid_until[i] = t
         self.seg_t0[i] = t
+        self._load_change(self.acc_type[a], 1, t)
         tenant = self.tenants[i]
         self.run_from[i] = t + (tenant.restart_hours if migrating else 0.0)
         if migrating:
@@ -311,7 +339,23 @@ class Policy:
         self.on[i] = -1
         self.holder[a] = -1
         self.version[i] += 1
+        self._load_change(self.acc_type[a], -1, t)
         return a
+
+    def _load_change(self, j: int, delta: int, t: float) -> None:
+        """Account the load of type ``j`` up to ``t``, then change it by ``delta`` accelerators."""
+        dt = t - self.busy_t[j]
+        if dt > 0:
+            self.busy_area[j] += self.busy[j] * dt
+            lp = self.load_pricing[j]
+            if lp is not None and lp.cap is not None and self.busy[j] > lp.cap * len(self.by_type[j]) + EPS:
+                self.over_cap_hours[j] += dt
+        self.busy_t[j] = max(self.busy_t[j], t)
+        if delta:
+            self.busy[j] += delta
+            self.busy_peak[j] = max(self.busy_peak[j], self.busy[j])
+            if j in self.timeline:
+                self.timeline[j].append((t, self.busy[j]))
 
     # --- accelerators and queues ------------------------------------------------------------------
 
@@ -363,21 +407,33 @@ class Policy:
 
     # --- economics --------------------------------------------------------------------------------
 
-    def break_even(self, i: int, type_j: int, *, incumbent: bool = False) -> float:
-        r"""Tenant ``i``'s break-even bid for an accelerator of ``type_j`` now, USD per hour.
+    def floor_price(self, type_j: int) -> float:
+        """The price below which nobody gets an accelerator of ``type_j`` now (fixed policies: the base)."""
+        return self.base_by_type[type_j]
+
+    def penalty(self, i: int, finish_at: float) -> float:
+        """What tenant ``i``'s deadline charges for finishing at ``finish_at`` (0 without a deadline)."""
+        return self.tenants[i].penalty_at(finish_at)
+
+    def willingness_to_pay(self, i: int, type_j: int, *, incumbent: bool = False) -> float:
+        r"""Tenant ``i``'s bid for an accelerator of ``type_j`` now, USD per hour: its willingness to pay.
 
         .. math::
 
-            b = \frac{(1-f) H_{Y} p_{Y} \mp M}{(1-f) H_{X}}
+            b = \frac{R_Y p_Y + v\,(R_Y - R_X) + \pi(t + R_Y) - \pi(t + R_X) \mp \hat M}{R_X},
+            \qquad R_k = (1 - f)\,H_k
 
-        with :math:`f` the progress to keep (the last checkpoint), :math:`Y` the tenant's next-best type
-        (cheapest to finish at base price :math:`p_Y`) and :math:`M` what a migration would cost now
-        (``checkpoint_restart_cost`` + ``restart_hours`` × :math:`p_Y`), counted only once the tenant
-        has started (a new tenant migrates nothing). :math:`M` is subtracted (the paper's worked
-        example) unless ``options.incumbent_migration`` is ``add`` and the tenant holds the platform.
-        Capped by the remaining budget ÷ remaining hours; a tenant without an alternative bids
-        ``max_bid_multiple × base``.
+        — the cost of finishing on its best alternative :math:`Y` (the next in its preference, at that
+        type's floor price :math:`p_Y`), plus the value of the time it saves (``value_per_hour`` :math:`v`
+        and the deadline penalty :math:`\pi` avoided), less what a migration would cost now, all divided
+        by its remaining time on :math:`X`. :math:`f` is the progress it keeps (its last checkpoint) and
+        :math:`\hat M` = ``overhead_estimate`` × (``checkpoint_restart_cost`` + ``restart_hours`` ×
+        (:math:`p_Y + v`)), counted only once the tenant has started. :math:`M` is subtracted (the paper's
+        worked example) unless ``options.incumbent_migration`` is ``add`` and the tenant holds the
+        platform. Capped by the remaining budget ÷ :math:`R_X`; a tenant without an alternative bids
+        ``max_bid_multiple × base``. With :math:`v = 0` and no deadline this is the break-even bid.
         """
+        self.bid_updates += 1
         f = self.ckpt[i] if self.started[i] else 0.0
         rem_x = (1.0 - f) * self.hours[i][type_j]
         if rem_x <= EPS:
@@ -388,9 +444,15 @@ class Policy:
             bid = self.opts.max_bid_multiple * self.base_by_type[type_j]
         else:
             y = others[0]
-            value = (1.0 - f) * self.hours[i][y] * self.base_by_type[y]
+            rem_y = (1.0 - f) * self.hours[i][y]
+            p_y = self.floor_price(y)
+            v = tenant.value_per_hour
+            value = rem_y * p_y
+            if v or tenant.deadline is not None:
+                value += v * (rem_y - rem_x) + self.penalty(i, self.now + rem_y) - self.penalty(i, self.now + rem_x)
             if self.started[i]:
-                m = tenant.checkpoint_restart_cost + tenant.restart_hours * self.base_by_type[y]
+                m = tenant.checkpoint_restart_cost + tenant.restart_hours * (p_y + v)
+                m *= tenant.overhead_estimate
                 value += m if (incumbent and self.opts.incumbent_migration == "add") else -m
             bid = max(0.0, value / rem_x)
         if tenant.budget is not None:
@@ -418,6 +480,8 @@ class Policy:
             best = min(self.hours[i])
             fin = self.finish[i]
             took = None if fin is None else fin - tenant.arrival_hours
+            d = tenant.deadline
+            missed = None if d is None or fin is None else fin - tenant.arrival_hours > d.hours + 1e-9
             out.append(
                 TenantResult(
                     tenant=tenant.id,
@@ -429,8 +493,26 @@ class Policy:
                     work_lost_hours=self.lost_hours[i],
                     performance_retained=None if not took else min(1.0, best / took),
                     accelerators=self.used[i],
+                    deadline_missed=missed,
+                    penalty=0.0 if fin is None else self.penalty(i, fin),
+                    time_value=(took or 0.0) * tenant.value_per_hour,
                 )
             )
         listing = {t.id: k for k, t in enumerate(self.scenario.tenants)}
         out.sort(key=lambda r: listing[r.tenant])
-        return PolicyResult(self.name, out, self.events)
+        return PolicyResult(self.name, out, self.events, self.bid_updates, self._load_summary())
+
+    def _load_summary(self) -> dict[str, dict[str, object]]:
+        """Per load-priced pool: mean and peak share of its accelerators held, hours over its cap, timeline."""
+        out: dict[str, dict[str, object]] = {}
+        span = max(getattr(self, "end", self.now), EPS)
+        for j, timeline in self.timeline.items():
+            n = self.scenario.accelerators[j].count
+            out[self.types[j]] = {
+                "accelerators": n,
+                "mean_load": self.busy_area[j] / span / n,
+                "peak_load": self.busy_peak[j] / n,
+                "hours_over_cap": self.over_cap_hours[j],
+                "timeline": [[t, b / n] for t, b in timeline],
+            }
+        return out

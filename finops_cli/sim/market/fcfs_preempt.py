@@ -1,6 +1,6 @@
 """``fcfs-preempt``: spot-like — a launch-time bid, and a later, higher bidder preempts at once.
 
-Each tenant bids its break-even price once, at arrival (:meth:`Policy.break_even`), for its
+Each tenant bids its willingness to pay once, at arrival (:meth:`Policy.willingness_to_pay`), for its
 preferred type. It takes a free accelerator of that type, or preempts the lowest bidder holding one if
 its own bid is higher (the loser loses the work since its last checkpoint and is placed again at
 once, paying the checkpoint-restart cost), or falls back to a free accelerator of its next types, or
@@ -24,7 +24,7 @@ class FCFSPreempt(Policy):
 
     def on_arrivals(self, tenants: list[int], t: float) -> None:
         for i in tenants:
-            self.bid[i] = self.break_even(i, self.pref[i][0])
+            self.bid[i] = self.willingness_to_pay(i, self.pref[i][0])
             self.log(t, "bid", i, None, self.bid[i])
         for i in sorted(tenants, key=lambda i: (-self.bid[i], i)):
             self.place(i, t)

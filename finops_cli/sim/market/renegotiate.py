@@ -2,9 +2,10 @@ r"""``renegotiate``: LaissezCloud's continuous renegotiation of running allocati
 
 Every accelerator stays contestable while it runs:
 
-- **Bids.** Each tenant's agent bids, for its preferred type (cheapest to finish on at base prices),
-  its break-even price :meth:`~finops_cli.sim.market.base.Policy.break_even`: the cost of finishing on
-  its next-best type ÷ its time on this one, adjusted by what a migration would cost now. Agents
+- **Bids.** Each tenant's agent bids, for its preferred type (least generalized cost to finish on at
+  base prices), its willingness to pay :meth:`~finops_cli.sim.market.base.Policy.willingness_to_pay`:
+  the cost of finishing on its next-best type plus the value of the time it saves, less what a
+  migration would cost now, ÷ its time on this one (``value_per_hour`` 0: the break-even bid). Agents
   re-bid at their decision points: arrival and every checkpoint.
 - **Clearing.** Per accelerator, second price: the highest bid holds the claim; the claimant pays the
   best *losing* bid standing on that accelerator, never less than the base price. Ties keep the
@@ -13,9 +14,12 @@ Every accelerator stays contestable while it runs:
   price, now set by its own losing bid) until its next checkpoint, then moves to its best free
   alternative; the winner moves in at *its* next checkpoint (at once if it was not running). The loser's
   bid keeps standing, so the price stays up until its owner finishes or withdraws.
-- **Floor.** With no losing bids the price returns to the base price — at once, or no faster than
-  ``options.floor_fall_per_hour``. ``options.bid_clip`` caps a bid at ``(1 + clip) ×`` the current
-  price of the accelerator it bids for (both are volatility controls).
+- **Floor.** With no losing bids the price returns to the floor — at once, or no faster than
+  ``options.floor_fall_per_hour``. The floor is the base price, or for a pool with ``load_pricing``
+  the operator's price for its current load (a holder whose bid falls below it moves to a free
+  alternative at its checkpoint: the operator steers load by price, never by choosing victims).
+  ``options.bid_clip`` caps a bid at ``(1 + clip) ×`` the current price of the accelerator it bids
+  for (both are volatility controls).
 
 References
 ----------
@@ -77,6 +81,8 @@ class Renegotiate(Policy):
             self.clear(a, t)
             if self.displaced[i]:
                 self.leave(i, t)
+            elif self.load_pricing[x] is not None and self.bid[i] < self.floor_price(x) - EPS:
+                self.priced_out(i, t)
             return
         if r >= 0:
             self.claim_changed(r)
@@ -108,11 +114,11 @@ class Renegotiate(Policy):
 
     def _bid(self, i: int, t: float, *, incumbent: bool = False) -> float:
         x = self.pref[i][0]
-        bid = self.break_even(i, x, incumbent=incumbent)
+        bid = self.willingness_to_pay(i, x, incumbent=incumbent)
         clip = self.opts.bid_clip
         if clip is not None:
             ref = self.on[i] if incumbent else (self.reserved_acc[i] if self.reserved_acc[i] >= 0 else self.target[i])
-            current = self.price_at(ref, t) if ref >= 0 else self.base_by_type[x]
+            current = self.price_at(ref, t) if ref >= 0 else self.floor_price(x)
             bid = min(bid, current * (1.0 + clip))
         return bid
 
@@ -138,7 +144,7 @@ class Renegotiate(Policy):
         if c >= 0:
             x = self.acc_type[a]
             own = self.reserved_by[a] == c or self.pref[c][0] == x
-            self.claim_bid[a] = self.bid[c] if own else self.break_even(c, x, incumbent=True)
+            self.claim_bid[a] = self.bid[c] if own else self.willingness_to_pay(c, x, incumbent=True)
             heapq.heappush(self.claims[x], (self.claim_bid[a], a, self.stamp[a]))
 
     def weakest_claim(self, type_j: int) -> int:
@@ -171,12 +177,16 @@ class Renegotiate(Policy):
             if a >= 0:
                 self.start(i, a, t)
                 return
+        a = self.take_free(self.pref[i][0])  # bid below the floor, no alternative free: run at the floor
+        if a >= 0:  # rather than wait for nothing (a budget caps bids, not spending)
+            self.start(i, a, t)
+            return
         self.enqueue(i)
 
     def challenge(self, i: int, t: float) -> None:
         """Bid for the preferred type: take a free one now, else contest the weakest claim."""
         x = self.pref[i][0]
-        if self.bid[i] < self.base_by_type[x] - EPS:
+        if self.bid[i] < self.floor_price(x) - EPS:
             self.withdraw(i, t)  # not worth the floor price: stay on the alternative
             return
         a = self.take_free(x)
@@ -236,7 +246,7 @@ class Renegotiate(Policy):
     def reprice(self, a: int, t: float) -> None:
         """Price = max(base, best losing bid standing on ``a``)."""
         ch = self.challengers[a]
-        target = max(self.base_by_type[self.acc_type[a]], max(ch.values(), default=0.0))
+        target = max(self.floor_price(self.acc_type[a]), max(ch.values(), default=0.0))
         h = self.holder[a]
         if h >= 0 and self.displaced[h] and h not in ch:
             target = max(target, self.displaced_bid[a])
@@ -270,6 +280,35 @@ class Renegotiate(Policy):
         self.reprice(a, t)
         self.on_vacated(a, t)
         self.place(i, t)
+
+    # --- the operator: a floor that rises with load -------------------------------------------------
+
+    def floor_price(self, type_j: int) -> float:
+        """The base price, or — for a pool with ``load_pricing`` — the operator's price at its load now."""
+        base = self.base_by_type[type_j]
+        lp = self.load_pricing[type_j]
+        if lp is None:
+            return base
+        u = self.busy[type_j] / len(self.by_type[type_j])
+        return base * (1.0 + (lp.multiple_at_full - 1.0) * max(0.0, u - lp.knee) / (1.0 - lp.knee))
+
+    def _load_change(self, j: int, delta: int, t: float) -> None:
+        super()._load_change(j, delta, t)
+        if delta and self.load_pricing[j] is not None:
+            for a in self.by_type[j]:  # every price in the pool follows the load (settled first)
+                self.reprice(a, t)
+
+    def priced_out(self, i: int, t: float) -> None:
+        """At its checkpoint, a holder whose bid is below the load-priced floor moves to a free accelerator
+        of its next types, if there is one (else it stays and pays the floor)."""
+        for j in self.pref[i][1:]:
+            b = self.take_free(j)
+            if b >= 0:
+                a = self.stop(i, t)
+                self.claim_changed(a)
+                self.start(i, b, t)
+                self.on_vacated(a, t)
+                return
 
     def on_vacated(self, a: int, t: float) -> None:
         r = self.reserved_by[a]

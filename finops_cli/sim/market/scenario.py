@@ -14,11 +14,15 @@
         checkpoint_restart_cost: 0.0088        # USD paid per migration (restore, transfer)
         restart_hours: 0                       # wall time to restore on the new accelerator (billed there)
         budget: null                           # USD; caps the tenant's bids when set
+        value_per_hour: 0                      # USD an hour earlier is worth (0: the break-even agent)
+        deadline: {hours: 2.0, kind: soft, penalty_per_hour: 5.0}   # or {hours, kind: hard, penalty}
+        overhead_estimate: 1.0                 # the agent's estimate of its migration cost ÷ the true one
     options: {bid_clip: null, floor_fall_per_hour: null, incumbent_migration: subtract}
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
@@ -28,12 +32,63 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+class LoadPricing(_Strict):
+    r"""An operator constraint expressed only as a price: the pool's floor rises with its load.
+
+    .. math::
+
+        \text{floor}(u) = \text{base} \cdot \left(1 + (m - 1)\,\frac{\max(0, u - k)}{1 - k}\right)
+
+    with :math:`u` the share of the pool's accelerators held, :math:`k` = ``knee`` and :math:`m` =
+    ``multiple_at_full``. Only ``renegotiate`` reprices running allocations; the fixed-price policies
+    ignore it (their contracts cannot change a running price). See docs/market.md, *operator*.
+    """
+
+    knee: float = Field(ge=0, lt=1)
+    multiple_at_full: float = Field(ge=1)
+    cap: float | None = Field(default=None, gt=0, le=1)  # the load the operator wants to stay under (reported)
+
+
 class AcceleratorPool(_Strict):
     """``count`` identical accelerators of one ``type`` with a base (floor) price per hour."""
 
     type: str = Field(min_length=1)
     count: int = Field(ge=1)
     base_price_per_hour: float = Field(ge=0)
+    load_pricing: LoadPricing | None = None
+
+
+class Deadline(_Strict):
+    """When the tenant wants to be done, ``hours`` after its arrival, and what missing it costs.
+
+    ``soft``: ``penalty_per_hour`` USD for every hour late. ``hard``: ``penalty`` USD (the job's value)
+    forfeited when it finishes late. The simulators never kill a late job; the penalty is reported.
+    """
+
+    hours: PositiveFloat
+    kind: Literal["hard", "soft"] = "soft"
+    penalty: float | None = Field(default=None, ge=0)
+    penalty_per_hour: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _penalty_matches_kind(self) -> Deadline:
+        if self.kind == "hard":
+            if self.penalty is None:
+                raise ValueError("a hard deadline needs `penalty` (USD forfeited when late)")
+            if self.penalty_per_hour is not None:
+                raise ValueError("`penalty_per_hour` is for soft deadlines; a hard one takes `penalty`")
+        else:
+            if self.penalty_per_hour is None:
+                raise ValueError("a soft deadline needs `penalty_per_hour` (USD per hour late)")
+            if self.penalty is not None:
+                raise ValueError("`penalty` is for hard deadlines; a soft one takes `penalty_per_hour`")
+        return self
+
+    def penalty_at(self, late_hours: float) -> float:
+        """USD owed for finishing ``late_hours`` after the deadline (≤ 0: on time)."""
+        if late_hours <= 1e-9:
+            return 0.0
+        return float(self.penalty or 0.0) if self.kind == "hard" else late_hours * float(self.penalty_per_hour or 0.0)
 
 
 class Tenant(_Strict):
@@ -47,10 +102,33 @@ class Tenant(_Strict):
     checkpoint_restart_cost: float = Field(default=0.0, ge=0)
     restart_hours: float = Field(default=0.0, ge=0)
     budget: PositiveFloat | None = None
+    value_per_hour: float = Field(default=0.0, ge=0)  # USD: what finishing an hour earlier is worth
+    deadline: Deadline | None = None
+    overhead_estimate: PositiveFloat = 1.0  # the agent's migration cost estimate ÷ the true cost
 
     def hours_on(self, accelerator_type: str) -> float:
         """Wall hours to do all the work on one accelerator of this type."""
         return self.work * self.execution_hours[accelerator_type]
+
+    def penalty_at(self, finish_hours: float) -> float:
+        """USD the deadline charges for finishing at ``finish_hours`` (simulation clock); 0 without one."""
+        d = self.deadline
+        return 0.0 if d is None else d.penalty_at(finish_hours - self.arrival_hours - d.hours)
+
+    def preference(self, base_prices: Mapping[str, float]) -> list[str]:
+        """Compatible types, best first: least generalized cost to do all the work at base prices
+        (hours × (price + ``value_per_hour``) + deadline penalty), then fastest, then listing order.
+
+        With ``value_per_hour`` 0 and no deadline: cheapest to finish. Every policy and the generated
+        scenario families rank types with this one rule.
+        """
+        order = {k: n for n, k in enumerate(base_prices)}
+
+        def key(k: str) -> tuple[float, float, int]:
+            h = self.hours_on(k)
+            return (h * (base_prices[k] + self.value_per_hour) + self.penalty_at(self.arrival_hours + h), h, order[k])
+
+        return sorted((k for k in self.execution_hours if k in base_prices), key=key)
 
 
 class MarketOptions(_Strict):

@@ -1,0 +1,388 @@
+"""The LaissezCloud paper's experiments on generated clusters: one function per experiment, one table each.
+
+``finops simulate market --experiment NAME`` runs :func:`run_experiment`; every experiment returns an
+:class:`ExperimentResult` (parameters, a table of rows, a summary) that the CLI writes as JSON and
+markdown beside a PNG chart (:mod:`finops_cli.sim.market.charts`). Scenario families, sizes and seeds
+are in :mod:`finops_cli.sim.market.families` and docs/market.md.
+
+Metrics (per policy, over the tenants of one scenario):
+
+- ``retained`` — performance retained against no contention: the mean over tenants of
+  min(1, :math:`T_\\text{uncontended} / T`), with :math:`T` the completion time (finish − arrival) and
+  :math:`T_\\text{uncontended}` the same tenant's under ``on-demand`` (its preferred type, no waiting).
+  ``degradation`` = 1 − ``retained``: the quantity the paper says renegotiation reduces by 8–23 %.
+- ``retained_urgent`` — the same over the *urgent* class only.
+- ``fastest_retained`` — the simulator's per-tenant ``performance_retained`` (fastest type ÷ achieved).
+- ``cost`` (paid to the provider), ``generalized_cost`` (cost + value of time + deadline penalties),
+  ``deadline_miss_share``, ``migrations_per_tenant``, ``work_lost_hours``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from finops_cli.sim.market import families
+from finops_cli.sim.market.base import PolicyResult
+from finops_cli.sim.market.scenario import Scenario, Tenant
+
+EXPERIMENTS = ("contention", "overhead", "volatility", "frontier", "operator")
+BASELINES = ("fcfs", "fcfs-preempt")
+
+
+@dataclass
+class ExperimentResult:
+    """One experiment: what was run (``params``), the table (``columns`` × ``rows``) and a ``summary``."""
+
+    experiment: str
+    params: dict[str, Any]
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+    series: dict[str, Any] = field(default_factory=dict)  # extra data the chart needs (timelines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "params": self.params,
+            "columns": self.columns,
+            "rows": self.rows,
+            "summary": self.summary,
+            "series": self.series,
+        }
+
+
+# --- metrics -------------------------------------------------------------------------------------
+
+
+def _run(sc: Scenario, policy: str) -> PolicyResult:
+    from finops_cli.sim.market import POLICIES
+
+    return POLICIES[policy](sc, log_events=False).run()
+
+
+def metrics(res: PolicyResult, reference: PolicyResult) -> dict[str, Any]:
+    """The experiment metrics of one policy's run against the uncontended ``reference`` (on-demand)."""
+    ref = {t.tenant: t.completion_hours for t in reference.tenants}
+    ratios: list[float] = []
+    urgent: list[float] = []
+    for t in res.tenants:
+        base = ref.get(t.tenant)
+        if t.completion_hours and base:
+            r = min(1.0, base / t.completion_hours)
+            ratios.append(r)
+            if t.tenant.endswith("-urgent"):
+                urgent.append(r)
+    tot = res.totals()
+    n = len(res.tenants)
+    with_deadline = [t for t in res.tenants if t.deadline_missed is not None]
+    tenant_hours = sum(t.completion_hours or 0.0 for t in res.tenants)
+    retained = sum(ratios) / len(ratios) if ratios else None
+    return {
+        "policy": res.policy,
+        "tenants": n,
+        "retained": retained,
+        "degradation": None if retained is None else 1.0 - retained,
+        "retained_urgent": sum(urgent) / len(urgent) if urgent else None,
+        "fastest_retained": tot["mean_performance_retained"],
+        "cost": tot["cost"],
+        "generalized_cost": tot["generalized_cost"],
+        "deadline_miss_share": (tot["deadline_misses"] / len(with_deadline)) if with_deadline else None,
+        "migrations_per_tenant": tot["migrations"] / n,
+        "churn_per_tenant_hour": tot["migrations"] / tenant_hours if tenant_hours else 0.0,
+        "work_lost_hours": tot["work_lost_hours"],
+        "unfinished": tot["unfinished"],
+        "bid_updates": tot["bid_updates"],
+    }
+
+
+#: Below this degradation (1 point) a baseline has too little to reduce: no relative reduction is quoted.
+MIN_DEGRADATION = 0.01
+
+
+def _reduction(base: float | None, new: float | None) -> float | None:
+    """Relative reduction of a degradation: (base − new) / base (None when base < :data:`MIN_DEGRADATION`)."""
+    if base is None or new is None or base < MIN_DEGRADATION:
+        return None
+    return (base - new) / base
+
+
+def _size(size: str, n_accelerators: int | None, window_hours: float | None) -> tuple[int, float]:
+    if size not in families.SIZES:
+        raise ValueError(f"unknown size {size!r}; expected one of {', '.join(families.SIZES)}")
+    n, w = families.SIZES[size]
+    return n_accelerators or n, window_hours or w
+
+
+# --- experiments ---------------------------------------------------------------------------------
+
+#: The fixed scenario of the single-scenario experiments (overhead, volatility, frontier).
+FOCUS_COMPOSITION = "fast-scarce"
+FOCUS_CONTENTION = 1.5
+OVERHEAD_MULTIPLIERS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+MISESTIMATES = (0.5, 0.75, 0.95, 1.0, 1.05, 1.25, 1.5)
+BID_CLIPS: tuple[float | None, ...] = (None, 1.0, 0.5, 0.2, 0.1, 0.05)
+FLOOR_FALLS: tuple[float | None, ...] = (None, 2.0, 0.5, 0.1)
+BUDGET_MULTIPLES: tuple[float | None, ...] = (0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, None)
+
+
+def contention(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+    """Figure 6: retained performance and cost per policy across contention levels and compositions."""
+    rows: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {"reduction_vs": {b: [] for b in BASELINES}}
+    for comp in families.COMPOSITIONS:
+        for rho in families.CONTENTION_LEVELS:
+            sc = families.generate(comp, rho, n_accelerators=n_accelerators, window_hours=window_hours, seed=seed)
+            ref = _run(sc, "on-demand")
+            by_policy = {p: metrics(_run(sc, p), ref) for p in ("fcfs", "fcfs-preempt", "renegotiate")}
+            for m in by_policy.values():
+                rows.append({"composition": comp, "contention": rho, **m})
+            for b in BASELINES:
+                d_b, d_r = by_policy[b]["degradation"], by_policy["renegotiate"]["degradation"]
+                summary["reduction_vs"][b].append(
+                    {"composition": comp, "contention": rho, "reduction": _reduction(d_b, d_r), "points": d_b - d_r}
+                )
+    for b in BASELINES:
+        vals = [r["reduction"] for r in summary["reduction_vs"][b] if r["reduction"] is not None]
+        summary[f"reduction_vs_{b}_range"] = [min(vals), max(vals)] if vals else None
+    cols = ["composition", "contention", "policy", "tenants", "retained", "retained_urgent", "fastest_retained"]
+    cols += ["cost", "generalized_cost", "deadline_miss_share", "migrations_per_tenant", "work_lost_hours"]
+    return ExperimentResult("contention", {}, cols, rows, summary)
+
+
+def _focus(n_accelerators: int, window_hours: float, seed: int, options: dict[str, Any] | None = None) -> Scenario:
+    return families.generate(
+        FOCUS_COMPOSITION,
+        FOCUS_CONTENTION,
+        n_accelerators=n_accelerators,
+        window_hours=window_hours,
+        seed=seed,
+        options=options,
+    )
+
+
+def _scaled(sc: Scenario, *, overhead: float = 1.0, estimate: float = 1.0) -> Scenario:
+    """``sc`` with every tenant's migration cost and restart time × ``overhead`` and its estimate × ``estimate``."""
+    tenants = [
+        t.model_copy(
+            update={
+                "checkpoint_restart_cost": t.checkpoint_restart_cost * overhead,
+                "restart_hours": t.restart_hours * overhead,
+                "overhead_estimate": estimate,
+            }
+        )
+        for t in sc.tenants
+    ]
+    return sc.model_copy(update={"tenants": tenants})
+
+
+def overhead(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+    """Figures 13 and 15: migration cost × a multiplier until renegotiation acts like FCFS; mis-estimation.
+
+    The multiplier sweep runs twice: with the incumbent *subtracting* its migration cost from its
+    re-bid (``overhead``, the default that reproduces the worked example) and *adding* it
+    (``overhead-add``, the self-interested incumbent); see docs/market.md.
+    """
+    base = _focus(n_accelerators, window_hours, seed)
+    rows: list[dict[str, Any]] = []
+    for sweep, sign in (("overhead", "subtract"), ("overhead-add", "add")):
+        signed = base.model_copy(update={"options": base.options.model_copy(update={"incumbent_migration": sign})})
+        for mult in OVERHEAD_MULTIPLIERS:
+            sc = _scaled(signed, overhead=mult)
+            ref = _run(sc, "on-demand")
+            fcfs = metrics(_run(sc, "fcfs"), ref)
+            rn = metrics(_run(sc, "renegotiate"), ref)
+            rows.append({"sweep": sweep, "multiplier": mult, "estimate": 1.0, **rn, "fcfs_retained": fcfs["retained"]})
+    for est in MISESTIMATES:
+        sc = _scaled(base, estimate=est)
+        ref = _run(sc, "on-demand")
+        fcfs = metrics(_run(sc, "fcfs"), ref)
+        rn = metrics(_run(sc, "renegotiate"), ref)
+        rows.append(
+            {"sweep": "misestimate", "multiplier": 1.0, "estimate": est, **rn, "fcfs_retained": fcfs["retained"]}
+        )
+    mis = [r for r in rows if r["sweep"] == "misestimate"]
+    exact = next(r for r in mis if r["estimate"] == 1.0)
+    summary = {
+        "degenerates_to_fcfs_at_multiplier": _degenerate([r for r in rows if r["sweep"] == "overhead"]),
+        "degenerates_to_fcfs_at_multiplier_add": _degenerate([r for r in rows if r["sweep"] == "overhead-add"]),
+        "misestimate_retained_spread": max(r["retained"] for r in mis) - min(r["retained"] for r in mis),
+        "misestimate_cost_change": {
+            str(r["estimate"]): (r["cost"] - exact["cost"]) / exact["cost"] for r in mis if exact["cost"]
+        },
+    }
+    cols = ["sweep", "multiplier", "estimate", "retained", "fcfs_retained", "cost", "generalized_cost"]
+    cols += ["migrations_per_tenant", "work_lost_hours"]
+    return ExperimentResult("overhead", {}, cols, rows, summary)
+
+
+#: Renegotiation "degenerates to FCFS" once it migrates fewer than this many times per tenant.
+DEGENERATE_MIGRATIONS_PER_TENANT = 0.05
+
+
+def _degenerate(sweep: list[dict[str, Any]]) -> float | None:
+    """The smallest multiplier from which migrations stay below :data:`DEGENERATE_MIGRATIONS_PER_TENANT`."""
+    found = None
+    for r in reversed(sweep):
+        if r["migrations_per_tenant"] >= DEGENERATE_MIGRATIONS_PER_TENANT:
+            break
+        found = r["multiplier"]
+    return found
+
+
+def volatility(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+    """Figure 14: ``bid_clip`` × ``floor_fall_per_hour``: churn (migrations per tenant-hour) vs performance."""
+    base = _focus(n_accelerators, window_hours, seed)
+    ref = _run(base, "on-demand")
+    rows: list[dict[str, Any]] = []
+    for clip in BID_CLIPS:
+        for fall in FLOOR_FALLS:
+            opts = base.options.model_copy(update={"bid_clip": clip, "floor_fall_per_hour": fall})
+            res = _run(base.model_copy(update={"options": opts}), "renegotiate")
+            rows.append({"bid_clip": clip, "floor_fall_per_hour": fall, **metrics(res, ref)})
+    fcfs = metrics(_run(base, "fcfs"), ref)
+    loosest = next(r for r in rows if r["bid_clip"] is None and r["floor_fall_per_hour"] is None)
+    calmest = min(rows, key=lambda r: r["churn_per_tenant_hour"])
+    summary = {
+        "fcfs_retained": fcfs["retained"],
+        "unclipped": {k: loosest[k] for k in ("churn_per_tenant_hour", "retained")},
+        "least_churn": {
+            k: calmest[k] for k in ("bid_clip", "floor_fall_per_hour", "churn_per_tenant_hour", "retained")
+        },
+    }
+    cols = ["bid_clip", "floor_fall_per_hour", "churn_per_tenant_hour", "retained", "retained_urgent", "cost"]
+    cols += ["generalized_cost", "migrations_per_tenant"]
+    return ExperimentResult("volatility", {}, cols, rows, summary)
+
+
+def frontier(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+    """Figure 8: one tenant's cost vs its performance retained as its budget varies; spot-like and
+    on-demand points for the same tenant."""
+    base = _focus(n_accelerators, window_hours, seed)
+    probe_hours = {k: families.ACCELERATORS[k][1] for k in families.COMPOSITIONS[FOCUS_COMPOSITION]}
+    work = 4.0
+    best = work * min(probe_hours.values())
+    probe = {
+        "id": "probe-urgent",
+        "arrival_hours": window_hours / 2,
+        "work": work,
+        "execution_hours": probe_hours,
+        "checkpoint_interval_hours": 0.5,
+        "checkpoint_restart_cost": 0.25,
+        "restart_hours": 0.02,
+        "value_per_hour": 10.0,
+        "deadline": {"hours": 1.5 * best, "kind": "soft", "penalty_per_hour": 10.0},
+    }
+    od_cost = work * min(families.ACCELERATORS[k][0] * h for k, h in probe_hours.items())
+    rows: list[dict[str, Any]] = []
+
+    def probe_row(sc: Scenario, policy: str, budget: float | None, multiple: float | None) -> dict[str, Any]:
+        res = _run(sc, policy)
+        (t,) = [x for x in res.tenants if x.tenant == "probe-urgent"]
+        return {
+            "policy": policy,
+            "budget_multiple": multiple,
+            "budget": budget,
+            "cost": t.cost,
+            "completion_hours": t.completion_hours,
+            "retained": None if not t.completion_hours else min(1.0, best / t.completion_hours),
+            "migrations": t.migrations,
+            "deadline_missed": t.deadline_missed,
+        }
+
+    def with_probe(budget: float | None) -> Scenario:
+        return base.model_copy(update={"tenants": [*base.tenants, Tenant.model_validate({**probe, "budget": budget})]})
+
+    for multiple in BUDGET_MULTIPLES:
+        budget = None if multiple is None else multiple * od_cost
+        rows.append(probe_row(with_probe(budget), "renegotiate", budget, multiple))
+    plain = with_probe(None)
+    for policy in ("fcfs", "fcfs-preempt", "on-demand"):
+        rows.append(probe_row(plain, policy, None, None))
+    summary = {"probe_on_demand_cost": od_cost, "probe_best_hours": best}
+    cols = ["policy", "budget_multiple", "budget", "cost", "completion_hours", "retained", "migrations"]
+    cols += ["deadline_missed"]
+    return ExperimentResult("frontier", {}, cols, rows, summary)
+
+
+#: The operator experiment's power-capped group: H100s in dense racks, a little cheaper at base, whose
+#: floor rises from the base at half load to twice the base at full load; the operator wants ≤ 70 %.
+CAPPED = {
+    "type": "H100-dense",
+    "share": 0.10,
+    "base_price_per_hour": 2.70,
+    "load_pricing": {"knee": 0.5, "multiple_at_full": 2.0, "cap": 0.7},
+}
+OPERATOR_LEVELS = (0.8, 1.2)
+
+
+def operator(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+    """Figure 11 (InfraMaps): a power cap expressed only as a price steers load off a group of accelerators."""
+    extra = [
+        {
+            "type": CAPPED["type"],
+            "count": max(2, round(n_accelerators * float(CAPPED["share"]))),  # type: ignore[arg-type]
+            "base_price_per_hour": CAPPED["base_price_per_hour"],
+            "load_pricing": CAPPED["load_pricing"],
+        }
+    ]
+    rows: list[dict[str, Any]] = []
+    series: dict[str, Any] = {}
+    for rho in OPERATOR_LEVELS:
+        sc = families.generate(
+            "balanced",
+            rho,
+            n_accelerators=n_accelerators,
+            window_hours=window_hours,
+            seed=seed,
+            extra_pools=extra,
+            hours_alias={"H100-dense": "H100"},
+        )
+        ref = _run(sc, "on-demand")
+        for policy in ("fcfs", "fcfs-preempt", "renegotiate"):
+            res = _run(sc, policy)
+            load = res.load.get("H100-dense", {})
+            rows.append(
+                {
+                    "contention": rho,
+                    **metrics(res, ref),
+                    "capped_mean_load": load.get("mean_load"),
+                    "capped_peak_load": load.get("peak_load"),
+                    "hours_over_cap": load.get("hours_over_cap"),
+                }
+            )
+            series[f"{policy} rho={rho:g}"] = load.get("timeline", [])
+    cols = ["contention", "policy", "capped_mean_load", "capped_peak_load", "hours_over_cap", "retained"]
+    cols += ["cost", "generalized_cost", "work_lost_hours"]
+    summary = {"cap": CAPPED["load_pricing"]["cap"]}  # type: ignore[index]
+    return ExperimentResult("operator", {"capped_group": CAPPED}, cols, rows, summary, series)
+
+
+RUNNERS: dict[str, Callable[[int, float, int], ExperimentResult]] = {
+    "contention": contention,
+    "overhead": overhead,
+    "volatility": volatility,
+    "frontier": frontier,
+    "operator": operator,
+}
+
+
+def run_experiment(
+    name: str,
+    *,
+    size: str = "small",
+    seed: int = 0,
+    n_accelerators: int | None = None,
+    window_hours: float | None = None,
+) -> ExperimentResult:
+    """Run one experiment (a name from :data:`EXPERIMENTS`) on the generated families at ``size``."""
+    if name not in RUNNERS:
+        raise ValueError(f"unknown experiment {name!r}; expected one of {', '.join(EXPERIMENTS)}")
+    n, w = _size(size, n_accelerators, window_hours)
+    t0 = time.perf_counter()
+    out = RUNNERS[name](n, w, seed)
+    out.params = {"size": size, "accelerators": n, "window_hours": w, "seed": seed, **out.params}
+    out.summary["wall_seconds"] = time.perf_counter() - t0
+    return out

@@ -1,0 +1,165 @@
+"""Generated market scenarios: cluster compositions × tenant mixes × contention levels, seeded.
+
+The experiments of ``finops simulate market --experiment …`` run on these families. They were fixed
+(and documented in docs/market.md) before any experiment was run; change them only with a note there.
+
+- **Accelerators** (:data:`ACCELERATORS`): five types, each with a base price and a speed (hours per
+  unit of work); the slow types are the cheapest per unit of work.
+- **Compositions** (:data:`COMPOSITIONS`): the share of the cluster of each type.
+- **Tenant classes** (:data:`TENANT_CLASSES`): *urgent* (a high value of time and a hard deadline),
+  *standard* (a modest value of time and a soft deadline) and *batch* (``value_per_hour`` 0, no
+  deadline: today's break-even agent), drawn with fixed shares.
+- **Contention** ρ: tenants arrive uniformly over ``window_hours`` until their offered load — the
+  hours each needs on its preferred type — reaches ρ × accelerators × window.
+
+Each random quantity has its own stream spawned from one seed (Gavel's style), so changing one draw
+leaves the others where they were.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from finops_cli.sim.market.scenario import Scenario, Tenant
+
+#: type → (base price USD/h, hours per unit of work). USD per unit of work: H100 3.00, A100 2.88,
+#: L40S 2.42, A10 1.80, L4 1.75 — the fastest is the dearest per unit of work.
+ACCELERATORS: dict[str, tuple[float, float]] = {
+    "H100": (3.00, 1.0),
+    "A100": (1.80, 1.6),
+    "L40S": (1.10, 2.2),
+    "A10": (0.60, 3.0),
+    "L4": (0.50, 3.5),
+}
+
+#: composition → share of the accelerators of each type (sums to 1).
+COMPOSITIONS: dict[str, dict[str, float]] = {
+    "fast-scarce": {"H100": 0.10, "A100": 0.15, "L40S": 0.25, "A10": 0.25, "L4": 0.25},
+    "balanced": {"H100": 0.20, "A100": 0.20, "L40S": 0.20, "A10": 0.20, "L4": 0.20},
+    "cheap-scarce": {"H100": 0.60, "A100": 0.25, "L40S": 0.08, "A10": 0.04, "L4": 0.03},
+}
+
+
+@dataclass(frozen=True)
+class TenantClass:
+    """How one class of tenants values time. Deadlines are multiples of the tenant's best time."""
+
+    share: float
+    value_per_hour: tuple[float, float]  # USD/h, uniform range
+    deadline: str | None  # "hard" | "soft" | None
+    deadline_multiple: float = 0.0  # deadline = multiple × best time (fastest compatible type)
+    hard_penalty_multiple: float = 0.0  # hard: penalty = multiple × value_per_hour × best time
+
+
+TENANT_CLASSES: dict[str, TenantClass] = {
+    "urgent": TenantClass(0.2, (5.0, 20.0), "hard", deadline_multiple=1.5, hard_penalty_multiple=3.0),
+    "standard": TenantClass(0.5, (0.5, 3.0), "soft", deadline_multiple=3.0),
+    "batch": TenantClass(0.3, (0.0, 0.0), None),
+}
+
+#: Named sizes: accelerators and arrival window (hours). ``small`` runs in CI in seconds.
+SIZES: dict[str, tuple[int, float]] = {"small": (40, 8.0), "full": (400, 24.0)}
+
+#: The contention levels ρ (offered load ÷ capacity) of the *contention* experiment.
+CONTENTION_LEVELS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
+
+
+def pools(composition: dict[str, float], n_accelerators: int) -> list[dict[str, object]]:
+    """Accelerator pools for a composition: at least one of each type listed."""
+    return [
+        {"type": k, "count": max(1, round(n_accelerators * share)), "base_price_per_hour": ACCELERATORS[k][0]}
+        for k, share in composition.items()
+        if share > 0
+    ]
+
+
+def tenant_stream(seed: int, types: list[str], prefix: str = "t"):  # type: ignore[no-untyped-def]
+    """An endless, seeded stream of tenant dicts (arrival left at 0: the caller spreads arrivals)."""
+    s_class, s_work, s_compat, s_speed, s_value, s_ckpt = (
+        np.random.default_rng(x) for x in np.random.SeedSequence(seed).spawn(6)
+    )
+    names = list(TENANT_CLASSES)
+    shares = np.array([TENANT_CLASSES[c].share for c in names])
+    n = 0
+    while True:
+        cls_name = names[int(s_class.choice(len(names), p=shares / shares.sum()))]
+        cls = TENANT_CLASSES[cls_name]
+        work = float(s_work.uniform(1.0, 8.0))
+        k = int(s_compat.integers(2, len(types) + 1))
+        compatible = sorted(s_compat.choice(len(types), size=k, replace=False).tolist())
+        noise = s_speed.uniform(0.8, 1.25, size=len(types))
+        hours = {types[j]: float(ACCELERATORS[types[j]][1] * noise[j]) for j in compatible}
+        lo, hi = cls.value_per_hour
+        value = float(s_value.uniform(lo, hi)) if hi > 0 else 0.0
+        best = work * min(hours.values())
+        tenant: dict[str, object] = {
+            "id": f"{prefix}{n}-{cls_name}",
+            "work": work,
+            "execution_hours": hours,
+            "checkpoint_interval_hours": float(s_ckpt.uniform(0.25, 1.0)),
+            "checkpoint_restart_cost": float(s_ckpt.uniform(0.0, 0.5)),
+            "restart_hours": float(s_ckpt.uniform(0.0, 0.05)),
+            "value_per_hour": value,
+        }
+        if cls.deadline == "hard":
+            tenant["deadline"] = {
+                "hours": cls.deadline_multiple * best,
+                "kind": "hard",
+                "penalty": cls.hard_penalty_multiple * value * best,
+            }
+        elif cls.deadline == "soft":
+            tenant["deadline"] = {"hours": cls.deadline_multiple * best, "kind": "soft", "penalty_per_hour": value}
+        yield tenant
+        n += 1
+
+
+def generate(
+    composition: str | dict[str, float],
+    contention: float,
+    *,
+    n_accelerators: int,
+    window_hours: float,
+    seed: int,
+    options: dict[str, object] | None = None,
+    extra_pools: list[dict[str, object]] | None = None,
+    hours_alias: dict[str, str] | None = None,
+    n_tenants: int | None = None,
+) -> Scenario:
+    """One scenario of the family: ``composition`` at contention ρ = ``contention``.
+
+    Tenants are drawn from :func:`tenant_stream` until their offered load (hours on their preferred
+    type at base prices, :meth:`Tenant.preference`) reaches ρ × accelerators × window; arrivals are
+    uniform over the window (their own stream). ``extra_pools`` and ``hours_alias`` (new type → the
+    type whose speed it shares) add accelerator groups, e.g. the operator experiment's capped group.
+    ``n_tenants`` draws exactly that many tenants instead (the benchmark's 2,000).
+    """
+    mix = COMPOSITIONS[composition] if isinstance(composition, str) else composition
+    accelerators = pools(mix, n_accelerators) + list(extra_pools or [])
+    prices = {str(a["type"]): float(a["base_price_per_hour"]) for a in accelerators}  # type: ignore[arg-type]
+    capacity = sum(int(a["count"]) for a in accelerators)  # type: ignore[call-overload]
+    target = contention * capacity * window_hours
+    types = [k for k in mix if mix[k] > 0]
+    arrivals = np.random.default_rng(np.random.SeedSequence(seed).spawn(7)[6])
+    tenants: list[dict[str, object]] = []
+    offered = 0.0
+    for raw in tenant_stream(seed, types):
+        if (offered >= target) if n_tenants is None else (len(tenants) >= n_tenants):
+            break
+        for new, like in (hours_alias or {}).items():
+            hours = raw["execution_hours"]
+            if like in hours:  # type: ignore[operator]
+                hours[new] = hours[like]  # type: ignore[index]
+        raw["arrival_hours"] = float(arrivals.uniform(0.0, window_hours))
+        t = Tenant.model_validate(raw)
+        offered += t.hours_on(t.preference(prices)[0])
+        tenants.append(raw)
+    doc = {
+        "version": 1,
+        "name": f"{composition if isinstance(composition, str) else 'custom'} rho={contention:g} seed={seed}",
+        "accelerators": accelerators,
+        "tenants": tenants,
+        "options": options or {},
+    }
+    return Scenario.model_validate(doc)

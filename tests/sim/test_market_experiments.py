@@ -1,0 +1,125 @@
+"""``finops simulate market --experiment …`` at the small size: every experiment writes its JSON, markdown
+and PNG, and its rows keep the market's invariants; the scenario families are seeded and documented."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from finops_cli.cli.app import app
+from finops_cli.sim.market import families
+from finops_cli.sim.market.experiments import EXPERIMENTS
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> dict[str, dict]:
+    """Run every experiment once through the CLI at the small size, shrunk to 20 accelerators over 6 h
+    (keeps the suite fast); the JSON each wrote, by name."""
+    out = tmp_path_factory.mktemp("experiments")
+    docs = {}
+    for name in EXPERIMENTS:
+        args = ["--experiment", name, "--size", "small", "--accelerators", "20", "--window-hours", "6"]
+        r = runner.invoke(app, ["simulate", "market", *args, "--out-dir", str(out)])
+        assert r.exit_code == 0, r.output
+        assert f"# Market experiment: {name}" in r.stdout
+        for ext in ("json", "md", "png"):
+            assert (out / f"{name}.{ext}").stat().st_size > 0
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        md = (out / f"{name}.md").read_text()
+        assert f"![{name}]({name}.png)" in md and "| " in md
+        docs[name] = json.loads((out / f"{name}.json").read_text())
+    return docs
+
+
+def test_contention_covers_levels_compositions_and_policies(outputs):
+    doc = outputs["contention"]
+    rows = doc["rows"]
+    assert {r["composition"] for r in rows} == set(families.COMPOSITIONS)
+    assert sorted({r["contention"] for r in rows}) == list(families.CONTENTION_LEVELS)
+    assert {r["policy"] for r in rows} == {"fcfs", "fcfs-preempt", "renegotiate"}
+    assert len(rows) == 3 * len(families.COMPOSITIONS) * len(families.CONTENTION_LEVELS)
+    for r in rows:
+        assert 0 < r["retained"] <= 1 and r["unfinished"] == 0
+        if r["policy"] == "renegotiate":
+            assert r["work_lost_hours"] == 0
+        if r["policy"] == "fcfs":
+            assert r["migrations_per_tenant"] == 0
+    # more contention means more tenants in the same cluster
+    for comp in families.COMPOSITIONS:
+        n = [r["tenants"] for r in rows if r["composition"] == comp and r["policy"] == "fcfs"]
+        assert n == sorted(n) and n[0] < n[-1]
+    assert len(doc["summary"]["reduction_vs"]["fcfs"]) == len(families.COMPOSITIONS) * len(families.CONTENTION_LEVELS)
+
+
+def test_overhead_sweeps_multiplier_and_misestimate(outputs):
+    doc = outputs["overhead"]
+    rows = doc["rows"]
+    for sweep in ("overhead", "overhead-add"):
+        over = [r for r in rows if r["sweep"] == sweep]
+        assert over[0]["multiplier"] == 0 and len(over) >= 6
+        assert [r["multiplier"] for r in over] == sorted(r["multiplier"] for r in over)
+    mis = [r for r in rows if r["sweep"] == "misestimate"]
+    assert len(mis) >= 5 and {r["estimate"] for r in mis} >= {0.5, 0.95, 1.0, 1.05, 1.5}
+    assert all(r["work_lost_hours"] == 0 for r in rows)
+    # a free migration and a migration of either sign at 0 overhead are the same run
+    zero = [r for r in rows if r["multiplier"] == 0]
+    assert zero[0]["retained"] == zero[1]["retained"] and zero[0]["cost"] == zero[1]["cost"]
+    assert "degenerates_to_fcfs_at_multiplier" in doc["summary"]
+
+
+def test_volatility_grid_and_churn(outputs):
+    rows = outputs["volatility"]["rows"]
+    assert len({(r["bid_clip"], r["floor_fall_per_hour"]) for r in rows}) == len(rows) >= 12
+    assert all(r["churn_per_tenant_hour"] >= 0 for r in rows)
+
+
+def test_frontier_has_a_budget_curve_and_baseline_points(outputs):
+    doc = outputs["frontier"]
+    curve = [r for r in doc["rows"] if r["policy"] == "renegotiate"]
+    assert len(curve) >= 6 and curve[-1]["budget"] is None
+    assert {r["policy"] for r in doc["rows"]} == {"renegotiate", "fcfs", "fcfs-preempt", "on-demand"}
+    assert all(r["retained"] is not None and 0 < r["retained"] <= 1 for r in doc["rows"])
+
+
+def test_operator_renegotiate_keeps_the_capped_group_lighter_than_fcfs(outputs):
+    doc = outputs["operator"]
+    for rho in {r["contention"] for r in doc["rows"]}:
+        by = {r["policy"]: r for r in doc["rows"] if r["contention"] == rho}
+        assert by["renegotiate"]["capped_mean_load"] <= by["fcfs"]["capped_mean_load"] + 1e-9
+        assert by["renegotiate"]["work_lost_hours"] == 0  # steered by price, nobody evicted
+    assert doc["series"] and all(isinstance(v, list) for v in doc["series"].values())
+
+
+def test_families_are_seeded():
+    a = families.generate("balanced", 1.0, n_accelerators=20, window_hours=4, seed=3)
+    b = families.generate("balanced", 1.0, n_accelerators=20, window_hours=4, seed=3)
+    c = families.generate("balanced", 1.0, n_accelerators=20, window_hours=4, seed=4)
+    assert a == b and a != c
+    classes = {
+        t.id.split("-", 1)[1]
+        for t in families.generate("balanced", 2.0, n_accelerators=40, window_hours=8, seed=0).tenants
+    }
+    assert classes == set(families.TENANT_CLASSES)
+
+
+def test_experiment_usage_errors_exit_2(tmp_path: Path):
+    sample = Path(__file__).resolve().parents[2] / "samples" / "market" / "laissezcloud_two_tenants.yaml"
+    cases = [
+        (["--experiment", "contention", "--scenario", str(sample)], "not both"),
+        ([], "--scenario"),
+        (["--experiment", "frontier", "--accelerators", "2"], "--accelerators 2"),
+        (["--experiment", "frontier", "--window-hours", "0"], "--window-hours"),
+    ]
+    for args, message in cases:
+        r = runner.invoke(app, ["simulate", "market", *args, "--out-dir", str(tmp_path / "x")])
+        assert r.exit_code == 2, r.output
+        assert message in r.output
+        assert "Traceback" not in r.output
+    (tmp_path / "file").write_text("x")
+    r = runner.invoke(app, ["simulate", "market", "--experiment", "frontier", "--out-dir", str(tmp_path / "file")])
+    assert r.exit_code == 2 and "not a directory" in r.output
