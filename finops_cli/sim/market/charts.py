@@ -70,7 +70,8 @@ def contention_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
 def overhead_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """Figures 13 and 15: retained performance vs the migration-cost multiplier; vs the mis-estimate."""
     plt = _plt()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(14, 4.6))
+    fig.subplots_adjust(wspace=0.5)
     a2 = a.twinx()
     for sweep, style, name in (("overhead", "-", "incumbent subtracts M"), ("overhead-add", "-.", "incumbent adds M")):
         over = [r for r in doc["rows"] if r["sweep"] == sweep]
