@@ -12,25 +12,14 @@ from hypothesis import strategies as st
 from finops_cli.errors import InputError
 from finops_cli.estate.load import load_model
 from finops_cli.sim.market import Scenario, simulate_market
-
-SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "market" / "laissezcloud_two_tenants.yaml"
+from tests.sim.conftest import MARKET_SAMPLE as SAMPLE
+from tests.sim.conftest import market_events as _events
+from tests.sim.conftest import market_scenario as _scenario
+from tests.sim.conftest import run_market as _run
 
 
 def _sample() -> Scenario:
     return Scenario.model_validate(yaml.safe_load(SAMPLE.read_text()))
-
-
-def _run(sc: Scenario, policy: str):
-    (result,) = simulate_market(sc, policy)
-    return result, {t.tenant: t for t in result.tenants}
-
-
-def _events(result, kind: str, tenant: str | None = None) -> list[dict]:
-    return [e for e in result.events if e["type"] == kind and (tenant is None or e["tenant"] == tenant)]
-
-
-def _scenario(accelerators: list[dict], tenants: list[dict], **options: object) -> Scenario:
-    return Scenario.model_validate({"version": 1, "accelerators": accelerators, "tenants": tenants, "options": options})
 
 
 # --- the LaissezCloud worked example --------------------------------------------------------------

@@ -3,31 +3,17 @@ the operator's load-priced floor, and invariants under all of them."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from finops_cli.sim.market import Scenario, simulate_market
+from finops_cli.sim.market import Scenario
 from finops_cli.sim.market.scenario import Tenant
-
-SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "market" / "laissezcloud_two_tenants.yaml"
-
-
-def _run(sc: Scenario, policy: str):
-    (result,) = simulate_market(sc, policy)
-    return result, {t.tenant: t for t in result.tenants}
-
-
-def _events(result, kind: str, tenant: str | None = None) -> list[dict]:
-    return [e for e in result.events if e["type"] == kind and (tenant is None or e["tenant"] == tenant)]
-
-
-def _scenario(accelerators: list[dict], tenants: list[dict], **options: object) -> Scenario:
-    return Scenario.model_validate({"version": 1, "accelerators": accelerators, "tenants": tenants, "options": options})
-
+from tests.sim.conftest import MARKET_SAMPLE as SAMPLE
+from tests.sim.conftest import market_events as _events
+from tests.sim.conftest import market_scenario as _scenario
+from tests.sim.conftest import run_market as _run
 
 # --- value_per_hour 0 is today's break-even agent -------------------------------------------------
 
