@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from finops_cli.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
+
+# Hypothesis profiles. "ci" (the default) bounds the property tests that do not pin their own example count, so
+# the suite stays fast on 2 cores; "thorough" (HYPOTHESIS_PROFILE=thorough, e.g. before a release) runs 2,000
+# examples each. Failures print a reproduction blob either way.
+settings.register_profile("ci", deadline=None, max_examples=150, print_blob=True)
+settings.register_profile("thorough", deadline=None, max_examples=2000, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture
