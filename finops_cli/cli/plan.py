@@ -18,6 +18,8 @@ from finops_cli.cli.options import FleetOpt, FormatOpt, ModeOpt, OutputFormat, S
 from finops_cli.cli.options import Mode as ModeEnum
 from finops_cli.cli.output import emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money, money_table, pct, table_text
+from finops_cli.report.escape import md_text
+from finops_cli.report.format import unit_price
 
 
 class SolverChoice(StrEnum):
@@ -50,6 +52,23 @@ def _tables(doc: dict) -> list:
             currency=cur,
         )
     )
+    tables.append(
+        money_table(
+            "Allocations (price per unit: the merit order's, uncongested, as in finops stack / netc)",
+            [
+                Col("Workload"),
+                Col("Substrate"),
+                Col("Units", "number"),
+                Col("Price per unit", "money"),
+                Col("Cost", "money"),
+            ],
+            [
+                [a["workload"], a["substrate"], a["units"], unit_price(a.get("price_per_unit"), cur), a["cost"]]
+                for a in sorted(doc["allocations"], key=lambda a: (a["workload"], a["substrate"]))
+            ],
+            currency=cur,
+        )
+    )
     if doc["commitments"]:
         tables.append(
             money_table(
@@ -62,32 +81,47 @@ def _tables(doc: dict) -> list:
         )
     subs = doc.get("by_substrate") or []
     t = doc["totals"]
-    base_label = "Billed" if t.get("baseline_source") == "billing" else "Merit order"
-    tables.append(
-        money_table(
-            f"Cost vs baseline ({base_label.lower()})",
-            [
-                Col("Substrate"),
-                Col("Kind"),
-                Col(base_label, "money"),
-                Col("Planned", "money"),
-                Col("Saving", "saving"),
-            ],
-            [
+    base_label = {"billing": "Billed", "merit_order": "Merit order"}.get(t.get("baseline_source") or "", "")
+    if base_label:
+        tables.append(
+            money_table(
+                f"Cost vs baseline ({base_label.lower()})",
                 [
-                    s["substrate"],
-                    s["kind"],
-                    s["baseline_cost"],
-                    s["planned_cost"],
-                    (s["baseline_cost"] or 0) - s["planned_cost"],
-                ]
-                for s in subs
-                if s["planned_cost"] or s["baseline_cost"]
-            ],
-            totals=True,
-            currency=cur,
+                    Col("Substrate"),
+                    Col("Kind"),
+                    Col(base_label, "money"),
+                    Col("Planned", "money"),
+                    Col("Saving", "saving"),
+                ],
+                [
+                    [
+                        s["substrate"],
+                        s["kind"],
+                        s["baseline_cost"],
+                        s["planned_cost"],
+                        (s["baseline_cost"] or 0) - s["planned_cost"],
+                    ]
+                    for s in subs
+                    if s["planned_cost"] or s["baseline_cost"]
+                ],
+                totals=True,
+                currency=cur,
+            )
         )
-    )
+    else:  # no baseline: the reference left work unserved; show it beside the plan, claim no saving
+        tables.append(
+            money_table(
+                "Cost by substrate (no baseline: the merit-order reference leaves work unserved)",
+                [Col("Substrate"), Col("Kind"), Col("Merit order (incomplete)", "money"), Col("Planned", "money")],
+                [
+                    [s["substrate"], s["kind"], s.get("merit_order_cost"), s["planned_cost"]]
+                    for s in subs
+                    if s["planned_cost"] or s.get("merit_order_cost")
+                ],
+                totals=True,
+                currency=cur,
+            )
+        )
     br = doc.get("savings_breakdown") or {}
     lines = [
         ["Planned cost", t["planned_cost"]],
@@ -95,7 +129,7 @@ def _tables(doc: dict) -> list:
         ["  of which NETC overhead", t.get("netc_overhead")],
         ["  of which commitments bought", t.get("commitment_cost")],
         ["  of which prepaid (sunk)", t["sunk_cost"]],
-        [f"Baseline ({base_label.lower()})", t["baseline_cost"]],
+        [f"Baseline ({base_label.lower() or 'none'})", t["baseline_cost"]],
         ["Merit-order reference", t.get("merit_order_cost")],
     ]
     tables.append(money_table("Totals", [Col("Item"), Col("Amount", "money")], lines, currency=cur))
@@ -147,10 +181,15 @@ def _summary(doc: dict) -> str:
     cur = doc["currency"]
     sav = t["savings"]
     word = "saves" if (sav or 0) >= 0 else "costs"
+    versus = (
+        f"vs baseline {money(t['baseline_cost'], cur)} — {word} {money(abs(sav or 0), cur)} "
+        f"({pct(abs(t['savings_pct'] or 0) / 100)})"
+        if t["baseline_cost"] is not None
+        else "no baseline, no saving claimed (see the note below)"
+    )
     return (
         f"Plan {h['start'][:10]} +{h['hours']} h ({h['blocks']} blocks, mode {doc['mode']}): "
-        f"{money(t['planned_cost'], cur)} vs baseline {money(t['baseline_cost'], cur)} — {word} "
-        f"{money(abs(sav or 0), cur)} ({pct(abs(t['savings_pct'] or 0) / 100)}); reliability penalty (not money) "
+        f"{money(t['planned_cost'], cur)} {versus}; reliability penalty (not money) "
         f"{money(t['penalty'], cur)}. Solver {s['name']} {s['status']}, gap {pct(s['mip_gap'] or 0, decimals=3)}, "
         f"{s['seconds']:.2f} s."
     )
@@ -164,12 +203,14 @@ def _markdown(doc: dict) -> str:
         "",
         _summary(doc),
         "",
-        "| Workload | Substrate | Kind | GPU-hours | Units | Cost |",
-        "|---|---|---|--:|--:|--:|",
+        *[f"- note: {md_text(n)}" for n in doc.get("notes") or []],
+        *([""] if doc.get("notes") else []),
+        "| Workload | Substrate | Kind | GPU-hours | Units | Price per unit | Cost |",
+        "|---|---|---|--:|--:|--:|--:|",
     ]
     out += [
         f"| {a['workload']} | {a['substrate']} | {a['kind']} | {a['gpu_hours']:,.1f} | {a['units']:,.1f} | "
-        f"{money(a['cost'], cur)} |"
+        f"{unit_price(a.get('price_per_unit'), cur)} | {money(a['cost'], cur)} |"
         for a in doc["allocations"]
     ]
     if doc["commitments"]:
@@ -257,6 +298,8 @@ def render_plan(doc: dict, console: Console) -> None:
     if not console.is_terminal:
         console.width = max(console.width, 140)  # piped: do not squeeze columns to ellipses
     console.print(_summary(doc))
+    for note in doc.get("notes") or []:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     for table in _tables(doc):
         console.print(table)
 

@@ -30,7 +30,13 @@ from finops_cli.core.netc import (
     replay,
     young_daly_interval_hours,
 )
-from finops_cli.core.pricing import DEFAULT_CHECKPOINT_MINUTES, base_price_per_gpu_hour, segments, units_per_gpu_hour
+from finops_cli.core.pricing import (
+    DEFAULT_CHECKPOINT_MINUTES,
+    base_price_per_gpu_hour,
+    segments,
+    units_per_gpu_hour,
+    useful_gpu_hour_price,
+)
 from finops_cli.schema.estate import Fleet, Substrate, Workload
 
 
@@ -61,6 +67,7 @@ class NetcRow:
     demand_units: float = 0.0
     useful_gpu_hours: float = 0.0
     usd_per_gpu_hour: float = 0.0
+    cost_per_unit: float | None = None  # (C·W + λ·W·F) × preference / θ: the merit order's price (stack, plan)
     preemptions_per_hour: float = 0.0
     rate_source: str = "fleet"  # fleet | trace
     refused: str | None = None
@@ -130,7 +137,8 @@ def netc_row(
     useful = demand_units / theta
     price = base_price_per_gpu_hour(substrate) * substrate.preference
     lam = trace.rate.preemptions_per_hour if trace is not None else (substrate.interruptions_per_hour or 0.0)
-    r_h, fee = substrate.resume_minutes / 60, substrate.resume_cost
+    # preference scales the fee as it scales the price: NETC / demand is the merit order's cost per unit
+    r_h, fee = substrate.resume_minutes / 60, substrate.resume_cost * substrate.preference
     tau_star = young_daly_interval_hours(delta, lam)
     row = NetcRow(
         workload=workload.id,
@@ -157,6 +165,9 @@ def netc_row(
             "available_hours": trace.rate.available_hours,
             "observed_hours": trace.rate.observed_hours,
             "preemptions_per_hour": lam,
+            "preemptions_per_hour_95": list(trace.rate.interval()),
+            "nodes": trace.rate.nodes,
+            "sample_too_small": trace.rate.too_small,
             "configured_preemptions_per_hour": substrate.interruptions_per_hour,
         }
     if not math.isfinite(lam):
@@ -167,7 +178,8 @@ def netc_row(
     except SpotNeverFinishes as exc:
         row.refused = str(exc)
         return row
-    row.multiplier, row.netc = b.multiplier, b.netc
+    unit = useful_gpu_hour_price(substrate, workload, lam)
+    row.multiplier, row.netc, row.cost_per_unit = b.multiplier, unit.total * useful, unit.total / theta
     row.expected_preemptions, row.expected_lost_hours = b.expected_preemptions, b.expected_lost_hours
     if math.isfinite(tau_star):
         try:
@@ -175,14 +187,14 @@ def netc_row(
         except SpotNeverFinishes:
             row.netc_at_tau_star = None
     else:
-        row.netc_at_tau_star = b.netc  # λ = 0: no preemptions, any interval is optimal
+        row.netc_at_tau_star = row.netc  # λ = 0: no preemptions, any interval is optimal
     if trace is not None and useful > 0:
         try:
             rp = replay(trace.intervals_hours, useful, tau, delta, r_h, price, fee)
             row.replay = {
                 "realised_cost": rp.realised_cost,
-                "predicted_netc": b.netc,
-                "error_pct": 100 * (rp.realised_cost - b.netc) / b.netc if b.netc else None,
+                "predicted_netc": row.netc,
+                "error_pct": 100 * (rp.realised_cost - row.netc) / row.netc if row.netc else None,
                 "billed_gpu_hours": rp.billed_gpu_hours,
                 "preemptions": rp.preemptions,
                 "lost_hours": rp.lost_hours,

@@ -1,9 +1,11 @@
 """Marginal prices of one GPU-hour (or one API unit) for a workload on a substrate.
 
-This is the single place the merit order, the planner and the dispatch simulator get prices from:
-``price × preference × W (NETC multiplier) [+ reliability penalty]``, split into convex congestion
-segments above ``comfortable_utilization``. Prices must already be resolved (see
-``finops_cli.estate.prices``): a substrate reaching here has a number in ``price_per_gpu_hour``.
+This is the single place the merit order, the planner, ``finops netc`` and the dispatch simulator get
+prices from: :func:`useful_gpu_hour_price` is ``(C·W + λ·W·F) × preference`` per *useful* GPU-hour (C
+the price, W the NETC multiplier, λ the preemption rate, F the resume fee; spot only, C elsewhere),
+plus the reliability penalty, split into convex congestion segments above ``comfortable_utilization``.
+Prices must already be resolved (see ``finops_cli.estate.prices``): a substrate reaching here has a
+number in ``price_per_gpu_hour``.
 """
 
 from __future__ import annotations
@@ -49,15 +51,16 @@ def capacity_gpus(substrate: Substrate, fleet: Fleet) -> float | None:
     return cap
 
 
-def spot_multiplier(substrate: Substrate, workload: Workload) -> float:
+def spot_multiplier(substrate: Substrate, workload: Workload, preemptions_per_hour: float | None = None) -> float:
     """NETC multiplier W for ``workload`` on ``substrate`` (1 for non-spot substrates).
 
     Non-interruptible work on spot restarts from scratch on a preemption: modelled as W with the
-    checkpoint interval equal to the job's run (here: one hour of work per restart).
+    checkpoint interval equal to the job's run (here: one hour of work per restart). ``preemptions_per_hour``
+    overrides the substrate's λ.
     """
     if substrate.kind != "spot":
         return 1.0
-    lam = substrate.interruptions_per_hour or 0.0
+    lam = (substrate.interruptions_per_hour or 0.0) if preemptions_per_hour is None else preemptions_per_hour
     if workload.checkpoint is not None:
         tau_h = workload.checkpoint.interval_minutes / 60
         delta_h = workload.checkpoint.write_minutes / 60
@@ -65,6 +68,49 @@ def spot_multiplier(substrate: Substrate, workload: Workload) -> float:
         tau_h = (DEFAULT_CHECKPOINT_MINUTES if workload.interruptible else 60.0) / 60
         delta_h = 0.0
     return wall_hours_per_useful_hour(lam, tau_h, delta_h, substrate.resume_minutes / 60)
+
+
+@dataclass(frozen=True)
+class UsefulHourPrice:
+    """Money for one *useful* GPU-hour of a workload on a substrate, and its parts (preference included).
+
+    ``billed`` is ``C·W`` (the GPU-hours the bill counts, re-work and resumes included), ``fees`` is
+    ``λ·W·F`` (resume fees of the expected preemptions), ``base`` is ``C`` (what the work would cost
+    without preemptions). ``total − base`` is the NETC overhead.
+    """
+
+    base: float
+    multiplier: float
+    fees: float
+
+    @property
+    def billed(self) -> float:
+        return self.base * self.multiplier
+
+    @property
+    def total(self) -> float:
+        return self.billed + self.fees
+
+    @property
+    def overhead_share(self) -> float:
+        """Share of the money that preemptions add (W − 1 and fees): ``1 − C / (C·W + λ·W·F)``."""
+        return 1 - self.base / self.total if self.total > 0 else 0.0
+
+
+def useful_gpu_hour_price(
+    substrate: Substrate, workload: Workload, preemptions_per_hour: float | None = None
+) -> UsefulHourPrice:
+    """``(C·W + λ·W·F) × preference`` per useful GPU-hour: THE price every command ranks and bills by.
+
+    ``preemptions_per_hour`` overrides the substrate's λ (``finops netc --trace``). Raises
+    :class:`~finops_cli.core.netc.SpotNeverFinishes` where spot would never finish.
+    """
+    base = base_price_per_gpu_hour(substrate) * substrate.preference
+    if substrate.kind != "spot":
+        return UsefulHourPrice(base, 1.0, 0.0)
+    lam = (substrate.interruptions_per_hour or 0.0) if preemptions_per_hour is None else preemptions_per_hour
+    w = spot_multiplier(substrate, workload, lam)
+    return UsefulHourPrice(base, w, lam * w * substrate.resume_cost * substrate.preference)
 
 
 def base_price_per_gpu_hour(substrate: Substrate) -> float:
@@ -88,16 +134,16 @@ def reliability_penalty(substrate: Substrate, workload: Workload, fleet: Fleet, 
 def segments(substrate: Substrate, workload: Workload, fleet: Fleet, mode: Mode = "cost") -> list[Segment]:
     """Convex piecewise-linear price of ``workload``'s GPU-hours on ``substrate``.
 
-    Segment 0 runs to ``comfortable_utilization × capacity`` at ``price × preference × W``; each
-    fleet congestion step above it multiplies that price. API substrates are one unbounded segment
-    priced per unit (the caller divides nothing: throughput is 1 unit per "GPU-hour" there).
+    Segment 0 runs to ``comfortable_utilization × capacity`` at :func:`useful_gpu_hour_price` (``(C·W +
+    λ·W·F) × preference``); each fleet congestion step above it multiplies that price. API substrates are
+    one unbounded segment priced per unit (the caller divides nothing: throughput is 1 unit per "GPU-hour" there).
     """
     penalty = reliability_penalty(substrate, workload, fleet, mode)
     if substrate.kind == "api":
         price = (substrate.price_per_unit or {})[workload.unit] * substrate.preference
         return [Segment(0, None, price, 0.0)]
     cap = capacity_gpus(substrate, fleet)
-    price = base_price_per_gpu_hour(substrate) * substrate.preference * spot_multiplier(substrate, workload)
+    price = useful_gpu_hour_price(substrate, workload).total
     if cap is None:
         return [Segment(0, None, price, penalty)]
     out = [Segment(0, cap * substrate.comfortable_utilization, price, penalty)]

@@ -3,32 +3,61 @@
 Definition (documented in ``docs/planner.md``): no commitments are bought; in every block, workloads
 take turns in the order of ``workloads.yaml`` (non-deferrable first, then deferrable work spread evenly
 over the horizon), and each fills its demand from its own cheapest compliant segment with capacity
-left (price per unit incl. NETC and penalty), then the next one. That is what a team choosing "the
-cheapest place that has room right now" does; the MILP can beat it by buying commitments, by moving
-deferrable work into troughs and by leaving cheap capacity to the workloads that gain most from it.
+left (price per unit incl. NETC, resume fees and penalty), then the next one. Deferrable work that
+did not fit in its even share of a block is then placed in any block with room left, cheapest segment
+first. That is what a team choosing "the cheapest place that has room right now" does; the MILP can
+beat it by buying commitments, by choosing where deferrable work goes and by leaving cheap capacity to
+the workloads that gain most from it.
+
+The reference honours every constraint the MILP does: only compliant rows exist in the frame, each
+segment's capacity (on spot each useful GPU holds ``W`` pool GPUs) is shared by all workloads in a
+block, congestion segments are priced, ``max_parallel_gpus`` caps the GPUs a workload holds in a
+block, and deferrable work is served anywhere in the horizon. It is therefore a feasible point of the
+MILP (with unserved slack), so the MILP's objective is never above :meth:`DispatchResult.objective`.
+What it cannot place is reported (:attr:`DispatchResult.unserved`), never dropped: a reference that
+leaves work unserved is not a baseline (``docs/planner.md``).
+
 Cost = usage at marginal price + prepaid (sunk) capacity, per substrate.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from finops_cli.planner.frame import PlanFrame
 
+#: Units below this (per hour) are rounding noise, not unserved work.
+_EPS = 1e-9
+
 
 @dataclass(frozen=True)
 class DispatchResult:
-    """Cost per substrate (usage + sunk) and units the greedy could not place."""
+    """Cost per substrate (usage + sunk), steering penalty, and the work the greedy could not place.
+
+    ``unserved`` has one row per workload and block (block −1: deferrable work, over the horizon) with
+    the units left unserved.
+    """
 
     cost_by_substrate: pd.Series
     unserved_units: float
+    penalty: float = 0.0
+    unserved: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["workload", "block", "units"]))
 
     @property
     def cost(self) -> float:
         return float(self.cost_by_substrate.sum())
+
+    @property
+    def serves_all(self) -> bool:
+        """True when the reference did all the work: only then is it a baseline savings can be claimed against."""
+        return self.unserved_units <= 0.0
+
+    def objective(self, unserved_price: float) -> float:
+        """The MILP's objective evaluated at this dispatch: cost + penalty + ``unserved_price`` × unserved units."""
+        return self.cost + self.penalty + unserved_price * self.unserved_units
 
 
 def sunk_by_substrate(frame: PlanFrame) -> pd.Series:
@@ -43,47 +72,87 @@ def sunk_by_substrate(frame: PlanFrame) -> pd.Series:
     )
 
 
-def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
-    """Dispatch ``frame``'s demand greedily over its blocks (see the module docstring)."""
+_Option = tuple[str, int, float, float, float, float, bool]  # substrate, segment, θ, usd, penalty, W, is_api
+
+
+def _options(frame: PlanFrame) -> dict[str, list[_Option]]:
+    """Each group's segments, cheapest per unit (money + penalty) first; prices are the same in every block."""
     rows = frame.rows
     first = rows[rows["block"] == 0]
     per_unit = (first["usd_per_gpu_hour"] + first["penalty_per_gpu_hour"]) / first["units_per_gpu_hour"]
     ordered = first.assign(per_unit=per_unit).sort_values(["group", "per_unit"], kind="stable")
-    options = {
-        g: list(
-            zip(
-                sub["substrate"],
-                sub["segment"],
-                sub["units_per_gpu_hour"],
-                sub["usd_per_gpu_hour"],
-                sub["wall_per_gpu_hour"],
-                strict=True,
-            )
-        )
+    cols = ["substrate", "segment", "units_per_gpu_hour", "usd_per_gpu_hour", "penalty_per_gpu_hour"]
+    return {
+        g: list(zip(*(sub[c] for c in cols), sub["wall_per_gpu_hour"], sub["is_api"], strict=True))
         for g, sub in ordered.groupby("group", sort=False)
     }
+
+
+def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
+    """Dispatch ``frame``'s demand greedily over its blocks (see the module docstring)."""
+    options = _options(frame)
     order = list(dict.fromkeys(g for g, _share in frame.members.values()))
-    fixed = frame.capacity["fixed_gpus"].to_dict()
     n, hours = frame.blocks.n, frame.blocks.hours
+    fixed = {key: (np.inf if pd.isna(v) else float(v)) for key, v in frame.capacity["fixed_gpus"].to_dict().items()}
+    left = [dict(fixed) for _ in range(n)]  # pool GPUs left per (substrate, segment), per block
+    parallel = [{g: frame.max_parallel_gpus.get(g, np.inf) for g in order} for _ in range(n)]
     cost: dict[str, float] = {}
-    unserved = 0.0
+    penalty = [0.0]
+
+    def take(g: str, b: int, option: _Option, need: float) -> float:
+        """Serve up to ``need`` units/hour of ``g`` in block ``b`` on one segment; return the units/hour served."""
+        sid, k, thr, usd, pen, wall, is_api = option
+        room = left[b][(sid, k)] / wall
+        gpus = min(need / thr, room if is_api else min(room, parallel[b][g]))  # useful GPUs (API: units/hour)
+        if gpus <= 0:
+            return 0.0
+        left[b][(sid, k)] -= gpus * wall  # each useful GPU holds ``W`` pool GPUs
+        if not is_api:
+            parallel[b][g] -= gpus
+        cost[sid] = cost.get(sid, 0.0) + gpus * hours[b] * usd
+        penalty[0] += gpus * hours[b] * pen
+        return gpus * thr
+
+    def fill(g: str, b: int, need: float) -> float:
+        """Serve ``need`` units/hour of ``g`` in block ``b`` cheapest first; return what is left."""
+        for option in options.get(g, []):
+            if need <= _EPS:
+                break
+            need -= take(g, b, option, need)
+        return max(need, 0.0)
+
+    short: dict[tuple[str, int], float] = {}  # (group, block) → units; block −1 = deferrable, whole horizon
+    deferrable = [g for g in order if g in frame.deferrable_units]
     for b in range(n):
-        left = {key: (np.inf if pd.isna(v) else float(v)) for key, v in fixed.items()}
-        for g in sorted(order, key=lambda g: g in frame.deferrable_units):
-            if g in frame.deferrable_units:
-                need = frame.deferrable_units[g] / frame.horizon_hours
-            else:
-                need = float(frame.demand.get((g, b), 0.0))
-            for sid, k, thr, usd, wall in options.get(g, []):
-                if need <= 1e-12:
+        for g in order:
+            if g not in frame.deferrable_units:
+                rest = fill(g, b, float(frame.demand.get((g, b), 0.0)))
+                if rest > _EPS:
+                    short[(g, b)] = rest * hours[b]
+    behind = dict.fromkeys(deferrable, 0.0)  # deferrable units that did not fit their even share
+    for b in range(n):
+        for g in deferrable:
+            behind[g] += fill(g, b, frame.deferrable_units[g] / frame.horizon_hours) * hours[b]
+    for g in deferrable:  # second pass: anywhere in the horizon with room, cheapest segment first
+        for option in options.get(g, []):
+            for b in range(n):
+                if behind[g] <= _EPS:
                     break
-                take = min(need / thr, left[(sid, k)] / wall)  # useful GPUs; each holds ``wall`` pool GPUs
-                if take <= 0:
-                    continue
-                left[(sid, k)] -= take * wall
-                need -= take * thr
-                cost[sid] = cost.get(sid, 0.0) + take * hours[b] * usd
-            if need > 1e-9:
-                unserved += need * hours[b]
+                behind[g] -= take(g, b, option, behind[g] / hours[b]) * hours[b]
+        if behind[g] > _EPS * frame.horizon_hours:
+            short[(g, -1)] = behind[g]
     by_substrate = pd.Series(cost, dtype=float).add(sunk_by_substrate(frame), fill_value=0.0)
-    return DispatchResult(by_substrate, unserved)
+    unserved = _per_workload(frame, short)
+    return DispatchResult(by_substrate, float(unserved["units"].sum()), penalty[0], unserved)
+
+
+def _per_workload(frame: PlanFrame, short: dict[tuple[str, int], float]) -> pd.DataFrame:
+    """Split each group's unserved units back to its workloads (their share of the group's demand)."""
+    out = []
+    for w, (g, share) in frame.members.items():
+        for (sg, b), units in short.items():
+            if sg == g:
+                part = units * float(share[max(b, 0)])
+                if part > 0:
+                    out.append((w, b, part))
+    return pd.DataFrame(out, columns=["workload", "block", "units"])

@@ -7,8 +7,10 @@ from datetime import datetime
 import pandas as pd
 
 from finops_cli.core.baseline import BilledBaseline, savings_breakdown
+from finops_cli.core.pricing import cost_per_unit
 from finops_cli.planner import PlannerOutput
-from finops_cli.planner.baseline import sunk_by_substrate
+from finops_cli.planner.baseline import DispatchResult, sunk_by_substrate
+from finops_cli.planner.frame import PlanFrame
 from finops_cli.schema.estate import Fleet
 from finops_cli.schema.plan import (
     Allocation,
@@ -38,6 +40,26 @@ def planned_by_substrate(out: PlannerOutput) -> pd.Series:
     return out.solution.cost_by_substrate().add(sunk_by_substrate(out.frame), fill_value=0.0)
 
 
+def _breakdown(breakdown: dict[str, float] | None) -> SavingsBreakdown | None:
+    return None if breakdown is None else SavingsBreakdown(**{k: _r(v, 2) for k, v in breakdown.items()})
+
+
+def merit_unserved_note(merit: DispatchResult, frame: PlanFrame, use_billing: bool) -> str:
+    """The words the plan and the report print when the greedy reference could not do all the work."""
+    by_w = merit.unserved.groupby("workload")["units"].sum().sort_values(ascending=False)
+    parts = ", ".join(f"{w} {u:,.4g} {frame.workloads[w].unit}" for w, u in by_w.head(5).items())
+    more = f" and {len(by_w) - 5} more" if len(by_w) > 5 else ""
+    tail = (
+        "it is shown for reference only"
+        if use_billing
+        else "so it is not a baseline: no saving is claimed (give billing data for one)"
+    )
+    return (
+        f"the greedy merit-order reference leaves {merit.unserved_units:,.4g} units of demand unserved "
+        f"({parts}{more}); its cost covers less work than the plan, {tail}"
+    )
+
+
 def plan_document(
     out: PlannerOutput,
     fleet: Fleet,
@@ -52,19 +74,29 @@ def plan_document(
     plan_by_s = planned_by_substrate(out)
     merit = out.merit_order
     use_billing = billed is not None and billed.lines_matched > 0
-    base_by_s = billed.cost_by_substrate if use_billing and billed is not None else merit.cost_by_substrate
-    baseline = float(base_by_s.sum())
-    savings = baseline - planned
-    breakdown = savings_breakdown(base_by_s, plan_by_s, fleet)
+    # a reference that leaves work unserved did less work than the plan: never a baseline, never a saving
+    use_merit = not use_billing and merit.serves_all
+    base_by_s: pd.Series | None = None
+    if use_billing and billed is not None:
+        base_by_s = billed.cost_by_substrate
+    elif use_merit:
+        base_by_s = merit.cost_by_substrate
+    baseline = None if base_by_s is None else float(base_by_s.sum())
+    savings = None if baseline is None else baseline - planned
+    breakdown = None if base_by_s is None else savings_breakdown(base_by_s, plan_by_s, fleet)
+    notes = []
+    if not merit.serves_all:
+        notes.append(merit_unserved_note(merit, frame, use_billing))
     kinds = {s.id: s.kind for s in fleet.substrates}
-    ids = sorted(set(plan_by_s.index) | set(base_by_s.index) | set(merit.cost_by_substrate.index))
+    base_ids = set() if base_by_s is None else set(base_by_s.index)
+    ids = sorted(set(plan_by_s.index) | base_ids | set(merit.cost_by_substrate.index))
     node_sums = sol.nodes.groupby("substrate")[["node_hours", "rounding_cost"]].sum() if len(sol.nodes) else None
     by_substrate = [
         SubstrateCost(
             substrate=sid,
             kind=kinds.get(sid, "?"),
             planned_cost=_r(plan_by_s.get(sid, 0.0)),
-            baseline_cost=_r(base_by_s.get(sid, 0.0)),
+            baseline_cost=None if base_by_s is None else _r(base_by_s.get(sid, 0.0)),
             merit_order_cost=_r(merit.cost_by_substrate.get(sid, 0.0)),
             node_hours=_node_sum(node_sums, sid, "node_hours"),
             node_rounding_cost=_node_sum(node_sums, sid, "rounding_cost"),
@@ -86,16 +118,17 @@ def plan_document(
     )
     totals = Totals(
         planned_cost=_r(planned, 2),
-        baseline_cost=_r(baseline, 2),
-        savings=_r(savings, 2),
-        savings_pct=_r(100 * savings / baseline, 4) if baseline > 0 else None,
+        baseline_cost=None if baseline is None else _r(baseline, 2),
+        savings=None if savings is None else _r(savings, 2),
+        savings_pct=_r(100 * savings / baseline, 4) if savings is not None and baseline else None,
         sunk_cost=_r(sol.sunk_cost, 2),
         penalty=_r(sol.penalty, 2),
         usage_cost=_r(sol.usage_cost, 2),
         commitment_cost=_r(sol.commitment_cost, 2),
         netc_overhead=_r(float(sol.allocations["netc_overhead"].sum()) if len(sol.allocations) else 0.0, 2),
-        baseline_source="billing" if use_billing else "merit_order",
+        baseline_source="billing" if use_billing else ("merit_order" if use_merit else None),
         merit_order_cost=_r(merit.cost, 2),
+        merit_order_unserved_units=_r(merit.unserved_units, 4),
         node_rounding_cost=_r(sol.node_rounding_cost, 2) if not frame.nodes.empty else None,
     )
     allocations = [
@@ -109,6 +142,7 @@ def plan_document(
             penalty=_r(r.penalty, 4),
             netc_overhead=_r(r.netc_overhead, 4),
             unit=frame.workloads[r.workload].unit,
+            price_per_unit=_r(cost_per_unit(frame.substrates[r.substrate], frame.workloads[r.workload], fleet), 6),
         )
         for r in sol.allocations.itertuples()
     ]
@@ -139,8 +173,11 @@ def plan_document(
         commitments=commitments,
         unserved=unserved,
         mode=mode,  # type: ignore[arg-type]
-        savings_breakdown=SavingsBreakdown(**{k: _r(v, 2) for k, v in breakdown.items()}),
+        savings_breakdown=_breakdown(breakdown),
         by_substrate=by_substrate,
         clearing_prices=prices,
-        notes=[f"{pair}: {'; '.join(reasons)}" for pair, reasons in sorted(frame.refused.items())],
+        merit_order_unserved=[
+            Unserved(workload=r.workload, block=int(r.block), units=_r(r.units, 4)) for r in merit.unserved.itertuples()
+        ],
+        notes=notes + [f"{pair}: {'; '.join(reasons)}" for pair, reasons in sorted(frame.refused.items())],
     )

@@ -4,7 +4,7 @@ Money, per allocation row ``i`` with value ``x_i`` in block ``b``:
 
 - GPU-hours ``= h_b · x_i``; units ``= a_i · h_b · x_i``;
 - cost ``= p_i · h_b · x_i`` (marginal price incl. congestion and the NETC multiplier ``W``);
-- NETC overhead ``= cost · (1 − 1/W)`` (what preemptions add on spot);
+- NETC overhead ``= cost · (1 − C/(C·W + λ·W·F))`` (what preemptions add on spot: re-work, resumes, fees);
 - penalty ``= ρ_i · h_b · x_i`` (reliability steering, **not** money).
 
 Integer nodes, per substrate ``s`` and block ``b`` with ``N`` nodes of ``G`` GPUs: node-hours ``= N · h_b``;
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from finops_cli.core.pricing import spot_multiplier
+from finops_cli.core.pricing import useful_gpu_hour_price
 from finops_cli.planner.model import PlanModel
 from finops_cli.planner.solve import SolveInfo
 
@@ -106,8 +106,8 @@ def read_solution(m: PlanModel, solve: SolveInfo, dual_solve: SolveInfo | None =
     def _netc(row: pd.Series) -> float:
         if row["kind"] != "spot":
             return 0.0
-        wmul = spot_multiplier(frame.substrates[row["substrate"]], frame.workloads[row["workload"]])
-        return float(row["cost"]) * (1 - 1 / wmul)
+        price = useful_gpu_hour_price(frame.substrates[row["substrate"]], frame.workloads[row["workload"]])
+        return float(row["cost"]) * price.overhead_share
 
     allocations["netc_overhead"] = allocations.apply(_netc, axis=1) if len(allocations) else 0.0
 

@@ -214,6 +214,13 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
         plan_text += f", {verb} **{_pm(abs(t.savings), cur)}{share}**"
         plan_text += "" if t.savings >= 0 else " more"
     parts.append(plan_text + f", of which {_pm(t.sunk_cost, cur)} is sunk or prepaid capacity.")
+    short = float(_extra(t, "merit_order_unserved_units", 0.0) or 0.0)
+    if t.baseline_cost is None and short > 0:
+        parts.append(
+            f"No saving is claimed: without billing, the only reference is a greedy merit-order dispatch, and it "
+            f"leaves {number(short, 1)} units of demand unserved, so its cost ({_pm(t.merit_order_cost, cur)}) "
+            "is for less work than the plan does."
+        )
     candidates = [(name, value) for name, value in levers(plan) if value > 0]
     team_doc = inp.waste.by.get("team") if inp.waste is not None else None
     priced = [g for g in (team_doc or {}).get("groups", []) if g.get("idle_cost")]
@@ -536,6 +543,13 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
         )
     elif source == "billing":
         items.append("**Baseline:** EffectiveCost of billing lines matched to the fleet's substrates over the horizon.")
+    short = float(_extra(plan.totals, "merit_order_unserved_units", 0.0) or 0.0)
+    if short > 0:
+        items.append(
+            f"**Merit-order reference:** the greedy dispatch leaves {number(short, 1)} units unserved (it honours "
+            "capacity, congestion, parallelism caps and compliance but fills cheapest-first without looking ahead); "
+            "it is never a baseline while it leaves work undone, and no saving is computed against it."
+        )
     unserved = sum(u.units for u in plan.unserved)
     if unserved:
         items.append(f"**Unserved demand:** {number(unserved, 1)} units could not be served by compliant capacity.")

@@ -44,9 +44,11 @@ class Totals(_Doc):
     penalty: float = 0.0  # reliability penalties: steer the plan, are not money
     usage_cost: float | None = None  # GPU-hours (and API units) at marginal price, congestion + NETC included
     commitment_cost: float | None = None  # commitments bought by the plan, whole horizon
-    netc_overhead: float | None = None  # part of usage_cost that preemptions add on spot (W − 1)
+    netc_overhead: float | None = None  # part of usage_cost that preemptions add on spot: C·(W − 1) + λ·W·F
     baseline_source: Literal["billing", "merit_order"] | None = None
     merit_order_cost: float | None = None  # greedy merit-order dispatch of the same demand (always shown)
+    # units the greedy reference could not place; > 0: it is no baseline and no saving is claimed against it
+    merit_order_unserved_units: float | None = None
     node_rounding_cost: float | None = None  # --integer-nodes: idle GPUs of whole nodes provisioned, at base price
 
 
@@ -58,6 +60,9 @@ class Allocation(_Doc):
     units: float = Field(ge=0)
     cost: float
     netc_overhead: float | None = None  # part of cost that spot preemptions add; typed so the report can sum it
+    unit: str | None = None  # the workload's unit of output
+    # merit-order money per unit, uncongested: (C·W + λ·W·F) × preference / throughput (stack and netc print it)
+    price_per_unit: float | None = None
 
 
 class Commitment(_Doc):
@@ -114,6 +119,7 @@ class PlanDocument(_Doc):
     savings_breakdown: SavingsBreakdown | None = None
     by_substrate: list[SubstrateCost] = Field(default_factory=list)
     clearing_prices: list[ClearingPrice] = Field(default_factory=list)
+    merit_order_unserved: list[Unserved] = Field(default_factory=list)  # the greedy reference's shortfall
     notes: list[str] = Field(default_factory=list)  # e.g. spot refused for a workload (it would never finish)
 
 

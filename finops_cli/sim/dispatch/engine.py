@@ -18,7 +18,8 @@ infinitely expensive until its ``end`` or a ``recover``; a ``rate_limit`` multip
 Only destinations that pass :func:`finops_cli.core.compliance.gate` are ever candidates. A request
 whose candidates are all infinitely expensive (or that has none) is rejected and counted, never sent
 elsewhere. The *bill* (``cost``) is ``GPU-hours × price_per_gpu_hour`` (APIs: ``units ×
-price_per_unit``): preference, congestion, NETC and penalties steer the choice but are not money; the
+price_per_unit``) plus the resume fee ``resume_cost`` of each preemption drawn:
+preference, congestion, NETC and penalties steer the choice but are not money; the
 steering total is reported as ``merit_cost``.
 
 Spot preemptions are drawn per request from the substrate's rate :math:`\lambda` (Poisson: a request
@@ -273,6 +274,7 @@ def simulate_dispatch(
     att = [0] * n_sub  # API throttle: attempts and accepts while rate-limited
     acc = [0] * n_sub
     lam = [(s.interruptions_per_hour or 0.0) if s.kind == "spot" else 0.0 for s in subs]
+    fee = [s.resume_cost if s.kind == "spot" else 0.0 for s in subs]
     s_req = [0] * n_sub
     s_units = [0.0] * n_sub
     s_gpuh = [0.0] * n_sub
@@ -404,8 +406,10 @@ def simulate_dispatch(
         return best_c
 
     def preempted(w: int, c: _Candidate, units: float, lost_share: float, depth: int = 0) -> None:
-        """A spot hit: the lost share was paid for; count SLO risk; requeue the work elsewhere."""
+        """A spot hit: the lost share was paid for, the resume fee is billed; count SLO risk; requeue the work."""
         s_pre[c.d] += 1
+        s_money[c.d] += fee[c.d]
+        w_money[w] += fee[c.d]
         lost_money[0] += units * lost_share * c.money_per_unit
         if w_latency_critical[w]:
             w_slo[w] += units
