@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from finops_cli.core.compliance import NoCompliantDestination
 from finops_cli.core.pricing import Mode, priced_destinations, segments, units_per_gpu_hour
 from finops_cli.schema.estate import Fleet, Substrate, Workload
 
@@ -167,9 +168,17 @@ def build_stack(
     """The merit order of ``workload`` on ``fleet`` (None: generic GPU-hours), cleared against ``demand_units``.
 
     Prices must be resolved first (:func:`finops_cli.estate.prices.resolve_fleet`).
+
+    Raises
+    ------
+    NoCompliantDestination
+        ``workload`` may run nowhere in the fleet (exit 3), with every substrate's exclusion reasons, as
+        ``finops plan`` does: an empty curve is not an answer.
     """
     w = workload or generic_workload(fleet)
     steps, excluded = merit_order(w, fleet, mode)
+    if workload is not None and len(excluded) == len(fleet.substrates):
+        raise NoCompliantDestination(workload.id, excluded)
     if workload is None:
         excluded = {
             sid: (["api: priced per unit of output, not per GPU-hour"] if fleet.substrate(sid).kind == "api" else r)
