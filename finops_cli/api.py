@@ -303,6 +303,7 @@ def stack(
             known = ", ".join(w.id for w in est.workloads.workloads)
             raise InputError(f"--workload {workload!r} is not in {workloads} (known: {known})")
     resolved, sources, hz, warnings, demand = _priced_demand(est, store, horizon)
+    warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small]
     stacks = []
     for w in chosen:
         col = demand[w.id]
@@ -349,9 +350,21 @@ def netc(
             raise InputError(f"--substrate {substrate!r} is not in {fleet}") from None
         if s.kind != "spot":
             raise InputError(f"--substrate {substrate}: kind {s.kind}, NETC is for spot substrates")
+    elif trace is not None:
+        # a trace measures ONE pool: never apply it to every spot substrate, never guess which
+        spot = [s.id for s in est.fleet.substrates if s.kind == "spot"]
+        if len(spot) > 1:
+            raise InputError(
+                f"--trace {Path(trace).name}: the fleet has {len(spot)} spot substrates ({', '.join(spot)}); "
+                "give --substrate ID to say which pool the trace measures"
+            )
+        substrate = spot[0] if spot else None
     resolved, sources, hz, warnings, demand = _priced_demand(est, store, horizon)
+    warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small]
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
+    if tr is not None and tr.rate.too_small:
+        warnings.append(f"trace {tr.name}: {tr.rate.describe()}")
     rows = netc_rows(est.workloads.workloads, resolved, totals, tr, substrate, hz.hours)
     notes = {src.substrate: src.detail for src in sources if src.method in ("price_feed", "price_ref")}
     for row in rows:
@@ -462,6 +475,7 @@ def plan(
         if table is not None:
             billed = billed_baseline(table.to_pandas(), resolved.fleet, hz.start, hz.end)
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
+    document.notes.extend(r.note() for r in estate.rates)
     return PlanResult(document, out, hz, reference_price_notes(sources))
 
 

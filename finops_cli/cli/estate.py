@@ -151,7 +151,7 @@ def _netc_rows(result: Any) -> list[list[str]]:
         alt_text = f"{alt['substrate']} {money(float(alt['cost']), cur)}" if alt else "—"
         if r.refused:
             rows.append([r.workload, r.substrate, _num(r.preemptions_per_hour, 4), "refused", "", "", "", "", "", "",
-                         alt_text])  # fmt: skip
+                         "", alt_text])  # fmt: skip
             continue
         rows.append(
             [
@@ -162,6 +162,7 @@ def _netc_rows(result: Any) -> list[list[str]]:
                 _num(r.expected_preemptions, 1),
                 _num(r.expected_lost_hours, 1),
                 _price(r.netc, cur),
+                _price(r.cost_per_unit, cur),
                 _num(r.tau_minutes, 1),
                 _num(r.tau_star_minutes, 1),
                 _price(r.netc_at_tau_star, cur),
@@ -179,6 +180,7 @@ _NETC_HEADERS = [
     "preemptions",
     "lost h",
     "NETC",
+    "per unit",
     "τ min",
     "τ* min",
     "NETC at τ*",
@@ -200,12 +202,7 @@ def _netc_notes(result: Any) -> list[str]:
                 f" ({rp['error_pct']:+.2f}%), {rp['preemptions']} preemptions, W {rp['multiplier']:.4f}"
             )
     if result.trace is not None:
-        t = result.trace.rate
-        notes.insert(
-            0,
-            f"trace {result.trace.name}: {t.preemptions} preemptions in {t.available_hours:,.1f} available hours "
-            f"({t.observed_hours:,.1f} observed): λ = {t.preemptions_per_hour:.4f}/h",
-        )
+        notes.insert(0, f"trace {result.trace.name}: {result.trace.rate.describe()}")
     return notes
 
 
@@ -275,7 +272,9 @@ def register(app: typer.Typer) -> None:
         trace: Annotated[
             Path | None,
             typer.Option(
-                "--trace", help="Spot trace: Can't Be Late JSON (1 = unavailable) or CSV of preemption times."
+                "--trace",
+                help="Spot trace: Can't Be Late JSON (1 = unavailable; multi-node: unavailable-node counts) or CSV "
+                "of preemption times. Needs --substrate when the fleet has several spot pools.",
             ),
         ] = None,
         substrate: Annotated[

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from finops_cli.errors import InputError
+from finops_cli.estate.rates import RateSource, resolve_rates
 from finops_cli.files import read_yaml
 from finops_cli.schema.estate import Fleet, Workloads
 
@@ -24,6 +25,7 @@ class Estate:
     base_dir: Path
     fleet_path: Path | None = None  # for messages that name the file
     workloads_path: Path | None = None
+    rates: list[RateSource] = field(default_factory=list)  # spot λ measured from traces (interruption.trace)
 
 
 def _field_path(loc: tuple[Any, ...]) -> str:
@@ -76,8 +78,13 @@ def load_model(path: Path | str, model: type[M]) -> M:
         raise InputError(format_validation_error(path, exc)) from None
 
 
+def load_fleet_rates(path: Path | str) -> tuple[Fleet, list[RateSource]]:
+    """The fleet with spot rates measured from traces resolved, and where each came from."""
+    return resolve_rates(load_model(path, Fleet), path)
+
+
 def load_fleet(path: Path | str) -> Fleet:
-    return load_model(path, Fleet)
+    return load_fleet_rates(path)[0]
 
 
 def load_workloads(path: Path | str) -> Workloads:
@@ -85,10 +92,12 @@ def load_workloads(path: Path | str) -> Workloads:
 
 
 def load_estate(fleet_path: Path | str, workloads_path: Path | str) -> Estate:
+    fleet, rates = load_fleet_rates(fleet_path)
     return Estate(
-        load_fleet(fleet_path),
+        fleet,
         load_workloads(workloads_path),
         Path(workloads_path).parent,
         fleet_path=Path(fleet_path),
         workloads_path=Path(workloads_path),
+        rates=rates,
     )

@@ -18,6 +18,7 @@ from finops_cli.schema.estate import (
     Demand,
     Fleet,
     FromStore,
+    Interruption,
     PriceFeed,
     Purchasable,
     Requires,
@@ -31,6 +32,7 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
     (Fleet, "fleet.yaml"),
     (Substrate, "fleet.yaml: substrates[]"),
     (PriceFeed, "fleet.yaml: substrates[].price_feed"),
+    (Interruption, "fleet.yaml: substrates[].interruption"),
     (Purchasable, "fleet.yaml: substrates[].purchasable"),
     (CongestionStep, "fleet.yaml: congestion[]"),
     (Workloads, "workloads.yaml"),
@@ -86,9 +88,16 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "Substrate.preference": ("×", "Multiplier on cost: egress, draining, reputation (1 = neutral)."),
     "Substrate.status": ("", "up, degraded (capacity × degraded factor) or down (excluded by the gate)."),
     "Substrate.degraded_capacity_factor": ("fraction", "Overrides the fleet's factor for this substrate."),
-    "Substrate.interruptions_per_hour": ("preemptions / hour", "λ, required for spot; feeds the NETC multiplier W."),
+    "Substrate.interruptions_per_hour": (
+        "preemptions / hour",
+        "λ per instance; spot needs it or `interruption`; feeds the NETC multiplier W and the fee term λ·W·F.",
+    ),
+    "Substrate.interruption": ("", "Measure λ from a preemption trace instead (see interruption)."),
     "Substrate.resume_minutes": ("minutes", "R: provisioning + re-hydration after a preemption."),
-    "Substrate.resume_cost": ("currency", "F: fixed cost per preemption, beyond the GPU time."),
+    "Substrate.resume_cost": (
+        "currency",
+        "F: fixed cost per preemption, beyond the GPU time; priced everywhere as λ·W·F per useful GPU-hour.",
+    ),
     "Substrate.purchasable": ("", "A commitment the planner may buy in whole blocks (reserved only)."),
     "Substrate.price_per_unit": (
         "currency / unit",
@@ -105,6 +114,16 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     ),
     "PriceFeed.statistic": ("", "Time-weighted mean, p50, p90 or the latest price."),
     "PriceFeed.window_days": ("days", "Window ending at the feed's newest price."),
+    "Interruption.trace": (
+        "path",
+        "Can't Be Late JSON (single- or multi-node) or preemption CSV, relative to fleet.yaml; λ̂ is measured from it "
+        "when the fleet is loaded, and plans note the events, hours and 95 % interval it rests on.",
+    ),
+    "Interruption.nodes": (
+        "nodes",
+        "Nodes a multi-node Can't Be Late trace watched (default: `metadata.nodes`, an `<N>-node` directory, "
+        "else the largest count).",
+    ),
     "Purchasable.block_gpus": ("GPUs", "GPUs per block bought."),
     "Purchasable.price_per_gpu_hour": ("currency / GPU-hour", "Committed price, paid for the whole horizon."),
     "Purchasable.max_blocks": ("blocks", "Most blocks the planner may buy."),
@@ -203,7 +222,8 @@ def estate_reference_markdown() -> str:
         "",
         "Rules across fields: an `api` substrate needs `price_per_unit` and no accelerator; every other kind",
         "needs an `accelerator` and exactly one of `price_per_gpu_hour`, `price_feed`, `price_ref` (reserved",
-        "may omit all three: marginal price 0); `spot` needs `interruptions_per_hour`; owned/reserved/spot need",
+        "may omit all three: marginal price 0); `spot` needs one of `interruptions_per_hour`, `interruption`;",
+        "owned/reserved/spot need",
         "`gpus`; a `reserved` substrate needs `gpus > 0` or a `purchasable` block; `purchasable` is only for",
         "reserved.",
         "",

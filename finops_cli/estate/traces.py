@@ -6,6 +6,12 @@ Can't Be Late (Wu et al., NSDI '24, public traces)::
 
     {"metadata": {"gap_seconds": 600, ...}, "data": [0, 0, 1, 0, ...]}   # 1 = preempted / unavailable
 
+Multi-node traces (``preemption/4-node/…``, ``availability/16-node/…``) hold the *number* of the N nodes
+unavailable at each step (0…N). N is, in order: the caller's ``nodes``, ``metadata.nodes`` (or
+``num_nodes``), an ``<N>-node`` directory in the file's path (the public layout), else the largest count
+seen (which may undercount N: say it with ``nodes``). λ̂ is per node: rises of the count over available
+node-hours (:func:`finops_cli.core.netc.estimate_rate_counts`).
+
 CSV of preemption timestamps: a ``timestamp`` column (ISO 8601, UTC), one row per preemption. An
 optional ``event`` column may mark the observation window with ``start`` and ``end`` rows (other
 values, e.g. ``preempted``, are preemptions). Without a window the observation runs from the first to
@@ -14,38 +20,72 @@ the last preemption, so λ̂ = (n − 1) / span; all observed time counts as ava
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from finops_cli.core.netc import available_intervals, estimate_rate, estimate_rate_from_events
+from finops_cli.core.netc import (
+    available_intervals,
+    estimate_rate,
+    estimate_rate_counts,
+    estimate_rate_from_events,
+    node_series,
+)
 from finops_cli.core.netc_report import Trace
 from finops_cli.errors import InputError
 from finops_cli.files import csv_line, parse_json, read_csv_text, read_text
 
 
-def _read_cant_be_late(path: Path, doc: object) -> Trace:
+def _trace_nodes(path: Path, meta: dict, counts: np.ndarray, nodes: int | None) -> int:
+    """N for a multi-node trace: given, metadata, an ``<N>-node`` directory, else the largest count seen."""
+    if nodes is not None:
+        return nodes
+    for key in ("nodes", "num_nodes"):
+        value = meta.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+    for part in reversed(path.parts[:-1]):
+        m = re.fullmatch(r"(\d+)-nodes?", part)
+        if m and int(m.group(1)) >= 1:
+            return int(m.group(1))
+    return max(int(counts.max()), 1)
+
+
+def _read_cant_be_late(path: Path, doc: object, nodes: int | None = None) -> Trace:
     if not isinstance(doc, dict) or "data" not in doc:
         raise InputError(
-            'expected a Can\'t Be Late trace {"metadata": {"gap_seconds": N}, "data": [0/1 ...]}', path=path
+            'expected a Can\'t Be Late trace {"metadata": {"gap_seconds": N}, "data": [0/1 or node counts ...]}',
+            path=path,
         )
     meta = doc.get("metadata") or {}
-    gap = meta.get("gap_seconds") if isinstance(meta, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    gap = meta.get("gap_seconds")
     if not isinstance(gap, int | float) or isinstance(gap, bool) or gap <= 0:
         raise InputError(f"metadata.gap_seconds: expected a number > 0, got {gap!r}", path=path)
     data = doc["data"]
     if not isinstance(data, list) or not data:
-        raise InputError("data: expected a non-empty list of 0/1", path=path)
-    arr = np.asarray(data, dtype=object)
-    bad = [i for i, v in enumerate(data) if v not in (0, 1) or isinstance(v, bool)]
+        raise InputError("data: expected a non-empty list of 0/1 or unavailable-node counts", path=path)
+    bad = [i for i, v in enumerate(data) if not isinstance(v, int) or isinstance(v, bool) or v < 0]
     if bad:
-        raise InputError(f"data[{bad[0]}]: expected 0 or 1, got {arr[bad[0]]!r}", path=path)
-    u = np.asarray(data, dtype=np.int8)
-    rate = estimate_rate(u, float(gap))
+        raise InputError(f"data[{bad[0]}]: expected a count of unavailable nodes (0, 1, 2 …), got {data[bad[0]]!r}",
+                         path=path)  # fmt: skip
+    counts = np.asarray(data, dtype=np.int64)
+    n = _trace_nodes(path, meta, counts, nodes)
+    if counts.max() > n:
+        i = int(counts.argmax())
+        raise InputError(f"data[{i}]: {counts[i]} unavailable nodes in a {n}-node trace", path=path)
+    if n == 1:
+        rate = estimate_rate(counts, float(gap))
+        intervals = available_intervals(counts, float(gap))
+    else:
+        rate = estimate_rate_counts(counts, n, float(gap))
+        # the replay runs through the nodes' availability laid end to end (one long cycle)
+        intervals = available_intervals(node_series(counts, n).reshape(-1), float(gap))
     if rate.available_hours == 0:
         raise InputError("the trace is unavailable at every step: no spot time to estimate from", path=path)
-    return Trace(path.name, rate, available_intervals(u, float(gap)))
+    return Trace(path.name, rate, intervals)
 
 
 def _read_csv(path: Path) -> Trace:
@@ -83,10 +123,13 @@ def _read_csv(path: Path) -> Trace:
     return Trace(path.name, rate, intervals)
 
 
-def read_trace(path: Path | str) -> Trace:
-    """A :class:`Trace` from a Can't Be Late JSON file or a CSV of preemption timestamps."""
+def read_trace(path: Path | str, nodes: int | None = None) -> Trace:
+    """A :class:`Trace` from a Can't Be Late JSON file (single- or multi-node) or a CSV of preemption timestamps.
+
+    ``nodes``: how many nodes a multi-node Can't Be Late trace watched (default: see the module docstring).
+    """
     path = Path(path)
     text = read_text(path, kind="a trace (Can't Be Late JSON or preemption CSV)", missing="trace not found")
     if text.lstrip().startswith("{"):
-        return _read_cant_be_late(path, parse_json(text, path, problem="invalid JSON"))
+        return _read_cant_be_late(path, parse_json(text, path, problem="invalid JSON"), nodes)
     return _read_csv(path)

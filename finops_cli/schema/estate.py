@@ -35,6 +35,13 @@ class PriceFeed(_Strict):
     window_days: PositiveFloat = 30.0
 
 
+class Interruption(_Strict):
+    """Where a spot substrate's preemption rate λ comes from instead of a fixed ``interruptions_per_hour``."""
+
+    trace: str = Field(min_length=1)  # Can't Be Late JSON or preemption CSV, relative to fleet.yaml
+    nodes: int | None = Field(default=None, ge=1)  # nodes a multi-node Can't Be Late trace watched
+
+
 class Purchasable(_Strict):
     """A commitment the planner may buy in whole blocks, paid for the whole horizon used or not."""
 
@@ -75,6 +82,7 @@ class Substrate(_Strict):
     status: Status = "up"
     degraded_capacity_factor: float | None = Field(default=None, gt=0, le=1)
     interruptions_per_hour: float | None = Field(default=None, ge=0)
+    interruption: Interruption | None = None  # measure λ from a trace (resolved when the fleet is loaded)
     resume_minutes: float = Field(default=0.0, ge=0)
     resume_cost: float = Field(default=0.0, ge=0)
     purchasable: Purchasable | None = None
@@ -99,8 +107,12 @@ class Substrate(_Strict):
             raise ValueError("give one of price_per_gpu_hour, price_feed, price_ref")
         if n_prices == 0 and self.kind != "reserved":
             raise ValueError(f"a {self.kind} substrate needs price_per_gpu_hour, price_feed or price_ref")
-        if self.kind == "spot" and self.interruptions_per_hour is None:
-            raise ValueError("a spot substrate needs interruptions_per_hour")
+        if self.interruption is not None and self.kind != "spot":
+            raise ValueError("interruption is only for spot substrates")
+        if self.interruption is not None and self.interruptions_per_hour is not None:
+            raise ValueError("give one of interruptions_per_hour, interruption (a trace to measure it from)")
+        if self.kind == "spot" and self.interruptions_per_hour is None and self.interruption is None:
+            raise ValueError("a spot substrate needs interruptions_per_hour or interruption: {trace: FILE}")
         if self.kind in ("owned", "reserved", "spot") and self.gpus is None and self.purchasable is None:
             raise ValueError(f"a {self.kind} substrate needs gpus (its capacity)")
         if self.kind == "reserved" and not (self.gpus or self.purchasable):

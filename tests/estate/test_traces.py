@@ -44,7 +44,9 @@ def test_csv_without_window_uses_inter_arrival_times(tmp_path: Path) -> None:
     ("name", "text", "expected"),
     [
         ("t.json", '{"metadata": {"gap_seconds": 0}, "data": [0]}', "metadata.gap_seconds: expected a number > 0"),
-        ("t.json", '{"metadata": {"gap_seconds": 60}, "data": [0, 2]}', "data[1]: expected 0 or 1, got 2"),
+        ("t.json", '{"metadata": {"gap_seconds": 60}, "data": [0, -1]}', "data[1]: expected a count of unavailable"),
+        ("t.json", '{"metadata": {"gap_seconds": 60}, "data": [0, 0.5]}', "data[1]: expected a count of unavailable"),
+        ("t.json", '{"metadata": {"gap_seconds": 60, "nodes": 2}, "data": [0, 3]}', "3 unavailable nodes in a 2-node"),
         ("t.json", '{"metadata": {"gap_seconds": 60}, "data": [1, 1]}', "unavailable at every step"),
         ("t.json", '{"data": [0, }', "invalid JSON"),
         ("t.csv", "time\n2026-10-01\n", "missing column 'timestamp'"),

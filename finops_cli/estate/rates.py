@@ -1,0 +1,59 @@
+"""Spot preemption rates measured from traces: ``interruption: {trace: FILE}`` in ``fleet.yaml``.
+
+A substrate that names a trace instead of a fixed ``interruptions_per_hour`` gets λ̂ from it when the fleet
+is loaded, so every command (``stack``, ``netc``, ``plan``, ``report``, ``simulate dispatch``) prices the
+pool at the measured rate. Each :class:`RateSource` keeps what the estimate rests on (events, hours, its
+95 % interval) for the plan's notes and the warnings when the sample is too small to trust.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from finops_cli.core.netc import RateEstimate
+from finops_cli.errors import InputError
+from finops_cli.schema.estate import Fleet
+
+
+@dataclass(frozen=True)
+class RateSource:
+    """λ of one spot substrate, measured from ``trace``."""
+
+    substrate: str
+    trace: str
+    estimate: RateEstimate
+
+    def note(self) -> str:
+        """``aws-p5-spot: λ measured from trace t.json: 12 preemptions in … hours …, 95 % interval …``."""
+        return f"{self.substrate}: λ measured from trace {self.trace}: {self.estimate.describe()}"
+
+
+def resolve_rates(fleet: Fleet, fleet_path: Path | str) -> tuple[Fleet, list[RateSource]]:
+    """``fleet`` with every ``interruption.trace`` turned into ``interruptions_per_hour`` (paths relative to it).
+
+    Raises
+    ------
+    InputError
+        The trace is missing or malformed (names the fleet file, the field and the trace), or its pool was
+        never available.
+    """
+    from finops_cli.estate.traces import read_trace
+
+    if not any(s.interruption is not None for s in fleet.substrates):
+        return fleet, []
+    base = Path(fleet_path).parent
+    substrates, sources = [], []
+    for i, s in enumerate(fleet.substrates):
+        if s.interruption is None:
+            substrates.append(s)
+            continue
+        path = base / s.interruption.trace
+        try:
+            trace = read_trace(path, s.interruption.nodes)
+        except InputError as exc:
+            raise InputError(str(exc), path=fleet_path, where=f"substrates[{i}].interruption.trace") from None
+        lam = trace.rate.preemptions_per_hour
+        substrates.append(s.model_copy(update={"interruptions_per_hour": lam, "interruption": None}))
+        sources.append(RateSource(s.id, s.interruption.trace, trace.rate))
+    return fleet.model_copy(update={"substrates": substrates}), sources
