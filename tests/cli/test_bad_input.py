@@ -357,7 +357,12 @@ CASES = [
     C("stack-unknown-workload", f"stack {FW} --workload nope {S}", "--workload 'nope'", "workloads.yaml"),
     C("stack-chart-under-file", f"stack {FW} --chart {{I}}/afile/c.png {S}", "{I}/afile/c.png", "not a directory"),
     C("stack-out-is-dir", f"stack {FW} --out {{O}} {S}", "{O}", "is a directory"),
-    C("netc-garbage-trace", f"netc {FW} --trace {{I}}/garbage.json {S}", "{I}/garbage.json"),
+    C(
+        "netc-garbage-trace",
+        f"netc {FW} --trace {{I}}/garbage.json --substrate aws-p5-spot-use1 {S}",
+        "{I}/garbage.json",
+    ),
+    C("netc-trace-which-pool", f"netc {FW} --trace {{I}}/garbage.json {S}", "3 spot substrates", "--substrate"),
     C("netc-unknown-substrate", f"netc {FW} --substrate nope {S}", "--substrate 'nope'"),
     # plan
     C("plan-blocks-0", f"plan {FW} {S} --blocks 0", "--blocks", usage=True),
