@@ -69,6 +69,7 @@ def check_spot_rates(estate: Estate, strict: bool = False) -> list[str]:
                 f"{ffile}: substrates[{i}].interruptions_per_hour: 0 means spot is never reclaimed; "
                 "use an observed rate (finops netc --trace) or a conservative guess"
             )
+    out += [f"{ffile}: {r.note()}" for r in estate.rates if r.estimate.too_small]
     return _emit(out, strict)
 
 

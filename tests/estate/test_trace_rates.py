@@ -138,6 +138,15 @@ def test_single_spot_pool_takes_the_trace_without_substrate(tmp_path: Path) -> N
     assert "too small a sample to trust" in " ".join((r.stdout + r.stderr).split())
 
 
+def test_validate_warns_when_a_fleet_trace_is_too_small(tmp_path: Path) -> None:
+    (tmp_path / "few.json").write_text(json.dumps({"metadata": {"gap_seconds": 3600}, "data": [0] * 50 + [1, 0]}))
+    fl, wl = _estate(tmp_path, "interruption: {trace: few.json}")
+    r = runner.invoke(app, ["validate", "--fleet", fl, "--workloads", wl])
+    assert r.exit_code == 0 and "too small a sample to trust" in " ".join(r.stderr.split())
+    r = runner.invoke(app, ["validate", "--fleet", fl, "--workloads", wl, "--strict"])
+    assert r.exit_code == 2
+
+
 def test_fleet_interruption_trace_sets_the_rate_plan_uses(tmp_path: Path) -> None:
     counts = multi_node_trace(np.random.default_rng(3), 8, 6000, 0.01, 0.25)
     (tmp_path / "traces").mkdir()

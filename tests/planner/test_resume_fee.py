@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from planner_helpers import demand, fleet, workload
 from typer.testing import CliRunner
 
+from finops_cli import api
 from finops_cli.cli.app import app
 from finops_cli.core.netc import wall_hours_per_useful_hour
 from finops_cli.core.netc_report import netc_row
@@ -25,6 +26,7 @@ from finops_cli.core.stack import build_stack
 from finops_cli.planner import plan_demand
 from finops_cli.planner.document import plan_document
 from finops_cli.report.format import unit_price
+from finops_cli.sim.dispatch.engine import candidates
 
 runner = CliRunner()
 
@@ -184,6 +186,13 @@ def test_stack_netc_and_plan_print_the_same_unit_price(tmp_path: Path) -> None:
         assert stack[key] == pytest.approx(price, rel=1e-9)
     for key, price in plan.items():
         assert stack[key] == pytest.approx(price, rel=1e-6, abs=1e-6), key
+    # the dispatch simulator ranks by the same price
+    est = api.estate(fl, wl)
+    for w in est.workloads.workloads:
+        cands, _ = candidates(w, est.fleet, "cost")
+        for c in cands:
+            key = (w.id, est.fleet.substrates[c.d].id)
+            assert c.rank_per_unit[0] == pytest.approx(stack[key], rel=1e-9), key
     # and the text each command prints shows the same figure
     texts = [runner.invoke(app, [cmd, "--fleet", fl, "--workloads", wl, *hz]).stdout for cmd in ("stack", "netc")]
     texts.append(runner.invoke(app, ["plan", "--fleet", fl, "--workloads", wl, *hz, "--format", "markdown"]).stdout)
