@@ -69,7 +69,7 @@ def _cell(col: Col, value: Any, currency: str) -> Text:
         return Text("" if value is None else str(value))
     decimals = col.decimals
     if col.kind in ("money", "delta", "saving"):
-        text = money(value, currency, signed=col.kind == "delta", decimals=2 if decimals is None else decimals)
+        text = money(value, currency, signed=col.kind == "delta", decimals=decimals)
     elif col.kind in ("pct", "delta_pct"):
         text = pct(value, signed=col.kind == "delta_pct", decimals=1 if decimals is None else decimals)
     else:

@@ -2,11 +2,16 @@
 
 ``money(1234.5, "USD") -> "$1,234.50"``; ``pct(0.125) -> "12.5%"`` (takes a fraction);
 ``number(12345.6) -> "12,346"``; ``unit_price(0.0004) -> "$0.0004"``. ``None``/NaN render as ``—``.
+
+Money has the currency's ISO 4217 minor units (:mod:`finops_cli.core.currency`): ``money(1234, "JPY")
+-> "¥1,234"``, ``money(1.5, "KWD") -> "1.500 KWD"``.
 """
 
 from __future__ import annotations
 
 import math
+
+from finops_cli.core.currency import minor_units
 
 _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
 
@@ -20,26 +25,32 @@ def _missing(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def money(value: float | None, currency: str = "USD", *, signed: bool = False, decimals: int = 2) -> str:
-    """Format an amount of money: ``$1,234.50``, ``-$20.00``, ``1,234.50 CHF``; ``—`` for None/NaN.
+def money(value: float | None, currency: str = "USD", *, signed: bool = False, decimals: int | None = None) -> str:
+    """Format an amount of money: ``$1,234.50``, ``-$20.00``, ``¥1,235``, ``1,234.500 KWD``; ``—`` for None/NaN.
 
-    ``signed=True`` puts ``+`` on positive amounts (for deltas).
+    ``decimals`` defaults to the currency's ISO 4217 minor units. ``signed=True`` puts ``+`` on positive
+    amounts (for deltas).
     """
     if _missing(value):
         return "—"
+    decimals = minor_units(currency) if decimals is None else decimals
     amount = round(float(value), decimals)  # type: ignore[arg-type]
     if amount == 0:
         amount = 0.0  # no "-$0.00"
     sign = "-" if amount < 0 else ("+" if signed and amount > 0 else "")
-    body = f"{abs(amount):,.{decimals}f}"
+    return _with_symbol(sign, f"{abs(amount):,.{decimals}f}", currency)
+
+
+def _with_symbol(sign: str, body: str, currency: str) -> str:
     symbol = currency_symbol(currency)
     return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency.upper()}"
 
 
 def unit_price(value: float | None, currency: str = "USD") -> str:
-    """A price per GPU-hour or per unit of output: 4 decimals below 1 (per-token prices are fractions of a
-    cent), else 2: ``$0.0004``, ``$3.90``."""
-    return money(value, currency, decimals=4 if value is not None and abs(value) < 1 else 2)
+    """A price per GPU-hour or per unit of output: at least 4 decimals below 1 (per-token prices are
+    fractions of a cent), else the currency's minor units: ``$0.0004``, ``$3.90``, ``¥590``."""
+    small = value is not None and not _missing(value) and abs(value) < 1
+    return money(value, currency, decimals=max(4, minor_units(currency)) if small else None)
 
 
 def pct(fraction: float | None, *, signed: bool = False, decimals: int = 1) -> str:
@@ -59,18 +70,35 @@ def number(value: float | None, decimals: int = 0) -> str:
     return f"{float(value):,.{decimals}f}"  # type: ignore[arg-type]
 
 
+#: Compact suffixes, largest first: each step is 1000× the next.
+_COMPACT = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+
+
 def compact_money(value: float | None, currency: str = "USD") -> str:
-    """Short money for prose and chart labels: ``$1.23M``, ``$45.6k``, ``$980``."""
+    """Short money for prose and chart labels, three significant digits: ``$1.23M``, ``$45.6k``, ``$980``.
+
+    The suffix is chosen *after* rounding, so ``999_999`` is ``$1M`` (never ``$1e+03k``) and ``999.6`` is
+    ``$1k``. Below 1,000 the amount is whole units, except below 10 where the currency's minor units show
+    (``$4.50``, ``¥4``). Above 999T the mantissa keeps growing with separators (``$1,234T``).
+    """
     if _missing(value):
         return "—"
     amount = float(value)  # type: ignore[arg-type]
-    sign = "-" if amount < 0 else ""
+    if math.isinf(amount):
+        return f"{'-' if amount < 0 else ''}∞ {currency.upper()}"
     a = abs(amount)
-    symbol = currency_symbol(currency)
-    for bound, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if a >= bound:
-            body = f"{a / bound:.3g}{suffix}"
-            break
+    unit = next((i for i, (bound, _) in enumerate(_COMPACT) if a >= bound), None)
+    if unit is None:
+        decimals = minor_units(currency) if a < 10 else 0
+        body = f"{a:,.{decimals}f}"
+        if body == "1,000":  # 999.5 rounds to a thousand: say so in the compact form
+            body = "1k"
     else:
-        body = f"{a:,.0f}"
-    return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency.upper()}"
+        bound, suffix = _COMPACT[unit]
+        mantissa = float(f"{a / bound:.3g}")
+        if mantissa >= 1000 and unit > 0:  # rounding reached the next unit up: 999.9995k is 1M
+            bound, suffix = _COMPACT[unit - 1]
+            mantissa = float(f"{a / bound:.3g}")
+        body = (f"{mantissa:,.0f}" if mantissa >= 1000 else f"{mantissa:g}") + suffix
+    nonzero = any(ch in "123456789" for ch in body)
+    return _with_symbol("-" if amount < 0 and nonzero else "", body, currency)
