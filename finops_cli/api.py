@@ -143,46 +143,66 @@ def waste(
     """``finops waste``: idle GPU-hours and dollars for one month of utilisation (default: the latest).
 
     Streams the ``utilization`` partition in batches (memory ∝ devices, not samples), prices devices from
-    the billing store of the same month, else ``fleet``, else ``price_per_gpu_hour``.
+    the billing store of the same month, else ``fleet``, else ``price_per_gpu_hour``. A month with billing
+    but no utilisation (the default when the store has no utilisation at all) gives billed GPU spend and
+    GPU-hours per group (:func:`~finops_cli.report.waste.billed_gpu_report`, ``basis="billing"``): idle
+    needs a trace.
     """
     import pandas as pd
     import pyarrow.dataset as ds
 
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_fleet
-    from finops_cli.report.waste import GROUP_BYS, SCAN_COLUMNS, device_usage, resource_rates, waste_report
+    from finops_cli.report.waste import (
+        GROUP_BYS,
+        SCAN_COLUMNS,
+        billed_gpu_report,
+        device_usage,
+        resource_rates,
+        waste_report,
+    )
 
     if by not in GROUP_BYS:
         raise InputError(f"--by must be one of {', '.join(GROUP_BYS)}; got {by!r}")
-    st = _store(store)
-    data = st.dataset("utilization")
-    if data is None:
-        raise InputError("no utilisation in the store; run 'finops ingest utilization' first")
-    months = st.partition_values("utilization", "month")
     if month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
         raise InputError(f"--month {month!r}: expected YYYY-MM such as 2026-10")
-    month = month or months[-1]
-    if month not in months:
-        raise InputError(f"--month {month}: no utilisation for it (have {', '.join(months)})")
-    scanner = data.scanner(columns=SCAN_COLUMNS, filter=ds.field("month") == month, batch_size=1 << 20)
-    scanned = device_usage(scanner.to_batches())
-    if scanned is None:
-        raise InputError(f"no utilisation samples for {month}")
-    usage, hist, span_hours = scanned
+    st = _store(store)
+    data = st.dataset("utilization")
+    util_months = st.partition_values("utilization", "month") if data is not None else []
+    bill_months = st.partition_values("billing", "billing_period") if st.has("billing") else []
+    if not util_months and not bill_months:
+        raise InputError(
+            "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
+        )
+    month = month or (util_months or bill_months)[-1]
+    if month not in util_months and month not in bill_months:
+        have = ", ".join(f"{kind} {', '.join(ms)}" for kind, ms in (("utilisation", util_months),
+                                                                  ("billing", bill_months)) if ms)  # fmt: skip
+        raise InputError(f"--month {month}: no utilisation or billing for it (have {have})")
     fl = load_fleet(fleet) if fleet is not None else None
     billing = st.read(
         "billing",
         columns=[
             "ResourceId", "RegionId", "x_InstanceType", "x_AcceleratorType", "PricingCategory", "Tags",
-            "x_GpuHours", "EffectiveCost", "BillingCurrency", "ChargePeriodStart", "provider",
+            "x_GpuHours", "EffectiveCost", "BilledCost", "BillingCurrency", "ChargePeriodStart", "provider",
         ],
         filter=ds.field("billing_period") == month,
-    ) if st.has("billing") else None  # fmt: skip
+    ) if month in bill_months else None  # fmt: skip
     bill_df = billing.to_pandas() if billing is not None else pd.DataFrame()
     if len(bill_df):
         currencies = sorted(bill_df["BillingCurrency"].dropna().unique())
         if len(currencies) > 1:
             raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
+    if month not in util_months:
+        report = billed_gpu_report(bill_df, fleet=fl, by=by)  # type: ignore[arg-type]
+        report.totals["month"] = month
+        return report
+    assert data is not None
+    scanner = data.scanner(columns=SCAN_COLUMNS, filter=ds.field("month") == month, batch_size=1 << 20)
+    scanned = device_usage(scanner.to_batches())
+    if scanned is None:
+        raise InputError(f"no utilisation samples for {month}")
+    usage, hist, span_hours = scanned
     rates = resource_rates(bill_df, fl)
     report = waste_report(
         usage,
@@ -278,7 +298,7 @@ def stack(
     store: str | Path | Store | None = None,
     horizon: str | DemandHorizon | None = None,
 ) -> StackResult:
-    """The merit order (DESIGN §5) of each workload, or of ``workload`` only, cleared against its demand.
+    """The merit order (docs/economics.md §5) of each workload, or of ``workload`` only, cleared against its demand.
 
     Demand per workload is its mean hourly units when deferrable, else its peak hour, over ``horizon``
     (default: the month the demand profiles cover). Without ``workloads`` the fleet is shown in
@@ -333,7 +353,7 @@ def netc(
     store: str | Path | Store | None = None,
     horizon: str | DemandHorizon | None = None,
 ) -> NetcResult:
-    """NETC of every interruptible workload's demand on each compliant spot substrate (DESIGN §5).
+    """NETC of every interruptible workload's demand on each compliant spot substrate (docs/economics.md §5).
 
     With ``trace`` (Can't Be Late JSON or preemption-timestamp CSV) λ is estimated from it and the job
     is replayed on it; ``substrate`` limits the report (and the trace) to one spot substrate.
@@ -561,7 +581,7 @@ def report(
         use = month if month in months else months[-1]
         try:
             by = {g: waste(store=st, by=g, fleet=fleet, month=use).to_dict() for g in ("team", "substrate")}
-            inputs.waste = WasteInputs(by)
+            inputs.waste = WasteInputs(by, month=use)
             if use != month:
                 inputs.notes.append(f"Idle waste is for {use}, the latest month with utilisation (plan: {month}).")
         except FinopsError as exc:
@@ -739,11 +759,11 @@ def read_dispatch_events(path: str | Path, fleet_substrates: list[str], origin: 
 
     from finops_cli.errors import InputError
     from finops_cli.estate.load import format_validation_error
-    from finops_cli.files import read_yaml
+    from finops_cli.files import read_yaml_positions
     from finops_cli.sim.dispatch import EventsFile, TimedEvent
 
     p = Path(path)
-    data = read_yaml(p)
+    data, positions = read_yaml_positions(p)
     if data is None:
         data = []
     if not isinstance(data, list):
@@ -751,11 +771,7 @@ def read_dispatch_events(path: str | Path, fleet_substrates: list[str], origin: 
     try:
         events = EventsFile.model_validate(data).root
     except ValidationError as exc:
-        lines = format_validation_error(p, exc).splitlines()
-        prefix = f"{p}: "
-        raise InputError(
-            "\n".join(f"{prefix}events{ln[len(prefix) :]}" if ln.startswith(prefix + "[") else ln for ln in lines)
-        ) from None
+        raise InputError(format_validation_error(p, exc, positions, root="events")) from None
     out = []
     known = set(fleet_substrates)
     for k, ev in enumerate(events):

@@ -25,7 +25,34 @@ class WasteBy(StrEnum):
     device = "device"
 
 
+def _billed_table(report: WasteReport) -> RenderableType:
+    """Billing only: billed GPU spend and GPU-hours per group, and why there is no idle column."""
+    from rich.console import Group
+    from rich.text import Text
+
+    t, cur = report.totals, report.currency
+    cols = [
+        Col(report.by),
+        Col("resources", "number"),
+        Col("GPU-hours", "number"),
+        Col("billed (BilledCost)", "money"),
+        Col("amortised (EffectiveCost)", "money"),
+        Col("per GPU-h", "money"),
+    ]
+    rows = [
+        [g["key"], g["resources"], g["gpu_hours"], g["billed_cost"], g["effective_cost"], g["effective_per_gpu_hour"]]
+        for g in report.groups
+    ]
+    totals = ["Total", t["resources"], t["gpu_hours"], t["billed_cost"], t["effective_cost"],
+              t["effective_per_gpu_hour"]]  # fmt: skip
+    table = money_table(f"Billed GPU spend by {report.by} — {t.get('month', '')}", cols, rows, totals=totals,
+                        currency=cur)  # fmt: skip
+    return Group(table, Text(""), *(Text(f"Note: {n}.") for n in report.notes))
+
+
 def render_table(report: WasteReport) -> RenderableType:
+    if report.basis == "billing":
+        return _billed_table(report)
     from rich.console import Group
     from rich.text import Text
 
@@ -102,6 +129,9 @@ def register(app: typer.Typer) -> None:
         store: StoreOpt = None,
     ) -> None:
         """Idle GPU waste: device-hours, busy hours (Σ util × interval), idle hours and idle dollars.
+
+        With billing but no utilisation for the month: billed GPU spend (BilledCost and amortised
+        EffectiveCost) and GPU-hours per group; idle needs a utilisation trace.
 
         Cost per GPU-hour: billing EffectiveCost ÷ GPU-hours of the device's ResourceId, else the fleet
         substrate's price, else --price-per-gpu-hour. Paid capacity without samples is shown separately

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from finops_cli.errors import InputError
 from finops_cli.estate.rates import RateSource, resolve_rates
-from finops_cli.files import read_yaml
+from finops_cli.files import Positions, position_of, read_yaml_positions
 from finops_cli.schema.estate import Fleet, Workloads
 
 M = TypeVar("M", bound=BaseModel)
@@ -58,24 +58,34 @@ def _message(err: dict[str, Any]) -> str:
     return msg.removeprefix("Value error, ")
 
 
-def format_validation_error(path: Path | str, exc: ValidationError) -> str:
-    """``fleet.yaml: substrates[3].gpus: must be > 0`` — one line per problem."""
+def format_validation_error(
+    path: Path | str, exc: ValidationError, positions: Positions | None = None, *, root: str = ""
+) -> str:
+    """``fleet.yaml: line 12, column 11: substrates[3].gpus: must be > 0`` — one line per problem.
+
+    ``positions`` (from :func:`~finops_cli.files.read_yaml_positions`) adds where the offending value
+    starts; a missing key points at the mapping that lacks it. ``root`` names a top-level list
+    (``events`` → ``events[0].start``).
+    """
     lines = []
     for err in exc.errors():
-        where = _field_path(tuple(err["loc"]))
-        lines.append(f"{path}: {where + ': ' if where else ''}{_message(err)}")
+        loc = tuple(p for p in err["loc"] if not str(p).startswith(("function-after", "function-before")))
+        where = root + _field_path(loc)
+        pos = position_of(positions, loc) if positions else None
+        at = f"line {pos[0]}, column {pos[1]}: " if pos else ""
+        lines.append(f"{path}: {at}{where + ': ' if where else ''}{_message(err)}")
     return "\n".join(lines)
 
 
 def load_model(path: Path | str, model: type[M]) -> M:
     path = Path(path)
-    data = read_yaml(path)
+    data, positions = read_yaml_positions(path)
     if not isinstance(data, dict):
         raise InputError("expected a YAML mapping at the top level", path=path)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise InputError(format_validation_error(path, exc)) from None
+        raise InputError(format_validation_error(path, exc, positions)) from None
 
 
 def load_fleet_rates(path: Path | str) -> tuple[Fleet, list[RateSource]]:

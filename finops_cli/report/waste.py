@@ -130,9 +130,14 @@ class WasteReport:
     distribution: dict[str, Any]
     priced_by: dict[str, float]
     baseline: dict[str, Any]
+    #: ``"utilisation"`` (idle measured from a trace) or ``"billing"`` (billed GPU spend only: idle unknown)
+    basis: str = "utilisation"
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "basis": self.basis,
+            "notes": self.notes,
             "by": self.by,
             "currency": self.currency,
             "totals": self.totals,
@@ -221,16 +226,17 @@ def _tag(tags: object, key: str) -> str | None:
 
 
 def resource_rates(billing: pd.DataFrame, fleet: Fleet | None = None) -> pd.DataFrame:
-    """Per billed GPU resource: paid GPU-hours, EffectiveCost and cost per GPU-hour.
+    """Per billed GPU resource: paid GPU-hours, EffectiveCost (amortised), BilledCost and cost per GPU-hour.
 
     .. math:: c_r = \\frac{\\sum_{lines\\,of\\,r} \\text{EffectiveCost}}{\\sum_{lines\\,of\\,r} \\text{x\\_GpuHours}}
 
     Only resources with GPU-hours are kept. Columns: ``resource_id, provider, region, instance_type,
-    accelerator, pricing_category, team, substrate, gpu_hours, cost, usd_per_gpu_hour, currency``.
+    accelerator, pricing_category, team, substrate, gpu_hours, cost`` (EffectiveCost), ``billed_cost``
+    (BilledCost; NaN when the input has no such column), ``usd_per_gpu_hour, currency``.
     """
     cols = [
         "resource_id", "provider", "region", "instance_type", "accelerator", "pricing_category", "team",
-        "substrate", "gpu_hours", "cost", "usd_per_gpu_hour", "currency",
+        "substrate", "gpu_hours", "cost", "billed_cost", "usd_per_gpu_hour", "currency",
     ]  # fmt: skip
     if billing is None or billing.empty:
         return pd.DataFrame(columns=cols)
@@ -262,6 +268,7 @@ def resource_rates(billing: pd.DataFrame, fleet: Fleet | None = None) -> pd.Data
             "substrate": g["substrate"].agg(first),
             "gpu_hours": g["x_GpuHours"].sum(),
             "cost": g["EffectiveCost"].sum(),
+            "billed_cost": g["BilledCost"].sum() if "BilledCost" in b else math.nan,
             "currency": g["BillingCurrency"].agg(first),
         }
     )
@@ -468,11 +475,117 @@ def waste_report(
     return WasteReport(by, currency, totals, groups, unobserved, distribution, priced_by, baseline)
 
 
+IDLE_NEEDS_UTILISATION = (
+    "idle GPU-hours need utilisation data: run 'finops ingest utilization' with a trace of this month"
+)
+NO_RESOURCE_ID = "(no ResourceId)"
+
+
+def billed_gpu_report(billing: pd.DataFrame, *, fleet: Fleet | None = None, by: GroupBy = "team") -> WasteReport:
+    """Billed GPU spend and GPU-hours per group, for a month with billing but no utilisation trace.
+
+    What the bill says, nothing more: per group, the GPU-hours billed (``Σ x_GpuHours``), the invoice
+    amount (``Σ BilledCost``) and the amortised amount (``Σ EffectiveCost``) of every line of a resource
+    that billed GPU-hours, and ``EffectiveCost ÷ GPU-hours``. Idle hours and idle dollars stay ``None``:
+    without samples nobody knows how busy those GPUs were. GPU lines with no ResourceId are kept (each on
+    its own, grouped as :data:`NO_RESOURCE_ID` under ``by="device"``) so the totals are the bill's.
+    """
+    if by not in GROUP_BYS:
+        raise ValueError(f"by must be one of {', '.join(GROUP_BYS)}")
+    b = billing.copy() if billing is not None else pd.DataFrame()
+    if len(b):
+        gpu = b["x_GpuHours"].fillna(0.0).astype(float) > 0
+        orphan = b["ResourceId"].isna() & gpu
+        b.loc[orphan, "ResourceId"] = [f"{NO_RESOURCE_ID} #{i}" for i in range(int(orphan.sum()))]
+    rates = resource_rates(b, fleet)
+    currency = (
+        str(rates["currency"].dropna().iloc[0])
+        if len(rates) and rates["currency"].notna().any()
+        else (fleet.currency if fleet is not None else "USD")
+    )
+    r = rates.assign(
+        device=rates["resource_id"].where(~rates["resource_id"].str.startswith(NO_RESOURCE_ID), NO_RESOURCE_ID),
+        team=rates["team"].fillna(UNKNOWN),
+        substrate=rates["substrate"].fillna(UNKNOWN),
+        instance_type=rates["instance_type"].fillna(UNKNOWN),
+        identified=~rates["resource_id"].str.startswith(NO_RESOURCE_ID),
+    )
+
+    def row(g: pd.DataFrame, key: str) -> dict[str, Any]:
+        gh, eff, billed = float(g["gpu_hours"].sum()), float(g["cost"].sum()), float(g["billed_cost"].sum())
+        return {
+            "key": key,
+            "resources": int(g["identified"].sum()),
+            "gpu_hours": gh,
+            "billed_cost": billed,
+            "effective_cost": eff,
+            "effective_per_gpu_hour": eff / gh if gh else None,
+            "idle_hours": None,
+            "idle_cost": None,
+        }
+
+    groups = [row(g, str(key)) for key, g in r.groupby(by, sort=True)]
+    groups.sort(key=lambda x: (-x["effective_cost"], x["key"]))
+    totals = {**row(r, "Total"), "instance_types": sorted(set(r["instance_type"]))}
+    del totals["key"]
+    notes = [IDLE_NEEDS_UTILISATION]
+    if not len(r):
+        notes.insert(0, "no billing line of this month carries GPU-hours (x_GpuHours)")
+    orphans = r[~r["identified"]]
+    if len(orphans):
+        notes.append(
+            f"{len(orphans)} GPU line(s) have no ResourceId ({float(orphans['gpu_hours'].sum()):,.0f} GPU-hours); "
+            "they are counted, not attributable to a device"
+        )
+    return WasteReport(
+        by=by,
+        currency=currency,
+        totals=totals,
+        groups=groups,
+        unobserved=[],
+        distribution={"samples": None, "share_at_zero": None, "deciles": []},
+        priced_by={},
+        baseline={"philly_mean_utilization": PHILLY_MEAN_UTILIZATION, "reference": PHILLY_REFERENCE},
+        basis="billing",
+        notes=notes,
+    )
+
+
+def _billed_markdown(report: WasteReport) -> str:
+    from finops_cli.report.escape import md_table, md_text
+    from finops_cli.report.format import money, number, unit_price
+
+    t, cur = report.totals, report.currency
+    lines = [
+        f"## Billed GPU spend — {t.get('month', '')}",
+        "",
+        f"{number(t['gpu_hours'])} GPU-hours billed: {money(t['billed_cost'], cur)} as billed (BilledCost), "
+        f"{money(t['effective_cost'], cur)} amortised (EffectiveCost). Idle is not measured.",
+        "",
+    ]
+    rows = [
+        [g["key"], str(g["resources"]), number(g["gpu_hours"]), money(g["billed_cost"], cur),
+         money(g["effective_cost"], cur), unit_price(g["effective_per_gpu_hour"], cur)]
+        for g in report.groups
+    ]  # fmt: skip
+    headers = [report.by, "resources", "GPU-hours", "billed (BilledCost)", "amortised (EffectiveCost)", "per GPU-h"]
+    table = md_table(headers, rows, ["left", *["right"] * 5], trusted=[False, *[True] * 5])  # type: ignore[arg-type]
+    table += (
+        f"\n| **Total** | {t['resources']} | {number(t['gpu_hours'])} | {money(t['billed_cost'], cur)} | "
+        f"{money(t['effective_cost'], cur)} | {unit_price(t['effective_per_gpu_hour'], cur)} |"
+    )
+    lines += [table, ""]
+    lines += [f"- {md_text(n, None)}." for n in report.notes]
+    return "\n".join(lines) + "\n"
+
+
 def to_markdown(report: WasteReport) -> str:
     """The waste report as GitHub markdown (untrusted keys escaped)."""
     from finops_cli.report.escape import md_table
     from finops_cli.report.format import money, pct
 
+    if report.basis == "billing":
+        return _billed_markdown(report)
     t, cur = report.totals, report.currency
     lines = [
         f"## Idle GPU waste — {t.get('month', '')}",

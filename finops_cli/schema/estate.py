@@ -219,3 +219,28 @@ class Workloads(_Strict):
                 raise ValueError(f"workloads[{i}].id: duplicate id {w.id!r}")
             seen.add(w.id)
         return self
+
+
+#: Published JSON Schemas (``docs/<name>.schema.json``) for editors: name -> model.
+JSON_SCHEMAS: dict[str, type[BaseModel]] = {"fleet": Fleet, "workloads": Workloads}
+
+
+def json_schema_text(name: str) -> str:
+    """The published ``docs/fleet.schema.json`` or ``docs/workloads.schema.json``, from the models.
+
+    Regenerate with ``python -m finops_cli.schema.estate fleet > docs/fleet.schema.json`` (and
+    ``workloads``); a test fails when a checked-in schema differs from the models.
+    """
+    import json
+
+    schema = JSON_SCHEMAS[name].model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://finops.example/{name}.schema.json"
+    schema["title"] = f"finops {name}.yaml"
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(json_schema_text(sys.argv[1] if len(sys.argv) > 1 else "fleet"), end="")

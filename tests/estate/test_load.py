@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,7 @@ def test_errors_name_file_and_field(tmp_path: Path, edit: str, expected: str) ->
     path = _write(tmp_path, "fleet.yaml", bad)
     with pytest.raises(InputError) as info:
         load_fleet(path)
-    assert f"fleet.yaml: {expected}" in str(info.value)
+    assert re.search(rf"fleet\.yaml: line \d+, column \d+: {re.escape(expected)}", str(info.value))
 
 
 def test_duplicate_ids_and_spot_without_rate(tmp_path: Path) -> None:

@@ -229,3 +229,84 @@ def test_billing_in_two_currencies_is_never_summed(tmp_path: Path, store: Store)
     )
     with pytest.raises(InputError, match=r"mixes currencies \(EUR, USD\)"):
         api.waste(store=store)
+
+
+# --- billing only: billed GPU spend, idle unknown -------------------------------------------------
+BILLED_ONLY = [
+    # i-1: reserved p5, 8 GPUs × 10 h: invoice $0 for the usage (prepaid), amortised $200; a credit on it
+    {"ResourceId": "i-1", "BilledCost": 0.0, "EffectiveCost": 200.0, "x_GpuHours": 80.0, "RegionId": "us-east-1",
+     "PricingCategory": "Committed", "x_InstanceType": "p5.48xlarge", "Tags": json.dumps({"team": "ml"})},
+    {"ResourceId": "i-1", "BilledCost": -5.0, "EffectiveCost": -5.0, "x_GpuHours": 0.0, "ChargeCategory": "Credit"},
+    # i-2: on-demand g6, team data
+    {"ResourceId": "i-2", "BilledCost": 90.0, "EffectiveCost": 90.0, "x_GpuHours": 40.0,
+     "x_InstanceType": "g6.12xlarge", "Tags": json.dumps({"team": "data"})},
+    # a CPU box and an S3 bucket: not GPU spend
+    {"ResourceId": "i-cpu", "BilledCost": 30.0, "EffectiveCost": 30.0, "x_GpuHours": 0.0,
+     "x_InstanceType": "m5.xlarge"},
+    {"ResourceId": "bucket", "BilledCost": 12.0, "EffectiveCost": 12.0, "x_GpuHours": None},
+    # a GPU line with no ResourceId (FOCUS exports have these): counted, not attributable
+    {"ResourceId": None, "BilledCost": 16.0, "EffectiveCost": 16.0, "x_GpuHours": 4.0, "x_InstanceType": "g5.xlarge"},
+]  # fmt: skip
+
+
+def test_billing_only_reports_billed_gpu_spend_by_group(store: Store) -> None:
+    _billing(store, BILLED_ONLY)
+    report = api.waste(store=store, by="team")
+    assert report.basis == "billing"
+    t = report.totals
+    assert t["month"] == "2026-10"
+    assert t["gpu_hours"] == 124.0
+    assert t["billed_cost"] == pytest.approx(0.0 - 5.0 + 90.0 + 16.0)  # BilledCost: the invoice
+    assert t["effective_cost"] == pytest.approx(200.0 - 5.0 + 90.0 + 16.0)  # amortised
+    assert t["idle_hours"] is None and t["idle_cost"] is None
+    by_team = {g["key"]: g for g in report.groups}
+    assert set(by_team) == {"ml", "data", "(unknown)"}
+    assert by_team["ml"]["gpu_hours"] == 80.0 and by_team["ml"]["effective_cost"] == 195.0
+    assert by_team["ml"]["effective_per_gpu_hour"] == pytest.approx(195.0 / 80.0)
+    assert by_team["data"]["billed_cost"] == 90.0
+    assert any("utilisation" in n for n in report.notes)
+    by_type = {g["key"]: g["gpu_hours"] for g in api.waste(store=store, by="instance_type").groups}
+    assert by_type == {"p5.48xlarge": 80.0, "g6.12xlarge": 40.0, "g5.xlarge": 4.0}
+    by_device = {g["key"]: g["resources"] for g in api.waste(store=store, by="device").groups}
+    assert by_device == {"i-1": 1, "i-2": 1, "(no ResourceId)": 0}
+
+
+AWS_RESERVED = """
+version: 1
+substrates:
+  - {id: aws-p5-ri, provider: aws, kind: reserved, accelerator: H100, region: us-east-1, jurisdiction: US,
+     gpus: 8, instance_type: p5.48xlarge}
+"""
+
+
+def test_billing_only_by_substrate_uses_the_fleet(tmp_path: Path, store: Store) -> None:
+    _billing(store, BILLED_ONLY)
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(AWS_RESERVED)
+    groups = {g["key"]: g for g in api.waste(store=store, fleet=fleet, by="substrate").groups}
+    assert groups["aws-p5-ri"]["gpu_hours"] == 80.0
+    assert groups["(unknown)"]["gpu_hours"] == 44.0
+
+
+def test_waste_cli_with_billing_only_exits_0_and_says_idle_needs_a_trace(store: Store) -> None:
+    _billing(store, BILLED_ONLY)
+    runner = CliRunner()
+    table = runner.invoke(app, ["waste", "--store", str(store.root), "--by", "instance_type"], env={"COLUMNS": "160"})
+    assert table.exit_code == 0, table.output
+    assert "Billed GPU spend by instance_type" in table.output and "p5.48xlarge" in table.output
+    assert "BilledCost" in table.output and "EffectiveCost" in table.output
+    assert "idle GPU-hours need utilisation data" in table.output
+    js = runner.invoke(app, ["waste", "--store", str(store.root), "--format", "json"])
+    assert js.exit_code == 0
+    doc = json.loads(js.stdout)
+    assert doc["basis"] == "billing" and doc["totals"]["gpu_hours"] == 124.0
+    md = runner.invoke(app, ["waste", "--store", str(store.root), "--format", "markdown"])
+    assert md.exit_code == 0
+    assert "as billed (BilledCost)" in md.stdout and "amortised (EffectiveCost)" in md.stdout
+    assert "| **Total** | 2 | 124 | $101.00 | $301.00 |" in md.stdout
+
+
+def test_waste_with_an_empty_store_still_exits_2(store: Store) -> None:
+    result = CliRunner().invoke(app, ["waste", "--store", str(store.root)])
+    assert result.exit_code == 2
+    assert "no utilisation and no billing" in result.output
