@@ -10,6 +10,8 @@ EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_INVALID_INPUT = 2
 EXIT_INFEASIBLE = 3
+#: A bug in finops, not the user's input (``EX_SOFTWARE`` in BSD ``sysexits.h``).
+EXIT_INTERNAL_ERROR = 70
 
 
 class FinopsError(Exception):

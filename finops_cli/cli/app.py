@@ -1,11 +1,15 @@
 """The ``finops`` Typer application: wires the verb modules together and maps errors to exit codes.
 
-Exit codes: 0 ok; 1 gate failed; 2 invalid input or usage; 3 infeasible. A user's mistake is a
-:class:`~finops_cli.errors.FinopsError` and prints one clear message, never a traceback.
+Exit codes: 0 ok; 1 gate failed; 2 invalid input or usage; 3 infeasible; 70 internal error (a bug:
+``EX_SOFTWARE`` of ``sysexits.h``). A user's mistake is a :class:`~finops_cli.errors.FinopsError` and
+prints one clear message, never a traceback. Anything else is a bug in finops: one line naming the
+exception and how to see the traceback (``--debug`` or ``FINOPS_DEBUG=1``), exit 70, so a CI job can
+tell a crash from a failed gate.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import typer
@@ -13,12 +17,45 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from finops_cli import __version__
-from finops_cli.cli.output import stderr_console
-from finops_cli.errors import FinopsError
+from finops_cli.cli.output import color_disabled, stderr_console
+from finops_cli.errors import EXIT_INTERNAL_ERROR, FinopsError
+
+#: Set by ``--debug`` (or ``FINOPS_DEBUG=1``): internal errors print their traceback.
+_DEBUG_ENV = "FINOPS_DEBUG"
+
+
+def _pass_through() -> tuple[type[BaseException], ...]:
+    """Exceptions the CLI framework turns into usage messages and exit codes itself (typer vendors click in
+    recent versions and re-exports it in older ones: accept both)."""
+    kinds: set[type[BaseException]] = {typer.Exit, typer.Abort, KeyboardInterrupt}
+    if hasattr(typer, "TyperException"):
+        kinds.add(typer.TyperException)
+    try:
+        import click
+
+        kinds |= {click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort}
+    except ImportError:
+        pass
+    return tuple(kinds)
+
+
+_PASS_THROUGH = _pass_through()
+
+
+def debug_enabled() -> bool:
+    return os.environ.get(_DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
 class _ErrorMappingGroup(TyperGroup):
-    """Turn domain errors into a one-line message and their exit code, at every nesting level."""
+    """Turn domain errors into a one-line message and their exit code, at every nesting level; turn any
+    other exception into exit 70 with one line (the traceback only with ``--debug``)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        # Typer draws --help and usage errors with its own rich console: no styles under NO_COLOR either.
+        import typer.rich_utils
+
+        typer.rich_utils.COLOR_SYSTEM = None if color_disabled() else "auto"  # type: ignore[assignment]
+        return super().main(*args, **kwargs)
 
     def invoke(self, ctx: typer.Context) -> Any:
         try:
@@ -28,6 +65,23 @@ class _ErrorMappingGroup(TyperGroup):
             for line in str(exc).splitlines() or ["error"]:
                 console.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
+        except _PASS_THROUGH:  # usage errors, --help, typer.Exit: the framework reports them
+            raise
+        except Exception as exc:
+            if ctx.parent is not None:  # let the outermost group report it, once
+                raise
+            console = stderr_console()
+            if ctx.params.get("debug") or debug_enabled():
+                import traceback
+
+                console.print(escape("".join(traceback.format_exception(exc)).rstrip()), soft_wrap=True)
+            summary = " ".join(str(exc).split())[:300] or "(no message)"
+            console.print(
+                f"[bold red]internal error:[/] {escape(type(exc).__name__)}: {escape(summary)} "
+                f"(a bug in finops; run again with --debug or {_DEBUG_ENV}=1 to see the traceback)",
+                soft_wrap=True,
+            )
+            raise typer.Exit(EXIT_INTERNAL_ERROR) from None
 
 
 def _new_app(**kwargs: Any) -> typer.Typer:
@@ -53,6 +107,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    debug: bool = typer.Option(
+        False, "--debug", help=f"On an internal error (exit 70), print the traceback (or set {_DEBUG_ENV}=1)."
+    ),
 ) -> None:
     """finops — point it at a month of billing exports, GPU traces and spot prices."""
 

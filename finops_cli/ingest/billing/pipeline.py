@@ -90,6 +90,10 @@ class _Acc:
     rows_in: int = 0
     rows_written: int = 0
     pending: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
+    #: (file, currency) -> ([cost in], [BilledCost written]): names the file when money is not conserved
+    by_file: dict[tuple[str, str], tuple[list[float], list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: ([], []))
+    )
 
 
 def idempotency_key(fmt: str, billing_account: str, billing_period: str) -> str:
@@ -181,11 +185,13 @@ def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
         raise InputError("no billing currency column", path=ctx.path)
     distinct = pc.unique(currency).to_pylist()
     if len(distinct) == 1:
-        acc.cost_in[distinct[0]].append(pc.sum(amounts).as_py() or 0.0)
-        return
-    sums = pa.table({"c": currency, "a": amounts}).group_by("c").aggregate([("a", "sum")])
-    for c, a in zip(sums["c"].to_pylist(), sums["a_sum"].to_pylist(), strict=True):
-        acc.cost_in[c].append(a or 0.0)
+        pairs = [(distinct[0], pc.sum(amounts).as_py() or 0.0)]
+    else:
+        sums = pa.table({"c": currency, "a": amounts}).group_by("c").aggregate([("a", "sum")])
+        pairs = [(c, a or 0.0) for c, a in zip(sums["c"].to_pylist(), sums["a_sum"].to_pylist(), strict=True)]
+    for c, a in pairs:
+        acc.cost_in[c].append(a)
+        acc.by_file[(str(ctx.path), c)][0].append(a)
 
 
 def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc) -> pa.Table:
@@ -319,7 +325,9 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
         info["rows"] += g["BilledCost_count"]
         info["billed"][currency] += g["BilledCost_sum"]
         # What actually goes to the store (not the group's aggregate): the conservation check's "out".
-        acc.billed[currency].append(pc.sum(part["BilledCost"]).as_py() or 0.0)
+        written = pc.sum(part["BilledCost"]).as_py() or 0.0
+        acc.billed[currency].append(written)
+        acc.by_file[(str(path), currency)][1].append(written)
         acc.rows_written += part.num_rows
         acc.currency_of[(account, period)].add(currency)
         tot = acc.by_provider[(prov, currency)]
@@ -355,14 +363,27 @@ def _flush(tx: Any, acc: _Acc, only: tuple[str, str, str] | None = None) -> None
 
 
 def _check_conservation(acc: _Acc) -> None:
+    """Per file and currency, then per currency overall: the source's money in equals BilledCost written.
+
+    A mismatch is the file's fault (amounts so large or so many orders of magnitude apart that their
+    sum loses cents in float64, or values that are not numbers): exit 2 naming the file and currency.
+    """
     if acc.rows_in != acc.rows_written:
         raise RuntimeError(f"{acc.rows_in} lines read but {acc.rows_written} written; nothing written")
+    for (path, currency), (cost_in, written) in sorted(acc.by_file.items()):
+        _conserved(math.fsum(cost_in), math.fsum(written), currency, path)
     for currency in sorted(set(acc.cost_in) | set(acc.billed)):
-        cin, out = math.fsum(acc.cost_in.get(currency, [])), math.fsum(acc.billed.get(currency, []))
-        if abs(cin - out) >= CENT:
-            raise RuntimeError(
-                f"money not conserved in {currency}: cost in {cin:.2f} != BilledCost written {out:.2f}; nothing written"
-            )
+        _conserved(math.fsum(acc.cost_in.get(currency, [])), math.fsum(acc.billed.get(currency, [])), currency, None)
+
+
+def _conserved(cin: float, out: float, currency: str, path: str | None) -> None:
+    if math.isfinite(cin) and math.isfinite(out) and abs(cin - out) < CENT:
+        return
+    raise InputError(
+        f"money not conserved in {currency}: the cost in the file{'' if path else 's'} sums to {cin:,.2f} but "
+        f"{out:,.2f} would be written (amounts too large or not finite to add up to the cent?); nothing written",
+        path=path,
+    )
 
 
 def _check_currencies(acc: _Acc) -> None:
