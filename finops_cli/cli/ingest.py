@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from finops_cli.cli.options import OutOpt, StoreOpt
-from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
+from finops_cli.cli.output import color_disabled, emit_json, emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import money, number, table_text
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class _Bar:
 
 
 def _progress() -> Any:
-    return _Bar() if sys.stderr.isatty() else nullcontext(None)
+    return _Bar() if sys.stderr.isatty() and not color_disabled() else nullcontext(None)
 
 
 def render_summary(summary: IngestSummary) -> Group:

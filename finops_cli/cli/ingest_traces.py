@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from finops_cli.cli.options import StoreOpt
-from finops_cli.cli.output import emit_json, stderr_console, stdout_console
+from finops_cli.cli.output import emit_json, live_progress, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money_table
 from finops_cli.errors import InputError
 
@@ -111,7 +111,7 @@ def register(app: typer.Typer) -> None:
             TimeElapsedColumn(),
             console=err,
             transient=True,
-            disable=not err.is_terminal,
+            disable=not live_progress(err),
         ) as progress:
             task = progress.add_task("ingest", total=None)
             result = api.ingest_utilization(

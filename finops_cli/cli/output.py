@@ -1,4 +1,9 @@
-"""Where output goes: data to stdout (or ``--out``), logs and progress to stderr; NO_COLOR honoured."""
+"""Where output goes: data to stdout (or ``--out``), logs and progress to stderr.
+
+Colour and styles follow https://no-color.org: when ``NO_COLOR`` is set to a non-empty value there are
+no escape codes at all (no colour, no bold or italic, no live progress display); when the stream is
+not a terminal (a pipe, a file, CI logs) rich detects it and writes plain text too.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +18,28 @@ from rich.console import Console
 from finops_cli.atomic import write_text
 
 
+def color_disabled() -> bool:
+    """``NO_COLOR`` is set and not empty (https://no-color.org)."""
+    return os.environ.get("NO_COLOR", "") != ""
+
+
+def _console(**kwargs: Any) -> Console:
+    # no_color alone keeps bold/italic/underline; color_system=None renders no style at all.
+    off = color_disabled()
+    return Console(color_system=None if off else "auto", no_color=off, highlight=False, **kwargs)
+
+
 def stderr_console() -> Console:
-    return Console(stderr=True, no_color="NO_COLOR" in os.environ, highlight=False)
+    return _console(stderr=True)
 
 
 def stdout_console() -> Console:
-    return Console(no_color="NO_COLOR" in os.environ, highlight=False, soft_wrap=False)
+    return _console(soft_wrap=False)
+
+
+def live_progress(console: Console) -> bool:
+    """Whether to draw a live progress display on ``console``: a terminal, and escape codes allowed."""
+    return console.is_terminal and not color_disabled()
 
 
 def emit_text(text: str, out: Path | None = None) -> None:
