@@ -81,11 +81,13 @@ def _tables(doc: dict) -> list:
         )
     subs = doc.get("by_substrate") or []
     t = doc["totals"]
-    base_label = {"billing": "Billed", "merit_order": "Merit order"}.get(t.get("baseline_source") or "", "")
+    base_label = {"billing": "Amortised (EffectiveCost)", "merit_order": "Estimate (merit order)"}.get(
+        t.get("baseline_source") or "", ""
+    )
     if base_label:
         tables.append(
             money_table(
-                f"Cost vs baseline ({base_label.lower()})",
+                f"Cost vs baseline ({base_label})",
                 [
                     Col("Substrate"),
                     Col("Kind"),
@@ -129,7 +131,12 @@ def _tables(doc: dict) -> list:
         ["  of which NETC overhead", t.get("netc_overhead")],
         ["  of which commitments bought", t.get("commitment_cost")],
         ["  of which prepaid (sunk)", t["sunk_cost"]],
-        [f"Baseline ({base_label.lower() or 'none'})", t["baseline_cost"]],
+        [f"Baseline ({base_label or 'none'})", t["baseline_cost"]],
+        *(
+            [["Baseline as billed (BilledCost)", t["baseline_billed_cost"]]]
+            if t.get("baseline_billed_cost") is not None
+            else []
+        ),
         ["Merit-order reference", t.get("merit_order_cost")],
     ]
     tables.append(money_table("Totals", [Col("Item"), Col("Amount", "money")], lines, currency=cur))

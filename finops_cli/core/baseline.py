@@ -11,15 +11,18 @@ A billing line (FOCUS columns in the store) belongs to substrate ``s`` when all 
 
 A line is counted once (first matching substrate in fleet order); lines charged outside the horizon
 (``ChargePeriodStart``) or matching no substrate are not in the baseline. The baseline is the sum of
-``EffectiveCost`` (amortised: prepaid commitments appear where they are consumed).
+``EffectiveCost`` (amortised: prepaid commitments appear where they are consumed); the invoice amount of the
+same lines (``BilledCost``, "as billed") is kept beside it.
 
 Savings ``= baseline − planned``, and by substrate kind (each term is baseline − plan of that kind,
 so the four add up to the total):
 
 - ``idle_reclaimed``: owned and on-demand substrates: billed instance-hours, mostly idle, replaced
   by the GPU-hours the demand needs;
-- ``spot_shift``: spot substrates (negative when the plan moves work *onto* spot, whose saving then
-  shows where that work came from);
+- ``spot_shift``: spot substrates, counting the plan's *interruptible* work on spot only (negative when
+  the plan moves work onto spot, whose saving then shows where that work came from);
+- ``spot_non_interruptible``: minus the planned cost of non-interruptible work the plan puts on spot
+  (cost mode allows it; it is a risk, not a lever, so it is kept out of ``spot_shift``);
 - ``commitment_sizing``: reserved substrates, prepaid plus commitments the plan buys;
 - ``api_overflow``: pay-as-you-go APIs.
 """
@@ -51,12 +54,14 @@ BREAKDOWN_KINDS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class BilledBaseline:
-    """Billed EffectiveCost per substrate over the horizon, with the lines it rests on."""
+    """Amortised cost (EffectiveCost) per substrate over the horizon, the invoice amount (BilledCost) of the
+    same lines, and the lines it rests on."""
 
     cost_by_substrate: pd.Series
     lines_matched: int
     lines_in_horizon: int
     currencies: tuple[str, ...]
+    billed_cost: float | None = None  # Σ BilledCost of the matched lines (None: the input had no BilledCost)
 
     @property
     def cost(self) -> float:
@@ -101,7 +106,8 @@ def billed_baseline(billing: pd.DataFrame, fleet: Fleet, start: datetime, end: d
             f"{fleet.currency}: mixed currencies are never summed; plan with a fleet in the bill's currency"
         )
     cost = matched["EffectiveCost"].astype(float).groupby(substrate[substrate.notna()]).sum()
-    return BilledBaseline(cost, len(matched), len(inside), currencies)
+    billed = float(matched["BilledCost"].astype(float).sum()) if "BilledCost" in matched else None
+    return BilledBaseline(cost, len(matched), len(inside), currencies, billed)
 
 
 def cost_by_kind(cost_by_substrate: pd.Series, fleet: Fleet) -> dict[str, float]:
@@ -113,7 +119,19 @@ def cost_by_kind(cost_by_substrate: pd.Series, fleet: Fleet) -> dict[str, float]
     return out
 
 
-def savings_breakdown(baseline_by_substrate: pd.Series, planned_by_substrate: pd.Series, fleet: Fleet) -> dict:
-    """Baseline − plan by kind bucket (see the module docstring); the values add up to the total savings."""
+def savings_breakdown(
+    baseline_by_substrate: pd.Series,
+    planned_by_substrate: pd.Series,
+    fleet: Fleet,
+    non_interruptible_spot_cost: float = 0.0,
+) -> dict:
+    """Baseline − plan by kind bucket (see the module docstring); the values add up to the total savings.
+
+    ``non_interruptible_spot_cost``: planned cost of non-interruptible work on spot substrates; it moves
+    from ``spot_shift`` (a lever for interruptible work) to ``spot_non_interruptible`` (its negative).
+    """
     base, plan = cost_by_kind(baseline_by_substrate, fleet), cost_by_kind(planned_by_substrate, fleet)
-    return {name: sum(base.get(k, 0.0) - plan.get(k, 0.0) for k in kinds) for name, kinds in BREAKDOWN_KINDS.items()}
+    out = {name: sum(base.get(k, 0.0) - plan.get(k, 0.0) for k in kinds) for name, kinds in BREAKDOWN_KINDS.items()}
+    out["spot_shift"] += non_interruptible_spot_cost
+    out["spot_non_interruptible"] = -non_interruptible_spot_cost
+    return out

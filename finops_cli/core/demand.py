@@ -1,6 +1,6 @@
 """Hourly demand per workload over a horizon: pure functions, no I/O.
 
-A workload's ``demand`` is one of three things (DESIGN §4); each becomes an array of *units of usable
+A workload's ``demand`` is one of three things (docs/estate.md); each becomes an array of *units of usable
 output per hour* over the horizon, ``demand[h]`` for ``h = 0 … hours-1``:
 
 - ``total``: spread evenly, ``demand[h] = total / hours`` (the planner may still move deferrable work);

@@ -1,6 +1,6 @@
 r"""The merit order: one workload's compliant supply, cheapest unit of usable output first.
 
-Every compliant substrate is priced in the workload's unit (DESIGN §5):
+Every compliant substrate is priced in the workload's unit (docs/economics.md §5):
 
 .. math::
 

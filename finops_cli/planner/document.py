@@ -1,4 +1,4 @@
-"""Assemble the plan document (DESIGN §6, :class:`~finops_cli.schema.plan.PlanDocument`) from a solved plan."""
+"""Assemble the plan document (:class:`~finops_cli.schema.plan.PlanDocument`, docs/planner.md) from a solved plan."""
 
 from __future__ import annotations
 
@@ -83,7 +83,16 @@ def plan_document(
         base_by_s = merit.cost_by_substrate
     baseline = None if base_by_s is None else float(base_by_s.sum())
     savings = None if baseline is None else baseline - planned
-    breakdown = None if base_by_s is None else savings_breakdown(base_by_s, plan_by_s, fleet)
+    allocs = sol.allocations
+    if len(allocs):
+        on_spot = allocs["kind"].eq("spot")
+        rigid = ~allocs["workload"].map(lambda w: frame.workloads[w].interruptible).astype(bool)
+        non_interruptible_spot = float(allocs.loc[on_spot & rigid, "cost"].sum())
+    else:
+        non_interruptible_spot = 0.0
+    breakdown = (
+        None if base_by_s is None else savings_breakdown(base_by_s, plan_by_s, fleet, non_interruptible_spot)
+    )
     notes = []
     if not merit.serves_all:
         notes.append(merit_unserved_note(merit, frame, use_billing))
@@ -98,6 +107,7 @@ def plan_document(
             planned_cost=_r(plan_by_s.get(sid, 0.0)),
             baseline_cost=None if base_by_s is None else _r(base_by_s.get(sid, 0.0)),
             merit_order_cost=_r(merit.cost_by_substrate.get(sid, 0.0)),
+            billed=(sid in billed.cost_by_substrate.index) if use_billing and billed is not None else None,
             node_hours=_node_sum(node_sums, sid, "node_hours"),
             node_rounding_cost=_node_sum(node_sums, sid, "rounding_cost"),
         )
@@ -127,6 +137,9 @@ def plan_document(
         commitment_cost=_r(sol.commitment_cost, 2),
         netc_overhead=_r(float(sol.allocations["netc_overhead"].sum()) if len(sol.allocations) else 0.0, 2),
         baseline_source="billing" if use_billing else ("merit_order" if use_merit else None),
+        baseline_billed_cost=_r(billed.billed_cost, 2)
+        if use_billing and billed is not None and billed.billed_cost is not None
+        else None,
         merit_order_cost=_r(merit.cost, 2),
         merit_order_unserved_units=_r(merit.unserved_units, 4),
         node_rounding_cost=_r(sol.node_rounding_cost, 2) if not frame.nodes.empty else None,
@@ -143,6 +156,8 @@ def plan_document(
             netc_overhead=_r(r.netc_overhead, 4),
             unit=frame.workloads[r.workload].unit,
             price_per_unit=_r(cost_per_unit(frame.substrates[r.substrate], frame.workloads[r.workload], fleet), 6),
+            slo=frame.workloads[r.workload].slo,
+            interruptible=frame.workloads[r.workload].interruptible,
         )
         for r in sol.allocations.itertuples()
     ]

@@ -138,7 +138,7 @@ class GateResult:
     planned_cost: float
     delta: float | None
     delta_pct: float | None  # percent, e.g. 12.5 means +12.5 %
-    baseline_source: str | None  # "baseline-plan" | "billing" | None
+    baseline_source: str | None  # "baseline-plan" | "billing" | "estimate" (merit order) | None
     spot_share: float
     horizon: dict[str, Any]
     solver: dict[str, Any]
@@ -256,7 +256,9 @@ def evaluate(
         baseline_cost: float | None = baseline.totals.planned_cost
         source: str | None = "baseline-plan"
     elif new.totals.baseline_cost is not None:
-        baseline_cost, source = new.totals.baseline_cost, "billing"
+        # the plan's own baseline: amortised billing, or an estimate (merit order) when no bill covered it
+        estimate = getattr(new.totals, "baseline_source", None) == "merit_order"
+        baseline_cost, source = new.totals.baseline_cost, "estimate" if estimate else "billing"
     else:
         baseline_cost, source = None, None
 
@@ -275,8 +277,8 @@ def evaluate(
                 thresholds.budget,
                 planned,
                 ok,
-                f"planned cost {planned:,.2f} {cur} {'within' if ok else 'exceeds'} the budget of "
-                f"{thresholds.budget:,.2f} {cur}",
+                f"planned cost {_money(planned, cur)} {'within' if ok else 'exceeds'} the budget of "
+                f"{_money(thresholds.budget, cur)}",
             )
         )
     for name, limit in (
@@ -293,7 +295,13 @@ def evaluate(
         if name == "max-increase-usd":
             ok = _le(delta, limit)
             rules.append(
-                RuleResult(name, limit, delta, ok, f"cost change {delta:+,.2f} {cur} (limit +{limit:,.2f} {cur})")
+                RuleResult(
+                    name,
+                    limit,
+                    delta,
+                    ok,
+                    f"cost change {_money(delta, cur, signed=True)} (limit {_money(limit, cur, signed=True)})",
+                )
             )
         else:
             ok = _le(delta_pct, limit) if delta_pct is not None else delta <= 0
@@ -338,7 +346,9 @@ def summary_line(result: GateResult) -> str:
     verdict = "passed" if result.passed else f"FAILED ({len(result.failed)} of {len(result.rules)} rules)"
     text = f"finops gate {verdict}: planned {_money(result.planned_cost, cur)}"
     if result.delta is not None:
-        label = "baseline plan" if result.baseline_source == "baseline-plan" else "billing baseline"
+        label = {"baseline-plan": "baseline plan", "estimate": "estimated baseline (merit order)"}.get(
+            result.baseline_source or "", "billing baseline (amortised)"
+        )
         pct_text = "" if result.delta_pct is None else f", {result.delta_pct:+.1f}%"
         text += f" ({_money(result.delta, cur, signed=True)}{pct_text} vs {label} {_money(result.baseline_cost, cur)})"
     if not result.rules:

@@ -40,13 +40,17 @@ LEVER_SHORT = {
     "spot_shift": "spot shift",
     "commitment_sizing": "commitment sizing",
     "api_overflow": "API overflow",
+    "spot_non_interruptible": "non-interruptible on spot",
 }
 LEVERS = {
     "idle_reclaimed": "reclaiming idle owned and on-demand capacity",
     "spot_shift": "shifting interruptible work to spot",
     "commitment_sizing": "right-sizing reserved commitments",
     "api_overflow": "sending overflow to PAYG APIs",
+    "spot_non_interruptible": "non-interruptible work placed on spot (a risk, not a lever)",
 }
+#: Wording of the baseline by ``totals.baseline_source``: what the data is, never more.
+BASELINE_LABEL = {"billing": "amortised (EffectiveCost)", "merit_order": "estimate (merit order)"}
 CHART_NAMES = {
     "supply": "supply-curve",
     "idle": "idle-by-team",
@@ -60,6 +64,7 @@ class WasteInputs:
     """Idle waste from the store, in ``finops waste --format json``'s shape, per grouping (``team``, ``substrate``)."""
 
     by: dict[str, dict[str, Any]]  # grouping → {totals{...}, groups[{key, device_hours, idle_fraction, idle_cost}]}
+    month: str | None = None  # YYYY-MM the utilisation is from (may differ from the plan's month)
 
 
 @dataclass
@@ -155,12 +160,69 @@ def gpu_hours_by_kind(plan: PlanDocument) -> dict[str, float]:
 
 
 def levers(plan: PlanDocument) -> list[tuple[str, float]]:
-    """Savings levers, biggest first: the planner's savings breakdown when present (Σ = totals.savings)."""
+    """Savings levers, biggest first: the planner's savings breakdown when present (Σ = totals.savings).
+
+    ``spot_shift`` counts interruptible work only; non-interruptible work on spot is its own (negative)
+    row, never presented as a lever. A plan written before that split carries it inside ``spot_shift``:
+    :func:`non_interruptible_spot` lets the report take it out.
+    """
     breakdown = plan.savings_breakdown
     if breakdown is None:
         return []
-    items = [(LEVERS.get(k, k), float(getattr(breakdown, k))) for k in LEVERS if hasattr(breakdown, k)]
+    values = {k: float(getattr(breakdown, k)) for k in LEVERS if getattr(breakdown, k, None) is not None}
+    rigid = non_interruptible_spot(plan)
+    if rigid and not values.get("spot_non_interruptible"):  # older plan: split it here
+        values["spot_shift"] = values.get("spot_shift", 0.0) + rigid
+        values["spot_non_interruptible"] = -rigid
+    if not values.get("spot_non_interruptible"):
+        values.pop("spot_non_interruptible", None)
+    items = [(LEVERS[k], v) for k, v in values.items()]
     return sorted(items, key=lambda kv: -kv[1])
+
+
+def non_interruptible_spot(plan: PlanDocument) -> float:
+    """Planned cost of work not marked interruptible that the plan puts on spot (unknown flag: not counted)."""
+    return sum(a.cost for a in plan.allocations if a.kind == "spot" and _extra(a, "interruptible") is False)
+
+
+def latency_critical_on_spot(plan: PlanDocument) -> dict[str, tuple[float, float]]:
+    """Latency-critical workloads on spot: workload → (GPU-hours, cost)."""
+    out: dict[str, tuple[float, float]] = {}
+    for a in plan.allocations:
+        if a.kind == "spot" and _extra(a, "slo") == "latency_critical":
+            h, c = out.get(a.workload, (0.0, 0.0))
+            out[a.workload] = (h + a.gpu_hours, c + a.cost)
+    return out
+
+
+def bill_coverage(plan: PlanDocument) -> dict[str, Any] | None:
+    """When the baseline is billing: how much of the plan sits on substrates no billing line matched.
+
+    Returns None when the baseline is not billing or every substrate the plan uses was billed; else
+    ``{unbilled: [substrate], planned_cost, share, workloads: {workload: cost}}``: the comparison is
+    partial by that much (the baseline has no bill for those substrates, the plan pays for them).
+    """
+    if _extra(plan.totals, "baseline_source") != "billing" or not plan.by_substrate:
+        return None
+    flags = {s.substrate: _extra(s, "billed") for s in plan.by_substrate}
+    if all(v is None for v in flags.values()):  # plan written before the flag: a zero baseline means no bill
+        flags = {s.substrate: bool(s.baseline_cost) for s in plan.by_substrate}
+    unbilled = sorted(s.substrate for s in plan.by_substrate if s.planned_cost and flags.get(s.substrate) is False)
+    if not unbilled:
+        return None
+    cost = sum(s.planned_cost for s in plan.by_substrate if s.substrate in unbilled)
+    workloads: dict[str, float] = defaultdict(float)
+    for a in plan.allocations:
+        if a.substrate in unbilled:
+            workloads[a.workload] += a.cost
+    total = plan.totals.planned_cost
+    return {
+        "unbilled": unbilled,
+        "planned_cost": cost,
+        "share": cost / total if total else None,
+        "workloads": dict(sorted(workloads.items(), key=lambda kv: -kv[1])),
+        "substrates": len(flags),
+    }
 
 
 def _extra(obj: Any, name: str, default: Any = None) -> Any:
@@ -187,9 +249,28 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
     period = period_label(plan)
     source = _extra(t, "baseline_source")
     parts = []
-    if t.baseline_cost is not None:
-        how = {"billing": " as billed", "merit_order": " under a greedy merit-order dispatch (no billing matched)"}
-        parts.append(f"In {period} the estate's GPU work cost **{_pm(t.baseline_cost, cur)}**{how.get(source, '')}.")
+    if t.baseline_cost is not None and source == "billing":
+        text = f"In {period} the estate's GPU work cost **{_pm(t.baseline_cost, cur)}** amortised (EffectiveCost)"
+        billed = _extra(t, "baseline_billed_cost")
+        text += f"; {_pm(billed, cur)} as billed (BilledCost)." if billed is not None else " from the bill."
+        parts.append(text)
+    elif t.baseline_cost is not None and source == "merit_order":
+        parts.append(
+            f"No billing covers {period}: the baseline of **{_pm(t.baseline_cost, cur)}** is an estimate (a greedy "
+            "merit-order dispatch of the same demand), not what was paid."
+        )
+    elif t.baseline_cost is not None:
+        parts.append(f"The baseline for {period} is **{_pm(t.baseline_cost, cur)}** (source not stated in the plan).")
+    coverage = bill_coverage(plan)
+    if coverage is not None:
+        parts.append(
+            f"The bill is partial: {_of_substrates(coverage)} no billing lines and "
+            f"{'carries' if len(coverage['unbilled']) == 1 else 'carry'} {_pm(coverage['planned_cost'], cur)} "
+            f"({pct(coverage['share'])}) of the planned cost."
+        )
+    other = _waste_month(inp)
+    if other is not None:
+        parts.append(f"Idle waste below is measured in {other}, the latest month with utilisation, not in {period}.")
     waste_totals = _waste_totals(inp)
     if waste_totals is not None:
         idle_cost = waste_totals.get("idle_cost")
@@ -239,7 +320,25 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
     unserved = sum(u.units for u in plan.unserved)
     if unserved > 0:
         parts.append(f"⚠️ {number(unserved, 1)} units of demand are left unserved.")
+    risky = latency_critical_on_spot(plan)
+    if risky and _extra(plan, "mode", "cost") == "cost":
+        names = ", ".join(md_text(w) for w in risky)
+        parts.append(f"⚠️ Latency-critical work runs on spot ({names}): see Risks.")
     return ["## Executive summary", "", " ".join(parts), ""]
+
+
+def _of_substrates(coverage: dict[str, Any], *, verb: bool = True) -> str:
+    n, m = len(coverage["unbilled"]), coverage["substrates"]
+    text = f"{n} of {m} substrate{'s' if m != 1 else ''}"
+    return text + (" has" if n == 1 else " have") if verb else text
+
+
+def _waste_month(inp: ReportInputs) -> str | None:
+    """The utilisation month when it is not the plan's (then every idle number must say so)."""
+    start, _ = horizon_bounds(inp.plan)
+    if inp.waste is None or inp.waste.month is None or start is None or inp.waste.month == f"{start:%Y-%m}":
+        return None
+    return inp.waste.month
 
 
 def _waste_totals(inp: ReportInputs) -> dict[str, Any] | None:
@@ -275,7 +374,8 @@ def _waste_table(doc: dict[str, Any], label: str, cur: str) -> str:
 
 
 def _waste_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[str]:
-    out = ["## Idle waste", ""]
+    other = _waste_month(inp)
+    out = ["## Idle waste" + (f" ({other}, not the plan's month)" if other else ""), ""]
     if inp.waste is None:
         return [*out, f"_Not available: {md_text(inp.waste_note, None)}._", ""]
     out += [
@@ -355,7 +455,7 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
     by_kind = cost_by_kind(plan)
     hours = gpu_hours_by_kind(plan)
     has_base = all(b is not None for b, _ in by_kind.values()) and bool(plan.by_substrate)
-    base_label = "Baseline (billed)" if _extra(t, "baseline_source") == "billing" else "Baseline"
+    base_label = f"Baseline, {BASELINE_LABEL.get(_extra(t, 'baseline_source'), 'source unknown')}"
     out = ["## The plan", "", "### Mix by substrate kind", ""]
     rows = []
     for kind, (base, planned) in by_kind.items():
@@ -469,7 +569,7 @@ def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
         f"Spot carries {number(spot_hours)} GPU-hours ({pct(spot_hours / total_hours if total_hours else None)} of "
         f"planned GPU-hours) and {_pm(spot_cost, cur)} ({pct(spot_cost / total_cost if total_cost else None)} of usage "
         f"cost). Preemptions add an expected **{_pm(overhead, cur)}** of lost work, checkpoint writes and resumes "
-        "(NETC: cost × (W − 1), with W = (1 + δ/τ) / (1 − λ·(t_lost + R)) per DESIGN §5).",
+        "(NETC: cost × (W − 1), with W = (1 + δ/τ) / (1 − λ·(t_lost + R)); see docs/economics.md §5).",
         "",
     ]
     rows = []
@@ -538,11 +638,34 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
     source = _extra(plan.totals, "baseline_source")
     if source == "merit_order":
         items.append(
-            "**Baseline:** no billing matched the fleet, so the baseline is a greedy merit-order dispatch of the "
-            "same demand, not what was actually paid."
+            "**Baseline (estimate):** no billing matched the fleet in the horizon, so the baseline is an estimate — a "
+            "greedy merit-order dispatch of the same demand — not what was actually paid."
         )
     elif source == "billing":
-        items.append("**Baseline:** EffectiveCost of billing lines matched to the fleet's substrates over the horizon.")
+        billed = _extra(plan.totals, "baseline_billed_cost")
+        items.append(
+            "**Baseline:** amortised cost (EffectiveCost) of the billing lines matched to the fleet's substrates over "
+            "the horizon (prepaid commitments counted where consumed)"
+            + (f"; as billed (BilledCost) the same lines come to {_pm(billed, cur)}." if billed is not None else ".")
+        )
+    coverage = bill_coverage(plan)
+    if coverage is not None:
+        ws = "; ".join(f"{md_text(w)} {_pm(c, cur)}" for w, c in list(coverage["workloads"].items())[:5])
+        items.append(
+            f"**Partial bill:** no billing line matched {', '.join(md_text(x) for x in coverage['unbilled'])} "
+            f"({_of_substrates(coverage, verb=False)}), which "
+            f"{'carries' if len(coverage['unbilled']) == 1 else 'carry'} "
+            f"{_pm(coverage['planned_cost'], cur)} ({pct(coverage['share'])}) of the planned cost that the baseline "
+            f"has no bill for, so the savings compare unlike amounts by that much. Workloads there: {ws}."
+        )
+    risky = latency_critical_on_spot(plan)
+    if risky and _extra(plan, "mode", "cost") == "cost":
+        rows = "; ".join(f"{md_text(w)} {number(h)} GPU-hours ({_pm(c, cur)})" for w, (h, c) in risky.items())
+        items.append(
+            f"⚠️ **Latency-critical work on spot:** {rows}. The plan was solved in cost mode, which lets "
+            "latency-critical work run on preemptible capacity; a preemption interrupts it. Plan with "
+            "`--mode reliability` to steer it off spot."
+        )
     short = float(_extra(plan.totals, "merit_order_unserved_units", 0.0) or 0.0)
     if short > 0:
         items.append(
@@ -618,7 +741,7 @@ def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, s
             [float(g.get("idle_cost" if priced else "idle_hours") or 0.0) for g in groups],
             stage / names["idle"],
             currency=cur if priced else None,
-            period=period_label(plan),
+            period=_waste_month(inp) or period_label(plan),
         )
         drawn["idle"] = names["idle"]
     else:
@@ -626,7 +749,7 @@ def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, s
     by_kind = cost_by_kind(plan)
     if by_kind:
         known = all(b is not None for b, _ in by_kind.values())
-        base_label = "baseline (billed)" if _extra(plan.totals, "baseline_source") == "billing" else "baseline"
+        base_label = f"baseline, {BASELINE_LABEL.get(_extra(plan.totals, 'baseline_source'), 'source unknown')}"
         figures.baseline_vs_plan_chart(
             [KIND_LABEL.get(k, k) for k in by_kind],
             [b or 0.0 for b, _ in by_kind.values()] if known else None,

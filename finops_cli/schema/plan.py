@@ -45,7 +45,8 @@ class Totals(_Doc):
     usage_cost: float | None = None  # GPU-hours (and API units) at marginal price, congestion + NETC included
     commitment_cost: float | None = None  # commitments bought by the plan, whole horizon
     netc_overhead: float | None = None  # part of usage_cost that preemptions add on spot: C·(W − 1) + λ·W·F
-    baseline_source: Literal["billing", "merit_order"] | None = None
+    baseline_source: Literal["billing", "merit_order"] | None = None  # merit_order: an estimate, not a bill
+    baseline_billed_cost: float | None = None  # billing baseline: Σ BilledCost (as billed) of the same lines
     merit_order_cost: float | None = None  # greedy merit-order dispatch of the same demand (always shown)
     # units the greedy reference could not place; > 0: it is no baseline and no saving is claimed against it
     merit_order_unserved_units: float | None = None
@@ -63,6 +64,8 @@ class Allocation(_Doc):
     unit: str | None = None  # the workload's unit of output
     # merit-order money per unit, uncongested: (C·W + λ·W·F) × preference / throughput (stack and netc print it)
     price_per_unit: float | None = None
+    slo: str | None = None  # the workload's slo (latency_critical, standard, offline)
+    interruptible: bool | None = None  # the workload may be preempted and resumed
 
 
 class Commitment(_Doc):
@@ -79,12 +82,13 @@ class Unserved(_Doc):
 
 
 class SavingsBreakdown(_Doc):
-    """Baseline − plan by substrate kind (docs/planner.md); the four add up to ``totals.savings``."""
+    """Baseline − plan by substrate kind (docs/planner.md); the buckets add up to ``totals.savings``."""
 
     idle_reclaimed: float  # owned + on_demand
-    spot_shift: float  # spot
+    spot_shift: float  # spot, interruptible work only
     commitment_sizing: float  # reserved (prepaid + bought)
     api_overflow: float  # api
+    spot_non_interruptible: float = 0.0  # minus the planned cost of non-interruptible work on spot (a risk)
 
 
 class SubstrateCost(_Doc):
@@ -93,6 +97,7 @@ class SubstrateCost(_Doc):
     planned_cost: float
     baseline_cost: float | None = None
     merit_order_cost: float | None = None
+    billed: bool | None = None  # billing baseline: billing lines matched this substrate (None: no billing baseline)
     node_hours: float | None = None  # --integer-nodes: Σ_b nodes × block hours provisioned
     node_rounding_cost: float | None = None  # --integer-nodes: idle remainder of those nodes (in planned_cost)
 

@@ -1,4 +1,6 @@
-"""Simulators (DESIGN §7): request-level merit-order dispatch and a continuous-renegotiation market.
+"""Simulators: request-level merit-order dispatch and a continuous-renegotiation market.
+
+Documented in docs/dispatch.md and docs/market.md.
 
 Both are pure (no I/O, no CLI): they take validated models and arrays and return result objects. The
 dispatch simulator reuses the compliance gate and the merit-order prices of :mod:`finops_cli.core`;

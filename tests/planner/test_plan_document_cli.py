@@ -97,7 +97,7 @@ def _billing(n_hours: int = 24) -> pd.DataFrame:
     return pd.DataFrame(
         rows,
         columns=["provider", "RegionId", "x_InstanceType", "PricingCategory", "ChargePeriodStart", "EffectiveCost"],
-    ).assign(BillingCurrency="USD", billing_period="2026-10")
+    ).assign(BillingCurrency="USD", billing_period="2026-10", BilledCost=lambda d: d["EffectiveCost"] * 0.9)
 
 
 def test_billed_baseline_matches_lines_to_substrates():
@@ -126,6 +126,15 @@ def test_api_plan_with_billing_store_and_schema(estate_files, store):
     assert t["planned_cost"] == pytest.approx(t["usage_cost"] + t["commitment_cost"] + t["sunk_cost"], abs=0.02)
     assert t["savings"] == pytest.approx(t["baseline_cost"] - t["planned_cost"], abs=0.02)
     assert sum(doc["savings_breakdown"].values()) == pytest.approx(t["savings"], abs=0.05)
+    # what the report needs to say only what the data says: BilledCost beside the amortised baseline, which
+    # substrates the bill covers, and each allocation's slo / interruptible
+    assert t["baseline_billed_cost"] == pytest.approx(0.9 * t["baseline_cost"], abs=0.01)
+    billed = {s["substrate"]: s["billed"] for s in doc["by_substrate"]}
+    assert billed["own"] is True and billed["od"] is True and billed["res"] is False
+    assert {(a["workload"], a["slo"], a["interruptible"]) for a in doc["allocations"]} <= {
+        ("train", "standard", False),
+        ("serve", "standard", False),
+    }
     # all demand served: 240 train + Σ serve
     units = sum(a["units"] for a in doc["allocations"])
     assert units == pytest.approx(240 + sum(6 + (h % 6) for h in range(24)), rel=1e-6)
