@@ -90,9 +90,7 @@ def plan_document(
         non_interruptible_spot = float(allocs.loc[on_spot & rigid, "cost"].sum())
     else:
         non_interruptible_spot = 0.0
-    breakdown = (
-        None if base_by_s is None else savings_breakdown(base_by_s, plan_by_s, fleet, non_interruptible_spot)
-    )
+    breakdown = None if base_by_s is None else savings_breakdown(base_by_s, plan_by_s, fleet, non_interruptible_spot)
     notes = []
     if not merit.serves_all:
         notes.append(merit_unserved_note(merit, frame, use_billing))
