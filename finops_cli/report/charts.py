@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from finops_cli.atomic import atomic_path
+from finops_cli.core.currency import minor_units
 from finops_cli.report.format import currency_symbol
 
 KIND_COLOURS = {
@@ -29,9 +30,10 @@ def _money_formatter(currency: str):  # type: ignore[no-untyped-def]
     from matplotlib.ticker import FuncFormatter
 
     symbol = currency_symbol(currency)
+    decimals = minor_units(currency)
 
     def fmt(value: float, _pos: int) -> str:
-        body = f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+        body = f"{value:,.{decimals}f}" if abs(value) < 100 else f"{value:,.0f}"
         if abs(value) < 0.1 and value != 0:
             body = f"{value:,.3g}"
         return f"{symbol}{body}" if symbol else f"{body} {currency}"

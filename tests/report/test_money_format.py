@@ -87,3 +87,11 @@ def test_compact_money_is_right_at_every_magnitude(value: float, currency: str) 
         assert not text.startswith("-"), text
     else:
         assert text.startswith("-") == (value < 0), text
+
+
+def test_chart_axes_use_minor_units_too() -> None:
+    from finops_cli.report.charts import _money_formatter
+
+    assert _money_formatter("JPY")(12.0, 0) == "¥12"
+    assert _money_formatter("KWD")(12.0, 0) == "12.000 KWD"
+    assert _money_formatter("USD")(12.0, 0) == "$12.00"

@@ -173,3 +173,14 @@ def test_the_report_cites_only_shipped_documents() -> None:
     assert "DESIGN" not in md and "brief" not in md.lower()
     assert "docs/economics.md" in md
     assert (Path(__file__).parents[2] / "docs" / "economics.md").exists()
+
+
+def test_the_gate_calls_a_merit_order_baseline_an_estimate() -> None:
+    from finops_cli.report.gate import evaluate, summary_line
+
+    doc = make_plan()
+    assert "billing baseline (amortised)" in summary_line(evaluate(_plan(doc)))
+    doc["totals"]["baseline_source"] = "merit_order"
+    result = evaluate(_plan(doc))
+    assert result.baseline_source == "estimate"
+    assert "estimated baseline (merit order)" in summary_line(result) and "billing" not in summary_line(result)
