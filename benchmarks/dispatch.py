@@ -38,9 +38,9 @@ def main() -> None:
         s.model_copy(update={"price_feed": None, "price_per_gpu_hour": 3.9}) if s.price_feed else s
         for s in est.fleet.substrates
     ]
-    fleet, _ = resolve_fleet(est.fleet.model_copy(update={"substrates": subs}))
-    workloads = list(est.workloads.workloads)
     horizon = Horizon.month("2026-10")
+    fleet, _ = resolve_fleet(est.fleet.model_copy(update={"substrates": subs}), horizon_end=horizon.end)
+    workloads = list(est.workloads.workloads)
     demand = estate_demand(est, horizon).to_numpy()
 
     t0 = time.perf_counter()

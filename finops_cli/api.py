@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from finops_cli.core.demand import Horizon as DemandHorizon
     from finops_cli.core.netc_report import NetcRow, Trace
     from finops_cli.core.stack import Stack
+    from finops_cli.estate.horizon import HorizonChoice
     from finops_cli.estate.prices import PriceSource
     from finops_cli.ingest.billing import IngestSummary
     from finops_cli.ingest.spot import SpotIngest
@@ -248,45 +249,76 @@ class StackResult:
     prices: list[PriceSource]
     horizon: DemandHorizon | None
     warnings: list[str] = dataclass_field(default_factory=list)
+    horizon_note: str = ""  # the horizon and why (the default-month rule), for stderr
 
     def as_json(self) -> object:
         """One object for a single stack (the issue's shape), else a list of them."""
         from finops_cli.estate.prices import reference_price_notes
 
         notes = reference_price_notes(self.prices)
-        docs = [s.as_dict() | {"currency": self.currency, "price_notes": notes} for s in self.stacks]
+        used = [p.as_dict() for p in self.prices]
+        docs = [s.as_dict() | {"currency": self.currency, "price_notes": notes, "prices": used} for s in self.stacks]
         return docs[0] if len(docs) == 1 else docs
 
 
-def _horizon(horizon: str | DemandHorizon | None, default: Callable[[], DemandHorizon]) -> DemandHorizon:
-    """``--horizon`` parsed (``YYYY-MM`` or ``START:HOURS``), a given horizon as is, else ``default()``."""
-    from finops_cli.core.demand import Horizon
+@dataclass
+class _Priced:
+    """A fleet priced for one horizon: what ``stack``, ``netc``, ``plan`` and ``simulate dispatch`` share."""
 
-    if isinstance(horizon, str):
-        return Horizon.parse(horizon)
-    return horizon or default()
+    fleet: Fleet
+    sources: list[PriceSource]
+    choice: HorizonChoice
+    store: Store | None
+
+    @property
+    def horizon(self) -> DemandHorizon:
+        return self.choice.horizon
+
+
+def priced_fleet(
+    fleet: Fleet,
+    store: str | Path | Store | None = None,
+    *,
+    horizon: str | DemandHorizon | None = None,
+    estate: Estate | None = None,
+    fx: dict[str, float] | None = None,
+    demand_from_store: bool = True,
+) -> _Priced:
+    """The one price resolution every command runs: the horizon (given, else the default-month rule of
+    :func:`finops_cli.estate.horizon.choose_horizon`), then every substrate's price for that horizon
+    (:func:`finops_cli.estate.prices.resolve_fleet`: the feed window rule, products, ``fx``)."""
+    from finops_cli.estate.horizon import choose_horizon
+    from finops_cli.estate.prices import needs_store, resolve_fleet
+
+    needs = needs_store(fleet) or (
+        demand_from_store
+        and estate is not None
+        and any(w.demand.from_store is not None for w in estate.workloads.workloads)
+    )
+    st = store if isinstance(store, Store) else _existing_store(store, needs)
+    choice = choose_horizon(horizon, estate, st)
+    resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx)
+    return _Priced(resolved, sources, choice, st)
+
+
+def _existing_store(store: str | Path | None, needed: bool) -> Store | None:
+    """The store at ``store``; else the default one when it exists (or is needed: errors then name it)."""
+    if store is not None or needed or resolve_store_root(None).exists():
+        return _store(store)
+    return None
 
 
 def _priced_demand(
-    est: Estate, store: str | Path | Store | None, horizon: str | DemandHorizon | None
-) -> tuple[Fleet, list[PriceSource], DemandHorizon, list[str], pd.DataFrame]:
-    """Where ``stack`` and ``netc`` start: the fleet with prices resolved (and their sources), the horizon
-    (default: the month the demand profiles cover), profile-coverage warnings and the hourly demand."""
+    est: Estate, store: str | Path | Store | None, horizon: str | DemandHorizon | None, fx: dict[str, float] | None
+) -> tuple[_Priced, list[str], pd.DataFrame]:
+    """Where ``stack`` and ``netc`` start: the priced fleet and horizon, warnings (month mismatch, profile
+    coverage) and the hourly demand."""
     from finops_cli.estate.checks import check_profile_coverage
-    from finops_cli.estate.demand_io import estate_demand, infer_horizon
-    from finops_cli.estate.prices import needs_store, resolve_fleet
+    from finops_cli.estate.demand_io import estate_demand
 
-    st = _estate_store(needs_store(est.fleet), est, store)
-    resolved, sources = resolve_fleet(est.fleet, st)
-    hz = _horizon(horizon, lambda: infer_horizon(est))
-    return resolved, sources, hz, check_profile_coverage(est, hz), estate_demand(est, hz, st)
-
-
-def _estate_store(fleet_has_feed: bool, estate: Estate | None, store: str | Path | Store | None) -> Store | None:
-    needs = fleet_has_feed or (
-        estate is not None and any(w.demand.from_store is not None for w in estate.workloads.workloads)
-    )
-    return _store(store) if store is not None or needs else None
+    p = priced_fleet(est.fleet, store, horizon=horizon, estate=est, fx=fx)
+    warnings = [*p.choice.warnings, *check_profile_coverage(est, p.horizon)]
+    return p, warnings, estate_demand(est, p.horizon, p.store)
 
 
 def stack(
@@ -297,24 +329,32 @@ def stack(
     mode: str = "cost",
     store: str | Path | Store | None = None,
     horizon: str | DemandHorizon | None = None,
+    fx: dict[str, float] | None = None,
 ) -> StackResult:
     """The merit order (docs/economics.md §5) of each workload, or of ``workload`` only, cleared against its demand.
 
     Demand per workload is its mean hourly units when deferrable, else its peak hour, over ``horizon``
-    (default: the month the demand profiles cover). Without ``workloads`` the fleet is shown in
-    GPU-hours. A ``price_feed`` needs the spot-price store (``store`` or the default one).
+    (default: the default-month rule, :func:`finops_cli.estate.horizon.choose_horizon`). Without
+    ``workloads`` the fleet is shown in GPU-hours. A ``price_feed`` needs the spot-price store (``store``
+    or the default one). ``fx``: exchange rates (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``.
     """
     from finops_cli.core.stack import build_stack
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_fleet
-    from finops_cli.estate.prices import needs_store, resolve_fleet
 
     if workloads is None:
         if workload is not None:
             raise InputError("--workload needs --workloads")
         fl = load_fleet(fleet)
-        resolved, sources = resolve_fleet(fl, _estate_store(needs_store(fl), None, store))
-        return StackResult([build_stack(None, resolved, mode)], fl.currency, sources, None)  # type: ignore[arg-type]
+        p = priced_fleet(fl, store, horizon=horizon, fx=fx)
+        return StackResult(
+            [build_stack(None, p.fleet, mode)],  # type: ignore[arg-type]
+            fl.currency,
+            p.sources,
+            p.horizon,
+            p.choice.warnings,
+            p.choice.line,
+        )
     est = load_estate(fleet, workloads)
     chosen = est.workloads.workloads
     if workload is not None:
@@ -322,14 +362,14 @@ def stack(
         if not chosen:
             known = ", ".join(w.id for w in est.workloads.workloads)
             raise InputError(f"--workload {workload!r} is not in {workloads} (known: {known})")
-    resolved, sources, hz, warnings, demand = _priced_demand(est, store, horizon)
+    p, warnings, demand = _priced_demand(est, store, horizon, fx)
     warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small]
     stacks = []
     for w in chosen:
         col = demand[w.id]
         units, basis = (float(col.mean()), "mean_hourly") if w.deferrable else (float(col.max()), "peak_hourly")
-        stacks.append(build_stack(w, resolved, mode, units, basis))  # type: ignore[arg-type]
-    return StackResult(stacks, est.fleet.currency, sources, hz, warnings)
+        stacks.append(build_stack(w, p.fleet, mode, units, basis))  # type: ignore[arg-type]
+    return StackResult(stacks, est.fleet.currency, p.sources, p.horizon, warnings, p.choice.line)
 
 
 @dataclass
@@ -342,6 +382,7 @@ class NetcResult:
     prices: list[PriceSource]
     trace: Trace | None = None
     warnings: list[str] = dataclass_field(default_factory=list)
+    horizon_note: str = ""
 
 
 def netc(
@@ -352,6 +393,7 @@ def netc(
     substrate: str | None = None,
     store: str | Path | Store | None = None,
     horizon: str | DemandHorizon | None = None,
+    fx: dict[str, float] | None = None,
 ) -> NetcResult:
     """NETC of every interruptible workload's demand on each compliant spot substrate (docs/economics.md §5).
 
@@ -379,17 +421,17 @@ def netc(
                 "give --substrate ID to say which pool the trace measures"
             )
         substrate = spot[0] if spot else None
-    resolved, sources, hz, warnings, demand = _priced_demand(est, store, horizon)
+    p, warnings, demand = _priced_demand(est, store, horizon, fx)
     warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small]
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
     if tr is not None and tr.rate.too_small:
         warnings.append(f"trace {tr.name}: {tr.rate.describe()}")
-    rows = netc_rows(est.workloads.workloads, resolved, totals, tr, substrate, hz.hours)
-    notes = {src.substrate: src.detail for src in sources if src.method in ("price_feed", "price_ref")}
+    rows = netc_rows(est.workloads.workloads, p.fleet, totals, tr, substrate, p.horizon.hours)
+    notes = {src.substrate: src.detail for src in p.sources if src.method in ("price_feed", "price_ref")}
     for row in rows:
         row.price_note = notes.get(row.substrate)
-    return NetcResult(rows, est.fleet.currency, hz, sources, tr, warnings)
+    return NetcResult(rows, est.fleet.currency, p.horizon, p.sources, tr, warnings, p.choice.line)
 
 
 # --- plan -----------------------------------------------------------------------------------------
@@ -403,16 +445,16 @@ class PlanResult:
     output: PlannerOutput
     horizon: DemandHorizon
     price_notes: list[str]
+    horizon_note: str = ""
+    warnings: list[str] = dataclass_field(default_factory=list)
 
 
-def default_horizon(estate: Estate, store: Store | None = None) -> DemandHorizon:
-    """The latest month in the billing store; else the first month a timestamped demand profile covers;
-    else the current calendar month (UTC)."""
-    from finops_cli.core.demand import Horizon
-    from finops_cli.estate.demand_io import infer_horizon
+def default_horizon(estate: Estate | None, store: Store | None = None) -> DemandHorizon:
+    """The default-month rule (:func:`finops_cli.estate.horizon.choose_horizon`): the latest month with
+    GPU usage in the store; else the first month a timestamped demand profile covers; else this month."""
+    from finops_cli.estate.horizon import choose_horizon
 
-    periods = store.partition_values("billing", "billing_period") if store is not None else []
-    return Horizon.month(periods[-1]) if periods else infer_horizon(estate)
+    return choose_horizon(None, estate, store).horizon
 
 
 def plan(
@@ -428,6 +470,7 @@ def plan(
     allow_unserved: bool = False,
     demand: pd.DataFrame | None = None,
     integer_nodes: bool = False,
+    fx: dict[str, float] | None = None,
 ) -> PlanResult:
     """Plan ``estate``'s demand on its fleet: the cheapest compliant mix, with savings against the bill.
 
@@ -446,6 +489,8 @@ def plan(
         Units per hour (one column per workload) to plan instead of the workloads' own ``demand``.
     integer_nodes
         Provision on-demand and spot substrates with ``gpus_per_node`` in whole nodes (``--integer-nodes``).
+    fx
+        Exchange rates (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``; recorded in the document.
 
     Raises
     ------
@@ -455,10 +500,11 @@ def plan(
     from finops_cli.core.baseline import billed_baseline
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand
-    from finops_cli.estate.prices import reference_price_notes, resolve_estate
+    from finops_cli.estate.prices import fx_used, reference_price_notes
     from finops_cli.planner import DEFAULT_BLOCKS, plan_demand
     from finops_cli.planner.document import plan_document
     from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP
+    from finops_cli.schema.plan import PriceUsed
 
     if mode not in ("cost", "reliability"):
         raise InputError(f"--mode {mode!r}: expected cost or reliability")
@@ -470,8 +516,9 @@ def plan(
         raise InputError(f"--gap {gap}: expected a fraction in [0, 1)")
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError(f"--time-limit {time_limit}: expected seconds > 0")
-    hz = _horizon(horizon, lambda: default_horizon(estate, store))
-    resolved, sources = resolve_estate(estate, store, feed_end=hz.end)
+    p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx)
+    hz, sources = p.horizon, p.sources
+    resolved = replace(estate, fleet=p.fleet)
     if demand is None:
         demand = estate_demand(resolved, hz, store)
     elif len(demand) != hz.hours:
@@ -496,7 +543,9 @@ def plan(
             billed = billed_baseline(table.to_pandas(), resolved.fleet, hz.start, hz.end)
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
     document.notes.extend(r.note() for r in estate.rates)
-    return PlanResult(document, out, hz, reference_price_notes(sources))
+    document.prices = [PriceUsed.model_validate(src.as_dict()) for src in sources]
+    document.fx = fx_used(sources)
+    return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, p.choice.warnings)
 
 
 # --- report, gate ---------------------------------------------------------------------------------
@@ -543,6 +592,7 @@ def report(
     ``ReportResult.unavailable``). ``out_path=None``: nothing is written, no charts; the markdown is returned.
     Files are written atomically (charts first, the report last).
     """
+    from finops_cli.core.demand import Horizon
     from finops_cli.errors import FinopsError, InputError
     from finops_cli.report.gate import plan_or_path
     from finops_cli.report.markdown import (
@@ -605,8 +655,22 @@ def report(
             biggest = max(by_cost, key=lambda w: by_cost[w])
             try:
                 result = stack(
-                    fleet, workloads, workload=biggest, mode=getattr(doc, "mode", "cost"), store=st, horizon=month
+                    fleet,
+                    workloads,
+                    workload=biggest,
+                    mode=getattr(doc, "mode", "cost"),
+                    store=st,
+                    horizon=Horizon(start, doc.horizon.hours) if start is not None else month,
+                    fx=doc.fx or None,
                 )
+                used = {p.substrate: p.value for p in doc.prices}
+                now = {p.substrate: p.value for p in result.prices}
+                moved = [k for k, v in used.items() if k in now and v is not None and abs((now[k] or 0) - v) > 1e-6]
+                if moved:
+                    inputs.notes.append(
+                        "The supply curve prices " + ", ".join(moved) + " differently from the plan (the store or "
+                        "fleet changed since the plan was made)."
+                    )
                 chosen = result.stacks[0]
 
                 def draw(path: Path, chosen=chosen, currency=result.currency) -> Path:
@@ -621,7 +685,15 @@ def report(
             inputs.supply_note = "the plan allocates nothing"
     elif fleet is not None:
         inputs.supply_note = "needs --workloads as well as --fleet"
-    return write_report(inputs, Path(out_path) if out_path is not None else None)
+    result = write_report(inputs, Path(out_path) if out_path is not None else None)
+    if start is not None:
+        from finops_cli.estate.horizon import latest_billed_gpu_month, latest_utilization_month, month_warnings
+
+        hz = Horizon(start, doc.horizon.hours)
+        result.horizon_note = f"horizon: {start:%Y-%m-%d} + {doc.horizon.hours} h: the plan's"
+        billed = latest_billed_gpu_month(st) if st.has("billing") else None
+        result.warnings = month_warnings(hz, billed, latest_utilization_month(st))
+    return result
 
 
 # --- simulate -------------------------------------------------------------------------------------
@@ -803,6 +875,8 @@ def simulate_dispatch(
     horizon: str | None = None,
     store: str | Path | Store | None = None,
     window_hours: float = 1.0,
+    fx: dict[str, float] | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> DispatchResult:
     """Replay a request trace through the estate's merit order (``finops simulate dispatch``).
 
@@ -814,10 +888,13 @@ def simulate_dispatch(
         written to ``trace`` when given).
     events
         YAML list of ``{type: outage|rate_limit|recover, substrate, start, end, capacity_factor}``.
+    horizon
+        Prices the fleet (the feed window rule) and spans a generated trace; default: the default-month
+        rule. ``log`` receives the horizon line, month warnings and price notes (the CLI's stderr).
     """
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand
-    from finops_cli.estate.prices import needs_store, resolve_estate
+    from finops_cli.estate.prices import reference_price_notes
     from finops_cli.sim.dispatch import generate_trace
     from finops_cli.sim.dispatch import simulate_dispatch as replay
 
@@ -829,12 +906,15 @@ def simulate_dispatch(
         raise InputError(f"--requests {requests}: expected an integer from 0 to {MAX_GENERATED_REQUESTS:_}")
     if not (math.isfinite(window_hours) and window_hours > 0):
         raise InputError(f"--window-hours {window_hours}: expected hours > 0")
-    st = _estate_store(needs_store(estate.fleet), estate if generate else None, store)
-    resolved, _ = resolve_estate(estate, st)
+    p = priced_fleet(estate.fleet, store, horizon=horizon or None, estate=estate, fx=fx, demand_from_store=generate)
+    resolved, st, hz = replace(estate, fleet=p.fleet), p.store, p.horizon
+    for line in [p.choice.line, *(f"warning: {w}" for w in p.choice.warnings)]:
+        (log or (lambda _m: None))(line)
+    for note in reference_price_notes(p.sources):
+        (log or (lambda _m: None))(f"price: {note}")
     workloads = list(resolved.workloads.workloads)
     ids = [w.id for w in workloads]
     if generate:
-        hz = _horizon(horizon or None, lambda: default_horizon(resolved, st))
         demand = estate_demand(resolved, hz, st)
         tr = generate_trace(workloads, resolved.fleet, demand.to_numpy(), requests=requests, seed=seed, origin=hz.start)
         if trace is not None:

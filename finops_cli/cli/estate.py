@@ -12,6 +12,7 @@ from rich.markup import escape
 from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
+    FxOpt,
     ModeOpt,
     OptionalWorkloadsOpt,
     OutOpt,
@@ -24,7 +25,11 @@ from finops_cli.cli.output import emit_json, emit_text, stderr_console
 
 HorizonOpt = Annotated[
     str | None,
-    typer.Option("--horizon", help="YYYY-MM or START:HOURS (default: the month the demand profiles cover)."),
+    typer.Option(
+        "--horizon",
+        help="YYYY-MM or START:HOURS (default: the latest month with GPU usage in the store, else the profiles' "
+        "month, else this month).",
+    ),
 ]
 
 
@@ -206,8 +211,10 @@ def _netc_notes(result: Any) -> list[str]:
     return notes
 
 
-def _warn(warnings: list[str]) -> None:
+def _warn(warnings: list[str], horizon_note: str = "") -> None:
     console = stderr_console()
+    if horizon_note:
+        console.print(escape(horizon_note), soft_wrap=True)
     for w in warnings:
         console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
 
@@ -242,13 +249,17 @@ def register(app: typer.Typer) -> None:
         ] = None,
         store: StoreOpt = None,
         horizon: HorizonOpt = None,
+        fx: FxOpt = None,
         out: OutOpt = None,
     ) -> None:
         """The merit-order supply curve: compliant substrates by cost per unit of usable output."""
         from finops_cli import api
+        from finops_cli.estate.prices import parse_fx
 
-        result = api.stack(fleet, workloads, workload=workload, mode=str(mode), store=store, horizon=horizon)
-        _warn(result.warnings)
+        result = api.stack(
+            fleet, workloads, workload=workload, mode=str(mode), store=store, horizon=horizon, fx=parse_fx(fx)
+        )
+        _warn(result.warnings, result.horizon_note)
         if chart is not None:
             from finops_cli.report.charts import merit_order_chart
 
@@ -283,13 +294,17 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = OutputFormat.table,
         store: StoreOpt = None,
         horizon: HorizonOpt = None,
+        fx: FxOpt = None,
         out: OutOpt = None,
     ) -> None:
         """Net Expected Training Cost of interruptible work on each compliant spot substrate."""
         from finops_cli import api
+        from finops_cli.estate.prices import parse_fx
 
-        result = api.netc(fleet, workloads, trace=trace, substrate=substrate, store=store, horizon=horizon)
-        _warn(result.warnings)
+        result = api.netc(
+            fleet, workloads, trace=trace, substrate=substrate, store=store, horizon=horizon, fx=parse_fx(fx)
+        )
+        _warn(result.warnings, result.horizon_note)
         if fmt == OutputFormat.json:
             emit_json([r.as_dict() for r in result.rows], out)
             return

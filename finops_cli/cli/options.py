@@ -47,3 +47,11 @@ ModeOpt = Annotated[
     Mode,
     typer.Option("--mode", help="cost: price alone decides; reliability: penalise latency-critical work on spot."),
 ]
+FxOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fx",
+        help="Exchange rate FROM:TO=RATE (1 FROM = RATE TO, e.g. USD:CAD=1.37) for USD feeds and reference prices "
+        "in a non-USD fleet; over fleet.yaml's fx:. Repeatable.",
+    ),
+]

@@ -13,8 +13,18 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from finops_cli.cli.options import FleetOpt, FormatOpt, ModeOpt, OutputFormat, StoreOpt, WorkloadsOpt, check_out
+from finops_cli.cli.options import (
+    FleetOpt,
+    FormatOpt,
+    FxOpt,
+    ModeOpt,
+    OutputFormat,
+    StoreOpt,
+    WorkloadsOpt,
+    check_out,
+)
 from finops_cli.cli.options import Mode as ModeEnum
 from finops_cli.cli.output import emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money, money_table, pct, table_text
@@ -150,6 +160,9 @@ def _tables(doc: dict) -> list:
                 currency=cur,
             )
         )
+    used = _prices_used_table(doc)
+    if used is not None:
+        tables.append(used)
     prices = _clearing_rows(doc)
     if prices:
         tables.append(
@@ -167,6 +180,24 @@ def _tables(doc: dict) -> list:
             )
         )
     return tables
+
+
+def _prices_used_table(doc: dict) -> object | None:
+    """The substrate prices the plan used (``prices`` in plan.json), as the report prints them."""
+    from finops_cli.report.markdown import PRICES_HEADERS, prices_rows
+    from finops_cli.schema.plan import PlanDocument
+
+    plan = PlanDocument.model_validate(doc)
+    if not plan.prices:
+        return None
+    shown = [p for p in plan.prices if p.source != "fleet" or p.fx_rate not in (None, 1.0)]
+    if not shown:
+        return None
+    rows = prices_rows(plan.model_copy(update={"prices": shown}))
+    cols = [Col(h) for h in PRICES_HEADERS]
+    return money_table(
+        "Prices from feeds and reference tables (plan.json prices[])", cols, rows, currency=doc["currency"]
+    )
 
 
 def _clearing_rows(doc: dict) -> list[list]:
@@ -240,7 +271,11 @@ def register(app: typer.Typer) -> None:
         store: StoreOpt = None,
         horizon: Annotated[
             str | None,
-            typer.Option("--horizon", help="YYYY-MM or START:HOURS (default: latest billing month in the store)."),
+            typer.Option(
+                "--horizon",
+                help="YYYY-MM or START:HOURS (default: the latest month with GPU usage in the store, else the "
+                "profiles' month, else this month).",
+            ),
         ] = None,
         blocks: Annotated[
             int | None, typer.Option("--blocks", help="Load-duration blocks (default 48; >= hours = hourly).", min=1)
@@ -259,6 +294,7 @@ def register(app: typer.Typer) -> None:
                 "--integer-nodes", help="Provision on-demand/spot substrates with gpus_per_node in whole nodes."
             ),
         ] = False,
+        fx: FxOpt = None,
         fmt: FormatOpt = OutputFormat.table,
         out: Annotated[
             Path | None, typer.Option("--out", help="Also write the JSON plan document here.", callback=check_out)
@@ -267,6 +303,7 @@ def register(app: typer.Typer) -> None:
         """Plan the cheapest compliant substrate mix for the workloads' demand, with savings against the bill."""
         from finops_cli import api
         from finops_cli.atomic import check_not_an_input
+        from finops_cli.estate.prices import parse_fx
 
         check_not_an_input(out, fleet, workloads)
         est = api.estate(fleet, workloads)
@@ -281,7 +318,12 @@ def register(app: typer.Typer) -> None:
             time_limit=time_limit,
             gap=gap,
             integer_nodes=integer_nodes,
+            fx=parse_fx(fx),
         )
+        err = stderr_console()
+        err.print(escape(result.horizon_note), soft_wrap=True)
+        for w in result.warnings:
+            err.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
         doc = result.document.model_dump(mode="json")
         text_json = json.dumps(doc, indent=2, allow_nan=False)
         if out is not None:

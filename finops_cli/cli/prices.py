@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
 from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt
 from finops_cli.cli.output import emit_json, emit_text, stdout_console
 from finops_cli.cli.render import Col, money_table, table_text
 
 CAPTION = (
-    "Time-weighted: a price holds until the next change (not a plain mean of change events). n = price changes. "
-    "USD per instance-hour; $/GPU-h = mean ÷ GPUs."
+    "Time-weighted: a price holds until the next change (not a plain mean of change events).\n"
+    "n = price changes. USD per instance-hour; $/GPU-h = mean ÷ GPUs. A feed prices one product."
 )
 
 
@@ -28,8 +29,8 @@ def register(app: typer.Typer) -> None:
         out: OutOpt = None,
         store: StoreOpt = None,
     ) -> None:
-        """Spot-price statistics per provider × region/zone × instance type: changes, min, mean, p50, p90,
-        max, latest and the mean per GPU-hour. Time-weighted: each price holds until the next change."""
+        """Spot-price statistics per provider × region/zone × instance type × product: changes, min, mean, p50,
+        p90, max, latest and the mean per GPU-hour. Time-weighted: each price holds until the next change."""
         from finops_cli import api
         from finops_cli.cli.ingest_traces import _parse_since
         from finops_cli.report.prices import to_markdown
@@ -42,21 +43,58 @@ def register(app: typer.Typer) -> None:
         if fmt is OutputFormat.markdown:
             emit_text(to_markdown(table), out)
             return
-        cols = [
-            Col("provider · zone"),
-            Col("instance type"),
-            Col("n", "number"),
-            *(Col(s, "money") for s in ("min", "mean", "p50", "p90", "max", "latest")),
-            Col("GPUs", "number"),
-            Col("$/GPU-h", "money", 3),
-        ]
-        rows = [
-            [f"{r.provider} {r.zone or r.region}", r.instance_type + ("" if r.price_kind == "spot" else " (on-demand)"),
-             r.samples, r.min, r.mean, r.p50, r.p90, r.max, r.latest, r.gpus, r.usd_per_gpu_hour_mean]
-            for r in table.itertuples(index=False)
-        ]  # fmt: skip
-        rendered = money_table("Spot prices", cols, rows, caption=CAPTION)
+        tables = price_tables(table, wide=out is not None or stdout_console().width >= WIDE)
+        console = stdout_console()
         if out is None:
-            stdout_console().print(rendered)
+            for t in tables:
+                console.print(t)
+            console.print(CAPTION, soft_wrap=False)
         else:
-            emit_text(table_text(rendered, width=200), out)
+            emit_text("\n".join(table_text(t, width=200).rstrip() for t in tables) + "\n" + CAPTION, out)
+
+
+#: from this terminal width on, min and max are shown too (JSON and markdown always carry them)
+WIDE = 100
+
+
+def price_tables(table: object, *, wide: bool) -> list[Table]:
+    """One small table per provider × instance type × price kind: zone, product, changes and statistics.
+
+    Grouping keeps every row to zone + product + numbers, so the table reads at 80 columns and piped.
+    """
+    import pandas as pd
+
+    df: pd.DataFrame = table  # type: ignore[assignment]
+    stats = ("min", "mean", "p50", "p90", "max", "latest") if wide else ("mean", "p50", "p90", "latest")
+    out = []
+    keys = ["provider", "instance_type", "price_kind"]
+    for (provider, itype, kind), g in df.groupby(keys, sort=True, dropna=False):
+        gpus = g["gpus"].dropna()
+        gpu_text = f", {gpus.iloc[0]:g} GPUs" if len(gpus) else ""
+        title = f"{provider} {itype} ({'spot' if kind == 'spot' else 'on-demand'}{gpu_text})"
+        cols = [Col("zone"), Col("product"), Col("n", "number"), *(Col(s, "money") for s in stats),
+                Col("$/GPU-h", "money", 3)]  # fmt: skip
+        rows = [
+            [r.zone or r.region, short_product(r.product_description), r.samples,
+             *(getattr(r, s) for s in stats), r.usd_per_gpu_hour_mean]
+            for r in g.itertuples(index=False)
+        ]  # fmt: skip
+        out.append(money_table(title, cols, rows))
+    return out
+
+
+#: long AWS product descriptions, shortened for the terminal table (JSON and markdown keep the full text)
+SHORT_PRODUCTS = {
+    "Red Hat Enterprise Linux": "RHEL",
+    "Linux/UNIX (Amazon VPC)": "Linux (VPC)",
+    "Red Hat Enterprise Linux (Amazon VPC)": "RHEL (VPC)",
+    "SUSE Linux (Amazon VPC)": "SUSE (VPC)",
+    "Windows (Amazon VPC)": "Windows (VPC)",
+}
+
+
+def short_product(product: str | None) -> str:
+    """``Red Hat Enterprise Linux`` → ``RHEL``; ``None`` (a feed without products) → ``—``."""
+    if not product:
+        return "—"
+    return SHORT_PRODUCTS.get(product, product)

@@ -43,6 +43,9 @@ def register(app: typer.Typer) -> None:
         check_not_an_input(out, plan, fleet, workloads)
         result = api.report(plan, store, fleet, out, title, workloads)
         log = stderr_console()
+        log.print(result.horizon_note, markup=False, highlight=False, soft_wrap=True)
+        for w in result.warnings:
+            log.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
         for what in result.unavailable:
             log.print(f"[yellow]note:[/] not available: {what}", markup=True, highlight=False)
         if out is None and fmt is OutputFormat.markdown:

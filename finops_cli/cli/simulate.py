@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from finops_cli.cli.options import FleetOpt, FormatOpt, ModeOpt, OutOpt, OutputFormat, StoreOpt, WorkloadsOpt
+from finops_cli.cli.options import FleetOpt, FormatOpt, FxOpt, ModeOpt, OutOpt, OutputFormat, StoreOpt, WorkloadsOpt
 from finops_cli.cli.options import Mode as ModeEnum
 from finops_cli.cli.output import emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money, money_table, number, pct, table_text
@@ -322,8 +322,14 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option("--events", help="YAML list of outage / rate_limit / recover events.")
         ] = None,
         horizon: Annotated[
-            str | None, typer.Option("--horizon", help="Generated trace span: YYYY-MM or START:HOURS.")
+            str | None,
+            typer.Option(
+                "--horizon",
+                help="Prices (feed window) and a generated trace's span: YYYY-MM or START:HOURS (default: the latest "
+                "month with GPU usage in the store, else the profiles' month, else this month).",
+            ),
         ] = None,
+        fx: FxOpt = None,
         window_hours: Annotated[
             float, typer.Option("--window-hours", help="Sliding window over which utilisation is measured.")
         ] = 1.0,
@@ -333,9 +339,13 @@ def register(app: typer.Typer) -> None:
         out: OutOpt = None,
     ) -> None:
         """Replay requests through the merit order: gate, cheapest current price, congestion, events."""
+        from rich.markup import escape
+
         from finops_cli import api
+        from finops_cli.estate.prices import parse_fx
 
         est = api.estate(fleet, workloads)
+        err = stderr_console()
         result = api.simulate_dispatch(
             est,
             trace,
@@ -347,6 +357,8 @@ def register(app: typer.Typer) -> None:
             horizon=horizon,
             store=store,
             window_hours=window_hours,
+            fx=parse_fx(fx),
+            log=lambda line: err.print(escape(line), soft_wrap=True),
         )
         if generate and trace is not None:
             stderr_console().print(f"wrote trace {trace}")

@@ -1,71 +1,112 @@
-"""Resolve every substrate's price to a number before any math runs.
+"""Resolve every substrate's price to a number before any math runs: the one place prices come from.
 
 A substrate gives its marginal price one of three ways: ``price_per_gpu_hour`` (a number),
 ``price_feed`` (a time-weighted statistic over the spot-price store, per GPU-hour) or ``price_ref``
 (a row of ``finops_cli/pricebooks/reference_prices.csv``). :func:`resolve_fleet` returns a fleet whose substrates
-all carry ``price_per_gpu_hour`` (``model_copy(update=...)``; the models stay frozen) and, beside it,
-the provenance of every price so that reports can say which prices came from a feed or a reference
-table and how old a reference price is. Missing feed data is an :class:`InputError` naming the feed,
-never a silent zero.
+all carry ``price_per_gpu_hour`` in the fleet's currency (``model_copy(update=...)``; the models stay
+frozen) and, beside it, a :class:`PriceSource` per substrate: value, currency, source, statistic, window,
+samples, product, age and the exchange rate applied. ``stack``, ``netc``, ``plan``, ``simulate dispatch``
+and the report's supply curve all call it with their horizon, so one pool has one price everywhere.
+
+The window rule (docs/economics.md §1): a feed's window ends at the earlier of the horizon's end and the
+feed's newest price, and spans ``window_days`` before that. Feeds and reference prices are USD; a fleet
+in another currency needs an exchange rate (``fx:`` in fleet.yaml or ``--fx USD:CAD=1.37``), else
+:class:`InputError` naming the substrate and both currencies. Missing feed data is an
+:class:`InputError` naming the feed, never a silent zero.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Literal
 
 from finops_cli.errors import InputError
 from finops_cli.estate.load import Estate
 from finops_cli.estate.pricebook import reference_price, reference_price_age_days
-from finops_cli.schema.estate import Fleet, PriceFeed, Substrate
+from finops_cli.report.prices import DEFAULT_PRODUCTS, FeedStat, NoPriceData, feed_statistic
+from finops_cli.schema.estate import FX_PAIR, Fleet, PriceFeed, Substrate
 
 if TYPE_CHECKING:
     from finops_cli.store import Store
 
 PriceMethod = Literal["fixed", "price_feed", "price_ref", "api", "committed"]
 
+#: the currency of every feed (``usd_per_*`` columns of the spot-price store) and reference price
+QUOTE_CURRENCY = "USD"
+
 
 @dataclass(frozen=True)
 class PriceSource:
-    """Where one substrate's marginal price came from.
+    """Where one substrate's marginal price came from, and what exactly was used.
 
-    ``age_days`` is set for reference prices: days between ``read_on`` and the as-of date.
+    ``value`` is per GPU-hour in ``currency`` (the fleet's), after ``fx_rate`` was applied to
+    ``quoted`` (in ``quoted_currency``). ``age_days``: days from the reference price's ``read_on`` (or
+    the feed's newest price used) to ``as_of``.
     """
 
     substrate: str
     method: PriceMethod
-    usd_per_gpu_hour: float | None
+    value: float | None
+    currency: str
     detail: str
+    quoted: float | None = None
+    quoted_currency: str | None = None
+    fx_rate: float | None = None
+    statistic: str | None = None
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    samples: int | None = None
+    product: str | None = None
     read_on: date | None = None
     age_days: int | None = None
 
+    @property
+    def source(self) -> str:
+        """``fleet`` (a number in fleet.yaml, API unit prices, prepaid), ``price_feed`` or ``price_ref``."""
+        return self.method if self.method in ("price_feed", "price_ref") else "fleet"
+
     def as_dict(self) -> dict[str, object]:
+        """The ``plan.json`` ``prices[]`` record (see :class:`finops_cli.schema.plan.PriceUsed`)."""
+
+        def iso(x: datetime | date | None) -> str | None:
+            return None if x is None else x.isoformat().replace("+00:00", "Z")
+
         return {
             "substrate": self.substrate,
+            "value": None if self.value is None else round(self.value, 6),
+            "currency": self.currency,
+            "source": self.source,
             "method": self.method,
-            "usd_per_gpu_hour": self.usd_per_gpu_hour,
-            "detail": self.detail,
-            "read_on": self.read_on.isoformat() if self.read_on else None,
+            "statistic": self.statistic,
+            "window_start": iso(self.window_start),
+            "window_end": iso(self.window_end),
+            "samples": self.samples,
+            "product": self.product,
             "age_days": self.age_days,
+            "quoted": None if self.quoted is None else round(self.quoted, 6),
+            "quoted_currency": self.quoted_currency,
+            "fx_rate": self.fx_rate,
+            "read_on": iso(self.read_on),
+            "detail": self.detail,
         }
 
 
 def feed_label(feed: PriceFeed) -> str:
-    """``aws/us-east-1/p5.48xlarge p90 over 30 days`` — how errors and reports name a feed."""
-    return f"{feed.provider}/{feed.region}/{feed.instance_type} {feed.statistic} over {feed.window_days:g} days"
+    """``aws/us-east-1/p5.48xlarge Linux/UNIX p90 over 30 days`` — how errors and reports name a feed."""
+    product = feed.product or DEFAULT_PRODUCTS.get(feed.provider)
+    what = f"{feed.provider}/{feed.region}/{feed.instance_type}" + (f" {product}" if product else "")
+    return f"{what} {feed.statistic} over {feed.window_days:g} days"
 
 
-def feed_price_per_gpu_hour(
-    substrate_id: str, feed: PriceFeed, store: Store | None, end: datetime | None = None
-) -> float:
-    """The feed's statistic in currency per GPU-hour, from the store's ``spot_prices`` dataset.
+def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: datetime) -> FeedStat:
+    """The feed's statistic in USD per GPU-hour, from the store's ``spot_prices`` dataset.
 
     ``usd_per_instance_hour / gpus_per_instance`` when the feed gives ``gpus_per_instance``; otherwise
-    the per-GPU price recorded at ingest (from the pricebook's instance table).
+    the per-GPU price recorded at ingest (from the pricebook's instance table). ``end`` is the
+    horizon's end (the window rule: see :func:`finops_cli.report.prices.feed_statistic`).
     """
-    from finops_cli.report.prices import NoPriceData, price_statistic
-
     label = feed_label(feed)
     hint = "ingest spot prices first (finops ingest spot-prices ...) or give price_per_gpu_hour"
     if store is None:
@@ -78,85 +119,152 @@ def feed_price_per_gpu_hour(
             f"substrate {substrate_id}: price_feed {label}: the store {store.root} has no {feed.provider} spot prices; "
             f"{hint}"
         )
+    args = (table, feed.provider, feed.region, feed.instance_type, feed.statistic, feed.window_days)
     try:
         if feed.gpus_per_instance:
-            per_instance = price_statistic(
-                table, feed.provider, feed.region, feed.instance_type, feed.statistic, feed.window_days, end=end
-            )
-            price = per_instance / feed.gpus_per_instance
+            stat = feed_statistic(*args, product=feed.product, end=end)
+            stat = replace(stat, value=stat.value / feed.gpus_per_instance)
         else:
-            price = price_statistic(
-                table,
-                feed.provider,
-                feed.region,
-                feed.instance_type,
-                feed.statistic,
-                feed.window_days,
-                per="gpu_hour",
-                end=end,
-            )
+            stat = feed_statistic(*args, per="gpu_hour", product=feed.product, end=end)
     except NoPriceData as exc:
         raise InputError(f"substrate {substrate_id}: price_feed {label}: {exc}; {hint}") from None
-    if not price > 0:
-        raise InputError(f"substrate {substrate_id}: price_feed {label}: resolved to {price!r}, expected a price > 0")
-    return float(price)
+    if not stat.value > 0:
+        raise InputError(
+            f"substrate {substrate_id}: price_feed {label}: resolved to {stat.value!r}, expected a price > 0"
+        )
+    return stat
+
+
+def parse_fx(texts: list[str] | None) -> dict[str, float]:
+    """``--fx USD:CAD=1.37`` (repeatable) → ``{"USD:CAD": 1.37}``; a malformed one is exit 2."""
+    out: dict[str, float] = {}
+    for text in texts or []:
+        pair, _, rate_text = text.strip().partition("=")
+        pair = pair.strip().upper()
+        try:
+            rate = float(rate_text)
+        except ValueError:
+            rate = float("nan")
+        src, _, dst = pair.partition(":")
+        if not (FX_PAIR.fullmatch(pair) and src != dst and math.isfinite(rate) and rate > 0):
+            raise InputError(f"--fx {text!r}: expected FROM:TO=RATE such as USD:CAD=1.37 (1 FROM = RATE TO)")
+        out[pair] = rate
+    return out
+
+
+def fx_rates(fleet: Fleet, fx: dict[str, float] | None = None) -> dict[str, float]:
+    """The fleet's ``fx:`` overridden by ``--fx``; a rate into another currency than the fleet's is exit 2."""
+    for pair in fx or {}:
+        if pair.partition(":")[2] != fleet.currency:
+            raise InputError(f"--fx {pair}: converts into {pair[4:]}, but the fleet's currency is {fleet.currency}")
+    return {**fleet.fx, **(fx or {})}
+
+
+def _convert(s: Substrate, what: str, usd: float, currency: str, rates: dict[str, float]) -> tuple[float, float]:
+    """``usd`` (USD) in the fleet's ``currency``, and the rate used; no rate for a mix is exit 2."""
+    if currency == QUOTE_CURRENCY:
+        return usd, 1.0
+    pair = f"{QUOTE_CURRENCY}:{currency}"
+    if pair not in rates:
+        raise InputError(
+            f"substrate {s.id}: {what} is in {QUOTE_CURRENCY} but the fleet's currency is {currency}; prices in "
+            f"different currencies are never mixed: give fx: {{{pair}: RATE}} in fleet.yaml or --fx {pair}=RATE"
+        )
+    return usd * rates[pair], rates[pair]
 
 
 def _resolve_one(
-    s: Substrate, store: Store | None, as_of: date | None, end: datetime | None
+    s: Substrate, store: Store | None, currency: str, rates: dict[str, float], as_of: date, end: datetime
 ) -> tuple[Substrate, PriceSource]:
     if s.kind == "api":
         units = ", ".join(f"{u} {p:g}" for u, p in (s.price_per_unit or {}).items())
-        return s, PriceSource(s.id, "api", None, f"per unit: {units}")
+        return s, PriceSource(s.id, "api", None, currency, f"per unit: {units}")
     if s.price_per_gpu_hour is not None and s.price_feed is None and s.price_ref is None:
-        return s, PriceSource(s.id, "fixed", s.price_per_gpu_hour, "price_per_gpu_hour in fleet.yaml")
+        return s, PriceSource(s.id, "fixed", s.price_per_gpu_hour, currency, "price_per_gpu_hour in fleet.yaml")
     if s.price_feed is not None:
-        price = feed_price_per_gpu_hour(s.id, s.price_feed, store, end)
-        src = PriceSource(s.id, "price_feed", price, f"spot-price store: {feed_label(s.price_feed)}")
+        feed = s.price_feed
+        stat = feed_price(s.id, feed, store, end)
+        price, rate = _convert(s, f"price_feed {feed_label(feed)}", stat.value, currency, rates)
+        detail = (
+            f"spot-price store: {feed_label(feed)} ({stat.samples} price changes, "
+            f"{stat.start:%Y-%m-%d %H:%M} → {stat.end:%Y-%m-%d %H:%M} UTC)"
+        )
+        src = PriceSource(
+            s.id, "price_feed", price, currency, detail, stat.value, QUOTE_CURRENCY, rate, feed.statistic,
+            stat.start, stat.end, stat.samples, stat.product, age_days=max(0, (as_of - stat.newest.date()).days),
+        )  # fmt: skip
         return s.model_copy(update={"price_per_gpu_hour": price}), src
     if s.price_ref is not None:
         ref = reference_price(s.price_ref)
         if ref.usd_per_gpu_hour is None:
             raise InputError(f"substrate {s.id}: price_ref {s.price_ref} is a per-unit (API) price, not per GPU-hour")
+        price, rate = _convert(s, f"price_ref {ref.ref}", ref.usd_per_gpu_hour, currency, rates)
         age = reference_price_age_days(ref, as_of)
         detail = f"reference price {ref.ref} ({ref.source}), read {ref.read_on.isoformat()}, {age} days old"
-        src = PriceSource(s.id, "price_ref", ref.usd_per_gpu_hour, detail, ref.read_on, age)
-        return s.model_copy(update={"price_per_gpu_hour": ref.usd_per_gpu_hour}), src
+        src = PriceSource(
+            s.id, "price_ref", price, currency, detail, ref.usd_per_gpu_hour, QUOTE_CURRENCY, rate,
+            read_on=ref.read_on, age_days=age,
+        )  # fmt: skip
+        return s.model_copy(update={"price_per_gpu_hour": price}), src
     # a reserved substrate without a marginal price: prepaid, one more GPU-hour costs nothing
     return s.model_copy(update={"price_per_gpu_hour": 0.0}), PriceSource(
-        s.id, "committed", 0.0, "reserved: prepaid capacity, marginal price 0"
+        s.id, "committed", 0.0, currency, "reserved: prepaid capacity, marginal price 0"
     )
 
 
 def resolve_fleet(
-    fleet: Fleet, store: Store | None = None, *, as_of: date | None = None, feed_end: datetime | None = None
+    fleet: Fleet,
+    store: Store | None = None,
+    *,
+    horizon_end: datetime,
+    fx: dict[str, float] | None = None,
+    as_of: date | None = None,
 ) -> tuple[Fleet, list[PriceSource]]:
-    """Every substrate with a numeric ``price_per_gpu_hour`` (APIs keep ``price_per_unit``), plus provenance.
+    """Every substrate with a numeric ``price_per_gpu_hour`` in the fleet's currency, plus provenance.
 
     Parameters
     ----------
     store
         Needed only when a substrate has a ``price_feed``.
+    horizon_end
+        End of the horizon being priced: a feed's window ends at the earlier of this and its newest
+        price (the one window rule; every command passes its horizon).
+    fx
+        ``--fx`` rates (``{"USD:CAD": 1.37}``), over the fleet's own ``fx:``.
     as_of
-        Date reference-price ages are counted to (default: today, UTC).
-    feed_end
-        End of the price-feed window (default: the newest price of that feed in the store).
+        Date ages are counted to (default: today, UTC).
     """
+    rates = fx_rates(fleet, fx)
+    day = as_of or datetime.now(UTC).date()
     resolved: list[Substrate] = []
     sources: list[PriceSource] = []
     for s in fleet.substrates:
-        r, src = _resolve_one(s, store, as_of, feed_end)
+        r, src = _resolve_one(s, store, fleet.currency, rates, day, horizon_end)
         resolved.append(r)
         sources.append(src)
     return fleet.model_copy(update={"substrates": resolved}), sources
 
 
 def resolve_estate(
-    estate: Estate, store: Store | None = None, *, as_of: date | None = None, feed_end: datetime | None = None
+    estate: Estate,
+    store: Store | None = None,
+    *,
+    horizon_end: datetime,
+    fx: dict[str, float] | None = None,
+    as_of: date | None = None,
 ) -> tuple[Estate, list[PriceSource]]:
     """:func:`resolve_fleet` for an :class:`Estate` (workloads unchanged)."""
-    fleet, sources = resolve_fleet(estate.fleet, store, as_of=as_of, feed_end=feed_end)
+    fleet, sources = resolve_fleet(estate.fleet, store, horizon_end=horizon_end, fx=fx, as_of=as_of)
     return replace(estate, fleet=fleet), sources
+
+
+def fx_used(sources: list[PriceSource]) -> dict[str, float]:
+    """The exchange rates actually applied (``{"USD:CAD": 1.37}``), for plan.json and the report."""
+    return {
+        f"{s.quoted_currency}:{s.currency}": s.fx_rate
+        for s in sources
+        if s.fx_rate is not None and s.quoted_currency and s.quoted_currency != s.currency
+    }
 
 
 def needs_store(fleet: Fleet) -> bool:
@@ -168,8 +276,9 @@ def reference_price_notes(sources: list[PriceSource]) -> list[str]:
     """One line per price that came from the reference table or a feed, for report footers."""
     out = []
     for src in sources:
+        fx = "" if src.fx_rate in (None, 1.0) else f" (× {src.fx_rate:g} {src.quoted_currency}:{src.currency})"
         if src.method == "price_ref":
-            out.append(f"{src.substrate}: {src.detail}")
+            out.append(f"{src.substrate}: {src.value:.4f} {src.currency}/GPU-hour{fx}, {src.detail}")
         elif src.method == "price_feed":
-            out.append(f"{src.substrate}: {src.usd_per_gpu_hour:.4f}/GPU-hour from the {src.detail}")
+            out.append(f"{src.substrate}: {src.value:.4f} {src.currency}/GPU-hour{fx} from the {src.detail}")
     return out

@@ -46,7 +46,11 @@ SECTIONS: list[tuple[type[BaseModel], str]] = [
 #: "Model.field" -> (unit, meaning)
 FIELD_DOCS: dict[str, tuple[str, str]] = {
     "Fleet.version": ("", "Format version; must be 1."),
-    "Fleet.currency": ("ISO 4217", "Currency of every price in the file (money is never mixed across currencies)."),
+    "Fleet.currency": (
+        "ISO 4217",
+        "Currency of every price in the file and of every amount printed. Feeds and reference prices are USD: a "
+        "non-USD fleet that uses them needs `fx` (or `--fx`), else exit 2 naming the substrate and both currencies.",
+    ),
     "Fleet.substrates": ("", "Every place work can run (see below). Ids must be unique."),
     "Fleet.congestion": (
         "fraction, ×",
@@ -58,6 +62,11 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
         "In `--mode reliability`, added to latency-critical, non-interruptible work on spot. Steers; not money.",
     ),
     "Fleet.degraded_capacity_factor": ("fraction", "Capacity kept by a `status: degraded` substrate (default)."),
+    "Fleet.fx": (
+        "TO per FROM",
+        'Exchange rates, `{"USD:CAD": 1.37}` = 1 USD is 1.37 CAD; TO must be `currency`. Applied to USD feed and '
+        "reference prices, recorded in plan.json (`fx`, `prices[].fx_rate`); `--fx USD:CAD=1.37` overrides.",
+    ),
     "Substrate.id": ("", "Unique id; billing lines and plans refer to it."),
     "Substrate.provider": ("", "Matched by workloads' provider allow-lists and by billing lines (aws, gcp, onprem…)."),
     "Substrate.kind": ("", "Billing model: owned, reserved, on_demand, spot or api."),
@@ -113,7 +122,15 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
         "Divide the instance price by this (default: GPU count recorded at ingest).",
     ),
     "PriceFeed.statistic": ("", "Time-weighted mean, p50, p90 or the latest price."),
-    "PriceFeed.window_days": ("days", "Window ending at the feed's newest price."),
+    "PriceFeed.window_days": (
+        "days",
+        "Window ending at the earlier of the horizon's end and the feed's newest price (one rule for every command).",
+    ),
+    "PriceFeed.product": (
+        "",
+        "Product description to price (`Linux/UNIX`, `Windows`, `Red Hat Enterprise Linux`…). Default: "
+        "`Linux/UNIX` for AWS, else the only product stored; a statistic never spans several products.",
+    ),
     "Interruption.trace": (
         "path",
         "Can't Be Late JSON (single- or multi-node) or preemption CSV, relative to fleet.yaml; λ̂ is measured from it "

@@ -106,6 +106,8 @@ class ReportResult:
     markdown: str
     unavailable: list[str]
     plan: PlanDocument | None = None
+    horizon_note: str = ""  # the plan's horizon, for stderr (every command says which month it describes)
+    warnings: list[str] = field(default_factory=list)  # utilisation / billing / horizon in different months
 
 
 # --- numbers from the plan -------------------------------------------------------------------------
@@ -690,6 +692,52 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
     return ["## Risks and assumptions", "", *[f"- {i}" for i in items], ""]
 
 
+def prices_rows(plan: PlanDocument) -> list[list[str]]:
+    """One row per substrate price the plan used (``plan.prices``), as the report and ``finops plan`` show it."""
+    rows = []
+    for p in plan.prices:
+        window = ""
+        if p.window_start and p.window_end:
+            window = f"{p.window_start[:16].replace('T', ' ')} → {p.window_end[:16].replace('T', ' ')}"
+        fx = f"{p.quoted:.4f} {p.quoted_currency} × {p.fx_rate:g}" if p.fx_rate not in (None, 1.0) else ""
+        rows.append(
+            [
+                p.substrate,
+                p.source.replace("_", " "),
+                "per unit" if p.value is None else f"{p.value:,.4f}",
+                p.currency,
+                p.statistic or "",
+                window,
+                "" if p.samples is None else f"{p.samples:,}",
+                p.product or "",
+                "" if p.age_days is None else f"{p.age_days:,}",
+                fx,
+            ]
+        )
+    return rows
+
+
+PRICES_HEADERS = ["Substrate", "Source", "Price/GPU-h", "Currency", "Statistic", "Window (UTC)", "Samples",
+                  "Product", "Age (days)", "FX"]  # fmt: skip
+
+
+def _prices_section(inp: ReportInputs) -> list[str]:
+    plan = inp.plan
+    if not plan.prices:
+        return []
+    align = ["left", "left", "right", "left", "left", "left", "right", "left", "right", "left"]
+    out = ["## Prices used", "", md_table(PRICES_HEADERS, prices_rows(plan), align), ""]
+    if plan.fx:
+        rates = ", ".join(f"1 {k[:3]} = {v:g} {k[4:]}" for k, v in sorted(plan.fx.items()))
+        out += [f"Exchange rates applied: {md_text(rates)}.", ""]
+    out += [
+        "One price per substrate for every command (stack, netc, plan, dispatch, this report): a feed's window "
+        "ends at the earlier of the horizon's end and its newest price.",
+        "",
+    ]
+    return out
+
+
 def render_markdown(inp: ReportInputs, charts: dict[str, str] | None = None) -> str:
     """The report as markdown. ``charts`` maps chart keys (``supply``, ``idle``, ``mix``, ``waterfall``) to the
     relative file names to link; keys absent → that chart is not shown."""
@@ -709,6 +757,7 @@ def render_markdown(inp: ReportInputs, charts: dict[str, str] | None = None) -> 
     lines += _supply_section(inp, cur, charts)
     lines += _plan_section(inp, cur, charts)
     lines += _spot_section(inp, cur)
+    lines += _prices_section(inp)
     lines += _risks_section(inp, cur)
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -27,6 +27,7 @@ usd_per_gpu_hour`` and the same statistics apply unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -145,6 +146,125 @@ def _series_stats(group: pd.DataFrame, value_col: str, start: pd.Timestamp | Non
     }
 
 
+#: AWS spot prices are quoted per operating system; a feed that names none means this one (as boto3 asks).
+DEFAULT_PRODUCTS: dict[str, str] = {"aws": "Linux/UNIX"}
+
+
+@dataclass(frozen=True)
+class FeedStat:
+    """One feed statistic and what it was computed from (recorded in ``plan.json``'s ``prices``)."""
+
+    value: float
+    start: datetime
+    end: datetime
+    samples: int  # price-change events inside the window
+    product: str | None  # the one product description used (None: the feed carries none)
+    newest: datetime  # newest price change used
+
+
+def _select_product(
+    sel: pd.DataFrame, provider: str, product: str | None, what: str
+) -> tuple[pd.DataFrame, str | None]:
+    """Rows of exactly one product: ``product``, else the provider's default, else the only one present.
+
+    A statistic over several products (Linux and Windows spot prices of one instance type) is never
+    computed: it prices a pool at a blend no one pays.
+    """
+    present = sorted({str(p) for p in sel["product_description"].dropna().unique()})
+    wanted = product or DEFAULT_PRODUCTS.get(provider)
+    if wanted is None:
+        if len(present) > 1:
+            raise NoPriceData(
+                f"{what} mixes {len(present)} products ({', '.join(present)}); choose one with product: in price_feed"
+            )
+        return sel, present[0] if present else None
+    if not present and product is None:
+        return sel, None  # a feed without product descriptions (generic CSV): nothing to mix
+    chosen = sel[sel["product_description"] == wanted]
+    if chosen.empty:
+        have = ", ".join(present) or "none"
+        raise NoPriceData(f"no {wanted!r} prices stored for {what} (products stored: {have})")
+    return chosen, wanted
+
+
+def feed_statistic(
+    prices: pa.Table | pd.DataFrame,
+    provider: str,
+    region: str,
+    instance_type: str,
+    statistic: Statistic = "p90",
+    window_days: float = 30.0,
+    *,
+    per: Per = "instance_hour",
+    price_kind: str = "spot",
+    product: str | None = None,
+    end: datetime | None = None,
+) -> FeedStat:
+    """One time-weighted price statistic for a provider × region × instance type × product, in USD.
+
+    Parameters
+    ----------
+    prices
+        Rows of the ``spot_prices`` dataset (see the module docstring).
+    provider, region, instance_type
+        ``region`` may be a region (all its zones are pooled) or a single zone.
+    statistic
+        ``mean`` (time-weighted), ``p50``/``p90`` (lower time-weighted quantiles), ``latest`` (the latest
+        price per zone, averaged over zones), ``min``, ``max``.
+    window_days, end
+        The window rule: it ends at the earlier of ``end`` (the horizon's end) and the newest matching
+        price, and spans ``window_days`` before that. No price after the horizon is used, and a feed that
+        stops before the horizon still answers. The price in effect at the window start counts from there.
+    per
+        ``instance_hour`` (default) returns ``usd_per_instance_hour``; ``gpu_hour`` returns
+        ``usd_per_gpu_hour`` = usd_per_instance_hour / gpus (from the pricebook at ingest).
+    price_kind
+        ``spot`` (default) or ``on_demand`` (GCP catalog on-demand GPU SKUs).
+    product
+        Product description (``Linux/UNIX``, ``Windows`` …). Default: :data:`DEFAULT_PRODUCTS` for the
+        provider, else the single product present; several products without a choice is an error.
+
+    Raises
+    ------
+    NoPriceData
+        Nothing matches, or the match spans several products (the message says what was asked).
+    """
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}; got {statistic!r}")
+    df = _frame(prices)
+    what = f"{provider} {region} {instance_type} ({price_kind})"
+    mask = (df["provider"] == provider) & (df["instance_type"] == instance_type) & _region_mask(df, region)
+    mask &= df["price_kind"].fillna("spot") == price_kind
+    sel = df[mask]
+    if sel.empty:
+        raise NoPriceData(f"no spot prices stored for {what}")
+    sel, used_product = _select_product(sel, provider, product, what)
+    value_col = "usd_per_gpu_hour" if per == "gpu_hour" else "usd_per_instance_hour"
+    if sel[value_col].isna().all():
+        raise NoPriceData(f"no GPU count known for {what}; cannot give a price per GPU-hour")
+    end_ts = sel["timestamp"].max()
+    if end is not None:
+        cap = pd.Timestamp(end)
+        cap = cap.tz_localize(UTC) if cap.tzinfo is None else cap.tz_convert(UTC)
+        end_ts = min(end_ts, cap)
+    start_ts = end_ts - timedelta(days=float(window_days))
+    try:
+        stats = _series_stats(sel, value_col, start_ts, end_ts)
+    except NoPriceData:
+        window = f"the {window_days:g} days before {end_ts.isoformat()}"
+        raise NoPriceData(f"no spot prices for {what} in {window}") from None
+    in_window = sel[(sel["timestamp"] > start_ts) & (sel["timestamp"] <= end_ts)]
+    used = sel[sel["timestamp"] <= end_ts]["timestamp"].max()
+    return FeedStat(
+        value=float(stats[statistic]),
+        start=start_ts.to_pydatetime(),
+        end=end_ts.to_pydatetime(),
+        samples=len(in_window),
+        product=used_product,
+        newest=used.to_pydatetime(),
+    )
+
+
 def price_statistic(
     prices: pa.Table | pd.DataFrame,
     provider: str,
@@ -158,60 +278,19 @@ def price_statistic(
     product_description: str | None = None,
     end: datetime | None = None,
 ) -> float:
-    """One time-weighted price statistic for a provider × region × instance type, in USD.
-
-    Parameters
-    ----------
-    prices
-        Rows of the ``spot_prices`` dataset (see the module docstring).
-    provider, region, instance_type
-        ``region`` may be a region (all its zones are pooled) or a single zone.
-    statistic
-        ``mean`` (time-weighted), ``p50``/``p90`` (lower time-weighted quantiles), ``latest`` (the latest
-        price per zone, averaged over zones), ``min``, ``max``.
-    window_days
-        The window is ``(end − window_days, end]``; ``end`` defaults to the newest matching price, so a
-        historical feed still gives an answer. The price in effect at the window start counts from there.
-    per
-        ``instance_hour`` (default) returns ``usd_per_instance_hour``; ``gpu_hour`` returns
-        ``usd_per_gpu_hour`` = usd_per_instance_hour / gpus (from the pricebook at ingest).
-    price_kind
-        ``spot`` (default) or ``on_demand`` (GCP catalog on-demand GPU SKUs).
-
-    Returns
-    -------
-    float
-        Dollars per instance-hour (or per GPU-hour with ``per="gpu_hour"``).
-
-    Raises
-    ------
-    NoPriceData
-        Nothing matches (the message says what was asked).
-    """
-    if statistic not in STATISTICS:
-        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}; got {statistic!r}")
-    df = _frame(prices)
-    what = f"{provider} {region} {instance_type} ({price_kind})"
-    mask = (df["provider"] == provider) & (df["instance_type"] == instance_type) & _region_mask(df, region)
-    mask &= df["price_kind"].fillna("spot") == price_kind
-    if product_description is not None:
-        mask &= df["product_description"] == product_description
-    sel = df[mask]
-    if sel.empty:
-        raise NoPriceData(f"no spot prices stored for {what}")
-    value_col = "usd_per_gpu_hour" if per == "gpu_hour" else "usd_per_instance_hour"
-    if sel[value_col].isna().all():
-        raise NoPriceData(f"no GPU count known for {what}; cannot give a price per GPU-hour")
-    end_ts = pd.Timestamp(end).tz_convert(UTC) if end is not None else sel["timestamp"].max()
-    if end is not None and pd.Timestamp(end).tzinfo is None:
-        end_ts = pd.Timestamp(end).tz_localize(UTC)
-    start_ts = end_ts - timedelta(days=float(window_days))
-    try:
-        stats = _series_stats(sel, value_col, start_ts, end_ts)
-    except NoPriceData:
-        window = f"the {window_days:g} days before {end_ts.isoformat()}"
-        raise NoPriceData(f"no spot prices for {what} in {window}") from None
-    return stats[statistic]
+    """:func:`feed_statistic`'s value only (USD per instance-hour, or per GPU-hour with ``per="gpu_hour"``)."""
+    return feed_statistic(
+        prices,
+        provider,
+        region,
+        instance_type,
+        statistic,
+        window_days,
+        per=per,
+        price_kind=price_kind,
+        product=product_description,
+        end=end,
+    ).value
 
 
 def price_table(
@@ -287,21 +366,23 @@ def to_markdown(table: pd.DataFrame) -> str:
     from finops_cli.report.escape import md_table
     from finops_cli.report.format import money
 
-    headers = ["provider", "region", "zone", "instance type", "kind", "changes", "min", "mean", "p50", "p90", "max",
-               "latest", "$/GPU-h mean"]  # fmt: skip
+    headers = ["provider", "region", "zone", "instance type", "product", "kind", "changes", "min", "mean", "p50",
+               "p90", "max", "latest", "$/GPU-h mean"]  # fmt: skip
 
     def usd(x: float | None) -> str:
         return money(x, "USD", decimals=4)
 
     rows = [
-        [r.provider, r.region, r.zone or "", r.instance_type, r.price_kind, f"{r.samples:,}",
+        [r.provider, r.region, r.zone or "", r.instance_type, r.product_description or "", r.price_kind,
+         f"{r.samples:,}",
          *(usd(getattr(r, s)) for s in ("min", "mean", "p50", "p90", "max", "latest")), usd(r.usd_per_gpu_hour_mean)]
         for r in table.itertuples(index=False)
     ]  # fmt: skip
-    align = ["left"] * 5 + ["right"] * 8
-    trusted = [False] * 5 + [True] * 8
+    align = ["left"] * 6 + ["right"] * 8
+    trusted = [False] * 6 + [True] * 8
     note = (
         "\n\nTime-weighted: each price holds until the next change, so a statistic weights a price by how long "
-        "it was in effect (not a plain mean of change events). USD per instance-hour unless noted."
+        "it was in effect (not a plain mean of change events). USD per instance-hour unless noted. Each row is one "
+        "product: a feed's statistic never pools products (Linux and Windows prices differ by 2×)."
     )
     return md_table(headers, rows, align, trusted=trusted) + note + "\n"  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ is preemptions per hour, minutes are minutes. Loading and error formatting live 
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
@@ -17,6 +18,8 @@ Isolation = Literal["dedicated", "shared"]
 Status = Literal["up", "degraded", "down"]
 Slo = Literal["latency_critical", "standard", "offline"]
 Statistic = Literal["mean", "p50", "p90", "latest"]
+#: an exchange-rate key: ``FROM:TO`` ISO 4217 codes
+FX_PAIR = re.compile(r"[A-Z]{3}:[A-Z]{3}")
 
 
 class _Strict(BaseModel):
@@ -33,6 +36,7 @@ class PriceFeed(_Strict):
     gpus_per_instance: PositiveFloat | None = None  # default: from the pricebook's instance table
     statistic: Statistic = "p90"
     window_days: PositiveFloat = 30.0
+    product: str | None = Field(default=None, min_length=1)  # default: Linux/UNIX on AWS, else the only one
 
 
 class Interruption(_Strict):
@@ -131,9 +135,16 @@ class Fleet(_Strict):
     congestion: list[CongestionStep] = Field(default_factory=_default_congestion)
     reliability_penalty_per_gpu_hour: float = Field(default=5.0, ge=0)
     degraded_capacity_factor: float = Field(default=0.5, gt=0, le=1)
+    fx: dict[str, PositiveFloat] = Field(default_factory=dict)  # {"USD:CAD": 1.37}: 1 USD = 1.37 CAD
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Fleet:
+        for pair in self.fx:
+            src, _, dst = pair.partition(":")
+            if not (FX_PAIR.fullmatch(pair) and src != dst):
+                raise ValueError(f"fx: {pair!r}: expected FROM:TO currency codes such as USD:CAD")
+            if dst != self.currency:
+                raise ValueError(f"fx: {pair!r}: converts into {dst}, but the fleet's currency is {self.currency}")
         seen: set[str] = set()
         for i, s in enumerate(self.substrates):
             if s.id in seen:

@@ -111,6 +111,29 @@ class ClearingPrice(_Doc):
     price_per_unit: float
 
 
+class PriceUsed(_Doc):
+    """One substrate's marginal price as the plan used it (``finops_cli.estate.prices.resolve_fleet``).
+
+    ``value`` is per GPU-hour in ``currency`` (the plan's); ``quoted`` × ``fx_rate`` = ``value`` when the
+    price was quoted in another currency (``quoted_currency``). Feed prices name the ``statistic``, the
+    window (``window_start``..``window_end``), the price changes in it (``samples``) and the ``product``.
+    """
+
+    substrate: str
+    value: float | None  # None: an API substrate, priced per unit (price_per_unit in fleet.yaml)
+    currency: str
+    source: Literal["fleet", "price_ref", "price_feed"]
+    statistic: str | None = None
+    window_start: str | None = None  # ISO-8601 UTC
+    window_end: str | None = None
+    samples: int | None = None
+    product: str | None = None
+    age_days: int | None = None  # days from read_on (price_ref) or the newest price used (price_feed)
+    quoted: float | None = None
+    quoted_currency: str | None = None
+    fx_rate: float | None = None
+
+
 class PlanDocument(_Doc):
     schema_version: Literal[1] = SCHEMA_VERSION
     currency: str
@@ -126,6 +149,8 @@ class PlanDocument(_Doc):
     clearing_prices: list[ClearingPrice] = Field(default_factory=list)
     merit_order_unserved: list[Unserved] = Field(default_factory=list)  # the greedy reference's shortfall
     notes: list[str] = Field(default_factory=list)  # e.g. spot refused for a workload (it would never finish)
+    prices: list[PriceUsed] = Field(default_factory=list)  # per substrate: the price used and where it came from
+    fx: dict[str, float] = Field(default_factory=dict)  # exchange rates applied, {"USD:CAD": 1.37}
 
 
 def json_schema_text() -> str:

@@ -67,10 +67,14 @@ def test_sample_stack_matches_golden(spot_store: Store) -> None:
     doc = json.loads(out)
     assert isinstance(doc, list) and len(doc) == 8
     notes = doc[0].pop("price_notes")  # ages in days change with the calendar: checked apart
-    assert any("azure-nd-h100-eus: reference price azure/Standard_ND96isr_H100_v5/on_demand" in n for n in notes)
-    assert any("aws-p5-spot-use1: 3.9000/GPU-hour from the spot-price store" in n for n in notes)
+    assert any("azure-nd-h100-eus: " in n and "reference price azure/Standard_ND96isr_H100_v5/on_demand" in n
+               for n in notes)  # fmt: skip
+    assert any("aws-p5-spot-use1: 3.9000 USD/GPU-hour from the spot-price store" in n for n in notes)
+    prices = {p["substrate"]: p for p in doc[0].pop("prices")}  # ages too
+    assert prices["aws-p5-spot-use1"]["value"] == 3.9 and prices["aws-p5-spot-use1"]["product"] == "Linux/UNIX"
     for d in doc[1:]:
         d.pop("price_notes")
+        assert d.pop("prices") == list(prices.values())
     _close(doc, json.loads(GOLDEN.read_text()))
 
 

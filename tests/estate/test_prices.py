@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pyarrow as pa
 import pytest
@@ -63,11 +63,12 @@ def _spot_store(store: Store, prices: list[float]) -> Store:
     return store
 
 
+END = datetime(2026, 11, 1, tzinfo=UTC)  # the horizon's end: October 2026
 FEED = {"provider": "aws", "region": "us-east-1", "instance_type": "p5.48xlarge", "statistic": "mean"}
 
 
 def test_fixed_and_reserved_prices() -> None:
-    fleet, sources = resolve_fleet(_fleet(price_per_gpu_hour=3.9))
+    fleet, sources = resolve_fleet(_fleet(price_per_gpu_hour=3.9), horizon_end=END)
     assert [s.price_per_gpu_hour for s in fleet.substrates] == [0.35, 0.0, 3.9]
     assert [s.method for s in sources] == ["fixed", "committed", "fixed"]
 
@@ -75,33 +76,35 @@ def test_fixed_and_reserved_prices() -> None:
 def test_price_feed_is_time_weighted_mean_per_gpu_hour(store: Store) -> None:
     # 32 $/instance-hour for one day, then 24 for one day (the last price ends the window): mean 32 over 1 day
     _spot_store(store, [32.0, 24.0, 24.0])
-    fleet, sources = resolve_fleet(_fleet(price_feed=FEED | {"gpus_per_instance": 8}), store)
+    fleet, sources = resolve_fleet(_fleet(price_feed=FEED | {"gpus_per_instance": 8}), store, horizon_end=END)
     assert fleet.substrate("spot").price_per_gpu_hour == pytest.approx((32 + 24) / 2 / 8)
-    assert sources[2].method == "price_feed" and "aws/us-east-1/p5.48xlarge mean" in sources[2].detail
+    assert sources[2].method == "price_feed" and "aws/us-east-1/p5.48xlarge Linux/UNIX mean" in sources[2].detail
     # without gpus_per_instance the per-GPU price recorded at ingest is used: same answer
-    fleet2, _ = resolve_fleet(_fleet(price_feed=FEED), store)
+    fleet2, _ = resolve_fleet(_fleet(price_feed=FEED), store, horizon_end=END)
     assert fleet2.substrate("spot").price_per_gpu_hour == pytest.approx(3.5)
 
 
 def test_price_feed_missing_data_names_the_feed(store: Store) -> None:
-    with pytest.raises(InputError, match=r"substrate spot: price_feed aws/us-east-1/p5.48xlarge mean .*needs the"):
-        resolve_fleet(_fleet(price_feed=FEED))
+    with pytest.raises(
+        InputError, match=r"substrate spot: price_feed aws/us-east-1/p5.48xlarge Linux/UNIX mean .*needs the"
+    ):
+        resolve_fleet(_fleet(price_feed=FEED), horizon_end=END)
     with pytest.raises(InputError, match=r"price_feed aws/us-east-1/p5.48xlarge .*no aws spot prices"):
-        resolve_fleet(_fleet(price_feed=FEED), store)
+        resolve_fleet(_fleet(price_feed=FEED), store, horizon_end=END)
     _spot_store(store, [32.0, 24.0])
     with pytest.raises(InputError, match=r"price_feed aws/us-west-2/p5.48xlarge .*no spot prices stored"):
-        resolve_fleet(_fleet(price_feed=FEED | {"region": "us-west-2"}), store)
+        resolve_fleet(_fleet(price_feed=FEED | {"region": "us-west-2"}), store, horizon_end=END)
 
 
 def test_price_ref_resolves_with_age() -> None:
-    fleet, sources = resolve_fleet(_fleet(price_ref="aws/p5.48xlarge/spot"), as_of=date(2026, 10, 31))
+    fleet, sources = resolve_fleet(_fleet(price_ref="aws/p5.48xlarge/spot"), horizon_end=END, as_of=date(2026, 10, 31))
     assert fleet.substrate("spot").price_per_gpu_hour == pytest.approx(3.90)
     src = sources[2]
     assert src.method == "price_ref" and src.age_days == 31 and "31 days old" in src.detail
     with pytest.raises(
         InputError, match=r"price_ref 'aws/p5.48xlarge/ondemand' .*did you mean aws/p5.48xlarge/on_demand"
     ):
-        resolve_fleet(_fleet(price_ref="aws/p5.48xlarge/ondemand"))
+        resolve_fleet(_fleet(price_ref="aws/p5.48xlarge/ondemand"), horizon_end=END)
 
 
 def test_reference_table_rows_have_source_and_date() -> None:

@@ -186,7 +186,7 @@ def test_default_horizon_is_the_latest_billing_month(estate_files, store):
     est = api.estate(*estate_files)
     # no store: the month of the timestamped demand profile
     assert api.default_horizon(est, None).start == datetime(2026, 10, 1, tzinfo=UTC)
-    bill = _billing().assign(billing_period="2026-11")
+    bill = _billing().assign(billing_period="2026-11", x_GpuHours=8.0)  # GPU usage in November
     with store.transaction() as tx:
         tx.write_partitioned("billing", pa.Table.from_pandas(bill, preserve_index=False), key="t")
     hz = api.default_horizon(est, store)
@@ -203,7 +203,7 @@ def test_markdown_format(estate_files):
         ],
     )
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("# Plan") and "| train | own | owned |" in res.output
+    assert res.stdout.startswith("# Plan") and "| train | own | owned |" in res.stdout
 
 
 def test_billed_baseline_refuses_a_currency_other_than_the_fleets():

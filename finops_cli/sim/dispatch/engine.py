@@ -137,6 +137,7 @@ class DispatchResult:
     window_hours: float
     excluded: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     assignment: np.ndarray | None = None  # per request: substrate index (-1 rejected), when recorded
+    unit_prices: list[dict[str, object]] = field(default_factory=list)  # merit-order price per (workload, substrate)
 
     def by_kind(self) -> list[dict[str, object]]:
         """Requests, units and cost per substrate kind."""
@@ -168,6 +169,7 @@ class DispatchResult:
             "mode": self.mode,
             "seed": self.seed,
             "window_hours": self.window_hours,
+            "unit_prices": self.unit_prices,
         }
 
 
@@ -501,4 +503,9 @@ def simulate_dispatch(
         window_hours=window_hours,
         excluded=excluded,
         assignment=rec,
+        unit_prices=[
+            {"workload": w.id, "substrate": subs[c.d].id, "price_per_unit": c.rank_per_unit[0]}
+            for w, cs in zip(wls, cands, strict=True)
+            for c in cs
+        ],
     )

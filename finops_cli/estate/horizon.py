@@ -1,0 +1,97 @@
+"""The one default-month rule every command uses (``plan``, ``stack``, ``netc``, ``simulate dispatch``).
+
+Without ``--horizon`` a command prices and plans the **latest month with GPU usage in the store**
+(billing lines with GPU-hours, or utilisation samples), else the first month a timestamped demand
+profile covers, else the current calendar month (UTC). A month with only non-GPU lines (a stray $0.24
+storage charge) does not count. Each command prints the month and why on stderr, and warns when the
+store's utilisation, its billing and the horizon are different months: the baseline, the idle waste
+and the plan would then describe different periods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from finops_cli.core.demand import Horizon
+
+if TYPE_CHECKING:
+    from finops_cli.estate.load import Estate
+    from finops_cli.store import Store
+
+
+@dataclass(frozen=True)
+class HorizonChoice:
+    """The horizon a command uses, why (for stderr), and month-mismatch warnings."""
+
+    horizon: Horizon
+    reason: str
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def line(self) -> str:
+        """``horizon: 2026-10 (744 h): latest month with GPU usage in the store``."""
+        return f"horizon: {self.horizon.start:%Y-%m-%d} + {self.horizon.hours} h: {self.reason}"
+
+
+def latest_billed_gpu_month(store: Store) -> str | None:
+    """The latest ``billing_period`` with GPU-hours > 0 (non-GPU lines never decide the month)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    data = store.dataset("billing")
+    if data is None or "x_GpuHours" not in data.schema.names:
+        return None
+    table = data.to_table(columns=["billing_period"], filter=ds.field("x_GpuHours") > 0)
+    if table.num_rows == 0:
+        return None
+    return str(pc.max(table["billing_period"]).as_py())
+
+
+def latest_utilization_month(store: Store) -> str | None:
+    """The latest month with utilisation samples in the store."""
+    months = store.partition_values("utilization", "month") if store.has("utilization") else []
+    return months[-1] if months else None
+
+
+def _profile_month(estate: Estate | None) -> str | None:
+    if estate is None:
+        return None
+    from finops_cli.estate.demand_io import infer_horizon
+
+    sentinel = Horizon(datetime(1970, 1, 1, tzinfo=UTC), 1)
+    hz = infer_horizon(estate, sentinel)
+    return None if hz is sentinel else f"{hz.start:%Y-%m}"
+
+
+def choose_horizon(given: str | Horizon | None, estate: Estate | None, store: Store | None) -> HorizonChoice:
+    """``given`` (``YYYY-MM``, ``START:HOURS`` or a horizon), else the default month (module docstring)."""
+    billed = latest_billed_gpu_month(store) if store is not None and store.has("billing") else None
+    util = latest_utilization_month(store) if store is not None else None
+    if isinstance(given, Horizon):
+        hz, reason = given, "as given"
+    elif isinstance(given, str):
+        hz, reason = Horizon.parse(given), "--horizon"
+    elif billed or util:
+        month = max(m for m in (billed, util) if m)
+        hz, reason = Horizon.month(month), "latest month with GPU usage in the store"
+    elif (profile := _profile_month(estate)) is not None:
+        hz, reason = Horizon.month(profile), "the month the demand profiles cover (no GPU usage in the store)"
+    else:
+        now = datetime.now(UTC)
+        hz, reason = Horizon.month(f"{now:%Y-%m}"), "the current month (no GPU usage in the store, no dated profile)"
+    return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
+
+
+def month_warnings(hz: Horizon, billed: str | None, util: str | None) -> list[str]:
+    """One warning when the store's utilisation, its billing and the horizon are different months."""
+    months = {"horizon": f"{hz.start:%Y-%m}"}
+    if billed:
+        months["billing (GPU-hours)"] = billed
+    if util:
+        months["utilisation"] = util
+    if len(set(months.values())) <= 1 or len(months) == 1:
+        return []
+    said = ", ".join(f"{k} {v}" for k, v in months.items())
+    return [f"different months: {said}; the baseline, idle waste and plan describe different periods (--horizon)"]
