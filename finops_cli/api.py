@@ -141,7 +141,8 @@ def waste(
     price_per_gpu_hour: float | None = None,
     month: str | None = None,
 ) -> WasteReport:
-    """``finops waste``: idle GPU-hours and dollars for one month of utilisation (default: the latest).
+    """``finops waste``: idle GPU-hours and dollars for one month of utilisation (default: the latest month with
+    GPU usage in the store, the rule every command uses).
 
     Streams the ``utilization`` partition in batches (memory ∝ devices, not samples), prices devices from
     the billing store of the same month, else ``fleet``, else ``price_per_gpu_hour``. A month with billing
@@ -175,7 +176,12 @@ def waste(
         raise InputError(
             "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
         )
-    month = month or (util_months or bill_months)[-1]
+    if month is None:
+        from finops_cli.estate.horizon import choose_horizon
+
+        month = f"{choose_horizon(None, None, st).horizon.start:%Y-%m}"  # the one default-month rule
+        if month not in util_months and month not in bill_months:  # no GPU usage anywhere: the latest data
+            month = (util_months or bill_months)[-1]
     if month not in util_months and month not in bill_months:
         have = ", ".join(f"{kind} {', '.join(ms)}" for kind, ms in (("utilisation", util_months),
                                                                   ("billing", bill_months)) if ms)  # fmt: skip
@@ -283,10 +289,14 @@ def priced_fleet(
     estate: Estate | None = None,
     fx: dict[str, float] | None = None,
     demand_from_store: bool = True,
+    default_store: bool = True,
 ) -> _Priced:
     """The one price resolution every command runs: the horizon (given, else the default-month rule of
     :func:`finops_cli.estate.horizon.choose_horizon`), then every substrate's price for that horizon
-    (:func:`finops_cli.estate.prices.resolve_fleet`: the feed window rule, products, ``fx``)."""
+    (:func:`finops_cli.estate.prices.resolve_fleet`: the feed window rule, products, ``fx``).
+
+    ``store`` None means the default store when it exists (or is needed), unless ``default_store`` is
+    False (``plan(store=None)`` plans without a store)."""
     from finops_cli.estate.horizon import choose_horizon
     from finops_cli.estate.prices import needs_store, resolve_fleet
 
@@ -295,7 +305,8 @@ def priced_fleet(
         and estate is not None
         and any(w.demand.from_store is not None for w in estate.workloads.workloads)
     )
-    st = store if isinstance(store, Store) else _existing_store(store, needs)
+    given = isinstance(store, Store) or (store is None and not default_store)
+    st = store if given else _existing_store(store, needs)  # type: ignore[arg-type]
     choice = choose_horizon(horizon, estate, st)
     resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx)
     return _Priced(resolved, sources, choice, st)
@@ -516,7 +527,7 @@ def plan(
         raise InputError(f"--gap {gap}: expected a fraction in [0, 1)")
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError(f"--time-limit {time_limit}: expected seconds > 0")
-    p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx)
+    p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx, default_store=False)
     hz, sources = p.horizon, p.sources
     resolved = replace(estate, fleet=p.fleet)
     if demand is None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt
-from finops_cli.cli.output import emit_json, emit_text, stdout_console
+from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money_table, table_text
 
 if TYPE_CHECKING:
@@ -123,7 +123,9 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option("--price-per-gpu-hour", min=0, help="Last-resort cost per GPU-hour (USD)."),
         ] = None,
-        month: Annotated[str | None, typer.Option("--month", help="YYYY-MM (default: latest in the store).")] = None,
+        month: Annotated[
+            str | None, typer.Option("--month", help="YYYY-MM (default: the latest month with GPU usage in the store).")
+        ] = None,
         fmt: FormatOpt = OutputFormat.table,
         out: OutOpt = None,
         store: StoreOpt = None,
@@ -141,6 +143,8 @@ def register(app: typer.Typer) -> None:
         from finops_cli.report.waste import to_markdown
 
         report = api.waste(store=store, by=by.value, fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month)
+        why = "--month" if month else "latest month with GPU usage in the store"
+        stderr_console().print(f"month: {report.totals.get('month')}: {why}", markup=False, highlight=False)
         if fmt is OutputFormat.json:
             emit_json(report.to_dict(), out)
         elif fmt is OutputFormat.markdown:

@@ -265,32 +265,9 @@ def feed_statistic(
     )
 
 
-def price_statistic(
-    prices: pa.Table | pd.DataFrame,
-    provider: str,
-    region: str,
-    instance_type: str,
-    statistic: Statistic = "p90",
-    window_days: float = 30.0,
-    *,
-    per: Per = "instance_hour",
-    price_kind: str = "spot",
-    product_description: str | None = None,
-    end: datetime | None = None,
-) -> float:
+def price_statistic(*args: object, product_description: str | None = None, **kwargs: object) -> float:
     """:func:`feed_statistic`'s value only (USD per instance-hour, or per GPU-hour with ``per="gpu_hour"``)."""
-    return feed_statistic(
-        prices,
-        provider,
-        region,
-        instance_type,
-        statistic,
-        window_days,
-        per=per,
-        price_kind=price_kind,
-        product=product_description,
-        end=end,
-    ).value
+    return feed_statistic(*args, product=product_description, **kwargs).value  # type: ignore[arg-type]
 
 
 def price_table(
