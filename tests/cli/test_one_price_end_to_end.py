@@ -162,12 +162,7 @@ def _generated_estate(tmp: Path, fee: float) -> tuple[Path, Path]:
     return f, w
 
 
-FEE_NOT_IN_STACK = pytest.mark.xfail(
-    strict=True, reason="issue 10 item 3 (resume fee λ·W·F in stack/plan/dispatch) is not on main yet"
-)
-
-
-@pytest.mark.parametrize("fee", [0.0, pytest.param(4.0, marks=FEE_NOT_IN_STACK)])
+@pytest.mark.parametrize("fee", [0.0, 4.0])
 def test_generated_estate_with_spot_pools_products_fee_and_cad_prints_one_price(
     store: Store, tmp_path: Path, fee: float
 ) -> None:
