@@ -570,8 +570,9 @@ def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
     out += [
         f"Spot carries {number(spot_hours)} GPU-hours ({pct(spot_hours / total_hours if total_hours else None)} of "
         f"planned GPU-hours) and {_pm(spot_cost, cur)} ({pct(spot_cost / total_cost if total_cost else None)} of usage "
-        f"cost). Preemptions add an expected **{_pm(overhead, cur)}** of lost work, checkpoint writes and resumes "
-        "(NETC: cost × (W − 1), with W = (1 + δ/τ) / (1 − λ·(t_lost + R)); see docs/economics.md §5).",
+        f"cost). Preemptions add an expected **{_pm(overhead, cur)}** of lost work, checkpoint writes, resumes and "
+        "resume fees (NETC: a useful GPU-hour costs C·W + λ·W·F instead of C, with W = (1 + δ/τ) / (1 − λ·(t_lost + "
+        "R)); see docs/economics.md §5); the price per unit is the one `finops stack` and `finops netc` print.",
         "",
     ]
     rows = []
@@ -584,6 +585,7 @@ def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
                 md_text(a.workload),
                 md_text(a.substrate),
                 number(a.gpu_hours),
+                unit_price(_extra(a, "price_per_unit"), cur),
                 money(a.cost, cur),
                 money(over, cur),
                 "—" if w is None else f"{w:.3f}",
@@ -591,9 +593,9 @@ def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
         )
     out += [
         md_table(
-            ["Workload", "Spot substrate", "GPU-hours", "Cost", "NETC overhead", "Multiplier W"],
+            ["Workload", "Spot substrate", "GPU-hours", "Price per unit", "Cost", "NETC overhead", "× base price"],
             rows,
-            ["left", "left", "right", "right", "right", "right"],
+            ["left", "left", "right", "right", "right", "right", "right"],
             trusted=True,
         ),
         "",

@@ -160,3 +160,15 @@ def test_milp_is_never_dearer_than_the_reference_on_any_estate(estate) -> None:
     assert ref.unserved_units >= float(sol.unserved["units"].sum()) - 1e-6
     # the reference never holds more GPUs than a workload's cap, nor more than a segment has
     assert ref.unserved_units >= 0
+
+
+def test_report_says_no_saving_is_claimed() -> None:
+    from finops_cli.report.markdown import ReportInputs, render_markdown
+    from finops_cli.schema.plan import PlanDocument
+
+    f, ws, d = _greedy_trap()
+    out = plan_demand(f, ws, d, n_blocks=3, solver="highs", gap=0)
+    doc = PlanDocument.model_validate_json(plan_document(out, f, start=START).model_dump_json())
+    text = " ".join(render_markdown(ReportInputs(plan=doc)).split())
+    assert "No saving is claimed" in text and "leaves 9.0 units of demand unserved" in text
+    assert "is never a baseline while it leaves work undone" in text
