@@ -149,7 +149,7 @@ def frontier_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     ax.set_ylabel("probe's performance retained (best time ÷ achieved)")
     _pct_axis(ax)
     ax.legend(fontsize=8)
-    ax.set_title("Cost–performance frontier of one tenant (labels: budget ÷ on-demand cost)")
+    ax.set_title("Cost–performance frontier of one tenant (labels: budget ÷ cheapest cost at base)")
     return _save(fig, path)
 
 

@@ -275,7 +275,7 @@ def frontier(n_accelerators: int, window_hours: float, seed: int) -> ExperimentR
         "value_per_hour": 10.0,
         "deadline": {"hours": 1.5 * best, "kind": "soft", "penalty_per_hour": 10.0},
     }
-    od_cost = work * min(families.ACCELERATORS[k][0] * h for k, h in probe_hours.items())
+    cheapest = work * min(families.ACCELERATORS[k][0] * h for k, h in probe_hours.items())
     rows: list[dict[str, Any]] = []
 
     def probe_row(sc: Scenario, policy: str, budget: float | None, multiple: float | None) -> dict[str, Any]:
@@ -296,12 +296,12 @@ def frontier(n_accelerators: int, window_hours: float, seed: int) -> ExperimentR
         return base.model_copy(update={"tenants": [*base.tenants, Tenant.model_validate({**probe, "budget": budget})]})
 
     for multiple in BUDGET_MULTIPLES:
-        budget = None if multiple is None else multiple * od_cost
+        budget = None if multiple is None else multiple * cheapest
         rows.append(probe_row(with_probe(budget), "renegotiate", budget, multiple))
     plain = with_probe(None)
     for policy in ("fcfs", "fcfs-preempt", "on-demand"):
         rows.append(probe_row(plain, policy, None, None))
-    summary = {"probe_on_demand_cost": od_cost, "probe_best_hours": best}
+    summary = {"probe_cheapest_cost": cheapest, "probe_best_hours": best}
     cols = ["policy", "budget_multiple", "budget", "cost", "completion_hours", "retained", "migrations"]
     cols += ["deadline_missed"]
     return ExperimentResult("frontier", {}, cols, rows, summary)
