@@ -9,40 +9,104 @@ decompressed transparently. Large tabular inputs go through :mod:`finops_cli.ing
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
+from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
 
+#: Whole-file inputs (YAML, plan JSON, Prometheus and spot JSON, traces, scrapes, profiles) are read into
+#: memory: one larger than this once decompressed is refused (a 4 MB gzip can hold 4 GiB; ``/dev/zero``
+#: never ends).
+MAX_TEXT_BYTES = 256 << 20
+#: Deeper nesting than this in a JSON/YAML input is refused (real documents nest a few levels).
+MAX_DEPTH = 64
+#: A document expanding to more values than this is refused (YAML aliases can multiply a small file).
+MAX_VALUES = 50_000_000
 
-def read_text(path: Path, *, kind: str = "a text file", missing: str = "file not found") -> str:
-    """The file's UTF-8 text; ``missing`` is the message when it does not exist."""
+
+def read_bytes(path: Path, *, kind: str, missing: str = "file not found", limit: int = MAX_TEXT_BYTES) -> bytes:
+    """The file's bytes (``.gz`` decompressed), at most ``limit`` of them, else one clear error."""
+    note_input(path)
     try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                return fh.read()
-        return path.read_text(encoding="utf-8")
+        with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as fh:
+            data = fh.read(limit + 1)
     except FileNotFoundError:
         raise InputError(missing, path=path) from None
     except IsADirectoryError:
         raise InputError(f"is a directory; expected {kind}", path=path) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start}); expected {kind}", path=path) from None
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or exc.__class__.__name__
         raise InputError(f"cannot read: {reason}", path=path) from None
+    if len(data) > limit:
+        raise InputError(f"larger than {limit >> 20} MiB (decompressed); expected {kind}", path=path)
+    return data
+
+
+def read_text(path: Path, *, kind: str = "a text file", missing: str = "file not found") -> str:
+    """The file's UTF-8 text (at most :data:`MAX_TEXT_BYTES`); ``missing`` is the message when it is absent."""
+    data = read_bytes(path, kind=kind, missing=missing)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}); expected {kind}", path=path) from None
+
+
+def check_depth(doc: Any, path: Path, *, limit: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> Any:
+    """``doc`` unless it nests deeper than ``limit``, refers to itself, or expands to more than ``max_values``.
+
+    YAML aliases make a document a graph: nine lines of ``[*a, *a, ...]`` expand to 10^9 values (the
+    "billion laughs"), and ``&a [*a]`` is a cycle. Sizes are memoised per node, so the check itself
+    costs one visit per distinct node, and it is iterative (no recursion to exhaust).
+    """
+    memo: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded values, depth)
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if not isinstance(node, dict | list) or (key in memo and not done):
+            continue
+        children = [c for c in (node.values() if isinstance(node, dict) else node) if isinstance(c, dict | list)]
+        if not done:
+            if key in open_:
+                continue
+            open_.add(key)
+            stack.append((node, True))
+            for c in children:
+                if id(c) in open_:
+                    raise InputError("a value contains itself (a YAML alias cycle)", path=path)
+                stack.append((c, False))
+            if len(open_) > limit:
+                raise InputError(f"nested more than {limit} levels deep", path=path)
+            continue
+        open_.discard(key)
+        size = len(node) + sum(memo[id(c)][0] for c in children)
+        depth = 1 + max((memo[id(c)][1] for c in children), default=0)
+        if depth > limit:
+            raise InputError(f"nested more than {limit} levels deep", path=path)
+        if size > max_values:
+            raise InputError(f"expands to more than {max_values:,} values (YAML aliases?)", path=path)
+        memo[key] = (size, depth)
+    return doc
 
 
 def parse_json(text: str, path: Path, *, problem: str = "not valid JSON") -> Any:
     """Decode JSON text read from ``path``; a syntax error names its line and column."""
     try:
-        return json.loads(text)
+        return check_depth(json.loads(text), path)
     except json.JSONDecodeError as exc:
         raise InputError(f"{problem}: {exc.msg}", path=path, where=f"line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(f"{problem}: nested more than {MAX_DEPTH} levels deep", path=path) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(f"{problem}: {str(exc).splitlines()[0]}", path=path) from None
 
 
 def read_json(path: Path, *, kind: str = "a JSON file", problem: str = "not valid JSON") -> Any:
@@ -73,7 +137,11 @@ def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, 
         if node is None:
             return None, positions
         _walk(node, (), positions, path, set())
-        return loader.construct_document(node), positions
+        return check_depth(loader.construct_document(node), path), positions
+    except RecursionError:
+        raise InputError(f"invalid YAML (nested more than {MAX_DEPTH} levels deep)", path=path) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise InputError(f"invalid YAML ({str(exc).splitlines()[0]})", path=path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -83,11 +151,15 @@ def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, 
         loader.dispose()
 
 
-def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, path: Path, active: set[int]) -> None:
-    """Record each node's position under its path; refuse duplicate keys (naming both lines)."""
-    if id(node) in active:  # a recursive alias (``&a [*a]``): the construction step reports it, if at all
+def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, path: Path, visited: set[int]) -> None:
+    """Record each node's position under its path; refuse duplicate keys (naming both lines).
+
+    Each node is visited once: an alias (``*a``) reuses a node, and nine lines of aliases reach 10^9
+    paths (the "billion laughs"); ``&a [*a]`` is a cycle. :func:`check_depth` judges the expanded document.
+    """
+    if id(node) in visited:
         return
-    active = active | {id(node)}
+    visited.add(id(node))
     positions[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
@@ -103,10 +175,10 @@ def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, pat
                     where=f"line {line}, column {key_node.start_mark.column + 1}",
                 )
             seen[key] = line
-            _walk(value_node, (*loc, key), positions, path, active)
+            _walk(value_node, (*loc, key), positions, path, visited)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _walk(item, (*loc, i), positions, path, active)
+            _walk(item, (*loc, i), positions, path, visited)
 
 
 def position_of(positions: Positions, loc: tuple[object, ...]) -> tuple[int, int] | None:
@@ -124,11 +196,10 @@ def read_csv_text(path: Path, *, kind: str) -> pd.DataFrame:
 
     Callers check the columns and values themselves and name a bad cell with :func:`csv_line`.
     """
+    data = read_bytes(path, kind=kind, missing=f"{kind} not found")
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise InputError(f"{kind} not found", path=path) from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, IsADirectoryError) as exc:
+        raw = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read {kind} ({str(exc).splitlines()[0]})", path=path) from None
     raw.columns = [str(c).strip() for c in raw.columns]
     return raw

@@ -17,6 +17,7 @@ from rich.markup import escape
 from typer.core import TyperGroup
 
 from finops_cli import __version__
+from finops_cli.atomic import guard_inputs
 from finops_cli.cli.output import color_disabled, stderr_console
 from finops_cli.errors import EXIT_INTERNAL_ERROR, FinopsError
 
@@ -59,7 +60,8 @@ class _ErrorMappingGroup(TyperGroup):
 
     def invoke(self, ctx: typer.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with guard_inputs():
+                return super().invoke(ctx)
         except FinopsError as exc:
             console = stderr_console()
             for line in str(exc).splitlines() or ["error"]:

@@ -55,17 +55,22 @@ def register(app: typer.Typer) -> None:
         """Load billing exports into the store (see the command help)."""
         from finops_cli import api
         from finops_cli.atomic import check_not_an_input
+        from finops_cli.errors import InputError
+        from finops_cli.store import resolve_store_root
 
-        check_not_an_input(out, *paths)
+        check_not_an_input(out, *paths, store=resolve_store_root(store))
 
         with _progress() as progress:
             summary = api.ingest_billing(list(paths), fmt, store, progress=progress)
-        if output == SummaryFormat.json:
-            emit_json(summary.to_dict(), out)
-        elif out is not None:
-            emit_text(table_text(render_summary(summary)), out)
-        else:
-            stdout_console().print(render_summary(summary))
+        try:
+            if output == SummaryFormat.json:
+                emit_json(summary.to_dict(), out)
+            elif out is not None:
+                emit_text(table_text(render_summary(summary)), out)
+            else:
+                stdout_console().print(render_summary(summary))
+        except InputError as exc:  # the store already holds the ingest: say so, or the user re-runs it for nothing
+            raise InputError(f"{exc} (the ingest itself was committed to the store)") from None
 
 
 class _Bar:

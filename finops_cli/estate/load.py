@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
 from finops_cli.estate.rates import RateSource, resolve_rates
 from finops_cli.files import Positions, position_of, read_yaml_positions
@@ -98,7 +99,12 @@ def load_fleet(path: Path | str) -> Fleet:
 
 
 def load_workloads(path: Path | str) -> Workloads:
-    return load_model(path, Workloads)
+    workloads = load_model(path, Workloads)
+    for w in workloads.workloads:  # inputs of the command even if it never reads them: no --out may replace them
+        if w.demand.profile is not None:
+            profile = Path(w.demand.profile)
+            note_input(profile if profile.is_absolute() else Path(path).parent / profile)
+    return workloads
 
 
 def load_estate(fleet_path: Path | str, workloads_path: Path | str) -> Estate:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
 
 #: File name endings the readers understand, longest first.
@@ -82,6 +83,7 @@ def discover(paths: Iterable[str | Path], what: str = "export", suffixes: Collec
         if not p.exists():
             raise InputError("no such file or directory", path=p)
         if p.is_dir():
+            note_input(p, tree=True)
             inside = sorted(
                 f
                 for f in p.rglob("*")
@@ -122,6 +124,7 @@ def _check_not_empty(path: Path) -> None:
 def read_header(path: Path) -> list[str]:
     """Column names of a file without reading its body (CSV header, Parquet schema, first JSON object)."""
     path = Path(path)
+    note_input(path)
     _check_not_empty(path)
     kind = kind_of(path)
     try:
@@ -422,8 +425,15 @@ def _records_to_batch(
             continue
         try:
             arrays.append(pc.cast(pa.array([None if v == "" else v for v in raw]), target))
-        except (pa.ArrowException, TypeError):
-            _raise_first_uncastable(raw, target, path=path, column=name, first_row=first_row)
+            continue
+        except (pa.ArrowException, TypeError, OverflowError):
+            pass
+        # mixed JSON types in one column (2.5 and "NaN"): cast their text, so each row is judged alike
+        texts = [None if v is None or v == "" else _text(v) for v in raw]
+        try:
+            arrays.append(pc.cast(pa.array(texts, pa.string()), target))
+        except pa.ArrowException:
+            _raise_first_uncastable(texts, target, path=path, column=name, first_row=first_row)
             raise
     return pa.RecordBatch.from_arrays(arrays, names=names)
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from finops_cli.atomic import check_output
 from finops_cli.errors import InputError
 from finops_cli.report.escape import md_table, md_text
 from finops_cli.report.format import money, number, pct, unit_price
@@ -829,6 +830,10 @@ def write_report(inp: ReportInputs, out: Path | None) -> ReportResult:
     if out is None:
         return ReportResult(None, [], render_markdown(inp), [], inp.plan)
     out = Path(out)
+    if check_output(out) == "stream":
+        raise InputError(
+            "is a device or pipe; report --out writes charts beside the report, so give a file path", path=out
+        )
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         stage = Path(tempfile.mkdtemp(prefix=f".{out.stem}-", dir=out.parent))
@@ -838,6 +843,8 @@ def write_report(inp: ReportInputs, out: Path | None) -> ReportResult:
         charts, unavailable = _draw_charts(inp, stage, out.stem)
         text = render_markdown(inp, charts)
         (stage / out.name).write_text(text, encoding="utf-8")
+        for name in charts.values():
+            check_output(out.parent / name)  # a chart must not replace an input either (before any move)
         paths = []
         for name in charts.values():  # charts first, the report last: a reader never sees dangling links
             os.replace(stage / name, out.parent / name)

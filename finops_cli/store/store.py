@@ -23,6 +23,7 @@ other file of a partition (a corrected re-export of a billing period replaces th
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -39,7 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from finops_cli.atomic import write_text
+from finops_cli.atomic import note_input, write_text
 from finops_cli.errors import InputError
 
 try:
@@ -59,6 +60,9 @@ STORE_ENV = "FINOPS_STORE"
 _MANIFEST = "manifest.json"
 _STAGING = ".staging"
 _LOCK = ".lock"
+_MAX_JOURNAL_BYTES = 64 << 20
+#: a partition value or file key (file systems allow 255 bytes per name; leave room for "provider=" and ".parquet")
+_MAX_NAME_BYTES = 200
 
 
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -81,9 +85,19 @@ def _partition_dir(dataset: str, partition: Mapping[str, str]) -> Path:
 
 
 def _safe_value(value: str) -> str:
-    """Partition values become directory names: keep them to a safe alphabet."""
-    if not value or any(ch in value for ch in "/\\\0") or value in {".", ".."}:
-        raise InputError(f"invalid partition value {value!r}")
+    """Partition values and keys become path names: bounded, printable, visible to readers, one level."""
+    if (
+        not value
+        or len(value.encode()) > _MAX_NAME_BYTES
+        or value.startswith((".", "_"))
+        or any(ch in value for ch in "/\\")
+        or not value.isprintable()
+    ):
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise InputError(
+            f"invalid store partition value {shown!r} (expected up to {_MAX_NAME_BYTES} bytes of printable text, "
+            "no '/', '\\', leading '.' or '_')"
+        )
     return value
 
 
@@ -95,14 +109,13 @@ class Store:
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
+        note_input(self.root, tree=True)  # no --out may land inside the store
         for ancestor in (self.root, *self.root.parents):
             if ancestor.exists():
                 if not ancestor.is_dir():
                     where = "is a file" if ancestor == self.root else f"{ancestor} is a file"
                     raise InputError(f"{where}; --store expects a directory", path=self.root)
                 break
-        if self.root.exists():
-            self._recover()
 
     # ----------------------------------------------------------------- reading
     def dataset_dir(self, name: str) -> Path:
@@ -118,6 +131,7 @@ class Store:
         """A pyarrow dataset over ``name`` (partition columns as strings), or None if empty."""
         if not self.has(name):
             return None
+        self._check_no_interrupted_commit()
         for path in self.files(name):  # footers only: a damaged file is named here, not as a traceback mid-scan
             try:
                 pq.read_metadata(path)
@@ -170,66 +184,168 @@ class Store:
     # ----------------------------------------------------------------- writing
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
-        """Stage writes; commit all of them on normal exit, none on any exception (Ctrl-C included)."""
+        """Stage writes; commit all of them on normal exit, none on any exception (Ctrl-C included).
+
+        The writer lock is taken first (waiting for any other writer), then interrupted transactions
+        are finished or discarded, so nothing is ever staged or read for merging outside the lock.
+        """
         txid = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
-        tx = Transaction(self, txid)
+        fd = _lock_for_writing(self.root)
+        tx = Transaction(self, txid, _lock_fd=fd)
         try:
-            yield tx
-        except BaseException:
-            tx.abort()
-            raise
-        tx.commit()
+            try:
+                self._recover()
+                yield tx
+            except BaseException:
+                tx.abort()
+                raise
+            tx.commit()
+        except OSError as exc:  # disk full, read-only file system, permissions: nothing was committed
+            raise InputError(f"cannot write the store: {_reason(exc)}; nothing was written", path=self.root) from None
 
     # ---------------------------------------------------------------- recovery
     def _recover(self) -> None:
-        """Finish committed journals and drop staging debris, unless another process is writing right now."""
-        fd = _open_lock(self.root, create=False)
-        if fd is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # a live transaction elsewhere owns .staging: leave it alone
-                os.close(fd)
-                return
-        try:
-            for journal in sorted(self.root.glob(".journal-*.json")):
-                _apply_journal(self.root, journal)
-            staging = self.root / _STAGING
-            if staging.is_dir():
-                shutil.rmtree(staging, ignore_errors=True)
-        finally:
-            if fd is not None:
-                os.close(fd)  # closing the descriptor releases the lock
+        """Finish committed journals and drop staging debris. Called only with the writer lock held."""
+        staging = self.root / _STAGING
+        if staging.is_symlink() or (staging.exists() and not staging.is_dir()):
+            raise InputError(f"{_STAGING} is not a directory of this store; refusing to use the store", path=self.root)
+        for journal in sorted(self.root.glob(".journal-*.json")):
+            _apply_journal(self.root, journal)
+        if staging.is_dir():
+            shutil.rmtree(staging)
+
+    def _check_no_interrupted_commit(self) -> None:
+        """A reader must not see half of a commit nor replay it: name a journal no live writer owns."""
+        journals = sorted(self.root.glob(".journal-*.json"))
+        if journals and not _writer_is_live(self.root):
+            raise InputError(
+                f"an ingest was interrupted while committing ({journals[0].name}); "
+                "the next ingest into this store finishes it (readers never replay journals)",
+                path=self.root,
+            )
 
 
-def _open_lock(root: Path, *, create: bool) -> int | None:
-    """The store's writer lock file (``.lock``), opened; None where advisory locks are unavailable."""
+def _reason(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on the device"
+    return exc.strerror or str(exc) or exc.__class__.__name__
+
+
+def _lock_for_writing(root: Path) -> int | None:
+    """Create the store if needed, open its ``.lock`` and hold it exclusively (waiting for other writers)."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        if fcntl is None:
+            return None
+        path = root / _LOCK
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise InputError(f"{_LOCK} is not a regular file; is --store a finops store?", path=root)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise InputError(f"cannot write the store: {_reason(exc)}", path=root) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        os.close(fd)
+        raise InputError(f"cannot lock the store: {_reason(exc)}", path=root) from None
+    return fd
+
+
+def _writer_is_live(root: Path) -> bool:
+    """Whether a transaction holds the store's lock now (read-only probe: works on a read-only store)."""
     if fcntl is None:
-        return None
+        return False
     path = root / _LOCK
-    if not create and not path.exists():
-        return None
-    root.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    if not path.is_file():
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def _inside(root: Path, rel: object, *, under: tuple[str, ...], what: str, journal: Path) -> Path:
+    """``root / rel`` if ``rel`` is a relative path below one of ``under`` that stays inside the store."""
+    bad = InputError(
+        f"{what} {rel!r} leads outside the store's data; the store needs a manual look (nothing was changed)",
+        path=journal,
+    )
+    if not isinstance(rel, str) or not rel or "\0" in rel or "\\" in rel:
+        raise bad
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or any(p in ("..", ".", "") for p in parts) or parts[0] not in under:
+        raise bad
+    real_root = os.path.realpath(root)
+    real_parent = os.path.realpath(root / Path(rel).parent)
+    if os.path.commonpath([real_root, real_parent]) != real_root:
+        raise bad
+    return root / rel
+
+
+def _read_journal(root: Path, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
+    """A journal's deletes, moves and staging directory, each checked to stay inside the store."""
+    try:
+        if journal.is_symlink() or journal.stat().st_size > _MAX_JOURNAL_BYTES:
+            raise TypeError("not a regular journal file")
+        plan = json.loads(journal.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, RecursionError, ValueError, TypeError) as exc:
+        raise InputError(
+            f"unreadable transaction journal ({exc}); the store needs a manual look", path=journal
+        ) from None
+    return _checked_plan(root, plan, journal)
+
+
+def _checked_plan(root: Path, plan: object, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
+    """Refuse a plan (before anything is touched) unless it has the writer's shape and stays in the store."""
+
+    def refuse(problem: str) -> InputError:
+        return InputError(f"{problem}; the store needs a manual look (nothing was changed)", path=journal)
+
+    if not isinstance(plan, dict) or set(plan) != {"deletes", "moves", "staging"}:
+        raise refuse("not a transaction journal (expected {deletes, moves, staging})")
+    if not isinstance(plan["deletes"], list) or not isinstance(plan["moves"], list):
+        raise refuse("not a transaction journal (deletes and moves must be lists)")
+    if not all(isinstance(m, list) and len(m) == 2 for m in plan["moves"]):
+        raise refuse("not a transaction journal (each move must be [source, destination])")
+    staging = _inside(root, plan["staging"], under=(_STAGING,), what="staging", journal=journal)
+    if len(Path(plan["staging"]).parts) != 2:
+        raise refuse(f"staging {plan['staging']!r} is not a transaction directory")
+    data = tuple(DATASETS)
+    deletes = [_inside(root, d, under=data, what="deleted file", journal=journal) for d in plan["deletes"]]
+    moves = []
+    for src, dst in plan["moves"]:
+        s = _inside(root, src, under=(_STAGING,), what="staged file", journal=journal)
+        if Path(src).parts[:2] != Path(plan["staging"]).parts:
+            raise refuse(f"staged file {src!r} is not in the journal's staging directory")
+        d = (
+            root / _MANIFEST
+            if dst == _MANIFEST
+            else _inside(root, dst, under=data, what="destination", journal=journal)
+        )
+        moves.append((s, d))
+    for p in [*deletes, *(d for _, d in moves)]:
+        if p != root / _MANIFEST and not p.name.endswith(".parquet"):
+            raise refuse(f"{p.relative_to(root)} is not a data file of a finops store")
+    return deletes, moves, staging
 
 
 def _apply_journal(root: Path, journal: Path) -> None:
-    """Roll a committed transaction forward; every step is idempotent."""
-    try:
-        plan = json.loads(journal.read_text(encoding="utf-8"))
-        if not isinstance(plan, dict) or not {"deletes", "moves", "staging"} <= plan.keys():
-            raise TypeError("expected {deletes, moves, staging}")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise InputError(
-            f"unreadable transaction journal ({exc!r}); the store needs a manual look", path=journal
-        ) from None
-    for rel in plan["deletes"]:
-        (root / rel).unlink(missing_ok=True)
-    for src, dst in plan["moves"]:
-        s, d = root / src, root / dst
+    """Roll a committed transaction forward; every step is idempotent. The whole journal is checked first."""
+    deletes, moves, staging = _read_journal(root, journal)
+    for path in deletes:
+        path.unlink(missing_ok=True)
+    for s, d in moves:
         if s.exists():
             d.parent.mkdir(parents=True, exist_ok=True)
             os.replace(s, d)
-    shutil.rmtree(root / plan["staging"], ignore_errors=True)
+    shutil.rmtree(staging, ignore_errors=True)
     journal.unlink(missing_ok=True)
 
 
@@ -253,14 +369,6 @@ class Transaction:
     _lock_fd: int | None = None
     rows_written: int = 0
 
-    def _hold_lock(self) -> None:
-        """Serialise writers: wait for any other transaction on this store, then hold its lock until the end."""
-        if self._lock_fd is None and fcntl is not None:
-            fd = _open_lock(self.store.root, create=True)
-            assert fd is not None
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            self._lock_fd = fd
-
     def _release_lock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -275,7 +383,6 @@ class Transaction:
         rel = _partition_dir(dataset, partition) / f"{_safe_value(key)}.parquet"
         writer = self._writers.get(rel)
         if writer is None:
-            self._hold_lock()
             path = self.staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             writer = pq.ParquetWriter(path, data.schema, compression="zstd")
@@ -342,7 +449,6 @@ class Transaction:
             shutil.rmtree(self.staging, ignore_errors=True)
             _remove_if_empty(self.staging.parent)
             return
-        self._hold_lock()  # the manifest is read, merged and replaced under the lock
         staging_rel = self.staging.relative_to(root)
         moves = [[str(staging_rel / rel), str(rel)] for rel in staged]
         deletes: list[str] = []
@@ -359,7 +465,9 @@ class Transaction:
         (self.staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
         moves.append([str(staging_rel / _MANIFEST), _MANIFEST])
         journal = root / f".journal-{self.txid}.json"
-        write_text(journal, json.dumps({"moves": moves, "deletes": deletes, "staging": str(staging_rel)}))
+        plan = {"moves": moves, "deletes": deletes, "staging": str(staging_rel)}
+        _checked_plan(root, plan, journal)  # a symlinked dataset directory is refused before the journal exists
+        write_text(journal, json.dumps(plan), output=False)
         _apply_journal(root, journal)
         _remove_if_empty(self.staging.parent)
         # Empty partition directories left by deletions would confuse nobody, but tidy them.

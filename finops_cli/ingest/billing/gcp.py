@@ -92,6 +92,13 @@ class GcpBilling(BillingFormat):
         n = batch.num_rows
         src = SourceColumns(batch, ctx)
         cost = src.num("cost")
+        if cost is not None and cost.null_count:  # an empty cost is not $0.00 (FOCUS and CUR refuse it too)
+            i = pc.index(pc.is_null(cost), True).as_py()
+            raise InputError(
+                "cost is empty: every GCP billing line has one",
+                path=ctx.path,
+                where=f"row {ctx.first_row + i}, column 'cost'",
+            )
         credits = col(batch, "credits")
         credit_sum = _credit_sums(credits, ctx) if credits is not None else pa.repeat(pa.scalar(0.0), n)
         has_cud = _has_cud(credits, ctx) if credits is not None else pa.repeat(pa.scalar(False), n)

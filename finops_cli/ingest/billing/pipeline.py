@@ -19,10 +19,10 @@ CUR split into parts) in one command: a later ingest of the same account and per
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from decimal import Context, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,15 @@ from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
 
 DATASET = "billing"
-CENT = 0.005
+#: half a cent, in the nano-units of :func:`exact_sum`
+CENT = 5_000_000
+#: No billing line is this large in any currency (1e15 IDR is about 60 M USD). Bounding lines keeps every
+#: sum finite, and the conservation check exact: amounts are summed as decimals with 9 places.
+MAX_LINE_AMOUNT = 1e15
+_EXACT = pa.decimal128(38, 9)
+_NANO = Context(prec=100)
+#: canonical money columns checked line by line before anything is summed or written
+MONEY_COLUMNS = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost")
 
 #: progress(file, rows_done_in_file, file_index, file_count)
 Progress = Callable[[Path, int, int, int], None]
@@ -79,10 +87,10 @@ class IngestSummary:
 
 @dataclass
 class _Acc:
-    """Running totals for one ingest (math.fsum at the end keeps the cents exact enough)."""
+    """Running totals for one ingest; the conservation tallies are exact decimals (see :func:`exact_sum`)."""
 
-    cost_in: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    billed: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    cost_in: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    billed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     by_provider: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0, 0]))
     gpu: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -90,10 +98,8 @@ class _Acc:
     rows_in: int = 0
     rows_written: int = 0
     pending: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
-    #: (file, currency) -> ([cost in], [BilledCost written]): names the file when money is not conserved
-    by_file: dict[tuple[str, str], tuple[list[float], list[float]]] = field(
-        default_factory=lambda: defaultdict(lambda: ([], []))
-    )
+    #: (file, currency) -> [cost in, BilledCost written] in nano-units: names the file when money is not conserved
+    by_file: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
 
 
 def idempotency_key(fmt: str, billing_account: str, billing_period: str) -> str:
@@ -126,9 +132,10 @@ def ingest_billing(
 
     acc = _Acc()
     summaries: list[FileSummary] = []
-    previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
     azure_kinds: dict[str, tuple[str, str]] = {}
     with store.transaction() as tx:
+        # read under the writer lock: another ingest's entries cannot change between this and the commit
+        previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
         for index, (path, parser, sniffed, header) in enumerate(plan):
             state: dict[str, Any] = {}
             rows = 0
@@ -177,21 +184,52 @@ def ingest_billing(
     return _summary(store, summaries, acc, previous)
 
 
+def exact_sum(values: pa.Array | pa.ChunkedArray) -> int:
+    """Σ values, exactly, in nano-units (each value rounded to 9 decimal places, then summed as decimals).
+
+    Float sums lose cents above ~10^13 and overflow to inf; decimals do neither. Callers bound each
+    value to ±:data:`MAX_LINE_AMOUNT` first, so a batch's decimal128 sum cannot overflow.
+    """
+    total = pc.sum(pc.cast(values, _EXACT, safe=False)).as_py()
+    return 0 if total is None else int(_NANO.scaleb(total, 9))
+
+
+def _units(nano: int) -> Decimal:
+    return _NANO.scaleb(Decimal(nano), -9)
+
+
+def check_money(values: pa.Array | pa.ChunkedArray, name: str, ctx: BatchContext) -> None:
+    """Refuse a NaN, an infinity or an absurd amount (naming file and row) before it is summed or stored."""
+    x = pc.cast(values, pa.float64())
+    ok = pc.and_(pc.is_finite(x), pc.less_equal(pc.abs(x), MAX_LINE_AMOUNT))
+    bad = pc.invert(pc.fill_null(ok, True))
+    if pc.any(bad).as_py():
+        i = pc.index(bad, True).as_py()
+        raise InputError(
+            f"{name} is {x[i].as_py()!r}: expected a finite amount of money within ±{MAX_LINE_AMOUNT:.0e}",
+            path=ctx.path,
+            where=f"row {ctx.first_row + i}",
+        )
+
+
 def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
     """Add the source's own money (per currency, before any mapping or splitting) to the conservation tally."""
     currency = conv.columns.get("BillingCurrency")
     amounts = pc.cast(conv.cost_in, pa.float64())
     if currency is None:
         raise InputError("no billing currency column", path=ctx.path)
+    check_money(amounts, "the line's cost", ctx)
     distinct = pc.unique(currency).to_pylist()
     if len(distinct) == 1:
-        pairs = [(distinct[0], pc.sum(amounts).as_py() or 0.0)]
+        pairs = [(distinct[0], exact_sum(amounts))]
     else:
-        sums = pa.table({"c": currency, "a": amounts}).group_by("c").aggregate([("a", "sum")])
-        pairs = [(c, a or 0.0) for c, a in zip(sums["c"].to_pylist(), sums["a_sum"].to_pylist(), strict=True)]
+        pairs = []
+        for c in distinct:
+            mask = pc.is_null(currency) if c is None else pc.fill_null(pc.equal(currency, c), False)
+            pairs.append((c, exact_sum(pc.filter(amounts, mask))))
     for c, a in pairs:
-        acc.cost_in[c].append(a)
-        acc.by_file[(str(ctx.path), c)][0].append(a)
+        acc.cost_in[c] += a
+        acc.by_file[(str(ctx.path), c)][0] += a
 
 
 def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc) -> pa.Table:
@@ -208,6 +246,8 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
     cols["x_SourceRow"] = pa.array(np.arange(ctx.first_row, ctx.first_row + n, dtype=np.int64))
     table = _focus_defaults(finish(cols, n))
     _require(table, ctx, ["BilledCost", "BillingCurrency", "BillingAccountId", "BillingPeriodStart"])
+    for name in MONEY_COLUMNS:
+        check_money(table[name], name, ctx)
 
     if conv.provider is not None:  # one provider per format (AWS, GCP, Azure): no per-row work
         provider = pa.repeat(pa.scalar(conv.provider), n)
@@ -325,9 +365,9 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
         info["rows"] += g["BilledCost_count"]
         info["billed"][currency] += g["BilledCost_sum"]
         # What actually goes to the store (not the group's aggregate): the conservation check's "out".
-        written = pc.sum(part["BilledCost"]).as_py() or 0.0
-        acc.billed[currency].append(written)
-        acc.by_file[(str(path), currency)][1].append(written)
+        written = exact_sum(part["BilledCost"])
+        acc.billed[currency] += written
+        acc.by_file[(str(path), currency)][1] += written
         acc.rows_written += part.num_rows
         acc.currency_of[(account, period)].add(currency)
         tot = acc.by_provider[(prov, currency)]
@@ -371,17 +411,18 @@ def _check_conservation(acc: _Acc) -> None:
     if acc.rows_in != acc.rows_written:
         raise RuntimeError(f"{acc.rows_in} lines read but {acc.rows_written} written; nothing written")
     for (path, currency), (cost_in, written) in sorted(acc.by_file.items()):
-        _conserved(math.fsum(cost_in), math.fsum(written), currency, path)
+        _conserved(cost_in, written, currency, path)
     for currency in sorted(set(acc.cost_in) | set(acc.billed)):
-        _conserved(math.fsum(acc.cost_in.get(currency, [])), math.fsum(acc.billed.get(currency, [])), currency, None)
+        _conserved(acc.cost_in.get(currency, 0), acc.billed.get(currency, 0), currency, None)
 
 
-def _conserved(cin: float, out: float, currency: str, path: str | None) -> None:
-    if math.isfinite(cin) and math.isfinite(out) and abs(cin - out) < CENT:
+def _conserved(cin: int, out: int, currency: str, path: str | None) -> None:
+    """``cin`` and ``out`` are exact nano-unit sums (:func:`exact_sum`): no NaN, inf or lost cent."""
+    if abs(cin - out) < CENT:
         return
     raise InputError(
-        f"money not conserved in {currency}: the cost in the file{'' if path else 's'} sums to {cin:,.2f} but "
-        f"{out:,.2f} would be written (amounts too large or not finite to add up to the cent?); nothing written",
+        f"money not conserved in {currency}: the cost in the file{'' if path else 's'} sums to {_units(cin):,.2f} "
+        f"but {_units(out):,.2f} would be written; nothing written",
         path=path,
     )
 
@@ -421,13 +462,13 @@ def _summary(store: Store, files: list[FileSummary], acc: _Acc, previous: dict[A
     ]
     conservation = []
     for currency in sorted(acc.billed):
-        cin, out = math.fsum(acc.cost_in.get(currency, [])), math.fsum(acc.billed[currency])
+        cin, out = acc.cost_in.get(currency, 0), acc.billed[currency]
         conservation.append(
             {
                 "currency": currency,
-                "cost_in": round(cin, 6),
-                "billed_cost_written": round(out, 6),
-                "difference": round(out - cin, 6),
+                "cost_in": round(float(_units(cin)), 6),
+                "billed_cost_written": round(float(_units(out)), 6),
+                "difference": round(float(_units(out - cin)), 6),
             }
         )
     sources = [

@@ -31,6 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
 from finops_cli.ingest.readers import SUFFIXES, kind_of, read_header
 from finops_cli.ingest.registry import Registry
@@ -129,6 +130,7 @@ def _sources(paths: list[Path]) -> list[Path]:
         if not p.is_dir():
             add(p)
             continue
+        note_input(p, tree=True)
         files = sorted(
             f
             for f in p.rglob("*")
