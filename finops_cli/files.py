@@ -31,8 +31,9 @@ MAX_DEPTH = 64
 MAX_VALUES = 50_000_000
 
 
-def read_bytes(path: Path, *, kind: str, missing: str = "file not found", limit: int = MAX_TEXT_BYTES) -> bytes:
-    """The file's bytes (``.gz`` decompressed), at most ``limit`` of them, else one clear error."""
+def read_bytes(path: Path, *, kind: str, missing: str = "file not found", limit: int | None = None) -> bytes:
+    """The file's bytes (``.gz`` decompressed), at most ``limit`` (:data:`MAX_TEXT_BYTES`), else one clear error."""
+    limit = MAX_TEXT_BYTES if limit is None else limit
     note_input(path)
     try:
         with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as fh:
@@ -58,13 +59,14 @@ def read_text(path: Path, *, kind: str = "a text file", missing: str = "file not
         raise InputError(f"not UTF-8 text (byte {exc.start}); expected {kind}", path=path) from None
 
 
-def check_depth(doc: Any, path: Path, *, limit: int = MAX_DEPTH, max_values: int = MAX_VALUES) -> Any:
+def check_depth(doc: Any, path: Path, *, limit: int = MAX_DEPTH, max_values: int | None = None) -> Any:
     """``doc`` unless it nests deeper than ``limit``, refers to itself, or expands to more than ``max_values``.
 
     YAML aliases make a document a graph: nine lines of ``[*a, *a, ...]`` expand to 10^9 values (the
     "billion laughs"), and ``&a [*a]`` is a cycle. Sizes are memoised per node, so the check itself
     costs one visit per distinct node, and it is iterative (no recursion to exhaust).
     """
+    max_values = MAX_VALUES if max_values is None else max_values
     memo: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded values, depth)
     open_: set[int] = set()
     stack: list[tuple[Any, bool]] = [(doc, False)]

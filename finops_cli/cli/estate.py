@@ -128,21 +128,25 @@ def _price_notes(prices: list[Any], stacks: list[Any] | None = None) -> list[str
 
 
 def _render_stack_markdown(result: Any) -> str:
+    """Merit-order stacks as GitHub markdown; every id and every sentence holding one is escaped."""
+    from finops_cli.report.escape import md_text
+
     parts = []
     for stack in result.stacks:
-        parts.append(f"### Merit order: {stack.workload or 'fleet (GPU-hours)'} ({stack.unit}, {stack.mode} mode)\n")
+        title = md_text(f"{stack.workload or 'fleet (GPU-hours)'} ({stack.unit}, {stack.mode} mode)", None)
+        parts.append(f"### Merit order: {title}\n")
         parts.append(_md_table([*_STACK_HEADERS[:-1], "note"], _stack_rows(stack, result.currency)))
         summary = _stack_summary(stack, result.currency)
         if summary:
-            parts.append(f"\n{summary[0].upper()}{summary[1:]}.")
+            parts.append("\n" + md_text(f"{summary[0].upper()}{summary[1:]}.", None))
         if stack.excluded:
             parts.append("\nExcluded:\n")
-            parts.extend(f"- `{sid}`: {', '.join(r)}" for sid, r in stack.excluded.items())
+            parts.extend(f"- {md_text(sid)}: {md_text(', '.join(r), None)}" for sid, r in stack.excluded.items())
         parts.append("")
     notes = _price_notes(result.prices, result.stacks)
     if notes:
         parts.append("Prices:\n")
-        parts.extend(f"- {n}" for n in notes)
+        parts.extend(f"- {md_text(n, None)}" for n in notes)
     return "\n".join(parts)
 
 
@@ -313,7 +317,9 @@ def register(app: typer.Typer) -> None:
         if fmt == OutputFormat.markdown:
             text = "### NETC: interruptible work on spot\n\n" + _md_table(_NETC_HEADERS, _netc_rows(result))
             if notes:
-                text += "\n\n" + "\n".join(f"- {n}" for n in notes)
+                from finops_cli.report.escape import md_text
+
+                text += "\n\n" + "\n".join(f"- {md_text(n, None)}" for n in notes)
             emit_text(text, out)
             return
         from rich.table import Table

@@ -234,32 +234,53 @@ def _summary(doc: dict) -> str:
 
 
 def _markdown(doc: dict) -> str:
+    """The plan as GitHub markdown: ids come from the user's estate files, so every cell and the summary
+    go through :mod:`finops_cli.report.escape` (no HTML, mention, image or broken table)."""
+    from finops_cli.report.escape import md_table
+
     cur = doc["currency"]
     t = doc["totals"]
-    out = [
-        "# Plan",
-        "",
-        _summary(doc),
-        "",
-        *[f"- note: {md_text(n)}" for n in doc.get("notes") or []],
-        *([""] if doc.get("notes") else []),
-        "| Workload | Substrate | Kind | GPU-hours | Units | Price per unit | Cost |",
-        "|---|---|---|--:|--:|--:|--:|",
-    ]
-    out += [
-        f"| {a['workload']} | {a['substrate']} | {a['kind']} | {a['gpu_hours']:,.1f} | {a['units']:,.1f} | "
-        f"{unit_price(a.get('price_per_unit'), cur)} | {money(a['cost'], cur)} |"
-        for a in doc["allocations"]
-    ]
+    num = [False, False, False, True, True, True, True]
+    out = ["# Plan", "", md_text(_summary(doc), None), ""]
+    out += [f"- note: {md_text(n, None)}" for n in doc.get("notes") or []]
+    out += [""] if doc.get("notes") else []
+    out.append(
+        md_table(
+            ["Workload", "Substrate", "Kind", "GPU-hours", "Units", "Price per unit", "Cost"],
+            [
+                [
+                    a["workload"],
+                    a["substrate"],
+                    a["kind"],
+                    f"{a['gpu_hours']:,.1f}",
+                    f"{a['units']:,.1f}",
+                    unit_price(a.get("price_per_unit"), cur),
+                    money(a["cost"], cur),
+                ]
+                for a in doc["allocations"]
+            ],
+            ["left", "left", "left", "right", "right", "right", "right"],
+            trusted=num,
+        )
+    )
     if doc["commitments"]:
-        out += ["", "| Commitment | Blocks | GPUs | Cost |", "|---|--:|--:|--:|"]
         out += [
-            f"| {c['substrate']} | {c['blocks']} | {c['gpus']:g} | {money(c['cost'], cur)} |"
-            for c in doc["commitments"]
+            "",
+            md_table(
+                ["Commitment", "Blocks", "GPUs", "Cost"],
+                [
+                    [c["substrate"], str(c["blocks"]), f"{c['gpus']:g}", money(c["cost"], cur)]
+                    for c in doc["commitments"]
+                ],
+                ["left", "right", "right", "right"],
+                trusted=[False, True, True, True],
+            ),
         ]
-    out += ["", "| Total | Amount |", "|---|--:|"]
-    for key in ("planned_cost", "sunk_cost", "baseline_cost", "savings", "merit_order_cost", "penalty"):
-        out.append(f"| {key.replace('_', ' ')} | {money(t.get(key), cur)} |")
+    totals = [
+        [key.replace("_", " "), money(t.get(key), cur)]
+        for key in ("planned_cost", "sunk_cost", "baseline_cost", "savings", "merit_order_cost", "penalty")
+    ]
+    out += ["", md_table(["Total", "Amount"], totals, ["left", "right"], trusted=[True, False])]
     return "\n".join(out) + "\n"
 
 

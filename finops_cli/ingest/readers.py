@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
+from finops_cli.files import MAX_DEPTH, check_depth
 
 #: File name endings the readers understand, longest first.
 SUFFIXES: tuple[str, ...] = (
@@ -47,6 +48,8 @@ NULL_VALUES = ["", "NULL", "null", "None", "NaN", "nan", "N/A"]
 #: Rows per batch for CSV (via the block size) and Parquet/JSONL; large enough to amortise per-batch work.
 CSV_BLOCK_BYTES = 8 << 20
 BATCH_ROWS = 65_536
+#: Longest header line or JSON Lines record read (decompressed): a 3 MB gzip can hold a 3 GiB line.
+MAX_LINE_BYTES = 64 << 20
 _READ_ERRORS = (pa.ArrowException, OSError, EOFError, UnicodeDecodeError, ValueError, gzip.BadGzipFile)
 
 
@@ -134,7 +137,9 @@ def read_header(path: Path) -> list[str]:
         if kind == "csv":
             raw = gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")  # noqa: SIM115
             with raw:
-                first = raw.readline()
+                first = raw.readline(MAX_LINE_BYTES + 1)
+            if len(first) > MAX_LINE_BYTES:
+                raise InputError(f"header line longer than {MAX_LINE_BYTES >> 20} MiB; is this a CSV?", path=path)
             line = first.decode("utf-8-sig")
             if not line.strip():
                 raise InputError("file is empty; expected a header row", path=path)
@@ -143,9 +148,9 @@ def read_header(path: Path) -> list[str]:
             except csv.Error as exc:
                 raise InputError(f"malformed header row ({exc})", path=path) from None
         with _open_text(path) as fh:
-            for line in fh:
+            for line in _bounded_lines(fh, path):
                 if line.strip():
-                    obj = json.loads(line)
+                    obj = _loads_record(line, path, 1)
                     if not isinstance(obj, dict):
                         raise InputError("expected one JSON object per line (JSON Lines)", path=path, where="row 1")
                     return list(_flatten_record(obj))
@@ -382,12 +387,9 @@ def _iter_jsonl(path: Path, wanted: list[str], types: Mapping[str, pa.DataType],
     records: list[dict[str, object]] = []
     try:
         with _open_text(path) as fh:
-            for line in fh:
+            for line in _bounded_lines(fh, path):
                 if line.strip():
-                    try:
-                        obj = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise InputError(f"not valid JSON ({exc.msg})", path=path, where=f"row {row}") from None
+                    obj = _loads_record(line, path, row)
                     if not isinstance(obj, dict):
                         raise InputError("expected a JSON object", path=path, where=f"row {row}")
                     records.append(_flatten_record(obj))
@@ -406,6 +408,31 @@ def _iter_jsonl(path: Path, wanted: list[str], types: Mapping[str, pa.DataType],
                 f"corrupt or truncated gzip data ({msg})", path=path, where=f"after row {row - 1}"
             ) from None
         raise InputError(f"unreadable JSON Lines: {msg}", path=path, where=f"near row {row}") from None
+
+
+def _bounded_lines(fh: io.TextIOBase, path: Path) -> Iterator[str]:
+    """The lines of ``fh``, refusing one longer than :data:`MAX_LINE_BYTES` before it is all in memory."""
+    row = 1
+    while line := fh.readline(MAX_LINE_BYTES + 1):
+        if len(line) > MAX_LINE_BYTES:
+            raise InputError(f"a line longer than {MAX_LINE_BYTES >> 20} MiB", path=path, where=f"near row {row}")
+        if line.strip():
+            row += 1
+        yield line
+
+
+def _loads_record(line: str, path: Path, row: int) -> object:
+    """One JSON Lines record; syntax errors, absurd nesting and 5,000-digit integers name their row."""
+    try:
+        return check_depth(json.loads(line), path)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg})", path=path, where=f"row {row}") from None
+    except RecursionError:
+        raise InputError(f"nested more than {MAX_DEPTH} levels deep", path=path, where=f"row {row}") from None
+    except ValueError as exc:
+        raise InputError(f"not valid JSON ({_short(exc)})", path=path, where=f"row {row}") from None
+    except InputError as exc:
+        raise InputError(f"{str(exc).split(': ')[-1]}", path=path, where=f"row {row}") from None
 
 
 def _records_to_batch(

@@ -216,8 +216,8 @@ def parse_json_cells(
             t = "{" + t + "}"
         try:
             return fn(json.loads(t))
-        except (json.JSONDecodeError, TypeError, AttributeError, ValueError):
-            raise _BadCell(text) from None
+        except (json.JSONDecodeError, TypeError, AttributeError, ValueError, RecursionError):
+            raise _BadCell(text) from None  # RecursionError: nested thousands deep; ValueError: 5,000 digits
 
     try:
         return map_unique(values, one, pa.string())

@@ -250,20 +250,21 @@ def ingest_utilization(
                 bucket = buckets[b]
                 if not bucket.exists():
                     continue
-                table = _read_bucket(bucket)
-                devices += _write_bucket(
-                    tx,
-                    table,
-                    key,
-                    str(src),
-                    scale,
-                    max_gap_factor,
-                    fallback,
-                    summary,
-                    months,
-                    codes,
-                )
-                bucket.unlink()
+                for part in _split_bucket(bucket, n_buckets):
+                    table = _read_bucket(part)
+                    devices += _write_bucket(
+                        tx,
+                        table,
+                        key,
+                        str(src),
+                        scale,
+                        max_gap_factor,
+                        fallback,
+                        summary,
+                        months,
+                        codes,
+                    )
+                    part.unlink()
             summary.devices = devices
             summary.months = sorted(months)
             tx.forget_source(key)
@@ -407,6 +408,37 @@ def _spill(
         for sink in sinks:
             sink.close()
     return max_util
+
+
+def _split_bucket(path: Path, n_buckets: int) -> list[Path]:
+    """``path`` itself, or its rows split by device into parts of about :data:`BUCKET_BYTES`.
+
+    Pass 1 sizes the buckets from the source's size on disk, but a compressed source can expand a
+    thousandfold (a 4 MB gzip holding 4 GiB). The spilled bytes are the decompressed truth: a bucket
+    far above the target is re-split, streaming, so pass 2 still holds one bounded part in memory. A
+    device's samples stay together (its intervals need all of them).
+    """
+    size = path.stat().st_size
+    if size <= 2 * BUCKET_BYTES:
+        return [path]
+    k = math.ceil(size / BUCKET_BYTES)
+    writers: dict[int, tuple[pa.NativeFile, pa.ipc.RecordBatchStreamWriter]] = {}
+    try:
+        with pa.memory_map(str(path)) as source:
+            for batch in pa.ipc.open_stream(source):
+                # devices of this bucket share ``code % n_buckets``: spread them by the rest of the code
+                part_of_row = (batch.column("device_id").to_numpy() // n_buckets) % k
+                for p in np.unique(part_of_row):
+                    if int(p) not in writers:
+                        sink = pa.OSFile(str(path.with_name(f"{path.stem}-{p}.arrows")), "wb")
+                        writers[int(p)] = (sink, pa.ipc.new_stream(sink, _SPILL_SCHEMA))
+                    writers[int(p)][1].write_batch(batch.filter(pa.array(part_of_row == p)))
+    finally:
+        for sink, w in writers.values():
+            w.close()
+            sink.close()
+    path.unlink()
+    return [path.with_name(f"{path.stem}-{p}.arrows") for p in sorted(writers)]
 
 
 def _read_bucket(path: Path) -> pa.Table:
