@@ -132,8 +132,9 @@ def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, 
     keep the last one, so a second ``gpus:`` would win unseen).
     """
     text = read_text(path, kind=kind)
-    loader = yaml.SafeLoader(text)
+    loader: yaml.SafeLoader | None = None
     try:
+        loader = yaml.SafeLoader(text)  # the reader refuses NUL and other control characters right here
         node = loader.get_single_node()
         positions: Positions = {}
         if node is None:
@@ -150,7 +151,8 @@ def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, 
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise InputError(f"invalid YAML ({problem})", path=path, where=where) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, path: Path, visited: set[int]) -> None:

@@ -7,6 +7,7 @@ credential: error messages carry the region and the error code only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,7 +36,21 @@ def ec2_client(region: str, profile: str | None = None) -> Any:
     except ProfileNotFound:
         msg = f"AWS profile {profile!r} is not configured (see ~/.aws/config)"
         raise InputError(msg, where="--aws-profile") from None
-    return session.client("ec2", region_name=region)
+    try:
+        return session.client("ec2", region_name=region)
+    except ValueError as exc:  # an invalid endpoint URL (AWS_ENDPOINT_URL): named, without its credentials
+        raise InputError(f"cannot create the EC2 client: {redact(str(exc))}") from None
+
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the credentials of every URL in it removed (``https://user:secret@host`` → ``https://***@host``).
+
+    botocore echoes the endpoint URL in its errors; an endpoint configured with userinfo must not leak it.
+    """
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def spot_price_history(
@@ -81,6 +96,7 @@ def fetch_spot_prices(
     """Spot-price history for several regions; a failing region is reported and the rest kept."""
     _boto3()
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    from botocore.parsers import ResponseParserError
 
     factory = client_factory or (lambda region: ec2_client(region, profile))
     out = RegionResults()
@@ -102,10 +118,11 @@ def fetch_spot_prices(
             continue
         except ClientError as exc:
             err = exc.response.get("Error", {})
-            out.failures[region] = f"{err.get('Code', 'ClientError')}: {err.get('Message', '')}".strip()
+            out.failures[region] = redact(f"{err.get('Code', 'ClientError')}: {err.get('Message', '')}".strip())
             continue
-        except BotoCoreError as exc:
-            out.failures[region] = type(exc).__name__ + (f": {exc}" if "credential" not in str(exc).lower() else "")
+        except (BotoCoreError, ResponseParserError) as exc:  # unreachable, or an endpoint that answers non-XML
+            detail = f": {' '.join(str(exc).split())[:200]}" if "credential" not in str(exc).lower() else ""
+            out.failures[region] = redact(type(exc).__name__ + detail)
             continue
         for r in recs:
             r.setdefault("Region", region)

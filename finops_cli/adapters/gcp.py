@@ -8,6 +8,7 @@ logs them. Tests pass a ``transport`` (a subclass of the library's ``CloudCatalo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +35,14 @@ def catalog_client(transport: Any = None) -> Any:
 
     try:
         return billing_v1.CloudCatalogClient()
-    except DefaultCredentialsError:
+    except DefaultCredentialsError as exc:
+        named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        if named:  # the user pointed at a file: say what is wrong with that file, not "no credentials"
+            problem = "does not exist" if not os.path.isfile(named) else "is not a valid credentials JSON file"
+            detail = " ".join(str(exc).split())[:200]
+            raise InputError(
+                f"GOOGLE_APPLICATION_CREDENTIALS names a file that {problem} ({detail})", path=named
+            ) from None
         raise InputError(
             "no Google Cloud credentials found: run 'gcloud auth application-default login' "
             "or set GOOGLE_APPLICATION_CREDENTIALS"

@@ -16,6 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from finops_cli.atomic import write_text
+from finops_cli.cli.terminal import SafeConsole, terminal_safe
 
 
 def color_disabled() -> bool:
@@ -26,7 +27,7 @@ def color_disabled() -> bool:
 def _console(**kwargs: Any) -> Console:
     # no_color alone keeps bold/italic/underline; color_system=None renders no style at all.
     off = color_disabled()
-    return Console(color_system=None if off else "auto", no_color=off, highlight=False, **kwargs)
+    return SafeConsole(color_system=None if off else "auto", no_color=off, highlight=False, **kwargs)
 
 
 def stderr_console() -> Console:
@@ -43,8 +44,11 @@ def live_progress(console: Console) -> bool:
 
 
 def emit_text(text: str, out: Path | None = None) -> None:
-    """Write a finished document: atomically to ``out`` (temp + rename), else to stdout."""
+    """Write a finished document: atomically to ``out`` (temp + rename), else to stdout (a terminal gets
+    no control characters from the data: :func:`~finops_cli.cli.terminal.terminal_safe`)."""
     if out is None:
+        if sys.stdout.isatty():
+            text = terminal_safe(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     write_text(out, text)

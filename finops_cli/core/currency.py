@@ -50,3 +50,15 @@ def minor_units(code: str) -> int:
     """Decimals of ``code``'s minor unit (JPY 0, USD 2, KWD 3); :data:`DEFAULT_MINOR_UNITS` when unknown or N.A."""
     units = iso4217_minor_units().get(code.upper()) if isinstance(code, str) else None
     return DEFAULT_MINOR_UNITS if units is None else units
+
+
+def check_iso4217(code: object) -> str:
+    """``code`` if it is a current ISO 4217 code, else ValueError (a pydantic validator and the ingest use it).
+
+    Currencies are printed in reports, tables and PR comments next to amounts: restricting them to the
+    standard's codes at every boundary (estate, plan JSON, store) leaves nothing to inject.
+    """
+    if not is_iso4217(code):  # type: ignore[arg-type]
+        shown = repr(code)[:40]
+        raise ValueError(f"currency {shown} is not an ISO 4217 code (such as USD, EUR, JPY)")
+    return code  # type: ignore[return-value]

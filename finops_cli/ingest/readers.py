@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -144,9 +145,13 @@ def read_header(path: Path) -> list[str]:
             if not line.strip():
                 raise InputError("file is empty; expected a header row", path=path)
             try:
-                return [c.strip() for c in next(csv.reader([line.rstrip("\r\n")]))]
+                names = [c.strip() for c in next(csv.reader([line.rstrip("\r\n")]))]
             except csv.Error as exc:
                 raise InputError(f"malformed header row ({exc})", path=path) from None
+            twice = sorted({c for c in names if names.count(c) > 1})
+            if twice:  # which of the two would be read is arbitrary: never guess
+                raise InputError(f"column {twice[0]!r} appears more than once in the header", path=path)
+            return names
         with _open_text(path) as fh:
             for line in _bounded_lines(fh, path):
                 if line.strip():
@@ -475,13 +480,38 @@ def _text(v: object) -> str:
 _TZ_SUFFIX = re.compile(r"(Z|[+-]00:?00| ?UTC)$")
 
 
+#: Billing and usage times outside these years are typos or corruption (year 0, 9999-12, -2^62 ns).
+MIN_YEAR, MAX_YEAR = 1970, 2199
+
+
 def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:
     """Parse text timestamps to ``timestamp[us, UTC]``.
 
     Accepts ISO 8601 with ``T`` or a space, with or without fractional seconds, with ``Z`` / an offset or
     none (naive = UTC), plain dates, and US ``MM/DD/YYYY`` dates (Azure). Already-typed timestamps are
-    converted to UTC; naive ones are taken as UTC.
+    converted to UTC; naive ones are taken as UTC. A date outside :data:`MIN_YEAR`–:data:`MAX_YEAR` or
+    one that does not exist (``02/30/2023``) is refused, never rolled over.
     """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    try:
+        parsed = _to_utc(values, path=path, column=column, first_row=first_row)
+    except (pa.ArrowInvalid, OverflowError):  # a typed timestamp beyond what microseconds can hold
+        raise InputError(f"a time beyond {MIN_YEAR}–{MAX_YEAR}", path=path, where=f"column {column!r}") from None
+    lo = pa.scalar(datetime(MIN_YEAR, 1, 1, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
+    hi = pa.scalar(datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
+    bad = pc.fill_null(pc.or_(pc.less(parsed, lo), pc.greater_equal(parsed, hi)), False)
+    if pc.any(bad).as_py():
+        i = pc.index(bad, True).as_py()
+        raise InputError(
+            f"date {values[i].as_py()!s} is outside {MIN_YEAR}–{MAX_YEAR}",
+            path=path,
+            where=f"row {first_row + i}, column {column!r}",
+        )
+    return parsed
+
+
+def _to_utc(values: pa.Array, *, path: object, column: str, first_row: int) -> pa.Array:
     utc = pa.timestamp("us", tz="UTC")
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
@@ -536,14 +566,28 @@ def _ts_stripped(v: pa.Array) -> pa.Array:
     return _ts_naive(pc.replace_substring_regex(v, _TZ_SUFFIX.pattern, ""))
 
 
+def _real_dates(v: pa.Array, fmt: str) -> None:
+    """Arrow's strptime rolls ``02/30/2023`` over to March 2; Python's refuses it (and year 0)."""
+    for text in v.to_pylist():
+        if text is not None:
+            try:
+                datetime.strptime(text, fmt)
+            except ValueError:
+                raise pa.ArrowInvalid(f"no such date {text!r}") from None
+
+
 def _ts_us_date(v: pa.Array) -> pa.Array:
-    return pc.cast(pc.strptime(v, format="%m/%d/%Y", unit="us", error_is_null=False), pa.timestamp("us", tz="UTC"))
+    out = pc.cast(pc.strptime(v, format="%m/%d/%Y", unit="us", error_is_null=False), pa.timestamp("us", tz="UTC"))
+    _real_dates(v, "%m/%d/%Y")
+    return out
 
 
 def _ts_us_datetime(v: pa.Array) -> pa.Array:
-    return pc.cast(
+    out = pc.cast(
         pc.strptime(v, format="%m/%d/%Y %H:%M:%S", unit="us", error_is_null=False), pa.timestamp("us", tz="UTC")
     )
+    _real_dates(v, "%m/%d/%Y %H:%M:%S")
+    return out
 
 
 def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:

@@ -16,6 +16,13 @@ from finops_cli.core.currency import minor_units
 _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
 
 
+def _code(currency: str) -> str:
+    """The code printed after an amount. Boundaries admit ISO 4217 codes only; anything else reaching here
+    (a library caller) is shown as ``???`` rather than printed raw into markdown or a terminal."""
+    code = str(currency).upper()
+    return code if len(code) == 3 and code.isascii() and code.isalpha() else "???"
+
+
 def currency_symbol(currency: str) -> str | None:
     """``$`` for USD, ``€`` for EUR, …; None for a currency written as its code after the amount."""
     return _SYMBOLS.get(currency.upper())
@@ -43,7 +50,7 @@ def money(value: float | None, currency: str = "USD", *, signed: bool = False, d
 
 def _with_symbol(sign: str, body: str, currency: str) -> str:
     symbol = currency_symbol(currency)
-    return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {currency.upper()}"
+    return f"{sign}{symbol}{body}" if symbol else f"{sign}{body} {_code(currency)}"
 
 
 def unit_price(value: float | None, currency: str = "USD") -> str:
@@ -85,7 +92,7 @@ def compact_money(value: float | None, currency: str = "USD") -> str:
         return "—"
     amount = float(value)  # type: ignore[arg-type]
     if math.isinf(amount):
-        return f"{'-' if amount < 0 else ''}∞ {currency.upper()}"
+        return f"{'-' if amount < 0 else ''}∞ {_code(currency)}"
     a = abs(amount)
     unit = next((i for i, (bound, _) in enumerate(_COMPACT) if a >= bound), None)
     if unit is None:

@@ -9,9 +9,11 @@ is preemptions per hour, minutes are minutes. Loading and error formatting live 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveFloat, model_validator
+
+from finops_cli.core.currency import check_iso4217
 
 SubstrateKind = Literal["owned", "reserved", "on_demand", "spot", "api"]
 Isolation = Literal["dedicated", "shared"]
@@ -20,6 +22,20 @@ Slo = Literal["latency_critical", "standard", "offline"]
 Statistic = Literal["mean", "p50", "p90", "latest"]
 #: an exchange-rate key: ``FROM:TO`` ISO 4217 codes
 FX_PAIR = re.compile(r"[A-Z]{3}:[A-Z]{3}")
+
+
+#: Bounds that keep every valid estate a solvable model: a price of 1e308 or a throughput of 1e-308
+#: validates as a number but overflows or underflows the solver's coefficients. Each is far beyond any
+#: real fleet (docs/security.md).
+MAX_PRICE = 1e6  # currency per GPU-hour, per unit served, or per resume
+MAX_GPUS = 1e7
+MIN_THROUGHPUT, MAX_THROUGHPUT = 1e-6, 1e9  # units per GPU-hour
+MAX_INTERRUPTIONS_PER_HOUR = 60.0  # one preemption a minute
+MIN_CHECKPOINT_MINUTES, MAX_MINUTES = 0.1, 525_600.0  # six seconds .. a year
+MAX_DEMAND = 1e15
+Price = Annotated[float, Field(ge=0, le=MAX_PRICE)]
+Currency = Annotated[str, AfterValidator(check_iso4217)]
+Throughput = Annotated[float, Field(ge=MIN_THROUGHPUT, le=MAX_THROUGHPUT)]
 
 
 class _Strict(BaseModel):
@@ -33,9 +49,9 @@ class PriceFeed(_Strict):
     provider: str
     region: str
     instance_type: str
-    gpus_per_instance: PositiveFloat | None = None  # default: from the pricebook's instance table
+    gpus_per_instance: PositiveFloat | None = Field(default=None, le=1e4)  # default: the pricebook's instance table
     statistic: Statistic = "p90"
-    window_days: PositiveFloat = 30.0
+    window_days: PositiveFloat = Field(default=30.0, le=3650)
     product: str | None = Field(default=None, min_length=1)  # default: Linux/UNIX on AWS, else the only one
 
 
@@ -49,16 +65,16 @@ class Interruption(_Strict):
 class Purchasable(_Strict):
     """A commitment the planner may buy in whole blocks, paid for the whole horizon used or not."""
 
-    block_gpus: PositiveFloat
-    price_per_gpu_hour: float = Field(ge=0)
-    max_blocks: int = Field(ge=0)
+    block_gpus: PositiveFloat = Field(le=MAX_GPUS)
+    price_per_gpu_hour: float = Field(ge=0, le=MAX_PRICE)
+    max_blocks: int = Field(ge=0, le=1_000_000)
 
 
 class CongestionStep(_Strict):
     """Above the previous step's utilisation and up to ``up_to``, each GPU-hour costs ``multiplier`` × price."""
 
     up_to: float = Field(gt=0, le=1)
-    multiplier: float = Field(ge=1)
+    multiplier: float = Field(ge=1, le=1000)
 
 
 def _default_congestion() -> list[CongestionStep]:
@@ -75,22 +91,22 @@ class Substrate(_Strict):
     region: str | None = None
     jurisdiction: str = Field(min_length=1)
     isolation: Isolation = "dedicated"
-    gpus: float | None = Field(default=None, ge=0)
-    gpus_per_node: PositiveFloat | None = None
-    price_per_gpu_hour: float | None = Field(default=None, ge=0)
+    gpus: float | None = Field(default=None, ge=0, le=MAX_GPUS)
+    gpus_per_node: PositiveFloat | None = Field(default=None, le=1e4)
+    price_per_gpu_hour: float | None = Field(default=None, ge=0, le=MAX_PRICE)
     price_feed: PriceFeed | None = None
     price_ref: str | None = None  # "<provider>/<offering>/<term>" in finops_cli/pricebooks/reference_prices.csv
-    committed_per_gpu_hour: float = Field(default=0.0, ge=0)
+    committed_per_gpu_hour: float = Field(default=0.0, ge=0, le=MAX_PRICE)
     comfortable_utilization: float = Field(default=0.85, gt=0, le=1)
-    preference: PositiveFloat = 1.0
+    preference: PositiveFloat = Field(default=1.0, le=1e6)
     status: Status = "up"
     degraded_capacity_factor: float | None = Field(default=None, gt=0, le=1)
-    interruptions_per_hour: float | None = Field(default=None, ge=0)
+    interruptions_per_hour: float | None = Field(default=None, ge=0, le=MAX_INTERRUPTIONS_PER_HOUR)
     interruption: Interruption | None = None  # measure λ from a trace (resolved when the fleet is loaded)
-    resume_minutes: float = Field(default=0.0, ge=0)
-    resume_cost: float = Field(default=0.0, ge=0)
+    resume_minutes: float = Field(default=0.0, ge=0, le=MAX_MINUTES)
+    resume_cost: float = Field(default=0.0, ge=0, le=MAX_PRICE)
     purchasable: Purchasable | None = None
-    price_per_unit: dict[str, float] | None = None  # api: currency per unit served, e.g. {Mtokens: 15.0}
+    price_per_unit: dict[str, Price] | None = None  # api: currency per unit served, e.g. {Mtokens: 15.0}
     instance_type: str | None = None  # for matching billing lines to this substrate
     match: dict[str, str] | None = None  # extra billing-line matchers, e.g. {ResourceId: "cw-..."}
 
@@ -130,12 +146,12 @@ class Fleet(_Strict):
     """``fleet.yaml``: every substrate, plus fleet-wide economic knobs."""
 
     version: Literal[1]
-    currency: str = Field(default="USD", min_length=3, max_length=3)
+    currency: Currency = "USD"
     substrates: list[Substrate] = Field(min_length=1)
     congestion: list[CongestionStep] = Field(default_factory=_default_congestion)
-    reliability_penalty_per_gpu_hour: float = Field(default=5.0, ge=0)
+    reliability_penalty_per_gpu_hour: float = Field(default=5.0, ge=0, le=MAX_PRICE)
     degraded_capacity_factor: float = Field(default=0.5, gt=0, le=1)
-    fx: dict[str, PositiveFloat] = Field(default_factory=dict)  # {"USD:CAD": 1.37}: 1 USD = 1.37 CAD
+    fx: dict[str, Annotated[float, Field(gt=0, le=1e9)]] = Field(default_factory=dict)  # {"USD:CAD": 1.37}
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Fleet:
@@ -175,7 +191,7 @@ class FromStore(_Strict):
 class Demand(_Strict):
     """Exactly one of: a horizon ``total``, an hourly ``profile`` CSV (hour,units), or ``from_store``."""
 
-    total: float | None = Field(default=None, ge=0)
+    total: float | None = Field(default=None, ge=0, le=MAX_DEMAND)
     profile: str | None = None
     from_store: FromStore | None = None
 
@@ -196,8 +212,8 @@ class Requires(_Strict):
 
 
 class Checkpoint(_Strict):
-    interval_minutes: PositiveFloat
-    write_minutes: float = Field(default=0.0, ge=0)
+    interval_minutes: float = Field(ge=MIN_CHECKPOINT_MINUTES, le=MAX_MINUTES)
+    write_minutes: float = Field(default=0.0, ge=0, le=MAX_MINUTES)
 
 
 class Workload(_Strict):
@@ -210,8 +226,8 @@ class Workload(_Strict):
     unit: str = Field(min_length=1)
     demand: Demand
     deferrable: bool = False
-    max_parallel_gpus: PositiveFloat | None = None
-    throughput: dict[str, PositiveFloat] = Field(default_factory=dict)  # units per GPU-hour by accelerator
+    max_parallel_gpus: PositiveFloat | None = Field(default=None, le=MAX_GPUS)
+    throughput: dict[str, Throughput] = Field(default_factory=dict)  # units per GPU-hour by accelerator
     requires: Requires = Field(default_factory=Requires)
     checkpoint: Checkpoint | None = None
 

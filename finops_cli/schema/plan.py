@@ -8,9 +8,11 @@ over the horizon. Extra fields are allowed so that minor additions do not break 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from finops_cli.core.currency import check_iso4217
 
 SCHEMA_VERSION = 1
 
@@ -136,7 +138,7 @@ class PriceUsed(_Doc):
 
 class PlanDocument(_Doc):
     schema_version: Literal[1] = SCHEMA_VERSION
-    currency: str
+    currency: Annotated[str, AfterValidator(check_iso4217)]
     horizon: Horizon
     solver: SolverInfo
     totals: Totals

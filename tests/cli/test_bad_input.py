@@ -22,6 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.csv
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -163,6 +166,8 @@ def _write_inputs(d: Path) -> None:
         edit(p)
         (d / f"plan_{name}.json").write_text(json.dumps(p), encoding="utf-8")
 
+    _write_issue12_inputs(d, focus, spot)
+
     # simulators
     (d / "trace.csv").write_text("timestamp,workload,units\n2026-10-01T00:00:00Z,chat-serving,4\n", encoding="utf-8")
     (d / "trace_badnum.csv").write_text("timestamp,workload,units\n2026-10-01T00:00:00Z,chat-serving,abc\n")
@@ -177,6 +182,98 @@ def _write_inputs(d: Path) -> None:
     s = copy.deepcopy(scenario)
     s["tenants"][1]["execution_hours"] = {"A10": "slow"}
     _dump(d / "mkt_badtype.yaml", s)
+
+
+#: limits lowered for this module (the readers read them at call time), so each bomb is a few MB
+BOMB_LIMIT = 2 << 20
+
+
+@pytest.fixture(autouse=True)
+def _small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from finops_cli import files
+    from finops_cli.ingest import readers
+
+    monkeypatch.setattr(readers, "MAX_LINE_BYTES", BOMB_LIMIT)
+    monkeypatch.setattr(files, "MAX_TEXT_BYTES", BOMB_LIMIT)
+
+
+def _write_issue12_inputs(d: Path, focus: list[list[str]], spot: list[list[str]]) -> None:
+    """Issue 12: a bomb for every reader, and the inputs that used to end in a traceback."""
+    big = BOMB_LIMIT + 1024
+    (d / "bomb_header.csv.gz").write_bytes(gzip.compress(b"BilledCost," * (big // 11)))
+    gcp_head = json.dumps(
+        {
+            "billing_account_id": "a",
+            "cost": 1.0,
+            "currency": "USD",
+            "usage_start_time": "2026-10-01T00:00:00Z",
+            "sku": {"description": "x"},
+        }
+    )
+    (d / "bomb_line.jsonl.gz").write_bytes(gzip.compress((gcp_head + '\n{"x": "' + "a" * big + '"}\n').encode()))
+    (d / "bomb_util.csv.gz").write_bytes(gzip.compress(b"timestamp," * (big // 10)))
+    whole = b'{"data": {"resultType": "matrix", "result": [' + b" " * big + b"]}}"
+    (d / "bomb_prom.json.gz").write_bytes(gzip.compress(whole))
+    (d / "bomb_spot.json.gz").write_bytes(gzip.compress(b'{"SpotPriceHistory": [' + b" " * big + b"]}"))
+    laughs = "a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9]\n" + "".join(
+        f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    (d / "laughs.yaml").write_text(laughs, encoding="utf-8")
+    (d / "deep.yaml").write_text("version: 1\nx: " + "[" * 3000 + "]" * 3000 + "\n", encoding="utf-8")
+    plan = json.loads(GOLDEN_PLAN.read_text(encoding="utf-8"))
+    (d / "plan_deep.json").write_text(json.dumps(plan)[:-1] + ', "x": ' + "[" * 3000 + "]" * 3000 + "}")
+    (d / "plan_digits.json").write_text(
+        json.dumps(plan).replace('"planned_cost": ', '"planned_cost": ' + "9" * 5000 + ', "_": ', 1)
+    )
+    workloads = yaml.safe_load((SAMPLES / "workloads.yaml").read_text(encoding="utf-8"))
+    workloads["workloads"][4]["demand"] = {"profile": "/dev/zero"}
+    _dump(d / "wl_devzero.yaml", workloads)
+
+    # tracebacks that remained
+    header = focus[0]
+    _write_csv(d / "focus_twice.csv", [header + header] + [r + r for r in focus[1:5]])
+    _write_csv(d / "focus_provider300.csv", _edited(focus, 3, "ProviderName", "Acme " + "x" * 300))
+    _write_csv(d / "focus_feb30.csv", _edited(focus, 3, "ChargePeriodStart", "02/30/2026"))
+    _write_csv(d / "focus_year0.csv", _edited(focus, 3, "ChargePeriodStart", "0000-10-01T00:00:00Z"))
+    table = pa.csv.read_csv(
+        d / "focus_feb30.csv", convert_options=pa.csv.ConvertOptions(column_types={c: pa.string() for c in header})
+    )
+    i = header.index("ChargePeriodStart")
+    stamps = pa.array([-(2**62)] * table.num_rows, pa.timestamp("ns"))
+    pq.write_table(table.set_column(i, "ChargePeriodStart", stamps), d / "focus_ts_min.parquet")
+    with gzip.open(SAMPLES / "billing" / "aws-cur-2026-10.csv.gz", "rt", encoding="utf-8") as fh:
+        cur = list(csv.reader(fh.readlines()[:10]))
+    cost = cur[0].index("lineItem/UnblendedCost")
+    _write_csv(d / "cur_dupcol.csv", [[*r, r[cost]] for r in cur])
+    gcp = "billing_account_id,sku.description,usage_start_time,usage_end_time,cost,currency,credits,invoice.month\n"
+    gcp += "01A2B3,L4 core,2026-10-01 00:00:00+00:00,2026-10-01 01:00:00+00:00,1.0,USD,[],202610\n"
+    gcp += "01A2B3,L4 core,2026-10-01 00:00:00+00:00,2026-10-01 01:00:00+00:00,1.0,USD,[],999912\n"
+    (d / "gcp_month.csv").write_text(gcp, encoding="utf-8")
+    (d / "spot_badutf8.csv").write_bytes(
+        ("\n".join(",".join(r) for r in spot) + "\n").encode().replace(b"\n", b"\n\xff\xfe", 1)
+    )
+    _write_csv(d / "spot_header_only.csv", spot[:1])
+    (d / "loop").symlink_to(d / "loop")
+    # item 11: currencies are ISO 4217 codes at every boundary
+    fleet = yaml.safe_load((SAMPLES / "fleet.yaml").read_text(encoding="utf-8"))
+    _dump(d / "fleet_cur_html.yaml", {**fleet, "currency": "<b>"})
+    (d / "plan_cur_mention.json").write_text(json.dumps({**plan, "currency": "@ab"}), encoding="utf-8")
+    _write_csv(d / "focus_cur_html.csv", _edited(focus, 4, "BillingCurrency", "<b>"))
+
+
+def _lock_is_a_directory(store: Path) -> None:
+    (store / ".lock").unlink(missing_ok=True)
+    (store / ".lock").mkdir()
+
+
+def _journal_outside(store: Path) -> None:
+    plan = {"deletes": ["../../../../../../../../etc/passwd-never"], "moves": [], "staging": ".staging/tx"}
+    (store / ".journal-tx.json").write_text(json.dumps(plan), encoding="utf-8")
+
+
+def _journal_pending(store: Path) -> None:
+    plan = {"deletes": [], "moves": [], "staging": ".staging/tx"}
+    (store / ".journal-tx.json").write_text(json.dumps(plan), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -475,6 +572,76 @@ CASES = [
         "not a finops store",
     ),
     C("demo-out-under-file", "demo --samples {SAMP} --out {I}/afile/demo", "{I}/afile/demo", "not a directory"),
+]
+
+
+CASES += [
+    # issue 12: bombs for every reader (limits lowered to BOMB_LIMIT for this module)
+    C(
+        "bomb-billing-header",
+        f"ingest billing {{I}}/bomb_header.csv.gz {S}",
+        "bomb_header.csv.gz",
+        "header line longer",
+    ),
+    C(
+        "bomb-billing-jsonl-line",
+        f"ingest billing {{I}}/bomb_line.jsonl.gz --format gcp {S}",
+        "bomb_line.jsonl.gz",
+        "longer than",
+    ),
+    C("bomb-util-header", f"ingest utilization {{I}}/bomb_util.csv.gz {S}", "bomb_util.csv.gz", "longer than"),
+    C("bomb-prometheus", f"ingest utilization {{I}}/bomb_prom.json.gz {S}", "bomb_prom.json.gz", "decompressed"),
+    C("bomb-spot-json", f"ingest spot-prices --file {{I}}/bomb_spot.json.gz {S}", "bomb_spot.json.gz", "decompressed"),
+    C(
+        "bomb-profile-dev-zero",
+        "validate --fleet {I}/fleet.yaml --workloads {I}/wl_devzero.yaml",
+        "/dev/zero",
+        "larger",
+    ),
+    C("bomb-plan-dev-zero", "gate --plan /dev/zero", "/dev/zero", "larger"),
+    C("bomb-yaml-laughs", "validate --fleet {I}/laughs.yaml", "{I}/laughs.yaml", "expands to more than"),
+    C("deep-yaml", "validate --fleet {I}/deep.yaml", "{I}/deep.yaml", "nested"),
+    C("deep-plan-json", "gate --plan {I}/plan_deep.json", "plan_deep.json", "nested"),
+    C("plan-5000-digits", "gate --plan {I}/plan_digits.json", "plan_digits.json", "digits"),
+    # issue 12: tracebacks that remained
+    C("billing-every-column-twice", f"ingest billing {{I}}/focus_twice.csv {S}", "focus_twice.csv", "more than once"),
+    C(
+        "billing-cur-duplicate-column",
+        f"ingest billing {{I}}/cur_dupcol.csv {S}",
+        "lineItem/UnblendedCost",
+        "more than once",
+    ),
+    C("billing-provider-300", f"ingest billing {{I}}/focus_provider300.csv {S}", "row 3", "ProviderName of more than"),
+    C("billing-feb-30", f"ingest billing {{I}}/focus_feb30.csv {S}", "row 3", "'ChargePeriodStart'", "02/30/2026"),
+    C("billing-year-0", f"ingest billing {{I}}/focus_year0.csv {S}", "row 3", "outside 1970"),
+    C("billing-parquet-ts-min", f"ingest billing {{I}}/focus_ts_min.parquet {S}", "focus_ts_min.parquet", "1970"),
+    C("billing-gcp-month-999912", f"ingest billing {{I}}/gcp_month.csv {S}", "row 2", "'invoice.month'", "999912"),
+    C("spot-invalid-utf8", f"ingest spot-prices --file {{I}}/spot_badutf8.csv {S}", "spot_badutf8.csv", "UTF-8"),
+    C(
+        "spot-header-only",
+        f"ingest spot-prices --file {{I}}/spot_header_only.csv {S}",
+        "spot_header_only.csv",
+        "no spot prices",
+    ),
+    C("billing-symlink-loop", f"ingest billing {{I}}/loop {S}", "{I}/loop"),
+    C("billing-store-symlink-loop", "ingest billing {I}/focus_badnum.csv --store {I}/loop", "{I}/loop"),
+    C(
+        "billing-lock-is-a-directory",
+        f"ingest billing {{SAMP}}/billing/focus-2026-10.csv {S}",
+        ".lock",
+        damage=_lock_is_a_directory,
+    ),
+    C(
+        "billing-journal-outside",
+        f"ingest billing {{SAMP}}/billing/focus-2026-10.csv {S}",
+        ".journal-tx.json",
+        "outside",
+        damage=_journal_outside,
+    ),
+    C("fleet-currency-html", "validate --fleet {I}/fleet_cur_html.yaml", "fleet_cur_html.yaml", "ISO 4217"),
+    C("gate-plan-currency-mention", "gate --plan {I}/plan_cur_mention.json", "plan_cur_mention.json", "ISO 4217"),
+    C("billing-currency-html", f"ingest billing {{I}}/focus_cur_html.csv {S}", "row 4", "ISO 4217"),
+    C("waste-journal-pending", f"waste {S}", "{S}", "interrupted while committing", damage=_journal_pending),
 ]
 
 

@@ -69,13 +69,13 @@ def _focus_rows(rows: list[tuple[str, str]]) -> str:
 
 
 def test_money_not_conserved_in_a_users_file_is_exit_2_naming_file_and_currency(tmp_path: Path) -> None:
-    # 1e17 swallows the cents of the other account's lines when the file is summed as one column, but not
-    # when each account is summed on its own: the two tallies differ by more than a cent.
+    # 1e17 used to swallow the cents of the other account's lines when summed in float64. Issue 12: a line
+    # beyond ±1e15 is refused on its own (naming file and row), and conservation sums are exact decimals.
     f = tmp_path / "absurd.csv"
     f.write_text(_focus_rows([("a", "1e17"), ("b", "0.03"), ("a", "-1e17"), ("b", "0.05")]))
     store = tmp_path / "store"
     result = runner.invoke(app, ["ingest", "billing", str(f), "--store", str(store)])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
-    assert str(f) in result.output and "money not conserved in USD" in result.output
+    assert str(f) in result.output and "row 1" in result.output and "within ±1e+15" in result.output
     assert not (store / "billing").exists()  # nothing written

@@ -86,8 +86,10 @@ def test_one_account_with_two_currencies_is_refused(tmp_path: Path, store: Store
             {"BillingAccountId": "a", "BillingCurrency": "USD", "BilledCost": 1.0},
         ],
     )
-    with pytest.raises(InputError, match="several currencies"):
+    with pytest.raises(InputError, match="one BillingCurrency per billing account") as err:
         ingest_billing([path], "focus", store)
+    # issue 12: the message names the file and the row of the second currency, and where the first was
+    assert f"{path}: row 2: billing account a is billed in USD here but in EUR at {path} row 1" in str(err.value)
     assert not store.has("billing")
 
 

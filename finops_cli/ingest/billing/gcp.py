@@ -41,7 +41,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers import map_unique
+from finops_cli.ingest.readers import MAX_YEAR, MIN_YEAR, map_unique
 
 MACHINE_SPEC = "compute.googleapis.com/machine_spec"
 COST_TYPE = {"regular": "Usage", "tax": "Tax", "adjustment": "Adjustment", "rounding_error": "Adjustment"}
@@ -198,6 +198,15 @@ def _invoice_month(values: pa.Array | None, start: pa.Array, ctx: BatchContext) 
                     where=f"row {ctx.first_row + i}, column 'invoice.month'",
                 ) from None
         raise
+    years = pc.year(parsed)
+    bad = pc.fill_null(pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)), False)
+    if pc.any(bad).as_py():
+        i = pc.index(bad, True).as_py()
+        raise InputError(
+            f"invoice month {text[i].as_py()!r} is outside {MIN_YEAR}–{MAX_YEAR}",
+            path=ctx.path,
+            where=f"row {ctx.first_row + i}, column 'invoice.month'",
+        )
     return pc.cast(parsed, pa.timestamp("us", tz="UTC"))
 
 

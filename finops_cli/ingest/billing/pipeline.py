@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from finops_cli.core.currency import is_iso4217
 from finops_cli.errors import InputError
 from finops_cli.estate.pricebook import instance_gpu_facts
 
@@ -50,6 +51,8 @@ _EXACT = pa.decimal128(38, 9)
 _NANO = Context(prec=100)
 #: canonical money columns checked line by line before anything is summed or written
 MONEY_COLUMNS = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost")
+#: a provider becomes a partition directory (``provider=<slug>``)
+MAX_PROVIDER_CHARS = 64
 
 #: progress(file, rows_done_in_file, file_index, file_count)
 Progress = Callable[[Path, int, int, int], None]
@@ -95,6 +98,8 @@ class _Acc:
     gpu: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
     currency_of: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+    #: where each (account, period, currency) was first seen: (file, data row), for error messages
+    first_seen: dict[tuple[str, str, str], tuple[str, int]] = field(default_factory=dict)
     rows_in: int = 0
     rows_written: int = 0
     pending: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
@@ -220,6 +225,14 @@ def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
         raise InputError("no billing currency column", path=ctx.path)
     check_money(amounts, "the line's cost", ctx)
     distinct = pc.unique(currency).to_pylist()
+    for c in distinct:  # a currency is printed next to every amount: only ISO 4217 codes enter the store
+        if c is not None and not is_iso4217(c):
+            i = pc.index(currency, c).as_py()
+            raise InputError(
+                f"BillingCurrency {str(c)[:40]!r} is not an ISO 4217 code (such as USD, EUR, JPY)",
+                path=ctx.path,
+                where=f"row {ctx.first_row + i}",
+            )
     if len(distinct) == 1:
         pairs = [(distinct[0], exact_sum(amounts))]
     else:
@@ -253,6 +266,15 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
         provider = pa.repeat(pa.scalar(conv.provider), n)
     else:
         provider = pc.fill_null(map_unique(table["ProviderName"], provider_slug, pa.string()), "unknown")
+        too_long = pc.greater(pc.utf8_length(provider), MAX_PROVIDER_CHARS)
+        if pc.any(too_long).as_py():  # it names a store directory: bounded, and the row is named here
+            i = pc.index(too_long, True).as_py()
+            raise InputError(
+                f"ProviderName of more than {MAX_PROVIDER_CHARS} characters "
+                f"({table['ProviderName'][i].as_py()[:40]!r}...)",
+                path=ctx.path,
+                where=f"row {ctx.first_row + i}",
+            )
     # GPU facts: the file's own (FOCUS x_ columns, GCP GPU SKUs) win; else the pricebook by instance type.
     key = pc.binary_join_element_wise(provider, pc.fill_null(table["x_InstanceType"], ""), "\x1f")
     if isinstance(key, pa.ChunkedArray):
@@ -370,6 +392,7 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
         acc.by_file[(str(path), currency)][1] += written
         acc.rows_written += part.num_rows
         acc.currency_of[(account, period)].add(currency)
+        acc.first_seen.setdefault((account, period, currency), (str(path), pc.min(part["x_SourceRow"]).as_py()))
         tot = acc.by_provider[(prov, currency)]
         tot[0] += g["BilledCost_sum"]
         tot[1] += g["EffectiveCost_sum"]
@@ -430,9 +453,14 @@ def _conserved(cin: int, out: int, currency: str, path: str | None) -> None:
 def _check_currencies(acc: _Acc) -> None:
     for (account, period), currencies in acc.currency_of.items():
         if len(currencies) > 1:
+            first, *others = sorted(currencies, key=lambda c: acc.first_seen[(account, period, c)])
+            path, row = acc.first_seen[(account, period, others[0])]
+            seen, seen_row = acc.first_seen[(account, period, first)]
             raise InputError(
-                f"billing account {account} has several currencies in {period} ({', '.join(sorted(currencies))}); "
-                "FOCUS requires one BillingCurrency per billing account"
+                f"billing account {account} is billed in {others[0]} here but in {first} at {seen} row {seen_row} "
+                f"(period {period}); FOCUS requires one BillingCurrency per billing account",
+                path=path,
+                where=f"row {row}",
             )
 
 

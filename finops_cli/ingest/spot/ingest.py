@@ -303,6 +303,8 @@ def ingest_spot_prices(
             df = aws_records_to_frame(rows, "csv", path)
         else:
             raise InputError("expected .json (AWS CLI output), .csv or .tsv", path=path)
+        if len(df) == 0:  # like the other datasets: a file with nothing in it is a mistake, not "0 rows added"
+            raise InputError("has no spot prices (a header but no rows)", path=path)
         result.sources[str(path)] = len(df)
         frames.append(df)
     if aws_regions:
