@@ -224,6 +224,27 @@ def waste(
     return report
 
 
+def estate_draft(
+    *,
+    store: str | Path | Store | None = None,
+    out: str | Path,
+    month: str | None = None,
+    currency: str | None = None,
+    force: bool = False,
+) -> tuple[Any, tuple[Path, Path]]:
+    """``finops estate draft``: write a draft fleet.yaml and workloads.yaml from the store into ``out``.
+
+    Returns the :class:`~finops_cli.estate.draft.Draft` and the two paths written.
+    """
+    from finops_cli.errors import InputError
+    from finops_cli.estate.draft import draft_estate, write_draft
+
+    if month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
+        raise InputError(f"--month {month!r}: expected YYYY-MM such as 2026-10")
+    draft = draft_estate(_store(store), month=month, currency=currency)
+    return draft, write_draft(draft, Path(out), force=force)
+
+
 # --- estate: validate, stack, netc ----------------------------------------------------------------
 
 

@@ -137,6 +137,9 @@ def _register() -> None:
     simulate_app = _new_app(help="Request-level dispatch and continuous-renegotiation market simulators.")
     app.add_typer(simulate_app, name="simulate")
     simulate.register(simulate_app)
+    estate_app = _new_app(help="Draft fleet.yaml and workloads.yaml from what the store has seen.")
+    app.add_typer(estate_app, name="estate")
+    estate.register_group(estate_app)
     for module in (prices, waste, estate, plan, report, gate, demo):
         module.register(app)
 

@@ -345,3 +345,32 @@ def register(app: typer.Typer) -> None:
         if notes:
             text += "\n" + "\n".join(notes)
         emit_text(text, out)
+
+
+def register_group(app: typer.Typer) -> None:
+    """``finops estate …`` subcommands."""
+
+    @app.command("draft")
+    def _draft(
+        out: Annotated[Path, typer.Option("--out", help="Directory for fleet.yaml and workloads.yaml.")],
+        store: StoreOpt = None,
+        month: Annotated[
+            str | None, typer.Option("--month", help="Billing month YYYY-MM (default: the latest in the store).")
+        ] = None,
+        currency: Annotated[
+            str | None, typer.Option("--currency", help="Only GPU lines in this currency (needed when mixed).")
+        ] = None,
+        force: Annotated[bool, typer.Option("--force", help="Overwrite an existing draft.")] = False,
+    ) -> None:
+        """Draft fleet.yaml (one substrate per account/region/instance type/pricing) and workloads.yaml
+        (one per workload/team tag) from the store's GPU billing lines; assumptions are marked NOT INFERRED."""
+        from finops_cli import api
+
+        draft, paths = api.estate_draft(store=store, out=out, month=month, currency=currency, force=force)
+        basis = sorted(set(draft.demand_basis.values()))
+        emit_text(
+            f"drafted {paths[0]} ({draft.substrates} substrates, {draft.currency} {draft.gpu_effective_cost:,.2f} "
+            f"of {draft.month} GPU spend) and {paths[1]} ({draft.workloads} workloads, demand from "
+            f"{' and '.join(basis) or 'nothing'}); check every line marked NOT INFERRED, then "
+            f"'finops validate --fleet {paths[0]} --workloads {paths[1]}'"
+        )

@@ -1,0 +1,342 @@
+"""``finops estate draft``: a first fleet.yaml and workloads.yaml written from the store.
+
+What is inferred, from one billing month (default: the latest) and its utilisation:
+
+- one substrate per (provider, billing account, region, instance type, pricing category) seen in the GPU
+  lines (``x_GpuHours > 0``): ``kind`` from the pricing category (the baseline's own map,
+  :data:`finops_cli.core.baseline.PRICING_CATEGORY_KIND`), ``gpus`` = peak concurrent GPUs (each line
+  spreads its GPU-hours evenly over its charge period), the effective $/GPU-hour
+  (``Σ EffectiveCost ÷ Σ x_GpuHours``) and a ``match: {BillingAccountId: …}`` so the baseline
+  (:func:`finops_cli.core.baseline.match_billing`) selects exactly these lines;
+- one workload per ``workload`` tag value (else ``team``; else ``untagged``), demand in GPU-hours: busy
+  GPU-hours (``Σ utilization × interval``) when the month has utilisation for it, else billed GPU-hours.
+
+What cannot be inferred is written as an explicit assumption with a ``NOT INFERRED`` comment: throughput
+(1 unit per GPU-hour on every accelerator), compliance (jurisdiction guessed from the region, workloads
+unconstrained), SLO (``standard``), spot preemption rates, owned hardware's marginal cost.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from finops_cli.core.baseline import PRICING_CATEGORY_KIND
+from finops_cli.errors import InputError
+from finops_cli.store.store import Store
+
+#: The key a draft substrate groups GPU lines by (store columns).
+SUBSTRATE_KEY = ["provider", "BillingAccountId", "RegionId", "x_InstanceType", "PricingCategory"]
+#: A spot substrate's preemption rate when nothing measured it (per hour); written with NOT INFERRED.
+ASSUMED_SPOT_INTERRUPTIONS_PER_HOUR = 0.02
+UNTAGGED = "untagged"
+_BILLING_COLUMNS = [
+    *SUBSTRATE_KEY,
+    "x_GpuHours",
+    "x_GpuCount",
+    "x_AcceleratorType",
+    "EffectiveCost",
+    "BilledCost",
+    "BillingCurrency",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+    "Tags",
+]
+#: Region prefixes → jurisdiction (a guess the draft marks as such).
+_JURISDICTIONS = (
+    (r"^(us|usgov|eastus|westus|centralus|northcentralus|southcentralus|westcentralus)", "US"),
+    (r"^(eu|europe|westeurope|northeurope|france|germany|swedencentral|italy|spain|poland)", "EU"),
+    (r"^(uk|europe-west2)", "UK"),
+    (r"^(ca|canada|northamerica-northeast)", "CA"),
+    (r"^(ap|asia|australia|japan|korea|southeastasia|eastasia|india)", "APAC"),
+)
+
+
+@dataclass
+class Draft:
+    """The two YAML texts plus what the command prints about them."""
+
+    fleet_yaml: str
+    workloads_yaml: str
+    month: str
+    currency: str
+    substrates: int
+    workloads: int
+    gpu_effective_cost: float
+    demand_basis: dict[str, str] = field(default_factory=dict)  # workload id -> "utilisation" | "billing"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def _jurisdiction(region: str | None) -> str:
+    if region:
+        for pattern, name in _JURISDICTIONS:
+            if re.match(pattern, region.lower()):
+                return name
+    return "unknown"
+
+
+def _tags(value: object) -> dict[str, str]:
+    from finops_cli.estate.demand_io import _tag_value
+
+    return {k: v for k in ("workload", "team") if (v := _tag_value(value, k)) is not None}
+
+
+def peak_concurrent_gpus(lines: pd.DataFrame) -> float:
+    """Highest number of GPUs billed at once: each line's GPU-hours spread evenly over its charge period."""
+    start = pd.to_datetime(lines["ChargePeriodStart"], utc=True)
+    end = pd.to_datetime(lines["ChargePeriodEnd"], utc=True)
+    hours = ((end - start).dt.total_seconds() / 3600.0).where(lambda h: h > 0, 1.0).fillna(1.0)
+    rate = lines["x_GpuHours"].astype(float) / hours.to_numpy()
+    end = end.where(end > start, start + pd.Timedelta(hours=1))
+    events = pd.DataFrame(
+        {"t": pd.concat([start, end], ignore_index=True), "d": pd.concat([rate, -rate], ignore_index=True)}
+    )
+    # at the same instant, a period ending frees its GPUs before the next one starts
+    events = events.sort_values(["t", "d"], kind="stable")
+    return float(max(events["d"].cumsum().max(), 0.0))
+
+
+def _gpu_lines(store: Store, month: str | None, currency: str | None) -> tuple[pd.DataFrame, str, str]:
+    import pyarrow.dataset as ds
+
+    periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
+    if not periods:
+        raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.root)
+    month = month or periods[-1]
+    if month not in periods:
+        raise InputError(f"--month {month}: no billing for it in the store (have {', '.join(periods)})")
+    table = store.read("billing", filter=ds.field("billing_period") == month)
+    assert table is not None
+    have = set(table.column_names)
+    frame = table.select([c for c in _BILLING_COLUMNS if c in have]).to_pandas()
+    for col in _BILLING_COLUMNS:
+        if col not in frame:
+            frame[col] = None
+    gpu = frame[frame["x_GpuHours"].fillna(0.0).astype(float) > 0].copy()
+    if gpu.empty:
+        raise InputError(f"no billing line of {month} carries GPU-hours (x_GpuHours); nothing to draft from")
+    currencies = sorted(gpu["BillingCurrency"].dropna().astype(str).unique())
+    if currency is None:
+        if len(currencies) > 1:
+            raise InputError(
+                f"GPU lines of {month} are in {', '.join(currencies)}: a fleet has one currency; "
+                "draft one per currency with --currency"
+            )
+        currency = currencies[0] if currencies else "USD"
+    elif currency not in currencies:
+        raise InputError(f"--currency {currency}: no GPU line of {month} is in it (have {', '.join(currencies)})")
+    gpu = gpu[gpu["BillingCurrency"].astype(str) == currency]
+    return gpu.reset_index(drop=True), month, currency
+
+
+def _busy_hours(store: Store, month: str) -> pd.Series:
+    """Busy GPU-hours per workload id (``workload`` column, else ``team``) in ``month``'s utilisation."""
+    import pyarrow.dataset as ds
+
+    if not store.has("utilization") or month not in store.partition_values("utilization", "month"):
+        return pd.Series(dtype=float)
+    data = store.dataset("utilization")
+    assert data is not None
+    cols = [c for c in ("team", "workload", "utilization", "interval_s") if c in data.schema.names]
+    if "utilization" not in cols or "interval_s" not in cols:
+        return pd.Series(dtype=float)
+    frame = data.to_table(columns=cols, filter=ds.field("month") == month).to_pandas()
+    key = pd.Series(UNTAGGED, index=frame.index, dtype=object)
+    for col in ("team", "workload"):  # workload wins over team
+        if col in frame:
+            key = frame[col].astype(object).where(frame[col].notna(), key)
+    busy = frame["utilization"].astype(float).clip(0, 1) * frame["interval_s"].astype(float) / 3600.0
+    return busy.groupby(key.astype(str)).sum()
+
+
+def _substrate_rows(gpu: pd.DataFrame, hours: int) -> list[dict]:
+    key = gpu[SUBSTRATE_KEY].astype(object).where(gpu[SUBSTRATE_KEY].notna(), None)
+    gpu = gpu.assign(_key=list(map(tuple, key.to_numpy())))
+    rows, used = [], set()
+    for k, lines in gpu.groupby("_key", sort=False):
+        provider, account, region, itype, category = k
+        kind = PRICING_CATEGORY_KIND.get(str(category), "on_demand")
+        gpu_hours = float(lines["x_GpuHours"].astype(float).sum())
+        cost = float(lines["EffectiveCost"].astype(float).sum())
+        acc = lines["x_AcceleratorType"].dropna()
+        sid = _slug("-".join(str(p) for p in (provider, itype or "gpu", region or "", kind) if p))
+        if sid in used:
+            sid = f"{sid}-{_slug(str(account))}"
+        used.add(sid)
+        per_node = lines["x_GpuCount"].dropna().astype(float)
+        rows.append(
+            {
+                "id": sid,
+                "provider": str(provider),
+                "account": None if account is None else str(account),
+                "region": region,
+                "instance_type": itype,
+                "category": category,
+                "kind": kind,
+                "accelerator": str(acc.mode().iloc[0]) if len(acc) else str(itype or "GPU"),
+                "gpus": round(peak_concurrent_gpus(lines), 3),
+                "gpus_per_node": float(per_node.median()) if len(per_node) else None,
+                "gpu_hours": gpu_hours,
+                "effective_cost": cost,
+                "billed_cost": float(lines["BilledCost"].astype(float).fillna(0).sum()),
+                "rate": cost / gpu_hours,
+                "committed": cost / (round(peak_concurrent_gpus(lines), 3) * hours),
+                "lines": len(lines),
+            }
+        )
+    # a substrate with no region or instance type matches more broadly: put it last so it only takes the rest
+    rows.sort(key=lambda r: (r["region"] is None or r["instance_type"] is None, -r["effective_cost"]))
+    return rows
+
+
+def _dump(value: object) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+
+def _fleet_yaml(rows: list[dict], month: str, currency: str) -> str:
+    total = sum(r["effective_cost"] for r in rows)
+    out = [
+        f"# DRAFT written by 'finops estate draft' from the {month} GPU billing lines in the store.",
+        f"# {len(rows)} substrates cover {currency} {total:,.2f} of GPU spend (EffectiveCost, amortised).",
+        "# Lines marked NOT INFERRED are assumptions the bill cannot tell: check them before trusting a plan.",
+        "# Reference: docs/estate.md.",
+        "version: 1",
+        f"currency: {currency}",
+        "substrates:",
+    ]
+    for r in rows:
+        out.append(
+            f"  # {r['lines']} lines, {r['gpu_hours']:,.1f} GPU-hours, {currency} {r['effective_cost']:,.2f} effective"
+            f" ({r['billed_cost']:,.2f} billed), pricing category {r['category']}"
+        )
+        out.append(f"  - id: {_dump(r['id'])}")
+        out.append(f"    provider: {_dump(r['provider'])}")
+        out.append(f"    kind: {r['kind']}")
+        out.append(f"    accelerator: {_dump(r['accelerator'])}")
+        if r["instance_type"] is not None:
+            out.append(f"    instance_type: {_dump(str(r['instance_type']))}")
+        if r["region"] is not None:
+            out.append(f"    region: {_dump(str(r['region']))}")
+        out.append(
+            f"    jurisdiction: {_jurisdiction(r['region'])}    # NOT INFERRED: guessed from the region; check it"
+        )
+        out.append("    isolation: dedicated    # NOT INFERRED")
+        out.append(f"    gpus: {_dump(r['gpus'])}    # peak concurrent GPUs billed in {month}")
+        if r["gpus_per_node"]:
+            out.append(f"    gpus_per_node: {_dump(r['gpus_per_node'])}")
+        rate = round(r["rate"], 6)
+        if r["kind"] == "reserved":
+            out.append("    price_per_gpu_hour: 0.0    # prepaid: one more GPU-hour costs nothing")
+            out.append(f"    committed_per_gpu_hour: {_dump(r['committed'])}    # effective cost ÷ (gpus × hours)")
+        elif r["kind"] == "owned":
+            out.append(
+                f"    price_per_gpu_hour: {_dump(rate)}    # the bill's chargeback rate; "
+                "NOT INFERRED: marginal cost (power + ops) is usually lower"
+            )
+        else:
+            out.append(f"    price_per_gpu_hour: {_dump(rate)}    # effective $/GPU-hour in {month}")
+        if r["kind"] == "spot":
+            out.append(
+                f"    interruptions_per_hour: {ASSUMED_SPOT_INTERRUPTIONS_PER_HOUR}    "
+                "# NOT INFERRED: measure it with interruption: {trace: FILE}"
+            )
+        if r["account"] is not None:
+            out.append(f"    match: {_dump({'BillingAccountId': r['account']})}")
+    return "\n".join(out) + "\n"
+
+
+def _workload_rows(gpu: pd.DataFrame, busy: pd.Series) -> list[dict]:
+    tags = gpu["Tags"].map(_tags)
+    key = tags.map(lambda t: t.get("workload") or t.get("team") or UNTAGGED)
+    team = tags.map(lambda t: t.get("team") or "unassigned")
+    billed = gpu["x_GpuHours"].astype(float).groupby(key).sum()
+    teams = team.groupby(key).agg(lambda s: s.mode().iloc[0])
+    names = sorted(set(billed.index) | set(busy.index))
+    rows, used = [], set()
+    for name in names:
+        use_busy = name in busy.index and busy[name] > 0
+        wid = _slug(name)
+        while wid in used:
+            wid += "-x"
+        used.add(wid)
+        rows.append(
+            {
+                "id": wid,
+                "tag": name,
+                "team": str(teams.get(name, name if name not in billed.index else "unassigned")),
+                "gpu_hours": float(busy[name] if use_busy else billed[name]),
+                "basis": "utilisation" if use_busy else "billing",
+                "billed": float(billed.get(name, 0.0)),
+            }
+        )
+    return [r for r in rows if r["gpu_hours"] > 0]
+
+
+def _workloads_yaml(rows: list[dict], accelerators: list[str], month: str) -> str:
+    out = [
+        f"# DRAFT written by 'finops estate draft': one workload per workload/team tag seen in {month}.",
+        "# Demand is in GPU-hours: busy GPU-hours where utilisation was ingested, else billed GPU-hours.",
+        "# NOT INFERRED for every workload: throughput (1 unit per GPU-hour on every accelerator), compliance",
+        "# (requires: nothing), SLO (standard), interruptible (false), deferrable (false). Reference: docs/estate.md.",
+        "version: 1",
+        "workloads:",
+    ]
+    throughput = _dump(dict.fromkeys(accelerators, 1.0))
+    for r in rows:
+        basis = (
+            f"busy GPU-hours from utilisation (billed: {r['billed']:,.1f})"
+            if r["basis"] == "utilisation"
+            else "billed GPU-hours (no utilisation for it)"
+        )
+        out.append(f"  - id: {_dump(r['id'])}")
+        out.append(f"    team: {_dump(r['team'])}")
+        out.append("    slo: standard    # NOT INFERRED")
+        out.append("    interruptible: false    # NOT INFERRED")
+        out.append("    unit: gpu_hours")
+        out.append(f"    demand: {{total: {round(r['gpu_hours'], 3)}}}    # {month}: {basis}")
+        out.append(f"    throughput: {throughput}    # NOT INFERRED: units per GPU-hour by accelerator")
+        out.append("    # requires: {jurisdictions: [...], providers: [...], isolation: dedicated}    # NOT INFERRED")
+    return "\n".join(out) + "\n"
+
+
+def draft_estate(store: Store, *, month: str | None = None, currency: str | None = None) -> Draft:
+    """Draft fleet.yaml and workloads.yaml from ``store``'s GPU billing lines (and utilisation) of ``month``."""
+    from finops_cli.core.demand import Horizon
+
+    gpu, month, currency = _gpu_lines(store, month, currency)
+    hours = Horizon.month(month).hours
+    subs = _substrate_rows(gpu, hours)
+    work = _workload_rows(gpu, _busy_hours(store, month))
+    accelerators = sorted({r["accelerator"] for r in subs})
+    return Draft(
+        fleet_yaml=_fleet_yaml(subs, month, currency),
+        workloads_yaml=_workloads_yaml(work, accelerators, month),
+        month=month,
+        currency=currency,
+        substrates=len(subs),
+        workloads=len(work),
+        gpu_effective_cost=float(gpu["EffectiveCost"].astype(float).sum()),
+        demand_basis={r["id"]: r["basis"] for r in work},
+    )
+
+
+def write_draft(draft: Draft, out: Path, *, force: bool = False) -> tuple[Path, Path]:
+    """Write ``fleet.yaml`` and ``workloads.yaml`` into ``out``; refuse to overwrite unless ``force``."""
+    from finops_cli.atomic import check_writable, write_text
+
+    check_writable(out, directory=True)
+    fleet, workloads = out / "fleet.yaml", out / "workloads.yaml"
+    if not force:
+        for path in (fleet, workloads):
+            if path.exists():
+                raise InputError("exists; pass --force to overwrite the draft", path=path)
+    write_text(fleet, draft.fleet_yaml)
+    write_text(workloads, draft.workloads_yaml)
+    return fleet, workloads
