@@ -245,6 +245,128 @@ def estate_draft(
     return draft, write_draft(draft, Path(out), force=force)
 
 
+def _name_values(items: list[str] | None, flag: str) -> dict[str, list[str]]:
+    """``["team=research,data", "region=us-east-1"]`` → ``{team: [research, data], region: [us-east-1]}``."""
+    from finops_cli.errors import InputError
+
+    out: dict[str, list[str]] = {}
+    for item in items or []:
+        name, sep, values = item.partition("=")
+        if not sep or not name.strip() or not values.strip():
+            raise InputError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...] such as team=research")
+        out.setdefault(name.strip(), []).extend(v.strip() for v in values.split(",") if v.strip())
+    return out
+
+
+_COMPARE_COLUMNS = [("previous", "money"), ("cost", "money"), ("delta", "delta"), ("delta_pct", "delta_pct")]
+_CHARGEBACK_COLUMNS = [
+    ("direct", "money"),
+    ("usage", "money"),
+    ("own_idle", "money"),
+    ("idle_share", "money"),
+    ("shared_share", "money"),
+    ("total", "money"),
+]
+_GROUP_COLUMNS = [("cost", "money"), ("gpu_hours", "number"), ("per_gpu_hour", "price"), ("lines", "number")]
+
+
+def costs(
+    *,
+    store: str | Path | Store | None = None,
+    by: list[str] | None = None,
+    where: list[str] | None = None,
+    month: str | None = None,
+    compare: str | None = None,
+    cost: str = "effective",
+    fleet: str | Path | None = None,
+    all_lines: bool = False,
+    chargeback: str | None = None,
+    team_tag: str = "team",
+) -> Any:
+    """``finops costs``: spend grouped by any dimension or tag, month over month, or charged back to teams.
+
+    ``by``: dimensions (month, provider, account, region, instance_type, pricing_category, resource, service,
+    substrate) or tag keys (team, workload, …). ``where``: ``NAME=VALUE[,VALUE]`` filters on the same names.
+    ``month``/``compare``: ``YYYY-MM``. ``cost``: billed (BilledCost) or effective (EffectiveCost, amortised).
+    ``chargeback``: None, ``proportional`` or ``even`` (see :mod:`finops_cli.report.costs`). Returns a
+    :class:`~finops_cli.report.costs.CostsResult`; totals are per currency, over GPU lines unless ``all_lines``.
+    """
+    from finops_cli.core.baseline import match_billing
+    from finops_cli.errors import InputError
+    from finops_cli.estate.load import load_fleet
+    from finops_cli.report.costs import COST_COLUMN, CostsResult, compare_costs, group_costs
+    from finops_cli.report.costs import chargeback as charge
+    from finops_cli.store.cost_query import NONE, cost_groups, usage_groups
+
+    for flag, value in (("--month", month), ("--compare", compare)):
+        if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
+            raise InputError(f"{flag} {value!r}: expected YYYY-MM such as 2026-10")
+    if cost not in COST_COLUMN:
+        raise InputError(f"--cost {cost!r}: expected billed or effective")
+    if chargeback is not None and chargeback not in ("proportional", "even"):
+        raise InputError(f"--chargeback {chargeback!r}: expected proportional or even")
+    if chargeback is not None and compare is not None:
+        raise InputError("--chargeback and --compare answer different questions; give one")
+    by = [b.strip() for b in (by or []) if b.strip()]
+    if chargeback is not None:
+        if by:
+            raise InputError("--chargeback groups by team (--team-tag); drop --by")
+        by = [team_tag]
+    if len(set(by)) != len(by):
+        raise InputError(f"--by {','.join(by)}: a dimension is named twice")
+    filters = _name_values(where, "--where")
+    st = _store(store)
+    periods = st.partition_values("billing", "billing_period") if st.has("billing") else []
+    if not periods:
+        raise InputError("no billing in the store; run 'finops ingest billing' first")
+    if (compare or chargeback) and month is None:
+        month = periods[-1]
+    for flag, value in (("--month", month), ("--compare", compare)):
+        if value is not None and value not in periods:
+            raise InputError(f"{flag} {value}: no billing for it in the store (have {', '.join(periods)})")
+    months = [m for m in (month, compare) if m is not None]
+    need_substrate = "substrate" in by or "substrate" in filters
+    match_cols: list[str] = []
+    fl = None
+    if need_substrate:
+        if fleet is None:
+            raise InputError("substrate needs --fleet (the substrates and their match rules)")
+        fl = load_fleet(fleet)
+        extra = sorted({c for s in fl.substrates for c in (s.match or {})})
+        match_cols = list(dict.fromkeys(["provider", "RegionId", "x_InstanceType", "PricingCategory", *extra]))
+    group_cols = [c for c in by if c != "substrate"]
+    if compare is not None and "month" not in group_cols:
+        group_cols.append("month")
+    sql_cols = list(dict.fromkeys([*group_cols, *match_cols]))
+    sql_where = {k: v for k, v in filters.items() if k != "substrate"}
+    frame = cost_groups(st, sql_cols, where=sql_where, months=months or None, gpu_only=not all_lines)
+    assert frame is not None
+    if need_substrate:
+        assert fl is not None
+        matched = match_billing(frame.replace({NONE: None}), fl)
+        frame["substrate"] = matched.fillna("(unmatched)").astype(str)
+        if "substrate" in filters:
+            frame = frame[frame["substrate"].isin(filters["substrate"])]
+    basis = cost  # type: ignore[assignment]
+    notes: list[str] = []
+    if frame.empty:
+        notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
+    if compare is not None:
+        assert month is not None
+        rows, totals = compare_costs(frame, [b for b in by if b != "month"], basis, month, compare)  # type: ignore[arg-type]
+        cols = [(b, "text") for b in by if b != "month"]
+        columns = [*cols, ("currency", "text"), *_COMPARE_COLUMNS]
+        return CostsResult("compare", columns, rows, totals, basis, [month, compare], notes)  # type: ignore[arg-type]
+    if chargeback is not None:
+        usage = usage_groups(st, team_tag, months)
+        rows, totals, more = charge(frame, usage, basis, chargeback, team_tag)  # type: ignore[arg-type]
+        columns = [(team_tag, "text"), ("currency", "text"), *_CHARGEBACK_COLUMNS]
+        return CostsResult("chargeback", columns, rows, totals, basis, months, notes + more)  # type: ignore[arg-type]
+    rows, totals = group_costs(frame, by, basis)  # type: ignore[arg-type]
+    columns = [*[(b, "text") for b in by], ("currency", "text"), *_GROUP_COLUMNS]
+    return CostsResult("groups", columns, rows, totals, basis, months or periods, notes)  # type: ignore[arg-type]
+
+
 # --- estate: validate, stack, netc ----------------------------------------------------------------
 
 

@@ -118,6 +118,7 @@ def _root(
 
 def _register() -> None:
     from finops_cli.cli import (
+        costs,
         demo,
         estate,
         gate,
@@ -140,7 +141,7 @@ def _register() -> None:
     estate_app = _new_app(help="Draft fleet.yaml and workloads.yaml from what the store has seen.")
     app.add_typer(estate_app, name="estate")
     estate.register_group(estate_app)
-    for module in (prices, waste, estate, plan, report, gate, demo):
+    for module in (prices, waste, costs, estate, plan, report, gate, demo):
         module.register(app)
 
 

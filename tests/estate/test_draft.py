@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -61,6 +62,14 @@ def test_sample_exports_draft_validate_plan_report_without_hand_edits(sample_sto
     matched = match_billing(gpu, load_fleet(fleet))
     assert matched.notna().all()
     assert gpu["EffectiveCost"].sum() == pytest.approx(gpu[matched.notna()]["EffectiveCost"].sum(), abs=1e-6)
+    # finops costs --by substrate agrees: nothing unmatched, the same total
+    code, stdout, stderr = _run(
+        "costs", "--store", sample_store, "--by", "substrate", "--fleet", fleet, "--format", "json"
+    )
+    assert code == 0, stderr
+    doc = json.loads(stdout)
+    assert "(unmatched)" not in {r["substrate"] for r in doc["rows"]}
+    assert doc["totals"]["USD"] == pytest.approx(gpu["EffectiveCost"].sum(), abs=1e-6)
     # one substrate per (provider, account, region, instance type, pricing category)
     keys = gpu[["provider", "BillingAccountId", "RegionId", "x_InstanceType", "PricingCategory"]].drop_duplicates()
     assert len(load_fleet(fleet).substrates) == len(keys)

@@ -1,0 +1,200 @@
+"""``finops costs``: spend by group, month over month, and chargeback of idle and shared capacity.
+
+Pure functions over the grouped frame :func:`finops_cli.store.cost_query.cost_groups` returns (one row per
+group × currency with ``billed_cost``, ``effective_cost``, ``gpu_hours``, ``lines``). Currencies are never
+summed together: every total is per currency.
+
+Chargeback rule (docs/analyst.md), per currency over the selected month(s):
+
+- a team's **direct** cost is the cost of the lines tagged with it; lines with no team tag are **shared**
+  (unallocated) capacity;
+- with utilisation for the team, the idle part of its direct cost is ``direct × (1 − busy ÷ device hours)``
+  and goes into the **idle** pool; the rest is its **usage** cost (without utilisation all of it is usage);
+- the idle and shared pools are split over the teams by ``rule``: ``proportional`` to usage cost (what
+  OpenCost does with idle), or ``even`` (equal shares among the teams with cost);
+- amounts are rounded to the currency's minor unit by largest remainder, so the teams add up to the
+  bill exactly, in minor units. With no tagged team at all, everything stays on ``(unallocated)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+
+from finops_cli.core.currency import minor_units
+from finops_cli.store.cost_query import NONE
+
+CostBasis = Literal["billed", "effective"]
+ChargebackRule = Literal["proportional", "even"]
+COST_COLUMN: dict[str, str] = {"billed": "billed_cost", "effective": "effective_cost"}
+UNALLOCATED = "(unallocated)"
+
+
+@dataclass
+class CostsResult:
+    """Rows (dicts) under ``columns`` (name, kind), the total per currency, and notes in words."""
+
+    mode: Literal["groups", "compare", "chargeback"]
+    columns: list[tuple[str, str]]
+    rows: list[dict[str, Any]]
+    totals: dict[str, float]
+    cost: CostBasis
+    months: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "cost": self.cost,
+            "months": self.months,
+            "columns": [name for name, _ in self.columns],
+            "rows": self.rows,
+            "totals": self.totals,
+            "notes": self.notes,
+        }
+
+
+def group_costs(frame: pd.DataFrame, by: list[str], cost: CostBasis) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """One row per group × currency, largest cost first; and Σ cost per currency."""
+    col = COST_COLUMN[cost]
+    keys = [*by, "currency"]
+    g = frame.groupby(keys, dropna=False, sort=False)[["billed_cost", "effective_cost", "gpu_hours", "lines"]].sum()
+    g = g.reset_index()
+    g["cost"] = g[col]
+    g["per_gpu_hour"] = (g["cost"] / g["gpu_hours"]).where(g["gpu_hours"] > 0)
+    g = g.sort_values(["currency", "cost", *by], ascending=[True, False, *([True] * len(by))], kind="stable")
+    rows = [
+        {
+            **{k: str(r[k]) for k in keys},
+            "cost": float(r["cost"]),
+            "gpu_hours": float(r["gpu_hours"]),
+            "per_gpu_hour": None if pd.isna(r["per_gpu_hour"]) else float(r["per_gpu_hour"]),
+            "lines": int(r["lines"]),
+        }
+        for r in g.to_dict("records")
+    ]
+    totals = {str(c): float(v) for c, v in frame.groupby("currency")[col].sum().items()}
+    return rows, totals
+
+
+def compare_costs(
+    frame: pd.DataFrame, by: list[str], cost: CostBasis, month: str, previous: str
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """``month`` against ``previous`` per group × currency: Δ and Δ % (None when new), largest |Δ| first.
+
+    ``frame`` has a ``month`` column; the totals are ``month``'s, per currency.
+    """
+    col = COST_COLUMN[cost]
+    keys = [*by, "currency"]
+    now = frame[frame["month"] == month].groupby(keys, sort=False)[col].sum()
+    before = frame[frame["month"] == previous].groupby(keys, sort=False)[col].sum()
+    both = pd.concat({"cost": now, "previous": before}, axis=1).fillna(0.0).reset_index()
+    both["delta"] = both["cost"] - both["previous"]
+    both["delta_pct"] = (both["delta"] / both["previous"]).where(both["previous"] != 0)
+    both = both.assign(_abs=both["delta"].abs()).sort_values(["_abs", *keys], ascending=[False, *[True] * len(keys)])
+    rows = [
+        {
+            **{k: str(r[k]) for k in keys},
+            "previous": float(r["previous"]),
+            "cost": float(r["cost"]),
+            "delta": float(r["delta"]),
+            "delta_pct": None if pd.isna(r["delta_pct"]) else float(r["delta_pct"]),
+        }
+        for r in both.to_dict("records")
+    ]
+    totals = {str(c): float(v) for c, v in frame[frame["month"] == month].groupby("currency")[col].sum().items()}
+    return rows, totals
+
+
+def split_exact(amounts: dict[str, float], total: float, currency: str) -> dict[str, float]:
+    """Round ``amounts`` to ``currency``'s minor unit so they add up to ``total`` (rounded) exactly.
+
+    Largest remainder: floor every amount in minor units, then hand the missing units to the largest
+    fractional parts (ties by key), so no amount moves by more than one minor unit.
+    """
+    scale = 10 ** minor_units(currency)
+    target = round(total * scale)
+    scaled = {k: v * scale for k, v in amounts.items()}
+    floors = {k: math.floor(v) for k, v in scaled.items()}
+    left = target - sum(floors.values())
+    order = sorted(scaled, key=lambda k: (-(scaled[k] - floors[k]), k))
+    if left < 0:  # float noise can put Σ amounts above the rounded total: take units back, smallest parts first
+        order = order[::-1]
+    for i in range(abs(left)):
+        floors[order[i % len(order)]] += 1 if left > 0 else -1
+    return {k: v / scale for k, v in floors.items()}
+
+
+def chargeback(
+    frame: pd.DataFrame,
+    usage: pd.DataFrame | None,
+    cost: CostBasis,
+    rule: ChargebackRule,
+    team_tag: str = "team",
+) -> tuple[list[dict[str, Any]], dict[str, float], list[str]]:
+    """Each team's usage cost plus its share of idle and shared capacity, adding up to the bill per currency.
+
+    ``frame``: cost groups by ``team_tag`` (× currency). ``usage``: per team ``busy_hours`` and
+    ``device_hours`` from utilisation (None or empty: no idle known). See the module docstring for the rule.
+    """
+    if rule not in ("proportional", "even"):
+        raise ValueError(f"rule must be proportional or even, got {rule!r}")
+    col = COST_COLUMN[cost]
+    util: dict[str, dict[str, float]] = {}
+    if usage is not None and not usage.empty:
+        util = usage.set_index(team_tag)[["busy_hours", "device_hours"]].to_dict("index")
+    rows: list[dict[str, Any]] = []
+    totals: dict[str, float] = {}
+    notes: list[str] = []
+    for currency, part in frame.groupby("currency", sort=True):
+        by_team = part.groupby(team_tag, sort=True)[col].sum()
+        bill = float(by_team.sum())
+        totals[str(currency)] = bill
+        shared = float(by_team.get(NONE, 0.0))
+        direct = {str(t): float(c) for t, c in by_team.items() if t != NONE}
+        idle, used = {}, {}
+        for t, c in direct.items():
+            u = util.get(t)
+            frac = 0.0
+            if u and u["device_hours"] > 0:
+                frac = min(max(1.0 - u["busy_hours"] / u["device_hours"], 0.0), 1.0)
+            idle[t], used[t] = c * frac, c * (1.0 - frac)
+        pool = sum(idle.values())
+        weights = {t: (used[t] if rule == "proportional" else 1.0) for t in direct if direct[t] != 0}
+        wsum = sum(weights.values())
+        if rule == "proportional" and wsum == 0:  # nobody used anything measurable: fall back to even
+            weights = {t: 1.0 for t in weights}
+            wsum = float(len(weights))
+        raw: dict[str, dict[str, float]] = {}
+        for t in direct:
+            share = weights.get(t, 0.0) / wsum if wsum else 0.0
+            raw[t] = {"usage": used[t], "own_idle": idle[t], "idle_share": pool * share, "shared_share": shared * share}
+        if not wsum:  # no team to charge: idle stays with its team, shared stays unallocated
+            for t in raw:
+                raw[t]["idle_share"] = idle[t]
+            if shared:
+                raw[UNALLOCATED] = {"usage": 0.0, "own_idle": 0.0, "idle_share": 0.0, "shared_share": shared}
+        totals_raw = {t: v["usage"] + v["idle_share"] + v["shared_share"] for t, v in raw.items()}
+        exact = split_exact(totals_raw, bill, str(currency))
+        for t in sorted(raw, key=lambda k: (-exact[k], k)):
+            v = raw[t]
+            rows.append(
+                {
+                    team_tag: t,
+                    "currency": str(currency),
+                    "direct": direct.get(t, 0.0),
+                    "usage": v["usage"],
+                    "own_idle": v["own_idle"],
+                    "idle_share": v["idle_share"],
+                    "shared_share": v["shared_share"],
+                    "total": exact[t],
+                }
+            )
+        if shared:
+            notes.append(f"{currency}: {shared:,.2f} on lines with no {team_tag} tag shared by the {rule} rule")
+        if not util:
+            notes.append(f"{currency}: no utilisation for these teams: idle unknown, direct cost counted as usage")
+    return rows, totals, notes
