@@ -721,6 +721,15 @@ def _yaml_text(doc: object) -> str:
     return yaml.safe_dump(doc, allow_unicode=True)
 
 
+@pytest.mark.parametrize("data", [b"\x00", b"version: 1\x07\n", b"\x1bsubstrates: []"])
+def test_control_characters_in_yaml_are_bad_input(data: bytes, tmp_path: Path) -> None:
+    """PyYAML's reader refuses control characters while the loader is built: that is exit 2, not 70."""
+    path = tmp_path / "fleet.yaml"
+    path.write_bytes(data)
+    result = _invoke(["validate", "--fleet", str(path)])
+    assert result.exit_code == 2 and "invalid YAML" in result.stderr and str(path) in result.stderr
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     payload=st.one_of(
