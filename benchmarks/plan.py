@@ -43,9 +43,19 @@ ACCS = ["H100", "A100", "L4"]
 
 
 def generate(
-    n_w: int, n_s: int, hours: int, seed: int = 7, *, gpus_per_node: float | None = None
+    n_w: int,
+    n_s: int,
+    hours: int,
+    seed: int = 7,
+    *,
+    gpus_per_node: float | None = None,
+    distinct: bool = False,
 ) -> tuple[Fleet, list[Workload], pd.DataFrame]:
-    """A random estate; ``gpus_per_node`` (default none) is set on spot and on-demand substrates only."""
+    """A random estate; ``gpus_per_node`` (default none) is set on spot and on-demand substrates only.
+
+    ``distinct``: every workload draws its own throughput table, jurisdictions, unit and deferrability (no
+    two workloads price alike, so grouping cannot merge them: a real estate's every team, model and SLO).
+    """
     rng = np.random.default_rng(seed)
     subs = []
     base = {"H100": 3.0, "A100": 1.6, "L4": 0.7}
@@ -112,7 +122,7 @@ def generate(
     workloads, cols = [], {}
     t = np.arange(hours)
     for j in range(n_w):
-        thr, juris, unit, deferrable = archetypes[j % 16]
+        thr, juris, unit, deferrable = archetypes[j % 16] if not distinct else _distinct_archetype(rng, j)
         wid = f"w{j:03d}"
         workloads.append(
             Workload.model_validate(
@@ -133,6 +143,15 @@ def generate(
     return fleet, workloads, pd.DataFrame(cols)
 
 
+def _distinct_archetype(rng: np.random.Generator, j: int) -> tuple[dict, list[str], str, bool]:
+    """One workload's own throughput table (4 significant digits), jurisdictions, unit and deferrability."""
+    thr = {"H100": 1.0, "A100": round(0.35 + 0.3 * rng.random(), 4)}
+    if rng.random() < 0.35:
+        thr["L4"] = round(0.1 + 0.15 * rng.random(), 4)
+    juris = ["US"] if rng.random() < 0.6 else ["US", "EU"]
+    return thr, juris, "tok" if j % 2 else "gpuh", bool(rng.random() < 0.3)
+
+
 def one(
     size: str,
     blocks: int,
@@ -142,10 +161,11 @@ def one(
     group: bool = True,
     bound: bool = False,
     nodes: bool = False,
+    distinct: bool = False,
 ) -> dict:
     n_w, n_s, hours = (int(x) for x in size.split("x"))
     t0 = time.perf_counter()
-    fleet, workloads, demand = generate(n_w, n_s, hours, gpus_per_node=8.0 if nodes else None)
+    fleet, workloads, demand = generate(n_w, n_s, hours, gpus_per_node=8.0 if nodes else None, distinct=distinct)
     gen = time.perf_counter() - t0
     full = blocks >= hours
     t1 = time.perf_counter()

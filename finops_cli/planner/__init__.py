@@ -2,8 +2,8 @@
 
 Pipeline (pure, no I/O besides the solver's scratch files)::
 
-    build_frame (gate, prices, blocks, pruning, grouping) → build_model → solve_model
-      → [fix integers, re-solve LP for duals] → read_solution
+    build_frame (gate, prices, blocks, pruning, grouping) → build_model (arrays; PuLP for CBC) → solve_model
+      → [fix integers, re-solve the LP warm for duals] → read_solution
 
 :func:`plan_demand` runs it end to end on a fleet with numeric prices and a demand table.
 """
@@ -20,12 +20,14 @@ from finops_cli.planner.baseline import DispatchResult, merit_order_dispatch
 from finops_cli.planner.blocks import DEFAULT_BLOCKS
 from finops_cli.planner.build import build_model
 from finops_cli.planner.frame import PlanFrame, build_frame
-from finops_cli.planner.result import PlanSolution, read_solution
-from finops_cli.planner.solve import DEFAULT_GAP, SolverName, fix_integers_and_resolve, solve_model
+from finops_cli.planner.result import PlanSolution, read_solution, unserved_frame
+from finops_cli.planner.certify import DEFAULT_TOLERANCE, MAX_ROUNDS, Certificate, certify, refine_partition
+from finops_cli.planner.solve import DEFAULT_GAP, SolverName, add_duals, resolve_solver, solve_model
 from finops_cli.schema.estate import Fleet, Workload
 
 __all__ = [
     "DEFAULT_BLOCKS",
+    "DEFAULT_TOLERANCE",
     "DemandExceedsCapacity",
     "PlannerOutput",
     "plan_demand",
@@ -62,6 +64,7 @@ class PlannerOutput:
     solution: PlanSolution
     merit_order: DispatchResult
     build_seconds: float
+    certificate: Certificate | None = None
 
 
 def plan_demand(
@@ -79,8 +82,15 @@ def plan_demand(
     prune: bool = True,
     group: bool = True,
     integer_nodes: bool = False,
+    certify_plan: bool = True,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> PlannerOutput:
     """Plan ``demand`` (units/hour, one column per workload) on ``fleet`` (numeric prices).
+
+    The plan certifies itself (:mod:`finops_cli.planner.certify`): the block optimum's bound (LB) and an hourly
+    schedule's cost (UB) bracket the hourly optimum; blocks are refined until ``(UB − LB)/UB ≤ tolerance`` or
+    ``time_limit`` (seconds, for the whole plan) runs out. ``certify_plan=False`` skips it (the hourly
+    reference solves of the benchmark and tests).
 
     ``integer_nodes`` provisions on-demand and spot substrates that set ``gpus_per_node`` in whole nodes
     per block and charges the idle remainder (docs/planner.md, "Integer nodes").
@@ -95,20 +105,60 @@ def plan_demand(
     import time
 
     t0 = time.perf_counter()
-    frame = build_frame(
-        fleet, workloads, demand, n_blocks=n_blocks, mode=mode, prune=prune, group=group, integer_nodes=integer_nodes
-    )
-    model = build_model(frame)
-    build_seconds = time.perf_counter() - t0
-    info = solve_model(model, solver, time_limit=time_limit, gap=gap)
-    if info.status not in ("optimal", "feasible"):
-        hint = "; raise --time-limit or --gap" if info.status == "not_solved" else ""
-        raise InfeasibleError(f"the solver ({info.name}) stopped without a plan (status {info.status}){hint}")
-    solution = read_solution(model, info)
-    if not solution.unserved.empty and not allow_unserved:
-        raise DemandExceedsCapacity(solution.unserved, frame)
-    if duals and model.has_integers:
-        dual_info = fix_integers_and_resolve(model, info.name)  # type: ignore[arg-type]
-        if dual_info.status == "optimal":
-            solution = read_solution(model, info, dual_info)
-    return PlannerOutput(frame, solution, merit_order_dispatch(frame), build_seconds)
+    name = resolve_solver(solver)
+    deadline = None if time_limit is None else t0 + time_limit
+    hour_block = None
+    history: list[tuple[int, float, float]] = []
+    build_seconds = 0.0
+    rounds = 0
+    while True:
+        t_build = time.perf_counter()
+        frame = build_frame(
+            fleet,
+            workloads,
+            demand,
+            n_blocks=n_blocks,
+            mode=mode,
+            prune=prune,
+            group=group,
+            integer_nodes=integer_nodes,
+            hour_block=hour_block,
+        )
+        model = build_model(frame, with_pulp=name == "cbc")
+        build_seconds += time.perf_counter() - t_build
+        left = None if deadline is None else max(1.0, deadline - time.perf_counter())
+        solved = solve_model(model, name, time_limit=left, gap=gap, duals=False)  # type: ignore[arg-type]
+        info = solved.info
+        if info.status not in ("optimal", "feasible"):
+            hint = "; raise --time-limit or --gap" if info.status == "not_solved" else ""
+            raise InfeasibleError(f"the solver ({info.name}) stopped without a plan (status {info.status}){hint}")
+        if not allow_unserved:
+            short = unserved_frame(model, solved.values)
+            if not short.empty:
+                raise DemandExceedsCapacity(short, frame)
+        if not certify_plan:
+            cert = None
+            break
+        lower = info.best_bound if info.best_bound is not None else float(info.objective or 0.0)
+        cert = certify(frame, model.matrix, solved.values, lower, demand)
+        history.append((frame.blocks.n, cert.lower_bound, cert.upper_bound))
+        out_of_time = deadline is not None and time.perf_counter() > deadline
+        hourly_part = float(cert.excess.sum())
+        if cert.gap <= tolerance or out_of_time or rounds >= MAX_ROUNDS or hourly_part <= tolerance * cert.upper_bound / 2:
+            break
+        finer = refine_partition(frame, cert, demand[[w.id for w in workloads]])
+        if finer is None:
+            break
+        hour_block = finer
+        rounds += 1
+    if duals:
+        solved = add_duals(model, solved)
+    solution = read_solution(model, solved)
+    if cert is not None:
+        if solved.dual is not None and solved.dual.status == "optimal":
+            # the allocations are the LP's with the integers fixed (as the duals): schedule those
+            cert = certify(frame, model.matrix, solved.values, cert.lower_bound, demand)
+        cert.tolerance = tolerance
+        cert.rounds = rounds
+        cert.history = history
+    return PlannerOutput(frame, solution, merit_order_dispatch(frame), build_seconds, cert)

@@ -171,3 +171,23 @@ def load_duration_blocks(
     means = sums / sizes[:, None]
     frame = pd.DataFrame(means, columns=demand.columns, index=pd.RangeIndex(n_blocks, name="block"))
     return Blocks(sizes.astype(float), hour_block, frame)
+
+
+def blocks_from_partition(demand: pd.DataFrame, hour_block: np.ndarray) -> Blocks:
+    """Blocks of a given partition of the hours (``hour_block[h]`` = block of hour ``h``, blocks 0…n-1 all used).
+
+    The certification refines a plan by splitting blocks (:mod:`finops_cli.planner.certify`); each block
+    keeps every workload's mean, as :func:`load_duration_blocks` does.
+    """
+    hour_block = np.asarray(hour_block, dtype=int)
+    if len(hour_block) != len(demand):
+        raise ValueError("hour_block needs one block per hour of demand")
+    n_blocks = int(hour_block.max()) + 1
+    sizes = np.bincount(hour_block, minlength=n_blocks)
+    if (sizes == 0).any():
+        raise ValueError("every block needs at least one hour")
+    values = demand.to_numpy(dtype=float)
+    sums = np.zeros((n_blocks, values.shape[1]))
+    np.add.at(sums, hour_block, values)
+    frame = pd.DataFrame(sums / sizes[:, None], columns=demand.columns, index=pd.RangeIndex(n_blocks, name="block"))
+    return Blocks(sizes.astype(float), hour_block, frame)

@@ -1,50 +1,69 @@
-"""Build the plan's MILP from a plan frame: reads like a table of contents.
+"""Build the plan's model from a plan frame: the arrays first, then (for CBC) the PuLP model made from them.
 
-``frame → variables (usage, commitments, nodes, unserved) → rows (demand, deferrable, parallel, capacity, nodes)
-→ objective``. See ``docs/planner.md`` for the formulation.
+``frame → matrix (variables, rows, objective as arrays; docs/planner.md has the formulation) → PuLP``. The
+PuLP model is made from the matrix one row at a time (one ``LpAffineExpression`` per row, never Python
+``sum()``), so CBC and HiGHS solve the same rows, and the per-term objects are paid only when CBC is used.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pulp
 
-from finops_cli.planner.constraints import (
-    define_capacity,
-    define_deferrable,
-    define_demand,
-    define_nodes,
-    define_parallel,
-)
 from finops_cli.planner.frame import PlanFrame
+from finops_cli.planner.matrix import PlanMatrix, build_matrix, unserved_price
 from finops_cli.planner.model import PlanModel
-from finops_cli.planner.objective import define_objective
-from finops_cli.planner.variables import define_commitments, define_unserved, define_usage
-from finops_cli.planner.variables import define_nodes as define_node_counts
 
-#: Unserved work costs this many times the dearest real price per unit in the model (and at least 1000).
-UNSERVED_PRICE_FACTOR = 100.0
+__all__ = ["build_model", "unserved_price"]
 
 
-def unserved_price(frame: PlanFrame) -> float:
-    """Price per unit of unserved work: far above any real way of serving it."""
-    rows = frame.rows
-    if rows.empty:
-        return 1000.0
-    per_unit = (rows["usd_per_gpu_hour"] + rows["penalty_per_gpu_hour"]) / rows["units_per_gpu_hour"]
-    return max(1000.0, UNSERVED_PRICE_FACTOR * float(per_unit.max()))
-
-
-def build_model(frame: PlanFrame, name: str = "finops_plan") -> PlanModel:
-    """The PuLP model of ``frame`` (nothing solved yet)."""
-    m = PlanModel(frame, pulp.LpProblem(name, pulp.LpMinimize), unserved_price(frame))
-    define_usage(m)
-    define_commitments(m)
-    define_node_counts(m)
-    define_unserved(m)
-    define_demand(m)
-    define_deferrable(m)
-    define_parallel(m)
-    define_capacity(m)
-    define_nodes(m)
-    define_objective(m)
+def build_model(frame: PlanFrame, name: str = "finops_plan", *, with_pulp: bool = True) -> PlanModel:
+    """The model of ``frame`` (nothing solved yet); ``with_pulp=False`` builds the arrays only (HiGHS)."""
+    m = PlanModel(frame, build_matrix(frame))
+    if with_pulp:
+        _pulp_model(m, name)
     return m
+
+
+def _pulp_model(m: PlanModel, name: str) -> None:
+    mx: PlanMatrix = m.matrix
+    prob = pulp.LpProblem(name, pulp.LpMinimize)
+    add = prob.add_variable
+    names = mx.col_names()
+    cols: list[pulp.LpVariable] = []
+    for j, col in enumerate(names):
+        upper = None if np.isinf(mx.col_upper[j]) else float(mx.col_upper[j])
+        cat = pulp.LpInteger if mx.integer[j] else pulp.LpContinuous
+        if mx.integer[j] and upper is not None:
+            upper = int(upper)
+        cols.append(add(col, lowBound=float(mx.col_lower[j]), upBound=upper, cat=cat))
+    m.columns = cols
+    m.x = cols[: mx.n_x]
+    m.commit = dict(zip(mx.commit_keys, cols[mx.commit_col0 : mx.node_col0], strict=True))
+    m.nodes = dict(zip(mx.node_keys, cols[mx.node_col0 : mx.unserved_col0], strict=True))
+    m.unserved = dict(zip(mx.demand_keys, cols[mx.unserved_col0 : mx.defer_unserved_col0], strict=True))
+    m.unserved_deferrable = dict(zip(mx.defer_keys, cols[mx.defer_unserved_col0 :], strict=True))
+
+    start, index, value = mx.csr()
+    row_names = mx.row_names()
+    families = [
+        (m.demand_rows, mx.demand_keys),
+        (m.defer_rows, mx.defer_keys),
+        (m.parallel_rows, mx.parallel_keys),
+        (m.cap_rows, mx.cap_keys),
+        (m.node_rows, mx.node_keys),
+    ]
+    r = 0
+    for store, keys in families:
+        for key in keys:
+            lo, up = mx.row_lower[r], mx.row_upper[r]
+            sl = slice(start[r], start[r + 1])
+            expr = pulp.LpAffineExpression([(cols[j], float(v)) for j, v in zip(index[sl], value[sl], strict=True)])
+            sense, rhs = (pulp.LpConstraintGE, float(lo)) if np.isfinite(lo) else (pulp.LpConstraintLE, float(up))
+            row = pulp.LpConstraint(expr, sense, name=row_names[r], rhs=rhs)
+            prob.addConstraint(row)
+            store[key] = row
+            r += 1
+    nz = np.flatnonzero(mx.cost)
+    prob.setObjective(pulp.LpAffineExpression([(cols[j], float(mx.cost[j])) for j in nz]))
+    m.prob = prob

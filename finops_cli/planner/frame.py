@@ -40,7 +40,7 @@ from finops_cli.core.pricing import (
     spot_multiplier,
     units_per_gpu_hour,
 )
-from finops_cli.planner.blocks import Blocks, load_duration_blocks
+from finops_cli.planner.blocks import Blocks, blocks_from_partition, load_duration_blocks
 from finops_cli.schema.estate import Fleet, Substrate, Workload
 
 #: Substrate kinds billed per whole node when ``gpus_per_node`` is set (owned/reserved capacity is already
@@ -172,6 +172,7 @@ def build_frame(
     prune: bool = True,
     group: bool = True,
     integer_nodes: bool = False,
+    hour_block: np.ndarray | None = None,
 ) -> PlanFrame:
     """Price every compliant (workload, substrate, segment) and lay it out over load-duration blocks.
 
@@ -187,6 +188,9 @@ def build_frame(
         Number of load-duration blocks (``>= hours`` = full resolution).
     integer_nodes
         Provision on-demand and spot substrates that set ``gpus_per_node`` in whole nodes per block.
+    hour_block
+        A given partition of the hours into blocks (the certification's refinement) instead of ``n_blocks``
+        load-duration blocks.
     """
     missing = [w.id for w in workloads if w.id not in demand.columns]
     if missing:
@@ -206,7 +210,12 @@ def build_frame(
     # GPU-equivalents per unit, to rank hours by load: 1 / the workload's best throughput
     weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
     deferrable = [w.id for w in workloads if w.deferrable]
-    blocks = load_duration_blocks(demand[[w.id for w in workloads]], n_blocks, weights=weights, deferrable=deferrable)
+    if hour_block is not None:
+        blocks = blocks_from_partition(demand[[w.id for w in workloads]], hour_block)
+    else:
+        blocks = load_duration_blocks(
+            demand[[w.id for w in workloads]], n_blocks, weights=weights, deferrable=deferrable
+        )
 
     # group identical workloads
     group_of: dict[str, str] = {}

@@ -24,7 +24,7 @@ import pandas as pd
 
 from finops_cli.core.pricing import useful_gpu_hour_price
 from finops_cli.planner.model import PlanModel
-from finops_cli.planner.solve import SolveInfo
+from finops_cli.planner.solve import SolveInfo, Solved
 
 #: Columns of :attr:`PlanSolution.nodes` (one row per node substrate and block).
 NODE_RESULT_COLUMNS = ["substrate", "block", "nodes", "node_hours", "wall_gpu_hours", "rounding_cost"]
@@ -75,11 +75,13 @@ def _members_frame(m: PlanModel) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def read_solution(m: PlanModel, solve: SolveInfo, dual_solve: SolveInfo | None = None) -> PlanSolution:
-    """Turn variable values (and duals, when the LP was re-solved) into a :class:`PlanSolution`."""
+def read_solution(m: PlanModel, solved: Solved) -> PlanSolution:
+    """Turn the solved column values (and row duals, when asked for) into a :class:`PlanSolution`."""
     frame = m.frame
+    mx = m.matrix
     rows = frame.rows
-    values = np.array([v.varValue or 0.0 for v in m.x], dtype=float)
+    all_values = solved.values
+    values = all_values[: mx.n_x].copy()
     values[values < TOL] = 0.0
     used = rows[values > 0].copy()
     x = values[values > 0]
@@ -91,7 +93,8 @@ def read_solution(m: PlanModel, solve: SolveInfo, dual_solve: SolveInfo | None =
     per_w = used.merge(members, on=["group", "block"], how="inner")
     for col in ("gpu_hours", "units", "cost", "penalty"):
         per_w[col] = per_w[col] * per_w["share"]
-    per_w["kind"] = per_w["substrate"].map(lambda s: frame.substrates[s].kind)
+    kinds = {sid: s.kind for sid, s in frame.substrates.items()}
+    per_w["kind"] = per_w["substrate"].map(kinds)
     usage = (
         per_w.groupby(["workload", "substrate", "kind", "block"], as_index=False)[
             ["gpu_hours", "units", "cost", "penalty"]
@@ -111,50 +114,36 @@ def read_solution(m: PlanModel, solve: SolveInfo, dual_solve: SolveInfo | None =
 
     allocations["netc_overhead"] = allocations.apply(_netc, axis=1) if len(allocations) else 0.0
 
+    commit_values = all_values[mx.commit_col0 : mx.node_col0]
     commit_rows = []
-    for sid, var in m.commit.items():
-        blocks = round(var.value() or 0.0)
+    for sid, value in zip(mx.commit_keys, commit_values, strict=True):
+        blocks = round(float(value))
         info = frame.commitments.loc[sid]
         commit_rows.append((sid, blocks, blocks * float(info["block_gpus"]), blocks * float(info["usd_per_block"])))
     commitments = pd.DataFrame(commit_rows, columns=["substrate", "blocks", "gpus", "cost"])
 
     hours = frame.blocks.hours
-    nodes = _nodes_frame(m, values)
-
-    short = []
-    for (g, b), var in m.unserved.items():
-        u = var.value() or 0.0
-        if u > TOL * max(1.0, float(frame.demand[(g, b)])):
-            for w, (wg, share) in frame.members.items():
-                if wg == g and share[b] > 0:
-                    short.append((w, int(b), float(hours[b]), u * share[b] * hours[b], u * share[b]))
-    for g, var in m.unserved_deferrable.items():
-        u = var.value() or 0.0
-        if u > TOL * max(1.0, frame.deferrable_units[g]):
-            for w, (wg, share) in frame.members.items():
-                if wg == g and share[0] > 0:
-                    short.append((w, -1, float(frame.horizon_hours), u * share[0], u * share[0] / frame.horizon_hours))
-    unserved = pd.DataFrame(short, columns=["workload", "block", "hours", "units", "units_per_hour"])
+    nodes = _nodes_frame(m, all_values)
+    unserved = unserved_frame(m, all_values)
 
     prices = []
-    if dual_solve is not None or not m.has_integers:
-        for (g, b), row in m.demand_rows.items():
-            pi = row.pi
-            if pi is None:
-                continue
-            for w, (wg, _share) in frame.members.items():
-                if wg == g:
-                    prices.append((w, int(b), float(hours[b]), float(pi) / float(hours[b])))
-        for g, row in m.defer_rows.items():
-            if row.pi is None:
-                continue
-            for w, (wg, _share) in frame.members.items():
-                if wg == g:
-                    prices.append((w, -1, float(frame.horizon_hours), float(row.pi)))
+    duals = solved.row_duals
+    if duals is not None:
+        group_members: dict[str, list[str]] = {}
+        for w, (g, _share) in frame.members.items():
+            group_members.setdefault(g, []).append(w)
+        for r, (g, b) in enumerate(mx.demand_keys):
+            pi = duals[r]
+            if np.isfinite(pi):
+                prices += [(w, int(b), float(hours[b]), float(pi) / float(hours[b])) for w in group_members.get(g, [])]
+        for r, g in enumerate(mx.defer_keys, start=mx.defer_row0):
+            pi = duals[r]
+            if np.isfinite(pi):
+                prices += [(w, -1, float(frame.horizon_hours), float(pi)) for w in group_members.get(g, [])]
     clearing = pd.DataFrame(prices, columns=["workload", "block", "hours", "usd_per_unit"])
 
     return PlanSolution(
-        solve=solve,
+        solve=solved.info,
         usage=usage,
         allocations=allocations,
         commitments=commitments,
@@ -164,15 +153,33 @@ def read_solution(m: PlanModel, solve: SolveInfo, dual_solve: SolveInfo | None =
         commitment_cost=float(commitments["cost"].sum()) if len(commitments) else 0.0,
         penalty=float(allocations["penalty"].sum()) if len(allocations) else 0.0,
         sunk_cost=frame.sunk_cost,
-        dual_solve=dual_solve,
+        dual_solve=solved.dual,
         nodes=nodes,
         node_rounding_cost=float(nodes["rounding_cost"].sum()) if len(nodes) else 0.0,
     )
 
 
+def unserved_frame(m: PlanModel, values: np.ndarray) -> pd.DataFrame:
+    """Shortages per workload and block (block −1: a deferrable total over the horizon)."""
+    frame, mx = m.frame, m.matrix
+    hours = frame.blocks.hours
+    short = []
+    u = values[mx.unserved_col0 : mx.defer_unserved_col0]
+    for (g, b), ub in zip(mx.demand_keys, u, strict=True):
+        if ub > TOL * max(1.0, float(frame.demand[(g, b)])):
+            for w, (wg, share) in frame.members.items():
+                if wg == g and share[b] > 0:
+                    short.append((w, int(b), float(hours[b]), ub * share[b] * hours[b], ub * share[b]))
+    ud = values[mx.defer_unserved_col0 :]
+    for g, ug in zip(mx.defer_keys, ud, strict=True):
+        if ug > TOL * max(1.0, frame.deferrable_units[g]):
+            for w, (wg, share) in frame.members.items():
+                if wg == g and share[0] > 0:
+                    short.append((w, -1, float(frame.horizon_hours), ug * share[0], ug * share[0] / frame.horizon_hours))
+    return pd.DataFrame(short, columns=["workload", "block", "hours", "units", "units_per_hour"])
 def _nodes_frame(m: PlanModel, values: np.ndarray) -> pd.DataFrame:
     """Nodes, node-hours, wall GPU-hours used and node rounding cost per node substrate and block."""
-    if not m.nodes:
+    if not m.matrix.node_keys:
         return pd.DataFrame(columns=NODE_RESULT_COLUMNS)
     frame = m.frame
     rows = frame.rows
@@ -182,8 +189,10 @@ def _nodes_frame(m: PlanModel, values: np.ndarray) -> pd.DataFrame:
     )
     used = wall.groupby([sub["substrate"], sub["block"]]).sum().to_dict()
     out = []
-    for (s, b), var in m.nodes.items():
-        n = round(var.value() or 0.0)
+    mx = m.matrix
+    node_values = values[mx.node_col0 : mx.unserved_col0]
+    for (s, b), value in zip(mx.node_keys, node_values, strict=True):
+        n = round(float(value))
         h = float(frame.blocks.hours[b])
         gpu_hours = float(used.get((s, b), 0.0))
         per_node = float(frame.nodes.loc[s, "gpus_per_node"])

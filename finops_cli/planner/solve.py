@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pulp
 
 from finops_cli.planner.model import PlanModel
@@ -111,51 +112,104 @@ def _parse_cbc_log(text: str) -> tuple[float | None, float | None]:
     return (float(obj.group(1)) if obj else None, float(bound.group(1)) if bound else None)
 
 
+@dataclass
+class Solved:
+    """A solved model as arrays: ``values`` per column and ``row_duals`` per row of the matrix (None when the
+    duals were not asked for or the re-solve failed); ``dual`` describes the re-solve with integers fixed."""
+
+    info: SolveInfo
+    values: np.ndarray
+    row_duals: np.ndarray | None = None
+    dual: SolveInfo | None = None
+    handle: object | None = None  # the ``Highs`` instance, kept for the warm dual re-solve
+
+
 def solve_model(
     m: PlanModel,
     solver: SolverName = "auto",
     *,
     time_limit: float | None = None,
     gap: float | None = DEFAULT_GAP,
-) -> SolveInfo:
-    """Solve ``m`` in place (variable values and row duals are set) and report how it went."""
+    duals: bool = True,
+) -> Solved:
+    """Solve ``m`` and, with ``duals``, get the row duals from the LP with the integers fixed at their values."""
     name = resolve_solver(solver)
-    start = time.perf_counter()
-    best_bound: float | None = None
-    if name == "cbc":
-        with tempfile.TemporaryDirectory(prefix="finops-cbc-") as tmp:
-            log = Path(tmp) / "cbc.log"
-            cmd = pulp.COIN_CMD(
-                path=_cbc_path(), msg=False, timeLimit=time_limit, gapRel=gap, logPath=str(log), threads=1
-            )
-            m.prob.solve(cmd)
-            text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-        _obj, best_bound = _parse_cbc_log(text)
+    if name == "highs":
+        from finops_cli.planner.highs import solve_matrix
+
+        run, h = solve_matrix(m.matrix, time_limit=time_limit, gap=gap)
+        info = _info("highs", run.status, run.objective, run.best_bound, run.seconds)
+        solved = Solved(info, run.values, run.row_duals, None, h)
     else:
-        highs = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=gap)
-        with _stdout_to_stderr():
-            m.prob.solve(highs)
-        model = getattr(m.prob, "solverModel", None)
-        if model is not None and m.has_integers:
-            info = model.getInfo()
-            best_bound = float(info.mip_dual_bound)
-    seconds = time.perf_counter() - start
-    status = _STATUS.get(m.prob.sol_status, _STATUS.get(m.prob.status, "not_solved"))
-    objective = pulp.value(m.prob.objective) if status in ("optimal", "feasible") else None
-    objective = float(objective) if objective is not None else None
-    if best_bound is None and status == "optimal":
-        best_bound = objective
+        if m.prob is None:
+            raise ValueError("CBC solves the PuLP model: build it with build_model(frame, with_pulp=True)")
+        info = _solve_pulp(m, "cbc", time_limit=time_limit, gap=gap)
+        solved = Solved(info, _pulp_values(m), None if m.has_integers else _pulp_duals(m))
+    return add_duals(m, solved) if duals else solved
+
+
+def add_duals(m: PlanModel, solved: Solved) -> Solved:
+    """Row duals of a solved model: with integers, from the LP re-solved with them fixed (HiGHS: warm)."""
+    if solved.info.status not in ("optimal", "feasible") or not m.has_integers or solved.dual is not None:
+        return solved
+    if solved.info.name == "highs":
+        from finops_cli.planner.highs import fixed_integer_duals
+
+        again = fixed_integer_duals(solved.handle, m.matrix, solved.values)
+        dual = _info("highs", again.status, again.objective, again.objective, again.seconds)
+        if again.status != "optimal":
+            return Solved(solved.info, solved.values, None, dual, solved.handle)
+        return Solved(solved.info, again.values, again.row_duals, dual, solved.handle)
+    dual = fix_integers_and_resolve(m, "cbc")
+    if dual.status != "optimal":
+        return Solved(solved.info, solved.values, None, dual)
+    return Solved(solved.info, _pulp_values(m), _pulp_duals(m), dual)
+
+
+def _info(name: str, status: str, objective: float | None, best: float | None, seconds: float) -> SolveInfo:
+    if best is None and status == "optimal":
+        best = objective
     mip_gap = None
-    if objective is not None and best_bound is not None:
-        mip_gap = max(0.0, (objective - best_bound) / max(abs(objective), 1e-9))
-    return SolveInfo(name, status, objective, best_bound, mip_gap, seconds)
+    if objective is not None and best is not None:
+        mip_gap = max(0.0, (objective - best) / max(abs(objective), 1e-9))
+    return SolveInfo(name, status, objective, best, mip_gap, seconds)
 
 
-def fix_integers_and_resolve(m: PlanModel, solver: SolverName = "auto") -> SolveInfo:
-    """Fix the commitment blocks and node counts at their values and re-solve the LP, so the rows carry duals."""
+def _pulp_values(m: PlanModel) -> np.ndarray:
+    return np.array([v.varValue or 0.0 for v in m.columns], dtype=float)
+
+
+def _pulp_duals(m: PlanModel) -> np.ndarray:
+    rows = [*m.demand_rows.values(), *m.defer_rows.values(), *m.parallel_rows.values(), *m.cap_rows.values()]
+    rows += list(m.node_rows.values())
+    return np.array([np.nan if r.pi is None else float(r.pi) for r in rows], dtype=float)
+
+
+def _solve_pulp(
+    m: PlanModel, name: str, *, time_limit: float | None = None, gap: float | None = DEFAULT_GAP
+) -> SolveInfo:
+    """Solve the PuLP model with CBC (variable values and row duals are set on the PuLP objects)."""
+    prob = m.prob
+    assert prob is not None
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="finops-cbc-") as tmp:
+        log = Path(tmp) / "cbc.log"
+        cmd = pulp.COIN_CMD(path=_cbc_path(), msg=False, timeLimit=time_limit, gapRel=gap, logPath=str(log), threads=1)
+        prob.solve(cmd)
+        text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    _obj, best_bound = _parse_cbc_log(text)
+    seconds = time.perf_counter() - start
+    status = _STATUS.get(prob.sol_status, _STATUS.get(prob.status, "not_solved"))
+    objective = pulp.value(prob.objective) if status in ("optimal", "feasible") else None
+    objective = float(objective) if objective is not None else None
+    return _info(name, status, objective, best_bound if m.has_integers else None, seconds)
+
+
+def fix_integers_and_resolve(m: PlanModel, solver: SolverName = "cbc") -> SolveInfo:
+    """Fix the PuLP model's commitment blocks and node counts at their values and re-solve the LP (CBC path)."""
     for var in [*m.commit.values(), *m.nodes.values()]:
         value = round(var.value() or 0.0)
         var.lowBound = value
         var.upBound = value
         var.cat = pulp.LpContinuous
-    return solve_model(m, solver, gap=None)
+    return _solve_pulp(m, "cbc", gap=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import highspy
 import pulp
 import pytest
 from planner_helpers import demand, fleet, workload
@@ -14,7 +15,7 @@ from finops_cli.planner import plan_demand
 from finops_cli.planner.build import build_model
 from finops_cli.planner.document import plan_document
 from finops_cli.planner.frame import build_frame
-from finops_cli.planner.objective import NODE_TIE_BREAK
+from finops_cli.planner.matrix import NODE_TIE_BREAK
 from finops_cli.planner.solve import fix_integers_and_resolve, solve_model
 
 SOLVERS = ["cbc", "highs"]
@@ -106,10 +107,20 @@ def test_duals_from_the_lp_with_node_counts_fixed(solver):
     assert sol.dual_solve is not None and sol.dual_solve.status == "optimal"
     assert sol.clearing_prices["usd_per_unit"].tolist() == pytest.approx([4.2])
     # the re-solve pins every node count at its optimum (an LP: no integer variable left)
-    m = build_model(out.frame)
-    solve_model(m, solver)
-    fix_integers_and_resolve(m, solver)
-    assert [(v.lowBound, v.upBound, v.cat) for v in m.nodes.values()] == [(1, 1, pulp.LpContinuous)]
+    if solver == "cbc":
+        m = build_model(out.frame)
+        solve_model(m, solver, duals=False)
+        fix_integers_and_resolve(m, solver)
+        assert [(v.lowBound, v.upBound, v.cat) for v in m.nodes.values()] == [(1, 1, pulp.LpContinuous)]
+    else:
+        from finops_cli.planner.highs import fixed_integer_duals, solve_matrix
+
+        m = build_model(out.frame, with_pulp=False)
+        run, h = solve_matrix(m.matrix)
+        again = fixed_integer_duals(h, m.matrix, run.values)
+        node = m.matrix.node_col0
+        assert again.status == "optimal" and h.getLp().col_lower_[node] == h.getLp().col_upper_[node] == 1.0
+        assert all(t == highspy.HighsVarType.kContinuous for t in h.getLp().integrality_)  # empty: an LP
 
 
 def _coefs(row) -> dict[str, float]:

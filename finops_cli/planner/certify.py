@@ -1,0 +1,379 @@
+"""Self-certified accuracy: every plan brackets the hourly optimum between two numbers it computes itself.
+
+- **Lower bound** (LB): the block model relaxes the hourly one (any hourly plan averaged over a block is
+  feasible for the block model at the same cost), so its MILP best bound is ≤ the hourly optimum.
+- **Upper bound** (UB): the objective of a plan that is feasible in *every hour*, the hourly schedule. It is
+  the block plan with the commitments (and node counts) it bought, spread over each block's hours in
+  proportion to each group's hourly demand (deferrable work at the block's constant rate). Spreading keeps
+  the block's cost exactly (the ratios sum to the block's hours), so a block whose spread plan fits every
+  hour costs the same hour by hour. In an hour where the spread plan breaks a capacity, parallelism or node
+  row (work averaged with a quieter hour), that hour is re-planned as an LP (the per-block hourly LP
+  decomposition, integers fixed, deferrable rate kept): one ``Highs`` instance, only the row bounds change
+  from hour to hour, so each solve starts warm from the previous hour's basis.
+
+``gap = (UB − LB) / UB`` bounds how far the plan is from the hourly optimum. If it is above the tolerance,
+the blocks whose hours needed re-planning are split (those hours become a block of their own) and the block
+model is solved again (:func:`refine_partition`), until the gap is within tolerance or time runs out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from finops_cli.planner.blocks import Blocks
+from finops_cli.planner.frame import PlanFrame
+from finops_cli.planner.matrix import PlanMatrix, build_matrix
+
+#: Default tolerance of the certified gap (0.1 %), ``--tolerance``.
+DEFAULT_TOLERANCE = 1e-3
+
+#: Refinement rounds at most when no time limit is given.
+MAX_ROUNDS = 8
+
+#: Rows of the spread plan above their bound by more than this (relative, and absolute GPUs) break the hour.
+FEASIBILITY_TOL = 1e-6
+
+#: Columns of the schedule (one row per hour, workload and substrate with work).
+SCHEDULE_COLUMNS = ["hour", "workload", "substrate", "kind", "gpus", "wall_gpus", "units", "cost", "penalty"]
+
+
+@dataclass
+class Certificate:
+    """The plan's own error bound and the hourly schedule that attains the upper bound.
+
+    ``lower_bound``/``upper_bound`` are in objective terms (money that can still change plus reliability
+    penalty; sunk cost excluded, so the relative gap is the stricter one). ``excess`` is, per block, what
+    re-planning its broken hours added over the spread plan; ``repaired_hours`` lists those hours.
+    """
+
+    lower_bound: float
+    upper_bound: float
+    tolerance: float
+    schedule: pd.DataFrame
+    repaired_hours: np.ndarray
+    excess: np.ndarray
+    node_cost: float = 0.0
+    unserved_units: float = 0.0
+    rounds: int = 0
+    seconds: float = 0.0
+    history: list[tuple[int, float, float]] = field(default_factory=list)  # (blocks, LB, UB) per round
+
+    @property
+    def gap(self) -> float:
+        if self.upper_bound <= 0:
+            return 0.0 if self.upper_bound - self.lower_bound <= 1e-9 else float("inf")
+        return max(0.0, (self.upper_bound - self.lower_bound) / self.upper_bound)
+
+    @property
+    def certified(self) -> bool:
+        return self.gap <= self.tolerance
+
+
+def _group_hourly(frame: PlanFrame, demand: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """Non-deferrable groups and their hourly demand (units/hour), shape (groups, hours)."""
+    groups = list(dict.fromkeys(g for g, _b in frame.demand.index))
+    pos = {g: i for i, g in enumerate(groups)}
+    out = np.zeros((len(groups), frame.horizon_hours))
+    for w, (g, _share) in frame.members.items():
+        if g in pos:
+            out[pos[g]] += demand[w].to_numpy(dtype=float)
+    return groups, out
+
+
+def _template(frame: PlanFrame) -> tuple[PlanFrame, np.ndarray]:
+    """A one-hour frame with every group as a demand row, and the base row of every frame row."""
+    rows = frame.rows
+    n = frame.blocks.n
+    base = np.arange(len(rows)) // n
+    if not (rows["block"].to_numpy() == np.arange(len(rows)) % n).all():  # pragma: no cover - frame layout
+        raise AssertionError("plan frame rows are not laid out base-major")
+    rows0 = rows[rows["block"] == 0].reset_index(drop=True).assign(hours=1.0)
+    groups = list(dict.fromkeys(rows0["group"]))
+    demand = pd.Series(0.0, index=pd.MultiIndex.from_tuples([(g, 0) for g in groups], names=["group", "block"]))
+    one = Blocks(np.ones(1), np.zeros(1, dtype=int), pd.DataFrame(index=pd.RangeIndex(1, name="block")))
+    return replace(frame, rows=rows0, demand=demand, deferrable_units={}, blocks=one, horizon_hours=1), base
+
+
+def certify(frame: PlanFrame, mx: PlanMatrix, values: np.ndarray, lower_bound: float, demand: pd.DataFrame) -> Certificate:
+    """The hourly schedule of a solved block plan, its objective (UB) and the excess per block."""
+    started = time.perf_counter()
+    rows = frame.rows
+    n_x = mx.n_x
+    hb = frame.blocks.hour_block
+    n_blocks, hours_total = frame.blocks.n, frame.horizon_hours
+    block_hours = frame.blocks.hours
+    x = np.where(values[:n_x] > 1e-9, values[:n_x], 0.0)
+
+    # R[g, h]: hourly demand over block-mean demand per non-deferrable group; the last row (deferrable) is 1
+    groups, d_gh = _group_hourly(frame, demand)
+    d_gb = np.zeros((len(groups), n_blocks))
+    gpos = {g: i for i, g in enumerate(groups)}
+    for (g, b), d in frame.demand.items():
+        d_gb[gpos[g], b] = d
+    mean = d_gb[:, hb]
+    ratio = np.divide(d_gh, mean, out=np.zeros_like(d_gh), where=mean > 0)
+    ratio = np.vstack([ratio, np.ones((1, hours_total))])
+    defer_row = len(groups)
+    g_of_x = rows["group"].map(gpos).fillna(defer_row).to_numpy(dtype=int)
+    b_of_x = rows["block"].to_numpy()
+
+    # constant part of each row from the integer columns (commitments bought, nodes provisioned)
+    col_of = np.repeat(np.arange(mx.n_cols), np.diff(mx.start))
+    const = np.zeros(mx.n_rows)
+    ints = col_of >= n_x
+    np.add.at(const, mx.index[ints], mx.value[ints] * values[col_of[ints]] * (col_of[ints] < mx.unserved_col0))
+    # ≤ rows (parallel, cap, nodes) touched by x with work
+    upper = mx.row_upper
+    le = (mx.index >= mx.parallel_row0) & (col_of < n_x)
+    le &= x[np.minimum(col_of, n_x - 1)] > 0
+    e_row, e_col, e_val = mx.index[le], col_of[le], mx.value[le] * x[col_of[le]]
+    e_block = b_of_x[e_col]
+    broken = np.zeros(hours_total, dtype=bool)
+    order = np.argsort(e_block, kind="stable")
+    e_row, e_col, e_val, e_block = e_row[order], e_col[order], e_val[order], e_block[order]
+    cuts = np.searchsorted(e_block, np.arange(n_blocks + 1))
+    for b in range(n_blocks):
+        lo, hi = cuts[b], cuts[b + 1]
+        if lo == hi or block_hours[b] <= 1:
+            continue
+        hours = np.flatnonzero(hb == b)
+        rows_b, local = np.unique(e_row[lo:hi], return_inverse=True)
+        act = np.zeros((len(rows_b), len(hours)))
+        np.add.at(act, local, e_val[lo:hi, None] * ratio[g_of_x[e_col[lo:hi]]][:, hours])
+        limit = upper[rows_b] - const[rows_b]
+        over = act > limit[:, None] + FEASIBILITY_TOL * np.maximum(1.0, np.abs(upper[rows_b]))[:, None]
+        broken[hours[over.any(axis=0)]] = True
+
+    # the spread plan's cost per hour (x, unserved, node columns), to swap out the broken hours
+    per_hour_cost = mx.cost[:n_x] / block_hours[b_of_x]
+    repaired = np.flatnonzero(broken)
+    spread_cost = np.zeros(hours_total)
+    nz = np.flatnonzero(x)
+    for h in repaired:
+        b = hb[h]
+        sel = nz[b_of_x[nz] == b]
+        spread_cost[h] = float((per_hour_cost[sel] * x[sel] * ratio[g_of_x[sel], h]).sum())
+    u_vals = values[mx.unserved_col0 : mx.defer_unserved_col0]
+    u_price = mx.cost[mx.unserved_col0 : mx.defer_unserved_col0]
+    u_block = np.array([b for _g, b in mx.demand_keys], dtype=int)
+    u_group = np.array([gpos[g] for g, _b in mx.demand_keys], dtype=int)
+    node_vals = values[mx.node_col0 : mx.unserved_col0]
+    node_block = np.array([b for _s, b in mx.node_keys], dtype=int)
+    node_cost_block = np.zeros(n_blocks)
+    np.add.at(node_cost_block, node_block, mx.cost[mx.node_col0 : mx.unserved_col0] * np.round(node_vals))
+    for h in repaired:
+        b = hb[h]
+        sel = u_block == b
+        spread_cost[h] += float((u_price[sel] / block_hours[b] * u_vals[sel] * ratio[u_group[sel], h]).sum())
+        spread_cost[h] += node_cost_block[b] / block_hours[b]
+
+    # re-plan each broken hour as an LP (integers fixed, deferrable rate of its block kept), warm from the last
+    lp_cost = np.zeros(hours_total)
+    lp_x: dict[int, np.ndarray] = {}
+    template, base = _template(frame)
+    n_base = len(template.rows)
+    if len(repaired):
+        lp_cost, lp_x = _replan_hours(frame, mx, template, values, repaired, x, gpos, d_gh)
+    excess = np.zeros(n_blocks)
+    np.add.at(excess, hb[repaired], lp_cost[repaired] - spread_cost[repaired])
+    block_objective = float(mx.cost @ np.where(mx.integer, np.round(values), values))
+    upper_bound = block_objective + float(excess.sum())
+    schedule = _schedule(frame, template, demand, x, base, n_base, ratio, g_of_x, broken, lp_x)
+    node_cost = float(node_cost_block.sum())
+    unserved_units = _unserved_units(frame, demand, schedule)
+    return Certificate(
+        lower_bound=min(lower_bound, block_objective),
+        upper_bound=upper_bound,
+        tolerance=DEFAULT_TOLERANCE,
+        schedule=schedule,
+        repaired_hours=repaired,
+        excess=excess,
+        node_cost=node_cost,
+        unserved_units=unserved_units,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _replan_hours(
+    frame: PlanFrame,
+    mx: PlanMatrix,
+    template: PlanFrame,
+    values: np.ndarray,
+    hours: np.ndarray,
+    x: np.ndarray,
+    gpos: dict[str, int],
+    d_gh: np.ndarray,
+) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """Hourly LP of each of ``hours``: its cost and its x per base row of the frame."""
+    from finops_cli.planner.highs import _new_highs, pass_matrix
+
+    t = build_matrix(template)
+    t.cost[t.commit_col0 : t.node_col0] = 0.0  # bought for the horizon: in the block objective already
+    n = frame.blocks.n
+    rows = frame.rows
+    hb = frame.blocks.hour_block
+    # commitments: fixed at the blocks bought
+    bought = np.round(values[mx.commit_col0 : mx.node_col0])
+    t.col_lower[t.commit_col0 : t.node_col0] = bought
+    t.col_upper[t.commit_col0 : t.node_col0] = bought
+    # deferrable groups: units per hour the block plan gives them in each block
+    thr = rows["units_per_gpu_hour"].to_numpy(dtype=float)
+    defer_groups = [g for g, _b in t.demand_keys if g not in gpos]
+    rate = {g: np.zeros(n) for g in defer_groups}
+    sel = rows["group"].isin(defer_groups).to_numpy() & (x > 0)
+    for g, b, v in zip(rows["group"].to_numpy()[sel], rows["block"].to_numpy()[sel], (thr * x)[sel], strict=True):
+        rate[g][b] += v
+    node_index = {s: j for j, (s, _b) in enumerate(t.node_keys)}
+    node_value = {(s, b): round(float(v)) for (s, b), v in zip(mx.node_keys, values[mx.node_col0 : mx.unserved_col0], strict=True)}
+    h_lp = _new_highs(None, None)
+    pass_matrix(h_lp, t, integers=False)
+    dem_rows = np.arange(len(t.demand_keys), dtype=np.int32)
+    inf = np.full(len(dem_rows), np.inf)
+    cost = np.zeros(frame.horizon_hours)
+    out: dict[int, np.ndarray] = {}
+    for h in hours[np.argsort(hb[hours], kind="stable")]:
+        b = int(hb[h])
+        lower = np.array(
+            [d_gh[gpos[g], h] if g in gpos else rate[g][b] for g, _b in t.demand_keys], dtype=float
+        )
+        h_lp.changeRowsBounds(len(dem_rows), dem_rows, lower, inf)
+        if node_index:
+            idx = np.array([t.node_col0 + j for j in node_index.values()], dtype=np.int32)
+            nv = np.array([node_value[(s, b)] for s in node_index], dtype=float)
+            h_lp.changeColsBounds(len(idx), idx, nv, nv)
+        h_lp.run()
+        sol = h_lp.getSolution()
+        col = np.asarray(sol.col_value, dtype=float)
+        cost[h] = float(h_lp.getInfo().objective_function_value)
+        out[int(h)] = np.where(col[: t.n_x] > 1e-9, col[: t.n_x], 0.0)
+    return cost, out
+
+
+def _unserved_units(frame: PlanFrame, demand: pd.DataFrame, schedule: pd.DataFrame) -> float:
+    """Units the schedule leaves unserved: hour by hour (non-deferrable), over the horizon (deferrable)."""
+    served = schedule.groupby(["workload", "hour"])["units"].sum()
+    total = 0.0
+    for w in frame.members:
+        d = demand[w].to_numpy(dtype=float)
+        got = served.get(w, pd.Series(dtype=float)).reindex(range(len(d)), fill_value=0.0).to_numpy()
+        if frame.workloads[w].deferrable:
+            total += max(0.0, float(d.sum() - got.sum()))
+        else:
+            total += float(np.maximum(0.0, d - got).sum())
+    return total
+
+
+def _schedule(
+    frame: PlanFrame,
+    template: PlanFrame,
+    demand: pd.DataFrame,
+    x: np.ndarray,
+    base: np.ndarray,
+    n_base: int,
+    ratio: np.ndarray,
+    g_of_x: np.ndarray,
+    broken: np.ndarray,
+    lp_x: dict[int, np.ndarray],
+) -> pd.DataFrame:
+    """GPUs per hour per (workload, substrate): the spread plan, with broken hours from their LP."""
+    hb = frame.blocks.hour_block
+    hours_of = [np.flatnonzero((hb == b) & ~broken) for b in range(frame.blocks.n)]
+    nz = np.flatnonzero(x)
+    b_nz = frame.rows["block"].to_numpy()[nz]
+    counts = np.array([len(hours_of[b]) for b in b_nz], dtype=int)
+    rep = np.repeat(np.arange(len(nz)), counts)
+    hour = np.concatenate([hours_of[b] for b in b_nz]) if len(nz) else np.empty(0, dtype=int)
+    j = nz[rep]
+    val = x[j] * ratio[g_of_x[j], hour]
+    parts_base = [base[j]]
+    parts_hour = [hour]
+    parts_val = [val]
+    for h, xl in lp_x.items():
+        k = np.flatnonzero(xl)
+        parts_base.append(k)
+        parts_hour.append(np.full(len(k), h))
+        parts_val.append(xl[k])
+    t_rows = template.rows
+    b_all = np.concatenate(parts_base)
+    sched = pd.DataFrame(
+        {
+            "hour": np.concatenate(parts_hour).astype(np.int64),
+            "group": t_rows["group"].to_numpy()[b_all],
+            "substrate": t_rows["substrate"].to_numpy()[b_all],
+            "x": np.concatenate(parts_val),
+        }
+    )
+    sched["units"] = sched["x"] * t_rows["units_per_gpu_hour"].to_numpy()[b_all]
+    sched["cost"] = sched["x"] * t_rows["usd_per_gpu_hour"].to_numpy()[b_all]
+    sched["penalty"] = sched["x"] * t_rows["penalty_per_gpu_hour"].to_numpy()[b_all]
+    api = t_rows["is_api"].to_numpy()[b_all]
+    sched["gpus"] = np.where(api, 0.0, sched["x"])
+    sched["wall_gpus"] = np.where(api, 0.0, sched["x"] * t_rows["wall_per_gpu_hour"].to_numpy()[b_all])
+    sched = sched.groupby(["hour", "group", "substrate"], as_index=False, sort=False)[
+        ["gpus", "wall_gpus", "units", "cost", "penalty"]
+    ].sum()
+    return _split_members(frame, demand, sched)
+
+
+def _split_members(frame: PlanFrame, demand: pd.DataFrame, sched: pd.DataFrame) -> pd.DataFrame:
+    """Split group rows back to member workloads: by hourly demand (deferrable: by horizon totals)."""
+    multi = {g for g, n in pd.Series([g for g, _s in frame.members.values()]).value_counts().items() if n > 1}
+    single = {g: w for w, (g, _s) in frame.members.items() if g not in multi}
+    out = sched[~sched["group"].isin(multi)].copy()
+    out["workload"] = out["group"].map(single)
+    parts = [out]
+    for w, (g, share) in frame.members.items():
+        if g not in multi:
+            continue
+        sub = sched[sched["group"] == g].copy()
+        if g in frame.deferrable_units:
+            frac = np.full(len(sub), float(share[0]))
+        else:
+            members = [m for m, (mg, _s) in frame.members.items() if mg == g]
+            total = demand[members].to_numpy(dtype=float).sum(axis=1)
+            mine = demand[w].to_numpy(dtype=float)
+            hourly = np.divide(mine, total, out=np.full(len(mine), 1.0 / len(members)), where=total > 0)
+            frac = hourly[sub["hour"].to_numpy()]
+        for col in ("gpus", "wall_gpus", "units", "cost", "penalty"):
+            sub[col] = sub[col] * frac
+        sub["workload"] = w
+        parts.append(sub)
+    res = pd.concat(parts, ignore_index=True)
+    res["kind"] = res["substrate"].map({sid: s.kind for sid, s in frame.substrates.items()})
+    res = res[res["units"] > 0]
+    return res[SCHEDULE_COLUMNS].sort_values(["hour", "workload", "substrate"], ignore_index=True)
+
+
+def refine_partition(frame: PlanFrame, cert: Certificate, demand: pd.DataFrame) -> np.ndarray | None:
+    """A finer partition of the hours: each block with re-planned hours gives them a block of their own.
+
+    A block whose every hour was re-planned is cut in two at its median load instead. Returns None when no
+    block can be split (every broken hour already alone).
+    """
+    hb = frame.blocks.hour_block.copy()
+    broken = np.zeros(len(hb), dtype=bool)
+    broken[cert.repaired_hours] = True
+    load = demand.to_numpy(dtype=float).sum(axis=1)
+    next_block = int(hb.max()) + 1
+    changed = False
+    for b in np.argsort(-cert.excess):
+        if cert.excess[b] <= 0 and not broken[hb == b].any():
+            continue
+        hours = np.flatnonzero(hb == b)
+        if len(hours) <= 1:
+            continue
+        bad = hours[broken[hours]]
+        if len(bad) == 0:
+            continue
+        if len(bad) == len(hours):
+            bad = hours[load[hours] >= np.median(load[hours])]
+            if len(bad) == len(hours):
+                bad = hours[: len(hours) // 2]
+        hb[bad] = next_block
+        next_block += 1
+        changed = True
+    return hb if changed else None
