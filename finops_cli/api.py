@@ -603,6 +603,54 @@ class PlanResult:
     warnings: list[str] = dataclass_field(default_factory=list)
 
 
+#: Suffixes ``finops plan --schedule`` writes.
+SCHEDULE_FORMATS = (".parquet", ".csv")
+
+
+def schedule_frame(result: PlanResult) -> pd.DataFrame:
+    """The certified hourly schedule: GPUs per hour per (workload, substrate), with the hour's UTC start.
+
+    Columns: ``time``, ``hour`` (from the horizon start), ``workload``, ``substrate``, ``kind``, ``gpus`` (useful
+    GPUs in use; 0 on an API), ``wall_gpus`` (GPUs of the pool held, spot re-work included), ``units``, ``cost``
+    and ``penalty`` for that hour. Feasible in every hour; its objective is the certificate's upper bound.
+    """
+    import pandas as pd
+
+    cert = result.output.certificate
+    if cert is None:
+        raise ValueError("this plan was made without certification: it has no hourly schedule")
+    sched = cert.schedule.copy()
+    start = pd.Timestamp(result.horizon.start)
+    start = start.tz_localize("UTC") if start.tzinfo is None else start.tz_convert("UTC")
+    sched.insert(0, "time", start + pd.to_timedelta(sched["hour"], unit="h"))
+    return sched
+
+
+def check_schedule_path(path: str | Path) -> Path:
+    """``--schedule`` must end in .parquet or .csv and be writable (checked before any work)."""
+    from finops_cli.atomic import check_writable
+    from finops_cli.errors import InputError
+
+    target = Path(path)
+    if target.suffix.lower() not in SCHEDULE_FORMATS:
+        raise InputError(f"--schedule {target.name}: expected a .parquet or .csv file name", path=target)
+    return check_writable(target)
+
+
+def write_schedule(result: PlanResult, path: str | Path) -> Path:
+    """Write :func:`schedule_frame` to ``path`` (Parquet or CSV by suffix), atomically."""
+    from finops_cli.atomic import atomic_path
+
+    target = check_schedule_path(path)
+    sched = schedule_frame(result)
+    with atomic_path(target) as tmp:
+        if target.suffix.lower() == ".csv":
+            sched.to_csv(tmp, index=False)
+        else:
+            sched.to_parquet(tmp, index=False)
+    return target
+
+
 def default_horizon(estate: Estate | None, store: Store | None = None) -> DemandHorizon:
     """The default-month rule (:func:`finops_cli.estate.horizon.choose_horizon`): the latest month with
     GPU usage in the store; else the first month a timestamped demand profile covers; else this month."""
@@ -625,6 +673,7 @@ def plan(
     demand: pd.DataFrame | None = None,
     integer_nodes: bool = False,
     fx: dict[str, float] | None = None,
+    tolerance: float | None = None,
 ) -> PlanResult:
     """Plan ``estate``'s demand on its fleet: the cheapest compliant mix, with savings against the bill.
 
@@ -645,6 +694,10 @@ def plan(
         Provision on-demand and spot substrates with ``gpus_per_node`` in whole nodes (``--integer-nodes``).
     fx
         Exchange rates (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``; recorded in the document.
+    tolerance
+        Certified gap to reach by refining the blocks (default 0.001 = 0.1 %); ``time_limit`` bounds the whole
+        plan, refinement included. The hourly schedule is ``result.output.certificate.schedule``
+        (:func:`write_schedule`).
 
     Raises
     ------
@@ -655,7 +708,7 @@ def plan(
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand
     from finops_cli.estate.prices import fx_used, reference_price_notes
-    from finops_cli.planner import DEFAULT_BLOCKS, plan_demand
+    from finops_cli.planner import DEFAULT_BLOCKS, DEFAULT_TOLERANCE, plan_demand
     from finops_cli.planner.document import plan_document
     from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP
     from finops_cli.schema.plan import PriceUsed
@@ -670,6 +723,8 @@ def plan(
         raise InputError(f"--gap {gap}: expected a fraction in [0, 1)")
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError(f"--time-limit {time_limit}: expected seconds > 0")
+    if tolerance is not None and not (math.isfinite(tolerance) and 0 <= tolerance < 1):
+        raise InputError(f"--tolerance {tolerance}: expected a fraction in [0, 1)")
     p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx, default_store=False)
     hz, sources = p.horizon, p.sources
     resolved = replace(estate, fleet=p.fleet)
@@ -689,6 +744,7 @@ def plan(
         gap=(NODES_GAP if integer_nodes else DEFAULT_GAP) if gap is None else gap,
         allow_unserved=allow_unserved,
         integer_nodes=integer_nodes,
+        tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
     )
     billed = None
     if store is not None and store.has("billing"):

@@ -229,7 +229,21 @@ def _summary(doc: dict) -> str:
         f"Plan {h['start'][:10]} +{h['hours']} h ({h['blocks']} blocks, mode {doc['mode']}): "
         f"{money(t['planned_cost'], cur)} {versus}; reliability penalty (not money) "
         f"{money(t['penalty'], cur)}. Solver {s['name']} {s['status']}, gap {pct(s['mip_gap'] or 0, decimals=3)}, "
-        f"{s['seconds']:.2f} s."
+        f"{s['seconds']:.2f} s." + _certified(doc)
+    )
+
+
+def _certified(doc: dict) -> str:
+    """The certificate in one sentence: the bound the plan proved on its own distance from the hourly optimum."""
+    c = doc.get("certification")
+    if not c:
+        return ""
+    cur = doc["currency"]
+    verdict = "Certified" if c["certified"] else "NOT certified"
+    return (
+        f" {verdict} within {pct(c['gap'], decimals=3)} of the hourly optimum (tolerance "
+        f"{pct(c['tolerance'], decimals=3)}; bounds {money(c['lower_bound'], cur)}–{money(c['upper_bound'], cur)}, "
+        f"{c['blocks']} blocks, {c['rounds']} refinements); the hourly schedule costs {money(c['schedule_cost'], cur)}."
     )
 
 
@@ -316,6 +330,18 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         fx: FxOpt = None,
+        tolerance: Annotated[
+            float | None,
+            typer.Option("--tolerance", help="Certified gap to reach by refining blocks (default 0.001 = 0.1 %)."),
+        ] = None,
+        schedule: Annotated[
+            Path | None,
+            typer.Option(
+                "--schedule",
+                help="Write the certified hourly schedule (GPUs per hour per workload × substrate) "
+                "to FILE.parquet or FILE.csv.",
+            ),
+        ] = None,
         fmt: FormatOpt = OutputFormat.table,
         out: Annotated[
             Path | None, typer.Option("--out", help="Also write the JSON plan document here.", callback=check_out)
@@ -327,6 +353,9 @@ def register(app: typer.Typer) -> None:
         from finops_cli.estate.prices import parse_fx
 
         check_not_an_input(out, fleet, workloads)
+        if schedule is not None:
+            api.check_schedule_path(schedule)
+            check_not_an_input(schedule, fleet, workloads, out)
         est = api.estate(fleet, workloads)
         st = api.open_store(store) if (store is not None or _store_exists()) else None
         result = api.plan(
@@ -340,6 +369,7 @@ def register(app: typer.Typer) -> None:
             gap=gap,
             integer_nodes=integer_nodes,
             fx=parse_fx(fx),
+            tolerance=tolerance,
         )
         err = stderr_console()
         err.print(escape(result.horizon_note), soft_wrap=True)
@@ -350,6 +380,9 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             emit_text(text_json, out)
             stderr_console().print(f"wrote {out}")
+        if schedule is not None:
+            api.write_schedule(result, schedule)
+            stderr_console().print(f"wrote {schedule}")
         for note in result.price_notes:
             stderr_console().print(f"price: {note}")
         if fmt == OutputFormat.json:

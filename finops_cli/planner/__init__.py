@@ -19,9 +19,9 @@ from finops_cli.errors import InfeasibleError
 from finops_cli.planner.baseline import DispatchResult, merit_order_dispatch
 from finops_cli.planner.blocks import DEFAULT_BLOCKS
 from finops_cli.planner.build import build_model
+from finops_cli.planner.certify import DEFAULT_TOLERANCE, MAX_ROUNDS, Certificate, certify, refine_partition
 from finops_cli.planner.frame import PlanFrame, build_frame
 from finops_cli.planner.result import PlanSolution, read_solution, unserved_frame
-from finops_cli.planner.certify import DEFAULT_TOLERANCE, MAX_ROUNDS, Certificate, certify, refine_partition
 from finops_cli.planner.solve import DEFAULT_GAP, SolverName, add_duals, resolve_solver, solve_model
 from finops_cli.schema.estate import Fleet, Workload
 
@@ -144,7 +144,12 @@ def plan_demand(
         history.append((frame.blocks.n, cert.lower_bound, cert.upper_bound))
         out_of_time = deadline is not None and time.perf_counter() > deadline
         hourly_part = float(cert.excess.sum())
-        if cert.gap <= tolerance or out_of_time or rounds >= MAX_ROUNDS or hourly_part <= tolerance * cert.upper_bound / 2:
+        if (
+            cert.gap <= tolerance
+            or out_of_time
+            or rounds >= MAX_ROUNDS
+            or hourly_part <= tolerance * cert.upper_bound / 2
+        ):
             break
         finer = refine_partition(frame, cert, demand[[w.id for w in workloads]])
         if finer is None:

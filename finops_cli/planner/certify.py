@@ -98,7 +98,9 @@ def _template(frame: PlanFrame) -> tuple[PlanFrame, np.ndarray]:
     return replace(frame, rows=rows0, demand=demand, deferrable_units={}, blocks=one, horizon_hours=1), base
 
 
-def certify(frame: PlanFrame, mx: PlanMatrix, values: np.ndarray, lower_bound: float, demand: pd.DataFrame) -> Certificate:
+def certify(
+    frame: PlanFrame, mx: PlanMatrix, values: np.ndarray, lower_bound: float, demand: pd.DataFrame
+) -> Certificate:
     """The hourly schedule of a solved block plan, its objective (UB) and the excess per block."""
     started = time.perf_counter()
     rows = frame.rows
@@ -228,7 +230,9 @@ def _replan_hours(
     for g, b, v in zip(rows["group"].to_numpy()[sel], rows["block"].to_numpy()[sel], (thr * x)[sel], strict=True):
         rate[g][b] += v
     node_index = {s: j for j, (s, _b) in enumerate(t.node_keys)}
-    node_value = {(s, b): round(float(v)) for (s, b), v in zip(mx.node_keys, values[mx.node_col0 : mx.unserved_col0], strict=True)}
+    node_value = {
+        (s, b): round(float(v)) for (s, b), v in zip(mx.node_keys, values[mx.node_col0 : mx.unserved_col0], strict=True)
+    }
     h_lp = _new_highs(None, None)
     pass_matrix(h_lp, t, integers=False)
     dem_rows = np.arange(len(t.demand_keys), dtype=np.int32)
@@ -237,9 +241,7 @@ def _replan_hours(
     out: dict[int, np.ndarray] = {}
     for h in hours[np.argsort(hb[hours], kind="stable")]:
         b = int(hb[h])
-        lower = np.array(
-            [d_gh[gpos[g], h] if g in gpos else rate[g][b] for g, _b in t.demand_keys], dtype=float
-        )
+        lower = np.array([d_gh[gpos[g], h] if g in gpos else rate[g][b] for g, _b in t.demand_keys], dtype=float)
         h_lp.changeRowsBounds(len(dem_rows), dem_rows, lower, inf)
         if node_index:
             idx = np.array([t.node_col0 + j for j in node_index.values()], dtype=np.int32)

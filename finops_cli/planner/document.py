@@ -14,6 +14,7 @@ from finops_cli.planner.frame import PlanFrame
 from finops_cli.schema.estate import Fleet
 from finops_cli.schema.plan import (
     Allocation,
+    Certification,
     ClearingPrice,
     Commitment,
     Horizon,
@@ -173,6 +174,7 @@ def plan_document(
         for r in sol.clearing_prices.itertuples()
     ]
     return PlanDocument(
+        certification=_certification(out),
         currency=fleet.currency,
         horizon=Horizon(
             start=start.isoformat().replace("+00:00", "Z"),
@@ -193,4 +195,24 @@ def plan_document(
             Unserved(workload=r.workload, block=int(r.block), units=_r(r.units, 4)) for r in merit.unserved.itertuples()
         ],
         notes=notes + [f"{pair}: {'; '.join(reasons)}" for pair, reasons in sorted(frame.refused.items())],
+    )
+
+
+def _certification(out: PlannerOutput) -> Certification | None:
+    cert = out.certificate
+    if cert is None:
+        return None
+    penalty = float(cert.schedule["penalty"].sum()) if len(cert.schedule) else 0.0
+    return Certification(
+        lower_bound=_r(cert.lower_bound, 4),
+        upper_bound=_r(cert.upper_bound, 4),
+        gap=max(0.0, float(f"{cert.gap:.6g}")),
+        tolerance=cert.tolerance,
+        certified=cert.certified,
+        schedule_cost=_r(cert.upper_bound - penalty + out.frame.sunk_cost, 2),
+        blocks=out.frame.blocks.n,
+        rounds=cert.rounds,
+        repaired_hours=len(cert.repaired_hours),
+        unserved_units=_r(cert.unserved_units, 4),
+        seconds=round(cert.seconds, 4),
     )

@@ -24,7 +24,7 @@ import pandas as pd
 
 from finops_cli.core.pricing import useful_gpu_hour_price
 from finops_cli.planner.model import PlanModel
-from finops_cli.planner.solve import SolveInfo, Solved
+from finops_cli.planner.solve import Solved, SolveInfo
 
 #: Columns of :attr:`PlanSolution.nodes` (one row per node substrate and block).
 NODE_RESULT_COLUMNS = ["substrate", "block", "nodes", "node_hours", "wall_gpu_hours", "rounding_cost"]
@@ -175,8 +175,12 @@ def unserved_frame(m: PlanModel, values: np.ndarray) -> pd.DataFrame:
         if ug > TOL * max(1.0, frame.deferrable_units[g]):
             for w, (wg, share) in frame.members.items():
                 if wg == g and share[0] > 0:
-                    short.append((w, -1, float(frame.horizon_hours), ug * share[0], ug * share[0] / frame.horizon_hours))
+                    short.append(
+                        (w, -1, float(frame.horizon_hours), ug * share[0], ug * share[0] / frame.horizon_hours)
+                    )
     return pd.DataFrame(short, columns=["workload", "block", "hours", "units", "units_per_hour"])
+
+
 def _nodes_frame(m: PlanModel, values: np.ndarray) -> pd.DataFrame:
     """Nodes, node-hours, wall GPU-hours used and node rounding cost per node substrate and block."""
     if not m.matrix.node_keys:

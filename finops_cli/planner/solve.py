@@ -1,19 +1,16 @@
-"""Solve a plan model with CBC (through PuLP) or HiGHS (highspy through PuLP's HiGHS interface).
+"""Solve a plan model with HiGHS (handed the model's arrays, :mod:`finops_cli.planner.highs`) or CBC (PuLP).
 
-CBC is the default where its binary is available (PuLP ≤ 3 bundles it); HiGHS is selectable and the
-automatic fallback (PuLP 4 ships without CBC). A time limit and a relative MIP gap are honoured; the
-report carries status, objective, best bound, gap and wall seconds.
+HiGHS is the default (docs/planner.md has the measurement that chose it); CBC, through the PuLP model made
+from the same arrays, is selectable where its binary exists (PuLP ≤ 3 bundles it). A time limit and a relative
+MIP gap are honoured; the report carries status, objective, best bound, gap and wall seconds.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -66,40 +63,29 @@ def _which(name: str) -> str | None:
 def available_solvers() -> list[str]:
     """Solvers usable here, preferred first."""
     out = []
+    if _highs_available():
+        out.append("highs")
     if _cbc_path():
         out.append("cbc")
-    if pulp.HiGHS().available():
-        out.append("highs")
     return out
 
 
+def _highs_available() -> bool:
+    try:
+        import highspy  # noqa: F401
+    except ImportError:  # pragma: no cover - highspy is a dependency
+        return False
+    return True
+
+
 def resolve_solver(name: SolverName) -> str:
-    """``auto`` → CBC if available else HiGHS; an explicit choice that is missing falls back with the other."""
+    """``auto`` → HiGHS if available else CBC; an explicit choice that is missing falls back to the other."""
     avail = available_solvers()
     if not avail:
         raise RuntimeError("no MILP solver available: install highspy (pip install highspy)")
     if name == "auto" or name not in avail:
         return avail[0]
     return name
-
-
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Solver banners go to stderr: stdout carries only data (``--format json``)."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        yield
-        return
-    sys.stdout.flush()
-    saved = os.dup(fd)
-    try:
-        os.dup2(sys.stderr.fileno(), fd)
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
 
 
 _STATUS = {1: "optimal", 2: "feasible", 0: "not_solved", -1: "infeasible", -2: "unbounded", -3: "not_solved"}
@@ -121,7 +107,7 @@ class Solved:
     values: np.ndarray
     row_duals: np.ndarray | None = None
     dual: SolveInfo | None = None
-    handle: object | None = None  # the ``Highs`` instance, kept for the warm dual re-solve
+    handle: object | None = None  # (``Highs`` instance, its run): kept for the warm dual re-solve
 
 
 def solve_model(
@@ -139,7 +125,9 @@ def solve_model(
 
         run, h = solve_matrix(m.matrix, time_limit=time_limit, gap=gap)
         info = _info("highs", run.status, run.objective, run.best_bound, run.seconds)
-        solved = Solved(info, run.values, run.row_duals, None, h)
+        if run.whole:  # the LP relaxation came out whole: its duals are those with the integers fixed
+            return Solved(info, run.values, run.row_duals, info, (h, run))
+        solved = Solved(info, run.values, run.row_duals, None, (h, run))
     else:
         if m.prob is None:
             raise ValueError("CBC solves the PuLP model: build it with build_model(frame, with_pulp=True)")
@@ -155,7 +143,8 @@ def add_duals(m: PlanModel, solved: Solved) -> Solved:
     if solved.info.name == "highs":
         from finops_cli.planner.highs import fixed_integer_duals
 
-        again = fixed_integer_duals(solved.handle, m.matrix, solved.values)
+        h, run = solved.handle  # type: ignore[misc]
+        again = fixed_integer_duals(h, m.matrix, run)
         dual = _info("highs", again.status, again.objective, again.objective, again.seconds)
         if again.status != "optimal":
             return Solved(solved.info, solved.values, None, dual, solved.handle)

@@ -136,6 +136,27 @@ class PriceUsed(_Doc):
     fx_rate: float | None = None
 
 
+class Certification(_Doc):
+    """The plan's own bound on its distance from the hourly optimum (docs/planner.md, "Certified accuracy").
+
+    Bounds are on the objective (money that can still change plus reliability penalty; sunk cost excluded):
+    ``lower_bound`` ≤ hourly optimum ≤ ``upper_bound``, the objective of the hourly schedule
+    (``finops plan --schedule``), which is feasible in every hour.
+    """
+
+    lower_bound: float
+    upper_bound: float
+    gap: float = Field(ge=0)  # (upper − lower) / upper
+    tolerance: float = Field(ge=0)
+    certified: bool  # gap <= tolerance
+    schedule_cost: float  # the schedule's money (upper bound − its penalty + sunk), comparable to planned_cost
+    blocks: int = Field(ge=1)  # after refinement
+    rounds: int = Field(ge=0)  # refinements of the blocks
+    repaired_hours: int = Field(ge=0)  # hours where the block plan spread over the hours broke a row
+    unserved_units: float = Field(ge=0)
+    seconds: float = Field(ge=0)
+
+
 class PlanDocument(_Doc):
     schema_version: Literal[1] = SCHEMA_VERSION
     currency: Annotated[str, AfterValidator(check_iso4217)]
@@ -153,6 +174,7 @@ class PlanDocument(_Doc):
     notes: list[str] = Field(default_factory=list)  # e.g. spot refused for a workload (it would never finish)
     prices: list[PriceUsed] = Field(default_factory=list)  # per substrate: the price used and where it came from
     fx: dict[str, float] = Field(default_factory=dict)  # exchange rates applied, {"USD:CAD": 1.37}
+    certification: Certification | None = None
 
 
 def json_schema_text() -> str:

@@ -117,7 +117,7 @@ def test_duals_from_the_lp_with_node_counts_fixed(solver):
 
         m = build_model(out.frame, with_pulp=False)
         run, h = solve_matrix(m.matrix)
-        again = fixed_integer_duals(h, m.matrix, run.values)
+        again = fixed_integer_duals(h, m.matrix, run)
         node = m.matrix.node_col0
         assert again.status == "optimal" and h.getLp().col_lower_[node] == h.getLp().col_upper_[node] == 1.0
         assert all(t == highspy.HighsVarType.kContinuous for t in h.getLp().integrality_)  # empty: an LP
