@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -181,13 +182,16 @@ def one(
         allow_unserved=True,
         group=group,
         integer_nodes=nodes,
+        certify_plan=not full,
     )
     total = time.perf_counter() - t1
     s = out.solution.solve
+    cert = out.certificate
     extra = hourly_upper_bound(fleet, workloads, demand, out, solver) if bound else {}
     return {
         **extra,
         "size": size,
+        "distinct": distinct,
         "blocks": out.frame.blocks.n,
         "variables": len(out.frame.rows),
         "groups": len(out.frame.groups),
@@ -200,7 +204,20 @@ def one(
         "objective": s.objective,
         "best_bound": s.best_bound,
         "planned_cost": out.solution.planned_cost,
+        **(
+            {
+                "lower_bound": cert.lower_bound,
+                "upper_bound_cert": cert.upper_bound,
+                "certified_gap": cert.gap,
+                "rounds": cert.rounds,
+                "repaired_hours": len(cert.repaired_hours),
+                "certify_s": round(cert.seconds, 2),
+            }
+            if cert is not None
+            else {}
+        ),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "load_average": round(os.getloadavg()[0], 1),
         "solver": s.name,
         "mip_gap": s.mip_gap,
         **({"node_hours": float(out.solution.nodes["node_hours"].sum())} if nodes else {}),
@@ -245,6 +262,7 @@ def hourly_upper_bound(fleet: Fleet, workloads: list[Workload], demand: pd.DataF
             duals=False,
             gap=1e-6,
             allow_unserved=True,
+            certify_plan=False,
         )
         total += part.solution.solve.objective
         unserved += float(part.solution.unserved["units"].sum()) if len(part.solution.unserved) else 0.0
@@ -269,12 +287,15 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10x10x24,50x20x168,200x40x720")
     p.add_argument("--blocks", type=int, default=48)
-    p.add_argument("--solver", default="cbc")
+    p.add_argument("--solver", default="highs")
     p.add_argument("--one")
     p.add_argument("--time-limit", type=float)
     p.add_argument("--full-limit", type=float, default=300.0, help="time limit of the full-resolution reference")
     p.add_argument("--full-max-hours", type=int, default=168, help="solve the full-resolution MILP up to this H")
     p.add_argument("--no-group", action="store_true", help="do not group identical workloads (--one only)")
+    p.add_argument(
+        "--distinct", action="store_true", help="every workload its own throughputs/jurisdictions (nothing groups)"
+    )
     p.add_argument("--bound", action="store_true", help="also certify with the hourly decomposition (--one only)")
     p.add_argument(
         "--nodes", action="store_true", help="8-GPU nodes on spot/on-demand, integer_nodes=True, gap 1e-3 (--one only)"
@@ -291,6 +312,7 @@ def main() -> None:
             group=not args.no_group,
             bound=args.bound,
             nodes=args.nodes,
+            distinct=args.distinct,
         )
         print(json.dumps(result))
         return

@@ -17,11 +17,15 @@ MILP (with unserved slack), so the MILP's objective is never above :meth:`Dispat
 What it cannot place is reported (:attr:`DispatchResult.unserved`), never dropped: a reference that
 leaves work unserved is not a baseline (``docs/planner.md``).
 
-Cost = usage at marginal price + prepaid (sunk) capacity, per substrate.
+Cost = usage at marginal price + prepaid (sunk) capacity, per substrate. With ``--integer-nodes`` the greedy
+provisions whole nodes as the MILP does: a node substrate holds at most ``max_nodes`` whole nodes, its GPUs
+in a block are rounded up to whole nodes and the idle remainder is charged at the idle price (the MILP's node
+rounding), so plan and reference compare like for like and the reference stays a feasible point.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -94,9 +98,11 @@ def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
     order = list(dict.fromkeys(g for g, _share in frame.members.values()))
     n, hours = frame.blocks.n, frame.blocks.hours
     fixed = {key: (np.inf if pd.isna(v) else float(v)) for key, v in frame.capacity["fixed_gpus"].to_dict().items()}
+    _whole_node_quota(frame, fixed)
     left = [dict(fixed) for _ in range(n)]  # pool GPUs left per (substrate, segment), per block
     parallel = [{g: frame.max_parallel_gpus.get(g, np.inf) for g in order} for _ in range(n)]
     cost: dict[str, float] = {}
+    held: dict[tuple[str, int], float] = {}  # pool GPUs held per (substrate, block): whole nodes are paid on these
     penalty = [0.0]
 
     def take(g: str, b: int, option: _Option, need: float) -> float:
@@ -107,6 +113,7 @@ def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
         if gpus <= 0:
             return 0.0
         left[b][(sid, k)] -= gpus * wall  # each useful GPU holds ``W`` pool GPUs
+        held[(sid, b)] = held.get((sid, b), 0.0) + gpus * wall
         if not is_api:
             parallel[b][g] -= gpus
         cost[sid] = cost.get(sid, 0.0) + gpus * hours[b] * usd
@@ -141,9 +148,34 @@ def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
                 behind[g] -= take(g, b, option, behind[g] / hours[b]) * hours[b]
         if behind[g] > _EPS * frame.horizon_hours:
             short[(g, -1)] = behind[g]
+    _round_to_nodes(frame, held, cost)
     by_substrate = pd.Series(cost, dtype=float).add(sunk_by_substrate(frame), fill_value=0.0)
     unserved = _per_workload(frame, short)
     return DispatchResult(by_substrate, float(unserved["units"].sum()), penalty[0], unserved)
+
+
+def _whole_node_quota(frame: PlanFrame, fixed: dict[tuple[str, int], float]) -> None:
+    """``--integer-nodes``: a node substrate's segments hold at most ``max_nodes × gpus_per_node`` GPUs in all (the
+    MILP cannot buy a partial node of quota either), taken from the last (dearest) segments."""
+    for sid, row in frame.nodes.iterrows():
+        if pd.isna(row["max_nodes"]):
+            continue
+        budget = float(row["max_nodes"]) * float(row["gpus_per_node"])
+        for key in sorted(k for k in fixed if k[0] == sid):
+            fixed[key] = min(fixed[key], max(budget, 0.0))
+            budget -= fixed[key]
+
+
+def _round_to_nodes(frame: PlanFrame, held: dict[tuple[str, int], float], cost: dict[str, float]) -> None:
+    """``--integer-nodes``: the greedy pays whole nodes as the MILP does. The pool GPUs it holds on a node
+    substrate in a block are rounded up to whole nodes; the idle remainder costs the idle price ``q_s``."""
+    hours = frame.blocks.hours
+    for (sid, b), gpus in held.items():
+        if sid not in frame.nodes.index or gpus <= _EPS:
+            continue
+        per_node = float(frame.nodes.loc[sid, "gpus_per_node"])
+        idle = math.ceil(gpus / per_node - 1e-9) * per_node - gpus
+        cost[sid] = cost.get(sid, 0.0) + max(idle, 0.0) * hours[b] * float(frame.nodes.loc[sid, "usd_per_gpu_hour"])
 
 
 def _per_workload(frame: PlanFrame, short: dict[tuple[str, int], float]) -> pd.DataFrame:

@@ -142,6 +142,7 @@ def plan_document(
         merit_order_cost=_r(merit.cost, 2),
         merit_order_unserved_units=_r(merit.unserved_units, 4),
         node_rounding_cost=_r(sol.node_rounding_cost, 2) if not frame.nodes.empty else None,
+        **_fractional(sol.fractional_nodes, frame.nodes.empty),
     )
     allocations = [
         Allocation(
@@ -194,7 +195,9 @@ def plan_document(
         merit_order_unserved=[
             Unserved(workload=r.workload, block=int(r.block), units=_r(r.units, 4)) for r in merit.unserved.itertuples()
         ],
-        notes=notes + [f"{pair}: {'; '.join(reasons)}" for pair, reasons in sorted(frame.refused.items())],
+        notes=notes
+        + [f"{pair}: {'; '.join(reasons)}" for pair, reasons in sorted(frame.refused.items())]
+        + _fractional_note(sol.fractional_nodes, fleet.currency),
     )
 
 
@@ -216,3 +219,25 @@ def _certification(out: PlannerOutput) -> Certification | None:
         unserved_units=_r(cert.unserved_units, 4),
         seconds=round(cert.seconds, 4),
     )
+
+
+def _fractional(frac: pd.DataFrame, applies: bool) -> dict:
+    """Totals fields for the fractional nodes a plan without ``--integer-nodes`` assumed."""
+    if not applies:
+        return {}
+    return {
+        "fractional_nodes": len(frac),
+        "fractional_node_hours": _r((frac["nodes"] * frac["hours"]).sum(), 4) if len(frac) else 0.0,
+        "fractional_node_rounding_cost": _r(frac["rounding_cost"].sum(), 2) if len(frac) else 0.0,
+    }
+
+
+def _fractional_note(frac: pd.DataFrame, currency: str) -> list[str]:
+    if frac.empty:
+        return []
+    subs = frac["substrate"].nunique()
+    return [
+        f"fractional nodes assumed: {len(frac)} block(s) on {subs} node-billed substrate(s) run a fraction of a node "
+        f"({(frac['nodes'] * frac['hours']).sum():,.1f} node-hours); whole nodes would add about "
+        f"{frac['rounding_cost'].sum():,.2f} {currency} — plan with --integer-nodes to provision whole nodes"
+    ]

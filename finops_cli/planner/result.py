@@ -29,6 +29,9 @@ from finops_cli.planner.solve import Solved, SolveInfo
 #: Columns of :attr:`PlanSolution.nodes` (one row per node substrate and block).
 NODE_RESULT_COLUMNS = ["substrate", "block", "nodes", "node_hours", "wall_gpu_hours", "rounding_cost"]
 
+#: Columns of :attr:`PlanSolution.fractional_nodes` (without ``--integer-nodes``: the nodes the plan assumed).
+FRACTIONAL_NODE_COLUMNS = ["substrate", "block", "hours", "nodes", "rounding_cost"]
+
 #: Values below this (GPUs, units/hour) are solver noise.
 TOL = 1e-7
 
@@ -50,6 +53,7 @@ class PlanSolution:
     dual_solve: SolveInfo | None = None
     nodes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NODE_RESULT_COLUMNS))
     node_rounding_cost: float = 0.0
+    fractional_nodes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FRACTIONAL_NODE_COLUMNS))
 
     @property
     def planned_cost(self) -> float:
@@ -156,7 +160,40 @@ def read_solution(m: PlanModel, solved: Solved) -> PlanSolution:
         dual_solve=solved.dual,
         nodes=nodes,
         node_rounding_cost=float(nodes["rounding_cost"].sum()) if len(nodes) else 0.0,
+        fractional_nodes=_fractional_nodes(frame, used),
     )
+
+
+def _fractional_nodes(frame, used: pd.DataFrame) -> pd.DataFrame:
+    """Without ``--integer-nodes``: per node-billed substrate (on-demand/spot with ``gpus_per_node``) and block,
+    the nodes the plan assumed (wall GPUs / GPUs per node) where that is not whole, and what rounding them up
+    to whole nodes would cost at the idle price ``price × preference`` (the ``--integer-nodes`` rounding)."""
+    from finops_cli.core.pricing import base_price_per_gpu_hour
+    from finops_cli.planner.frame import NODE_KINDS
+
+    if not frame.nodes.empty or used.empty:
+        return pd.DataFrame(columns=FRACTIONAL_NODE_COLUMNS)
+    per_node = {
+        sid: float(s.gpus_per_node)
+        for sid, s in frame.substrates.items()
+        if s.kind in NODE_KINDS and s.gpus_per_node is not None
+    }
+    sub = used[used["substrate"].isin(list(per_node))]
+    if sub.empty:
+        return pd.DataFrame(columns=FRACTIONAL_NODE_COLUMNS)
+    wall = (sub["gpu_hours"] * sub["wall_per_gpu_hour"]).groupby([sub["substrate"], sub["block"]]).sum()
+    out = wall.rename("wall_gpu_hours").reset_index()
+    out["hours"] = frame.blocks.hours[out["block"].to_numpy()]
+    gpus = np.array([per_node[s] for s in out["substrate"]], dtype=float)
+    price = np.array(
+        [base_price_per_gpu_hour(frame.substrates[s]) * frame.substrates[s].preference for s in out["substrate"]],
+        dtype=float,
+    )
+    nodes = out["wall_gpu_hours"].to_numpy(dtype=float) / out["hours"].to_numpy(dtype=float) / gpus
+    out["nodes"] = nodes
+    out["rounding_cost"] = (np.ceil(nodes - 1e-9) - nodes) * gpus * out["hours"].to_numpy(dtype=float) * price
+    out = out[np.abs(nodes - np.round(nodes)) > 1e-6]
+    return out[FRACTIONAL_NODE_COLUMNS].reset_index(drop=True)
 
 
 def unserved_frame(m: PlanModel, values: np.ndarray) -> pd.DataFrame:

@@ -53,6 +53,11 @@ class Totals(_Doc):
     # units the greedy reference could not place; > 0: it is no baseline and no saving is claimed against it
     merit_order_unserved_units: float | None = None
     node_rounding_cost: float | None = None  # --integer-nodes: idle GPUs of whole nodes provisioned, at base price
+    # without --integer-nodes: (substrate, block) pairs where the plan assumed a fractional number of nodes of a
+    # node-billed substrate, their node-hours, and what rounding them up to whole nodes would add
+    fractional_nodes: int | None = None
+    fractional_node_hours: float | None = None
+    fractional_node_rounding_cost: float | None = None
 
 
 class Allocation(_Doc):

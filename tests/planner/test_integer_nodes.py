@@ -222,3 +222,35 @@ def test_cli_integer_nodes_json(tmp_path):
     plain = json.loads(runner.invoke(app, args).stdout)
     assert plain["totals"]["planned_cost"] == pytest.approx(520.0)
     assert plain["totals"]["node_rounding_cost"] is None
+
+
+def test_reference_rounds_to_whole_nodes_too():
+    # 5 GPUs × 10 h on the 8-GPU node substrate only: the greedy reference now pays 8 GPUs (a whole node) like
+    # the plan; before it was charged 5 × 4.0 × 10 = 200 and the plan (320) looked 60 % dearer
+    only = fleet(NODE)
+    out = plan_demand(only, [workload("a")], demand(a=[5] * 10), n_blocks=1, integer_nodes=True)
+    assert out.solution.planned_cost == pytest.approx(320.0)
+    assert out.merit_order.cost == pytest.approx(320.0)
+    assert out.merit_order.cost_by_substrate["node"] == pytest.approx(8 * 4.0 * 10)
+    # without the switch both are fractional again
+    off = plan_demand(only, [workload("a")], demand(a=[5] * 10), n_blocks=1)
+    assert off.solution.planned_cost == off.merit_order.cost == pytest.approx(200.0)
+
+
+def test_plan_without_the_switch_says_which_fractional_nodes_it_assumed():
+    # 13 GPUs on the 8-GPU node substrate = 1.625 nodes for 10 h; whole nodes would add 3 idle GPUs × 10 h × 4.0
+    out = plan_demand(fleet(NODE), [workload("a")], demand(a=[13] * 10), n_blocks=1)
+    frac = out.solution.fractional_nodes
+    assert frac["nodes"].tolist() == pytest.approx([1.625])
+    assert frac["rounding_cost"].tolist() == pytest.approx([3 * 10 * 4.0])
+    doc = plan_document(out, fleet(NODE), start=datetime(2026, 10, 1, tzinfo=UTC))
+    t = doc.totals
+    assert t.fractional_nodes == 1 and t.fractional_node_hours == pytest.approx(16.25)
+    assert t.fractional_node_rounding_cost == pytest.approx(120.0)
+    assert any("fractional nodes assumed" in n and "--integer-nodes" in n for n in doc.notes)
+    # 16 GPUs are two whole nodes: nothing fractional, nothing said
+    whole = plan_demand(fleet(NODE), [workload("a")], demand(a=[16] * 10), n_blocks=1)
+    assert whole.solution.fractional_nodes.empty
+    # with the switch the fields are absent (nodes are whole)
+    on = plan_demand(fleet(NODE), [workload("a")], demand(a=[13] * 10), n_blocks=1, integer_nodes=True)
+    assert plan_document(on, fleet(NODE), start=datetime(2026, 10, 1, tzinfo=UTC)).totals.fractional_nodes is None

@@ -216,3 +216,35 @@ def test_billed_baseline_refuses_a_currency_other_than_the_fleets():
     bill = _billing().assign(BillingCurrency="EUR")
     with pytest.raises(InputError, match=r"EUR but fleet\.yaml's currency is USD"):
         billed_baseline(bill, f, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 2, tzinfo=UTC))
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_cli_schedule_written_and_read_back(estate_files, tmp_path, suffix):
+    fleet_p, wl_p = estate_files
+    sched_p, out = tmp_path / f"schedule{suffix}", tmp_path / "plan.json"
+    args = ["plan", "--fleet", str(fleet_p), "--workloads", str(wl_p), "--horizon", "2026-10-01T00:00:24"]
+    res = CliRunner().invoke(app, [*args, "--blocks", "3", "--schedule", str(sched_p), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "Certified within" in res.output
+    sched = pd.read_parquet(sched_p) if suffix == ".parquet" else pd.read_csv(sched_p, parse_dates=["time"])
+    doc = json.loads(out.read_text())
+    cert = doc["certification"]
+    assert cert["certified"] and cert["gap"] <= 1e-3 and cert["lower_bound"] <= cert["upper_bound"]
+    assert set(sched["hour"]) == set(range(24)) and str(sched["time"].iloc[0]).startswith("2026-10-01 00:00:00")
+    # serve's demand is met hour by hour; train (deferrable, 240 units) over the day
+    serve = sched[sched["workload"] == "serve"].groupby("hour")["units"].sum()
+    assert serve.to_numpy() == pytest.approx([6 + (h % 6) for h in range(24)])
+    assert sched.loc[sched["workload"] == "train", "units"].sum() == pytest.approx(240.0)
+    # the schedule's money (+ sunk cost) is the certificate's schedule cost
+    total = sched["cost"].sum() + doc["totals"]["commitment_cost"] + doc["totals"]["sunk_cost"]
+    assert total == pytest.approx(cert["schedule_cost"], abs=0.02)
+
+
+def test_cli_schedule_with_a_bad_suffix_is_refused_before_any_work(estate_files, tmp_path):
+    fleet_p, wl_p = estate_files
+    args = ["plan", "--fleet", str(fleet_p), "--workloads", str(wl_p), "--horizon", "2026-10-01T00:00:24"]
+    res = CliRunner().invoke(app, [*args, "--schedule", str(tmp_path / "s.xlsx")])
+    assert res.exit_code == 2 and ".parquet or .csv" in res.output
+    assert not (tmp_path / "s.xlsx").exists()
+    res = CliRunner().invoke(app, [*args, "--schedule", str(wl_p.with_suffix(".csv")), "--tolerance", "2"])
+    assert res.exit_code == 2 and "--tolerance" in res.output

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from finops_cli import api
@@ -46,3 +47,28 @@ def test_sample_plan_invariants_and_block_accuracy(sample_estate):
     # the default blocks stay within 0.1 % of a twice-as-fine model (docs/planner.md: of the hourly one too)
     finer = api.plan(est, None, horizon="2026-10", blocks=96)
     assert doc.solver.objective == pytest.approx(finer.document.solver.objective, rel=1e-3)
+
+
+def test_sample_duals_unchanged_by_the_warm_re_solve(sample_estate):
+    """Clearing prices from HiGHS's warm re-solve equal the previous method's (PuLP + CBC, the commitments
+    fixed, the LP re-solved from scratch) within 1e-6 on the sample estate."""
+    from finops_cli.estate.demand_io import estate_demand as demand_of
+    from finops_cli.planner import plan_demand
+
+    from finops_cli.core.demand import Horizon
+    from finops_cli.estate.prices import resolve_estate
+
+    hz = Horizon.month("2026-10")
+    est, _sources = resolve_estate(sample_estate, None, feed_end=hz.end)
+    d = demand_of(est, hz)
+    ws = list(est.workloads.workloads)
+    kw = {"n_blocks": 48, "certify_plan": False}
+    warm = plan_demand(est.fleet, ws, d, solver="highs", **kw).solution
+    cold = plan_demand(est.fleet, ws, d, solver="cbc", **kw).solution
+    assert warm.dual_solve is not None and warm.dual_solve.status == "optimal"
+    assert warm.commitments["blocks"].tolist() == cold.commitments["blocks"].tolist()
+    key = ["workload", "block"]
+    a = warm.clearing_prices.sort_values(key, ignore_index=True)
+    b = cold.clearing_prices.sort_values(key, ignore_index=True)
+    assert a[key].equals(b[key]) and len(a) > 100
+    np.testing.assert_allclose(a["usd_per_unit"], b["usd_per_unit"], rtol=1e-6, atol=1e-6)

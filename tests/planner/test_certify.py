@@ -1,0 +1,138 @@
+"""Self-certified plans: the bounds bracket the hourly optimum and the hourly schedule is feasible every hour."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from planner_helpers import demand, fleet, workload
+
+from finops_cli.core.pricing import capacity_gpus
+from finops_cli.planner import plan_demand
+from finops_cli.planner.certify import refine_partition
+
+JURIS = ["US", "EU"]
+
+
+@st.composite
+def estates(draw):
+    """Small estates with capacity that binds in some hours: owned/reserved/spot, a purchasable block, caps."""
+    subs = []
+    for i in range(draw(st.integers(2, 4))):
+        kind = draw(st.sampled_from(["owned", "spot", "reserved"]))
+        s = {
+            "id": f"s{i}",
+            "kind": kind,
+            "jurisdiction": draw(st.sampled_from(JURIS)),
+            "accelerator": draw(st.sampled_from(["H100", "A100"])),
+            "gpus": draw(st.integers(1, 10)),
+            "price_per_gpu_hour": draw(st.floats(0.1, 3.0)),
+            "comfortable_utilization": draw(st.sampled_from([0.8, 1.0])),
+        }
+        if kind == "spot":
+            s["interruptions_per_hour"] = draw(st.floats(0.0, 0.1))
+        if kind == "reserved" and draw(st.booleans()):
+            s["purchasable"] = {"block_gpus": draw(st.integers(1, 4)), "price_per_gpu_hour": 0.9, "max_blocks": 2}
+        subs.append(s)
+    subs.append({"id": "od", "kind": "on_demand", "jurisdiction": "US", "price_per_gpu_hour": 6.0})
+    f = fleet(*subs, congestion=[{"up_to": 0.9, "multiplier": 1.3}, {"up_to": 1.0, "multiplier": 1.7}])
+    hours = draw(st.integers(4, 12))
+    ws, cols = [], {}
+    for j in range(draw(st.integers(1, 3))):
+        cap = draw(st.sampled_from([None, None, 4.0]))
+        ws.append(
+            workload(
+                f"w{j}",
+                throughput={"H100": 1.0, "A100": draw(st.floats(0.3, 1.0))},
+                requires={"jurisdictions": ["US"] if draw(st.booleans()) else JURIS},
+                deferrable=draw(st.booleans()),
+                interruptible=True,
+                **({"max_parallel_gpus": cap} if cap else {}),
+            )
+        )
+        cols[f"w{j}"] = draw(st.lists(st.floats(0.0, 12.0), min_size=hours, max_size=hours))
+    return f, ws, demand(**cols), draw(st.integers(1, 3))
+
+
+def assert_schedule_feasible(f, ws, d, out, tol=1e-6):
+    """Hour by hour: capacity (installed + bought), parallel caps, demand; deferrable totals over the horizon."""
+    sched = out.certificate.schedule
+    hours = len(d)
+    bought = {r.substrate: r.blocks for r in out.solution.commitments.itertuples()}
+    for sid, used in sched.groupby("substrate"):
+        sub = f.substrate(sid)
+        cap = capacity_gpus(sub, f)
+        if cap is None:
+            continue
+        if sub.purchasable is not None:
+            cap += bought.get(sid, 0) * sub.purchasable.block_gpus * (cap / (sub.gpus or 1.0) if sub.gpus else 1.0)
+        per_hour = used.groupby("hour")["wall_gpus"].sum()
+        assert (per_hour <= cap + tol * max(1.0, cap)).all(), (sid, per_hour.max(), cap)
+    for w in ws:
+        mine = sched[sched["workload"] == w.id]
+        units = mine.groupby("hour")["units"].sum().reindex(range(hours), fill_value=0.0).to_numpy()
+        need = d[w.id].to_numpy()
+        if w.deferrable:
+            assert units.sum() == pytest.approx(need.sum(), rel=1e-6, abs=1e-6)
+        else:
+            assert (units >= need - tol * np.maximum(1.0, need)).all(), (w.id, units - need)
+        if w.max_parallel_gpus is not None:
+            gpus = mine.groupby("hour")["gpus"].sum()
+            assert (gpus <= w.max_parallel_gpus + tol).all()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(estates())
+def test_bounds_bracket_the_hourly_optimum_and_the_schedule_is_feasible(estate):
+    f, ws, d, n_blocks = estate
+    hourly = plan_demand(f, ws, d, n_blocks=len(d), gap=0, duals=False, allow_unserved=True, certify_plan=False)
+    optimum = hourly.solution.solve.objective
+    out = plan_demand(f, ws, d, n_blocks=n_blocks, gap=0, allow_unserved=True, tolerance=0.0)
+    cert = out.certificate
+    scale = 1e-6 * max(1.0, abs(optimum))
+    assert cert.lower_bound <= optimum + scale
+    assert optimum <= cert.upper_bound + scale
+    assert cert.gap >= 0 and cert.gap == pytest.approx(
+        (cert.upper_bound - cert.lower_bound) / cert.upper_bound if cert.upper_bound > 0 else 0.0, abs=1e-9
+    )
+    if cert.unserved_units <= 1e-6:
+        assert_schedule_feasible(f, ws, d, out)
+        # the schedule's objective is the upper bound: its cost + penalty + commitments bought
+        sched = cert.schedule
+        money = sched["cost"].sum() + sched["penalty"].sum() + out.solution.commitment_cost
+        assert money == pytest.approx(cert.upper_bound, rel=1e-6, abs=1e-6)
+
+
+def test_refinement_closes_the_gap_where_averaging_hides_a_peak():
+    # 6 owned GPUs; demand 10 in one hour and 2 in the other three: one block averages to 4 (fits), the hour
+    # of 10 does not fit; the schedule re-plans it on on-demand and the refinement gives it its own block
+    f = fleet(
+        {"id": "own", "kind": "owned", "gpus": 6, "price_per_gpu_hour": 0.5},
+        {"id": "od", "kind": "on_demand", "price_per_gpu_hour": 4.0},
+    )
+    d = demand(a=[2, 10, 2, 2])
+    once = plan_demand(f, [workload("a")], d, n_blocks=1, tolerance=1.0)  # accept any gap: no refinement
+    cert = once.certificate
+    assert cert.rounds == 0 and list(cert.repaired_hours) == [1]
+    assert cert.lower_bound == pytest.approx(4 * 4 * 0.5)  # the block plan: 4 GPUs × 4 h on owned
+    assert cert.upper_bound == pytest.approx(6 * 0.5 * 4 / 4 * 1 + 6 * 0.5 + 4 * 4.0)  # 2+2+2 owned, 6 own + 4 od
+    assert cert.gap > 0.5
+    parts = refine_partition(once.frame, cert, d)
+    assert parts is not None and parts[1] != parts[0] and len(set(parts[[0, 2, 3]])) == 1
+    out = plan_demand(f, [workload("a")], d, n_blocks=1)
+    assert out.certificate.certified and out.certificate.gap == pytest.approx(0.0, abs=1e-9)
+    assert out.certificate.rounds == 1 and out.frame.blocks.n == 2
+    assert out.solution.planned_cost == pytest.approx(6 * 0.5 + 6 * 0.5 + 4 * 4.0)
+
+
+def test_schedule_splits_identical_workloads_by_their_hourly_demand():
+    f = fleet({"id": "own", "kind": "owned", "gpus": 100, "price_per_gpu_hour": 0.5})
+    d = demand(a=[1, 3, 0, 4], b=[3, 1, 2, 0])
+    out = plan_demand(f, [workload("a"), workload("b")], d, n_blocks=1)
+    assert len(out.frame.groups) == 1
+    sched = out.certificate.schedule.pivot_table(index="hour", columns="workload", values="units", aggfunc="sum")
+    pd.testing.assert_frame_equal(
+        sched.fillna(0.0), d.rename_axis("hour").rename_axis("workload", axis=1), check_dtype=False, atol=1e-9
+    )
