@@ -52,11 +52,10 @@ def test_sample_plan_invariants_and_block_accuracy(sample_estate):
 def test_sample_duals_unchanged_by_the_warm_re_solve(sample_estate):
     """Clearing prices from HiGHS's warm re-solve equal the previous method's (PuLP + CBC, the commitments
     fixed, the LP re-solved from scratch) within 1e-6 on the sample estate."""
-    from finops_cli.estate.demand_io import estate_demand as demand_of
-    from finops_cli.planner import plan_demand
-
     from finops_cli.core.demand import Horizon
+    from finops_cli.estate.demand_io import estate_demand as demand_of
     from finops_cli.estate.prices import resolve_estate
+    from finops_cli.planner import plan_demand
 
     hz = Horizon.month("2026-10")
     est, _sources = resolve_estate(sample_estate, None, feed_end=hz.end)
