@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from finops_cli.core.pricing import Mode
@@ -140,7 +141,7 @@ def plan_demand(
             cert = None
             break
         lower = info.best_bound if info.best_bound is not None else float(info.objective or 0.0)
-        cert = certify(frame, model.matrix, solved.values, lower, demand)
+        cert = certify(frame, model.matrix, solved.values, lower, demand, tolerance)
         history.append((frame.blocks.n, cert.lower_bound, cert.upper_bound))
         out_of_time = deadline is not None and time.perf_counter() > deadline
         hourly_part = float(cert.excess.sum())
@@ -156,13 +157,14 @@ def plan_demand(
             break
         hour_block = finer
         rounds += 1
+    before = solved.values
     if duals:
         solved = add_duals(model, solved)
     solution = read_solution(model, solved)
     if cert is not None:
-        if solved.dual is not None and solved.dual.status == "optimal":
+        if not np.array_equal(solved.values, before):
             # the allocations are the LP's with the integers fixed (as the duals): schedule those
-            cert = certify(frame, model.matrix, solved.values, cert.lower_bound, demand)
+            cert = certify(frame, model.matrix, solved.values, cert.lower_bound, demand, tolerance)
         cert.tolerance = tolerance
         cert.rounds = rounds
         cert.history = history

@@ -19,6 +19,7 @@ model is solved again (:func:`refine_partition`), until the gap is within tolera
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -60,6 +61,7 @@ class Certificate:
     unserved_units: float = 0.0
     rounds: int = 0
     seconds: float = 0.0
+    lp_hours: int = 0  # broken hours re-planned by the hourly LP (the rest by the cheap repair)
     history: list[tuple[int, float, float]] = field(default_factory=list)  # (blocks, LB, UB) per round
 
     @property
@@ -99,9 +101,21 @@ def _template(frame: PlanFrame) -> tuple[PlanFrame, np.ndarray]:
 
 
 def certify(
-    frame: PlanFrame, mx: PlanMatrix, values: np.ndarray, lower_bound: float, demand: pd.DataFrame
+    frame: PlanFrame,
+    mx: PlanMatrix,
+    values: np.ndarray,
+    lower_bound: float,
+    demand: pd.DataFrame,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> Certificate:
-    """The hourly schedule of a solved block plan, its objective (UB) and the excess per block."""
+    """The hourly schedule of a solved block plan, its objective (UB) and the excess per block.
+
+    A broken hour is repaired in two tiers. First, cheaply: every column on an over-full row is scaled down to
+    fit (all coefficients are positive, so no other row gets fuller) and the work it drops goes to its
+    group's cheapest uncapped destination (an API or uncapped on-demand; none: unserved, at the penalty).
+    Then, while the gap is above ``tolerance``, the hours whose cheap repair cost most are re-planned by the
+    hourly LP (optimal for the hour, so never dearer than the cheap repair).
+    """
     started = time.perf_counter()
     rows = frame.rows
     n_x = mx.n_x
@@ -122,22 +136,34 @@ def certify(
     defer_row = len(groups)
     g_of_x = rows["group"].map(gpos).fillna(defer_row).to_numpy(dtype=int)
     b_of_x = rows["block"].to_numpy()
+    template, base = _template(frame)
+    n_base = len(template.rows)
+    per_hour_cost = mx.cost[:n_x] / block_hours[b_of_x]
+    thr = rows["units_per_gpu_hour"].to_numpy(dtype=float)
+    fallback, fallback_price = _fallback(frame, template, mx, base, per_hour_cost)
+    group_index = {g: i for i, g in enumerate(dict.fromkeys(template.rows["group"]))}
+    g_all = rows["group"].map(group_index).to_numpy(dtype=int)
 
     # constant part of each row from the integer columns (commitments bought, nodes provisioned)
     col_of = np.repeat(np.arange(mx.n_cols), np.diff(mx.start))
     const = np.zeros(mx.n_rows)
-    ints = col_of >= n_x
-    np.add.at(const, mx.index[ints], mx.value[ints] * values[col_of[ints]] * (col_of[ints] < mx.unserved_col0))
+    ints = (col_of >= n_x) & (col_of < mx.unserved_col0)
+    np.add.at(const, mx.index[ints], mx.value[ints] * np.round(values[col_of[ints]]))
     # ≤ rows (parallel, cap, nodes) touched by x with work
     upper = mx.row_upper
     le = (mx.index >= mx.parallel_row0) & (col_of < n_x)
-    le &= x[np.minimum(col_of, n_x - 1)] > 0
+    le &= x[np.minimum(col_of, max(n_x - 1, 0))] > 0
     e_row, e_col, e_val = mx.index[le], col_of[le], mx.value[le] * x[col_of[le]]
-    e_block = b_of_x[e_col]
-    broken = np.zeros(hours_total, dtype=bool)
-    order = np.argsort(e_block, kind="stable")
-    e_row, e_col, e_val, e_block = e_row[order], e_col[order], e_val[order], e_block[order]
-    cuts = np.searchsorted(e_block, np.arange(n_blocks + 1))
+    order = np.argsort(b_of_x[e_col], kind="stable")
+    e_row, e_col, e_val = e_row[order], e_col[order], e_val[order]
+    cuts = np.searchsorted(b_of_x[e_col], np.arange(n_blocks + 1))
+    nz = np.flatnonzero(x)
+    nz_cuts = np.searchsorted(b_of_x[nz], np.arange(n_blocks + 1))  # rows are base-major: sort nz by block
+    nz = nz[np.argsort(b_of_x[nz], kind="stable")]
+    nz_cuts = np.searchsorted(b_of_x[nz], np.arange(n_blocks + 1))
+    repaired_x: dict[int, np.ndarray] = {}
+    must_replan: list[int] = []
+    delta = np.zeros(hours_total)
     for b in range(n_blocks):
         lo, hi = cuts[b], cuts[b + 1]
         if lo == hi or block_hours[b] <= 1:
@@ -146,19 +172,38 @@ def certify(
         rows_b, local = np.unique(e_row[lo:hi], return_inverse=True)
         act = np.zeros((len(rows_b), len(hours)))
         np.add.at(act, local, e_val[lo:hi, None] * ratio[g_of_x[e_col[lo:hi]]][:, hours])
-        limit = upper[rows_b] - const[rows_b]
-        over = act > limit[:, None] + FEASIBILITY_TOL * np.maximum(1.0, np.abs(upper[rows_b]))[:, None]
-        broken[hours[over.any(axis=0)]] = True
-
-    # the spread plan's cost per hour (x, unserved, node columns), to swap out the broken hours
-    per_hour_cost = mx.cost[:n_x] / block_hours[b_of_x]
+        limit = (upper[rows_b] - const[rows_b])[:, None]
+        over = act > limit + FEASIBILITY_TOL * np.maximum(1.0, np.abs(upper[rows_b]))[:, None]
+        bad = over.any(axis=0)
+        if not bad.any():
+            continue
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            factor = np.where(over, np.clip(limit / np.where(act > 0, act, 1.0), 0.0, 1.0), 1.0)[:, bad]
+        cols_b, inv = np.unique(e_col[lo:hi], return_inverse=True)
+        col_factor = np.ones((len(cols_b), int(bad.sum())))
+        np.minimum.at(col_factor, inv, factor[local])
+        where = {int(c): i for i, c in enumerate(cols_b)}
+        js = nz[nz_cuts[b] : nz_cuts[b + 1]]
+        for t, h in enumerate(hours[bad]):
+            xs = x[js] * ratio[g_of_x[js], h]
+            f = np.array([col_factor[where[int(j)], t] if int(j) in where else 1.0 for j in js])
+            kept = xs * f
+            lost = (xs - kept) * thr[js]  # units per hour dropped, per column
+            vec = np.zeros(n_base)
+            np.add.at(vec, base[js], kept)
+            lost_g = np.zeros(len(group_index))
+            np.add.at(lost_g, g_all[js], lost)
+            has = fallback >= 0
+            np.add.at(vec, fallback[has], lost_g[has] / template.rows["units_per_gpu_hour"].to_numpy()[fallback[has]])
+            delta[h] = float(per_hour_cost[js] @ (kept - xs)) + float(lost_g @ fallback_price)
+            repaired_x[int(h)] = vec
+            if lost_g[~has].sum() > 1e-9:
+                must_replan.append(int(h))  # work with nowhere uncapped to go: the hourly LP places it
+    broken = np.zeros(hours_total, dtype=bool)
+    broken[list(repaired_x)] = True
     repaired = np.flatnonzero(broken)
-    spread_cost = np.zeros(hours_total)
-    nz = np.flatnonzero(x)
-    for h in repaired:
-        b = hb[h]
-        sel = nz[b_of_x[nz] == b]
-        spread_cost[h] = float((per_hour_cost[sel] * x[sel] * ratio[g_of_x[sel], h]).sum())
+
+    # the spread plan's cost per hour (x, unserved, node columns), to swap out hours the LP re-plans
     u_vals = values[mx.unserved_col0 : mx.defer_unserved_col0]
     u_price = mx.cost[mx.unserved_col0 : mx.defer_unserved_col0]
     u_block = np.array([b for _g, b in mx.demand_keys], dtype=int)
@@ -167,37 +212,70 @@ def certify(
     node_block = np.array([b for _s, b in mx.node_keys], dtype=int)
     node_cost_block = np.zeros(n_blocks)
     np.add.at(node_cost_block, node_block, mx.cost[mx.node_col0 : mx.unserved_col0] * np.round(node_vals))
-    for h in repaired:
-        b = hb[h]
-        sel = u_block == b
-        spread_cost[h] += float((u_price[sel] / block_hours[b] * u_vals[sel] * ratio[u_group[sel], h]).sum())
-        spread_cost[h] += node_cost_block[b] / block_hours[b]
 
-    # re-plan each broken hour as an LP (integers fixed, deferrable rate of its block kept), warm from the last
-    lp_cost = np.zeros(hours_total)
-    lp_x: dict[int, np.ndarray] = {}
-    template, base = _template(frame)
-    n_base = len(template.rows)
-    if len(repaired):
-        lp_cost, lp_x = _replan_hours(frame, mx, template, values, repaired, x, gpos, d_gh)
-    excess = np.zeros(n_blocks)
-    np.add.at(excess, hb[repaired], lp_cost[repaired] - spread_cost[repaired])
+    def spread_cost(h: int) -> float:
+        b = hb[h]
+        js = nz[nz_cuts[b] : nz_cuts[b + 1]]
+        cost = float((per_hour_cost[js] * x[js] * ratio[g_of_x[js], h]).sum())
+        sel = u_block == b
+        cost += float((u_price[sel] / block_hours[b] * u_vals[sel] * ratio[u_group[sel], h]).sum())
+        return cost + node_cost_block[b] / block_hours[b]
+
     block_objective = float(mx.cost @ np.where(mx.integer, np.round(values), values))
-    upper_bound = block_objective + float(excess.sum())
-    schedule = _schedule(frame, template, demand, x, base, n_base, ratio, g_of_x, broken, lp_x)
-    node_cost = float(node_cost_block.sum())
-    unserved_units = _unserved_units(frame, demand, schedule)
+    lower = min(lower_bound, block_objective)
+    upper_bound = block_objective + float(delta.sum())
+    lp_hours: list[int] = []
+    must = set(must_replan)
+    if len(repaired) and (must or (upper_bound > 0 and (upper_bound - lower) / upper_bound > tolerance)):
+        worst = repaired[np.lexsort((-delta[repaired], [h not in must for h in repaired]))]
+        for h, cost_h, x_h in _replan_hours(frame, mx, template, values, worst, x, gpos, d_gh):
+            upper_bound += cost_h - spread_cost(h) - delta[h]
+            delta[h] = cost_h - spread_cost(h)
+            repaired_x[h] = x_h
+            lp_hours.append(h)
+            must.discard(h)
+            if not must and (upper_bound - lower) / upper_bound <= tolerance:
+                break
+    excess = np.zeros(n_blocks)
+    np.add.at(excess, hb[repaired], delta[repaired])
+    schedule = _schedule(frame, template, demand, x, base, n_base, ratio, g_of_x, broken, repaired_x)
     return Certificate(
-        lower_bound=min(lower_bound, block_objective),
+        lower_bound=lower,
         upper_bound=upper_bound,
-        tolerance=DEFAULT_TOLERANCE,
+        tolerance=tolerance,
         schedule=schedule,
         repaired_hours=repaired,
         excess=excess,
-        node_cost=node_cost,
-        unserved_units=unserved_units,
+        node_cost=float(node_cost_block.sum()),
+        unserved_units=_unserved_units(frame, demand, schedule),
         seconds=time.perf_counter() - started,
+        lp_hours=len(lp_hours),
     )
+
+
+def _fallback(
+    frame: PlanFrame, template: PlanFrame, mx: PlanMatrix, base: np.ndarray, per_hour_cost: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (template order): its cheapest base row on no capacity, node or parallel row (an API, or an
+    uncapped on-demand substrate when the group has no parallel cap), and that row's price per unit; groups
+    without one get −1 and the unserved price."""
+    t = template.rows
+    cap = frame.capacity["fixed_gpus"]
+    uncapped = set(cap[cap.isna()].index)
+    free = np.fromiter(((s, k) in uncapped for s, k in zip(t["substrate"], t["segment"], strict=True)), bool, len(t))
+    free &= ~t["substrate"].isin(list(frame.nodes.index)).to_numpy()
+    free &= t["is_api"].to_numpy() | ~t["group"].isin(list(frame.max_parallel_gpus)).to_numpy()
+    cost0 = np.zeros(len(t))
+    cost0[base[: len(base)]] = per_hour_cost  # same per base row in every block
+    per_unit = cost0 / t["units_per_gpu_hour"].to_numpy(dtype=float)
+    groups = list(dict.fromkeys(t["group"]))
+    pick = np.full(len(groups), -1, dtype=int)
+    price = np.full(len(groups), mx.unserved_usd_per_unit)
+    gi = t["group"].map({g: i for i, g in enumerate(groups)}).to_numpy()
+    for j in np.flatnonzero(free)[np.argsort(-per_unit[free], kind="stable")]:  # cheapest written last
+        pick[gi[j]] = j
+        price[gi[j]] = per_unit[j]
+    return pick, price
 
 
 def _replan_hours(
@@ -209,8 +287,8 @@ def _replan_hours(
     x: np.ndarray,
     gpos: dict[str, int],
     d_gh: np.ndarray,
-) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """Hourly LP of each of ``hours``: its cost and its x per base row of the frame."""
+) -> Iterator[tuple[int, float, np.ndarray]]:
+    """Hourly LP of each of ``hours``, in that order: (hour, its cost, its x per base row of the frame)."""
     from finops_cli.planner.highs import _new_highs, pass_matrix
 
     t = build_matrix(template)
@@ -237,9 +315,7 @@ def _replan_hours(
     pass_matrix(h_lp, t, integers=False)
     dem_rows = np.arange(len(t.demand_keys), dtype=np.int32)
     inf = np.full(len(dem_rows), np.inf)
-    cost = np.zeros(frame.horizon_hours)
-    out: dict[int, np.ndarray] = {}
-    for h in hours[np.argsort(hb[hours], kind="stable")]:
+    for h in hours:
         b = int(hb[h])
         lower = np.array([d_gh[gpos[g], h] if g in gpos else rate[g][b] for g, _b in t.demand_keys], dtype=float)
         h_lp.changeRowsBounds(len(dem_rows), dem_rows, lower, inf)
@@ -250,9 +326,7 @@ def _replan_hours(
         h_lp.run()
         sol = h_lp.getSolution()
         col = np.asarray(sol.col_value, dtype=float)
-        cost[h] = float(h_lp.getInfo().objective_function_value)
-        out[int(h)] = np.where(col[: t.n_x] > 1e-9, col[: t.n_x], 0.0)
-    return cost, out
+        yield int(h), float(h_lp.getInfo().objective_function_value), np.where(col[: t.n_x] > 1e-9, col[: t.n_x], 0.0)
 
 
 def _unserved_units(frame: PlanFrame, demand: pd.DataFrame, schedule: pd.DataFrame) -> float:
@@ -281,7 +355,7 @@ def _schedule(
     broken: np.ndarray,
     lp_x: dict[int, np.ndarray],
 ) -> pd.DataFrame:
-    """GPUs per hour per (workload, substrate): the spread plan, with broken hours from their LP."""
+    """GPUs per hour per (workload, substrate): the spread plan, broken hours from their repair (per base row)."""
     hb = frame.blocks.hour_block
     hours_of = [np.flatnonzero((hb == b) & ~broken) for b in range(frame.blocks.n)]
     nz = np.flatnonzero(x)

@@ -31,6 +31,12 @@ _STATUS = {
 }
 
 
+#: LPs with this many columns or more are solved by interior point (with crossover): measured on a 200 distinct
+#: workloads × 40 substrates × 168 h estate (134 k columns, 12 blocks, load ~16 on 2 cores) 21.5 s against
+#: 34 s for dual simplex.
+IPM_MIN_COLUMNS = 100_000
+
+
 @dataclass
 class HighsRun:
     """One HiGHS solve: status (optimal | feasible | infeasible | unbounded | not_solved), values, duals."""
@@ -135,7 +141,10 @@ def solve_matrix(
     started = time.perf_counter()
     h = _new_highs(time_limit, gap)
     pass_matrix(h, mx, integers=False)
+    if mx.n_cols >= IPM_MIN_COLUMNS:
+        h.setOptionValue("solver", "ipm")  # crossover (on by default) still gives a basis and vertex duals
     h.run()
+    h.setOptionValue("solver", "choose")
     relaxed = _read(h, started, mip=False)
     if not mx.has_integers or relaxed.status != "optimal":
         return relaxed, h
