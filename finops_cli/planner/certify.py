@@ -38,6 +38,9 @@ MAX_ROUNDS = 8
 #: Rows of the spread plan above their bound by more than this (relative, and absolute GPUs) break the hour.
 FEASIBILITY_TOL = 1e-6
 
+#: Hours the LP tier re-plans between two checks of the gap (solved in block order, to start warm).
+_LP_BATCH = 32
+
 #: Columns of the schedule (one row per hour, workload and substrate with work).
 SCHEDULE_COLUMNS = ["hour", "workload", "substrate", "kind", "gpus", "wall_gpus", "units", "cost", "penalty"]
 
@@ -143,6 +146,7 @@ def certify(
     fallback, fallback_price = _fallback(frame, template, mx, base, per_hour_cost)
     group_index = {g: i for i, g in enumerate(dict.fromkeys(template.rows["group"]))}
     g_all = rows["group"].map(group_index).to_numpy(dtype=int)
+    t_thr = template.rows["units_per_gpu_hour"].to_numpy(dtype=float)
 
     # constant part of each row from the integer columns (commitments bought, nodes provisioned)
     col_of = np.repeat(np.arange(mx.n_cols), np.diff(mx.start))
@@ -158,7 +162,6 @@ def certify(
     e_row, e_col, e_val = e_row[order], e_col[order], e_val[order]
     cuts = np.searchsorted(b_of_x[e_col], np.arange(n_blocks + 1))
     nz = np.flatnonzero(x)
-    nz_cuts = np.searchsorted(b_of_x[nz], np.arange(n_blocks + 1))  # rows are base-major: sort nz by block
     nz = nz[np.argsort(b_of_x[nz], kind="stable")]
     nz_cuts = np.searchsorted(b_of_x[nz], np.arange(n_blocks + 1))
     repaired_x: dict[int, np.ndarray] = {}
@@ -182,23 +185,22 @@ def certify(
         cols_b, inv = np.unique(e_col[lo:hi], return_inverse=True)
         col_factor = np.ones((len(cols_b), int(bad.sum())))
         np.minimum.at(col_factor, inv, factor[local])
-        where = {int(c): i for i, c in enumerate(cols_b)}
-        js = nz[nz_cuts[b] : nz_cuts[b + 1]]
-        for t, h in enumerate(hours[bad]):
-            xs = x[js] * ratio[g_of_x[js], h]
-            f = np.array([col_factor[where[int(j)], t] if int(j) in where else 1.0 for j in js])
-            kept = xs * f
-            lost = (xs - kept) * thr[js]  # units per hour dropped, per column
-            vec = np.zeros(n_base)
-            np.add.at(vec, base[js], kept)
-            lost_g = np.zeros(len(group_index))
-            np.add.at(lost_g, g_all[js], lost)
-            has = fallback >= 0
-            np.add.at(vec, fallback[has], lost_g[has] / template.rows["units_per_gpu_hour"].to_numpy()[fallback[has]])
-            delta[h] = float(per_hour_cost[js] @ (kept - xs)) + float(lost_g @ fallback_price)
-            repaired_x[int(h)] = vec
-            if lost_g[~has].sum() > 1e-9:
-                must_replan.append(int(h))  # work with nowhere uncapped to go: the hourly LP places it
+        js = nz[nz_cuts[b] : nz_cuts[b + 1]]  # ascending, as cols_b
+        hours_bad = hours[bad]
+        spread = x[js, None] * ratio[g_of_x[js]][:, hours_bad]
+        f = np.ones_like(spread)
+        f[np.searchsorted(js, cols_b)] = col_factor
+        kept = spread * f
+        lost_g = np.zeros((len(group_index), len(hours_bad)))
+        np.add.at(lost_g, g_all[js], (spread - kept) * thr[js, None])  # units per hour dropped, per group
+        vec = np.zeros((n_base, len(hours_bad)))
+        vec[base[js]] = kept
+        has = fallback >= 0
+        vec[fallback[has]] += lost_g[has] / t_thr[fallback[has], None]
+        delta[hours_bad] = per_hour_cost[js] @ (kept - spread) + fallback_price @ lost_g
+        for t, h in enumerate(hours_bad):
+            repaired_x[int(h)] = vec[:, t]
+        must_replan += [int(h) for h in hours_bad[lost_g[~has].sum(axis=0) > 1e-9]]  # nowhere uncapped to go
     broken = np.zeros(hours_total, dtype=bool)
     broken[list(repaired_x)] = True
     repaired = np.flatnonzero(broken)
@@ -228,13 +230,17 @@ def certify(
     must = set(must_replan)
     if len(repaired) and (must or (upper_bound > 0 and (upper_bound - lower) / upper_bound > tolerance)):
         worst = repaired[np.lexsort((-delta[repaired], [h not in must for h in repaired]))]
+        # batches of the worst hours, each solved in block order (neighbouring hours warm-start each other)
+        batches = [worst[i : i + _LP_BATCH] for i in range(0, len(worst), _LP_BATCH)]
+        worst = np.concatenate([batch[np.argsort(hb[batch], kind="stable")] for batch in batches])
         for h, cost_h, x_h in _replan_hours(frame, mx, template, values, worst, x, gpos, d_gh):
             upper_bound += cost_h - spread_cost(h) - delta[h]
             delta[h] = cost_h - spread_cost(h)
             repaired_x[h] = x_h
             lp_hours.append(h)
             must.discard(h)
-            if not must and (upper_bound - lower) / upper_bound <= tolerance:
+            done = len(lp_hours) % _LP_BATCH == 0 or len(lp_hours) == len(worst)
+            if done and not must and (upper_bound - lower) / upper_bound <= tolerance:
                 break
     excess = np.zeros(n_blocks)
     np.add.at(excess, hb[repaired], delta[repaired])
