@@ -52,14 +52,14 @@ def test_sample_plan_invariants_and_block_accuracy(sample_estate):
 def test_sample_duals_unchanged_by_the_warm_re_solve(sample_estate):
     """Clearing prices from HiGHS's warm re-solve equal the previous method's (PuLP + CBC, the commitments
     fixed, the LP re-solved from scratch) within 1e-6 on the sample estate."""
-    from finops_cli.core.demand import Horizon
+    from dataclasses import replace
+
     from finops_cli.estate.demand_io import estate_demand as demand_of
-    from finops_cli.estate.prices import resolve_estate
     from finops_cli.planner import plan_demand
 
-    hz = Horizon.month("2026-10")
-    est, _sources = resolve_estate(sample_estate, None, feed_end=hz.end)
-    d = demand_of(est, hz)
+    priced = api.priced_fleet(sample_estate.fleet, None, horizon="2026-10", estate=sample_estate, default_store=False)
+    est = replace(sample_estate, fleet=priced.fleet)
+    d = demand_of(est, priced.horizon)
     ws = list(est.workloads.workloads)
     kw = {"n_blocks": 48, "certify_plan": False}
     warm = plan_demand(est.fleet, ws, d, solver="highs", **kw).solution
