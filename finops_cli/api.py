@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from finops_cli.core.demand import Horizon as DemandHorizon
     from finops_cli.core.netc_report import NetcRow, Trace
     from finops_cli.core.stack import Stack
+    from finops_cli.estate.demand_io import ObservedDemand
     from finops_cli.estate.horizon import HorizonChoice
     from finops_cli.estate.prices import PriceSource
     from finops_cli.ingest.billing import IngestSummary
@@ -88,11 +89,17 @@ def ingest_utilization(
     mapping: CsvMapping | None = None,
     util_scale: float | None = None,
     on_rows: Callable[[int], None] | None = None,
+    replace: bool = False,
 ) -> UtilizationIngest:
-    """Ingest utilisation traces (dcgm scrapes, Prometheus range JSON, generic CSV) into ``utilization``."""
+    """Ingest utilisation traces (dcgm scrapes, Prometheus range JSON, generic CSV) into ``utilization``.
+
+    A source overlapping a stored one (same device, overlapping time) is refused unless ``replace``.
+    """
     from finops_cli.ingest.utilization import ingest_utilization as _ingest
 
-    return _ingest(_store(store), list(paths), fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows)
+    return _ingest(
+        _store(store), list(paths), fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows, replace=replace
+    )
 
 
 def ingest_spot_prices(*, store: str | Path | Store | None = None, **kwargs: Any) -> SpotIngest:
@@ -399,6 +406,8 @@ class StackResult:
     horizon: DemandHorizon | None
     warnings: list[str] = dataclass_field(default_factory=list)
     horizon_note: str = ""  # the horizon and why (the default-month rule), for stderr
+    #: what each from_store demand measured (busy vs allocated GPU-hours) and how it filled the horizon
+    demand_sources: list[ObservedDemand] = dataclass_field(default_factory=list)
 
     def as_json(self) -> object:
         """One object for a single stack (the issue's shape), else a list of them."""
@@ -406,7 +415,13 @@ class StackResult:
 
         notes = reference_price_notes(self.prices)
         used = [p.as_dict() for p in self.prices]
-        docs = [s.as_dict() | {"currency": self.currency, "price_notes": notes, "prices": used} for s in self.stacks]
+        by_workload = {d.workload: d.as_dict() for d in self.demand_sources}
+        docs = [
+            s.as_dict()
+            | {"currency": self.currency, "price_notes": notes, "prices": used}
+            | ({"demand_source": by_workload[s.workload]} if s.workload in by_workload else {})
+            for s in self.stacks
+        ]
         return docs[0] if len(docs) == 1 else docs
 
 
@@ -464,15 +479,16 @@ def _existing_store(store: str | Path | None, needed: bool) -> Store | None:
 
 def _priced_demand(
     est: Estate, store: str | Path | Store | None, horizon: str | DemandHorizon | None, fx: dict[str, float] | None
-) -> tuple[_Priced, list[str], pd.DataFrame]:
+) -> tuple[_Priced, list[str], pd.DataFrame, list[ObservedDemand]]:
     """Where ``stack`` and ``netc`` start: the priced fleet and horizon, warnings (month mismatch, profile
-    coverage) and the hourly demand."""
+    coverage), the hourly demand and what each ``from_store`` demand measured."""
     from finops_cli.estate.checks import check_profile_coverage
-    from finops_cli.estate.demand_io import estate_demand
+    from finops_cli.estate.demand_io import estate_demand_sources
 
     p = priced_fleet(est.fleet, store, horizon=horizon, estate=est, fx=fx)
     warnings = [*p.choice.warnings, *check_profile_coverage(est, p.horizon)]
-    return p, warnings, estate_demand(est, p.horizon, p.store)
+    demand, observed = estate_demand_sources(est, p.horizon, p.store)
+    return p, warnings, demand, observed
 
 
 def stack(
@@ -516,14 +532,14 @@ def stack(
         if not chosen:
             known = ", ".join(w.id for w in est.workloads.workloads)
             raise InputError(f"--workload {workload!r} is not in {workloads} (known: {known})")
-    p, warnings, demand = _priced_demand(est, store, horizon, fx)
+    p, warnings, demand, observed = _priced_demand(est, store, horizon, fx)
     warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small]
     stacks = []
     for w in chosen:
         col = demand[w.id]
         units, basis = (float(col.mean()), "mean_hourly") if w.deferrable else (float(col.max()), "peak_hourly")
         stacks.append(build_stack(w, p.fleet, mode, units, basis))  # type: ignore[arg-type]
-    return StackResult(stacks, est.fleet.currency, p.sources, p.horizon, warnings, p.choice.line)
+    return StackResult(stacks, est.fleet.currency, p.sources, p.horizon, warnings, p.choice.line, observed)
 
 
 @dataclass
@@ -575,8 +591,8 @@ def netc(
                 "give --substrate ID to say which pool the trace measures"
             )
         substrate = spot[0] if spot else None
-    p, warnings, demand = _priced_demand(est, store, horizon, fx)
-    warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small]
+    p, warnings, demand, observed = _priced_demand(est, store, horizon, fx)
+    warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small] + [o.note() for o in observed]
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
     if tr is not None and tr.rate.too_small:
@@ -706,12 +722,12 @@ def plan(
     """
     from finops_cli.core.baseline import billed_baseline
     from finops_cli.errors import InputError
-    from finops_cli.estate.demand_io import estate_demand
+    from finops_cli.estate.demand_io import estate_demand_sources
     from finops_cli.estate.prices import fx_used, reference_price_notes
     from finops_cli.planner import DEFAULT_BLOCKS, DEFAULT_TOLERANCE, plan_demand
     from finops_cli.planner.document import plan_document
     from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP
-    from finops_cli.schema.plan import PriceUsed
+    from finops_cli.schema.plan import DemandSource, PriceUsed
 
     if mode not in ("cost", "reliability"):
         raise InputError(f"--mode {mode!r}: expected cost or reliability")
@@ -728,8 +744,9 @@ def plan(
     p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx, default_store=False)
     hz, sources = p.horizon, p.sources
     resolved = replace(estate, fleet=p.fleet)
+    observed = []
     if demand is None:
-        demand = estate_demand(resolved, hz, store)
+        demand, observed = estate_demand_sources(resolved, hz, store)
     elif len(demand) != hz.hours:
         raise InputError(f"demand has {len(demand)} hours, the horizon {hz.hours}")
     workloads = list(resolved.workloads.workloads)
@@ -753,6 +770,7 @@ def plan(
             billed = billed_baseline(table.to_pandas(), resolved.fleet, hz.start, hz.end)
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
     document.notes.extend(r.note() for r in estate.rates)
+    document.demand_sources.extend(DemandSource(**o.as_dict()) for o in observed)
     document.prices = [PriceUsed.model_validate(src.as_dict()) for src in sources]
     document.fx = fx_used(sources)
     return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, p.choice.warnings)

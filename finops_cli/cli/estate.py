@@ -114,6 +114,8 @@ def _render_stack_table(result: Any) -> str:
     notes = _price_notes(result.prices, result.stacks)
     if notes:
         parts.append("prices: " + "\n        ".join(notes))
+    if result.demand_sources:
+        parts.append("demand: " + "\n        ".join(o.note() for o in result.demand_sources))
     return "\n\n".join(parts)
 
 
@@ -147,6 +149,9 @@ def _render_stack_markdown(result: Any) -> str:
     if notes:
         parts.append("Prices:\n")
         parts.extend(f"- {md_text(n, None)}" for n in notes)
+    if result.demand_sources:
+        parts.append("\nDemand:\n")
+        parts.extend(f"- {md_text(o.note(), None)}" for o in result.demand_sources)
     return "\n".join(parts)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from finops_cli.cli.options import StoreOpt
 from finops_cli.cli.output import emit_json, live_progress, stderr_console, stdout_console
@@ -87,6 +88,12 @@ def register(app: typer.Typer) -> None:
                 "--util-scale", help="1 (values 0–1) or 100 (0–100); default: detected.", rich_help_panel=_MAP
             ),
         ] = None,
+        replace: Annotated[
+            bool,
+            typer.Option(
+                "--replace", help="Replace stored sources that cover the same GPUs at the same time (else exit 2)."
+            ),
+        ] = False,
         store: StoreOpt = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     ) -> None:
@@ -95,7 +102,9 @@ def register(app: typer.Typer) -> None:
         dcgm-exporter scrapes (a file, or a directory of timestamped scrape files), Prometheus
         /api/v1/query_range JSON, or a generic CSV with one row per device and sample. Prefers
         DCGM_FI_PROF_GR_ENGINE_ACTIVE (0–1) and falls back to DCGM_FI_DEV_GPU_UTIL (0–100); the summary
-        says which was used. Re-ingesting the same file replaces it (idempotent).
+        says which was used. Re-ingesting the same file replaces it (idempotent). A sample is never stored
+        twice: a source covering the same GPU at the same time as a stored one (the same trace with other
+        options, a copy with an extra column) is refused unless --replace removes the stored one.
         """
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -121,6 +130,13 @@ def register(app: typer.Typer) -> None:
                 mapping=mapping,
                 util_scale=util_scale,
                 on_rows=lambda n: progress.advance(task, n),
+                replace=replace,
+            )
+        for r in result.replaced:
+            err.print(
+                f"[yellow]warning:[/] replaced stored source {r['key']} ({escape(str(r['source']))}): it covered "
+                f"{r['devices']:,} of the same GPUs at the same time",
+                soft_wrap=True,
             )
         if as_json:
             emit_json(result.to_dict())

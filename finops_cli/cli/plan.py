@@ -403,8 +403,21 @@ def render_plan(doc: dict, console: Console) -> None:
     console.print(_summary(doc))
     for note in doc.get("notes") or []:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
+    for source in doc.get("demand_sources", []):
+        console.print(f"Demand {source['workload']}: {_demand_words(source)}", markup=False, soft_wrap=True)
     for table in _tables(doc):
         console.print(table)
+
+
+def _demand_words(source: dict) -> str:
+    """A ``demand_sources`` entry in words: which GPU-hours, and how the horizon was filled."""
+    quantity = "busy GPU-hours" if source["quantity"] == "busy_gpu_hours" else "allocated GPU-hours"
+    text = (
+        f"{source['gpu_hours']:,.1f} {quantity} observed ({source['source']}, {source['tag']}={source['value']}) "
+        f"over {source['observed_hours']} of {source['horizon_hours']} hours"
+    )
+    extension = {"none": "", "repeat": "; repeated over the horizon", "zero": "; no demand in the other hours"}
+    return text + extension[source["extension"]]
 
 
 def _store_exists() -> bool:

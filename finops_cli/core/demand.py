@@ -149,6 +149,21 @@ def observed_demand(workload: Workload, observed: pd.DataFrame, horizon: Horizon
     return out
 
 
+def extend_observed(hourly: np.ndarray, first: int, end: int, how: str) -> np.ndarray:
+    """Fill the hours outside the observed window ``[first, end)`` of an hourly array.
+
+    ``repeat`` tiles the window over the horizon, aligned to where it was observed (hour ``h`` takes the
+    window's hour ``(h − first) mod (end − first)``, so a 24-hour window keeps its time of day);
+    ``zero`` (and ``none``) leave them at 0. A window that covers the whole array is returned unchanged.
+    """
+    hours = len(hourly)
+    if how != "repeat" or (first <= 0 and end >= hours) or end <= first:
+        return hourly
+    window = hourly[first:end]
+    idx = (np.arange(hours) - first) % (end - first)
+    return window[idx].astype(float, copy=True)
+
+
 def workload_demand(
     workload: Workload,
     horizon: Horizon,

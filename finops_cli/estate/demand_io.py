@@ -6,12 +6,14 @@ hour (index hour 0…hours-1, one column per workload). The arithmetic is in :mo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from finops_cli.core.demand import Horizon, demand_frame
+from finops_cli.core.demand import Horizon, demand_frame, extend_observed
 from finops_cli.errors import InputError
 from finops_cli.estate.load import Estate
 from finops_cli.files import csv_line, read_csv_text
@@ -74,7 +76,71 @@ def _pick(columns: list[str], *names: str) -> str | None:
     return None
 
 
-def _observed_from_utilization(store: Store, tag: str, value: str, horizon: Horizon) -> pd.DataFrame | None:
+#: how each reader measures a quantity, for the notes: (quantity, source) -> words
+QUANTITY_WORDS = {
+    ("busy_gpu_hours", "utilization"): "busy GPU-hours (Σ utilisation × interval, utilisation trace)",
+    ("allocated_gpu_hours", "utilization"): "allocated GPU-hours (Σ sample interval, utilisation trace)",
+    ("allocated_gpu_hours", "billing"): "allocated GPU-hours (ConsumedQuantity × GPUs, billing)",
+}
+
+
+@dataclass(frozen=True)
+class ObservedDemand:
+    """GPU-hours observed in the store for one ``from_store`` workload, and exactly what they measure.
+
+    ``first_hour``/``end_hour`` bound the horizon hours the observations cover (``end`` exclusive);
+    ``extend`` is how the hours outside them were filled (see :func:`finops_cli.core.demand.extend_observed`).
+    """
+
+    workload: str
+    tag: str
+    value: str
+    frame: pd.DataFrame  # timestamp, gpu_hours[, accelerator]
+    quantity: str  # busy_gpu_hours | allocated_gpu_hours
+    source: str  # utilization | billing
+    first_hour: int
+    end_hour: int
+    horizon_hours: int
+    extend: str
+
+    @property
+    def observed_hours(self) -> int:
+        return self.end_hour - self.first_hour
+
+    @property
+    def covers_horizon(self) -> bool:
+        return self.first_hour <= 0 and self.end_hour >= self.horizon_hours
+
+    def as_dict(self) -> dict[str, object]:
+        """The plan/stack JSON entry (``demand_sources``)."""
+        return {
+            "workload": self.workload,
+            "tag": self.tag,
+            "value": self.value,
+            "quantity": self.quantity,
+            "source": self.source,
+            "gpu_hours": round(float(self.frame["gpu_hours"].sum()), 6),
+            "observed_hours": self.observed_hours,
+            "horizon_hours": self.horizon_hours,
+            "extension": "none" if self.covers_horizon else self.extend,
+        }
+
+    def note(self) -> str:
+        """One sentence for tables and reports: which GPU-hours, and how the horizon was filled."""
+        what = QUANTITY_WORDS[(self.quantity, self.source)]
+        text = f"{self.workload}: demand from {what} for {self.tag}={self.value}"
+        if self.covers_horizon:
+            return f"{text}, observed over the whole {self.horizon_hours}-hour horizon"
+        how = {
+            "repeat": f"repeated over the {self.horizon_hours}-hour horizon (extend: repeat)",
+            "zero": f"no demand in the other {self.horizon_hours - self.observed_hours} hours (extend: zero)",
+        }[self.extend]
+        return f"{text}, observed in {self.observed_hours} of {self.horizon_hours} hours; {how}"
+
+
+def _observed_from_utilization(
+    store: Store, tag: str, value: str, horizon: Horizon, quantity: str
+) -> pd.DataFrame | None:
     table = store.read("utilization")
     if table is None:
         return None
@@ -89,11 +155,17 @@ def _observed_from_utilization(store: Store, tag: str, value: str, horizon: Hori
     if frame.empty:
         return None
     ival_col = _pick(cols, "interval_s", "interval_seconds", "seconds")
-    hours = frame[ival_col].astype(float) / 3600 if ival_col else 1.0
-    acc_col = _pick(cols, "accelerator", "x_acceleratortype", "accelerator_type")
+    seconds = frame[ival_col].astype(float) if ival_col else pd.Series(3600.0, index=frame.index)
+    busy = frame[util_col].astype(float) if quantity == "busy_gpu_hours" else 1.0
+    start = pd.to_datetime(frame[ts_col], utc=True)
     out = pd.DataFrame(
-        {"timestamp": pd.to_datetime(frame[ts_col], utc=True), "gpu_hours": frame[util_col].astype(float) * hours}
+        {
+            "timestamp": start,
+            "end": start + pd.to_timedelta(seconds.to_numpy(), unit="s"),
+            "gpu_hours": busy * seconds / 3600,
+        }
     )
+    acc_col = _pick(cols, "accelerator", "x_acceleratortype", "accelerator_type")
     if acc_col:
         out["accelerator"] = frame[acc_col].astype(str).to_numpy()
     return out
@@ -116,7 +188,8 @@ def _tag_value(tags: object, tag: str) -> str | None:
     return None if v is None else str(v)
 
 
-def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon) -> pd.DataFrame | None:
+def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon, quantity: str) -> pd.DataFrame | None:
+    """Allocated GPU-hours billed (a bill knows how long GPUs were held, not how busy they were)."""
     table = store.read("billing")
     if table is None:
         return None
@@ -124,50 +197,73 @@ def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon)
     need = ("Tags", "ChargePeriodStart", "ConsumedQuantity", "x_GpuCount")
     if any(c not in cols for c in need):
         return None
-    acc = "x_AcceleratorType" if "x_AcceleratorType" in cols else None
-    frame = table.select([*need, *([acc] if acc else [])]).to_pandas()
+    extra = [c for c in ("x_AcceleratorType", "ChargePeriodEnd") if c in cols]
+    frame = table.select([*need, *extra]).to_pandas()
     mask = frame["Tags"].map(lambda t: _tag_value(t, tag) == value)
     frame = frame[mask.astype(bool)]
     frame = frame[frame["x_GpuCount"].notna() & (frame["x_GpuCount"].astype(float) > 0)]
     if frame.empty:
         return None
+    start = pd.to_datetime(frame["ChargePeriodStart"], utc=True)
+    end = pd.to_datetime(frame["ChargePeriodEnd"], utc=True) if "ChargePeriodEnd" in extra else start
     out = pd.DataFrame(
         {
-            "timestamp": pd.to_datetime(frame["ChargePeriodStart"], utc=True),
+            "timestamp": start,
+            "end": end.where(end > start, start + pd.Timedelta(hours=1)),
             "gpu_hours": frame["ConsumedQuantity"].astype(float) * frame["x_GpuCount"].astype(float),
         }
     )
-    if acc:
-        out["accelerator"] = frame[acc].astype(str).to_numpy()
+    if "x_AcceleratorType" in extra:
+        out["accelerator"] = frame["x_AcceleratorType"].astype(str).to_numpy()
     return out
 
 
-def observed_gpu_hours(store: Store, workload: Workload, horizon: Horizon) -> pd.DataFrame:
-    """GPU-hours observed in the store for ``workload.demand.from_store``'s tag over ``horizon``.
+def observe(store: Store, workload: Workload, horizon: Horizon) -> ObservedDemand | None:
+    """GPU-hours observed in the store for ``workload.demand.from_store`` over ``horizon``, or None.
 
-    Busy GPU-hours from the utilisation dataset (``Σ utilization × interval``) for devices whose
-    ``tag`` column equals the value; without matching utilisation data, GPU-hours billed
-    (ConsumedQuantity × x_GpuCount) for billing lines whose ``Tags`` carry it. Columns out:
-    ``timestamp``, ``gpu_hours`` and (when known) ``accelerator``; empty when nothing matches.
+    Busy GPU-hours come from the utilisation dataset (``Σ utilization × interval``) for devices whose
+    ``tag`` column equals the value; allocated GPU-hours from it too (``Σ interval``). Without a matching
+    trace, GPU-hours billed (ConsumedQuantity × x_GpuCount, allocated) for billing lines whose ``Tags``
+    carry it, whichever quantity was asked: :meth:`ObservedDemand.note` says so.
     """
     spec = workload.demand.from_store
     assert spec is not None
-    for reader in (_observed_from_utilization, _observed_from_billing):
-        frame = reader(store, spec.tag, spec.value, horizon)
-        if frame is not None and not frame.empty:
-            idx = horizon.hour_index(frame["timestamp"])
-            frame = frame[(idx >= 0) & (idx < horizon.hours)]
-            if not frame.empty:
-                return frame.reset_index(drop=True)
-    return pd.DataFrame({"timestamp": pd.Series(dtype="datetime64[ns, UTC]"), "gpu_hours": pd.Series(dtype=float)})
+    readers = ((_observed_from_utilization, "utilization"), (_observed_from_billing, "billing"))
+    for reader, source in readers:
+        frame = reader(store, spec.tag, spec.value, horizon, spec.quantity)
+        if frame is None or frame.empty:
+            continue
+        idx = horizon.hour_index(frame["timestamp"])
+        inside = (idx >= 0) & (idx < horizon.hours)
+        frame, idx = frame[inside], idx[inside]
+        if frame.empty:
+            continue
+        last = horizon.hour_index(frame["end"] - pd.Timedelta(microseconds=1))
+        return ObservedDemand(
+            workload=workload.id,
+            tag=spec.tag,
+            value=spec.value,
+            frame=frame.drop(columns="end").reset_index(drop=True),
+            quantity=spec.quantity if source == "utilization" else "allocated_gpu_hours",
+            source=source,
+            first_hour=int(idx.min()),
+            end_hour=int(min(last.max() + 1, horizon.hours)),
+            horizon_hours=horizon.hours,
+            extend=spec.extend,
+        )
+    return None
 
 
 def read_demand_inputs(
     estate: Estate, horizon: Horizon, store: Store | None = None
-) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
-    """Profiles (by workload id) and observed GPU-hours (by workload id) that the workloads need."""
+) -> tuple[dict[str, pd.DataFrame], dict[str, ObservedDemand]]:
+    """Profiles (by workload id) and observed GPU-hours (by workload id) that the workloads need.
+
+    A ``from_store`` workload whose observations cover less than the horizon is refused (exit 2, naming
+    ``demand.from_store.extend``) unless it says how to fill the rest.
+    """
     profiles: dict[str, pd.DataFrame] = {}
-    observed: dict[str, pd.DataFrame] = {}
+    observed: dict[str, ObservedDemand] = {}
     for w in estate.workloads.workloads:
         if w.demand.profile is not None:
             profiles[w.id] = read_profile(profile_path(estate, w))
@@ -176,15 +272,35 @@ def read_demand_inputs(
                 raise InputError(
                     f"workload {w.id}: demand.from_store needs a store (--store DIR or FINOPS_STORE)",
                 )
-            obs = observed_gpu_hours(store, w, horizon)
-            if obs.empty:
-                tag = w.demand.from_store
+            obs = observe(store, w, horizon)
+            tag = w.demand.from_store
+            if obs is None:
                 raise InputError(
                     f"workload {w.id}: demand.from_store: no GPU-hours in the store for {tag.tag}={tag.value} "
                     f"between {horizon.start:%Y-%m-%d %H:%M} and {horizon.end:%Y-%m-%d %H:%M} UTC"
                 )
+            if not obs.covers_horizon and tag.extend == "none":
+                first = horizon.start + timedelta(hours=obs.first_hour)
+                end = horizon.start + timedelta(hours=obs.end_hour)
+                raise InputError(
+                    f"workload {w.id}: demand.from_store: the store has {tag.tag}={tag.value} GPU-hours for "
+                    f"{obs.observed_hours} of the horizon's {horizon.hours} hours ({first:%Y-%m-%d %H:%M} to "
+                    f"{end:%Y-%m-%d %H:%M} UTC); set demand.from_store.extend: repeat (tile them over the horizon) "
+                    "or zero (no demand outside them), or choose a --horizon they cover"
+                )
             observed[w.id] = obs
     return profiles, observed
+
+
+def estate_demand_sources(
+    estate: Estate, horizon: Horizon, store: Store | None = None
+) -> tuple[pd.DataFrame, list[ObservedDemand]]:
+    """:func:`estate_demand` plus what each ``from_store`` demand measured and how it was extended."""
+    profiles, observed = read_demand_inputs(estate, horizon, store)
+    frame = demand_frame(estate.workloads.workloads, horizon, profiles, {k: o.frame for k, o in observed.items()})
+    for wid, obs in observed.items():
+        frame[wid] = extend_observed(frame[wid].to_numpy(), obs.first_hour, obs.end_hour, obs.extend)
+    return frame, list(observed.values())
 
 
 def estate_demand(estate: Estate, horizon: Horizon, store: Store | None = None) -> pd.DataFrame:
@@ -193,8 +309,7 @@ def estate_demand(estate: Estate, horizon: Horizon, store: Store | None = None) 
     Returns a DataFrame indexed by hour offset (``0 … horizon.hours-1``, name ``hour``) with one float
     column per workload id, in ``workloads.yaml`` order, each in that workload's own unit.
     """
-    profiles, observed = read_demand_inputs(estate, horizon, store)
-    return demand_frame(estate.workloads.workloads, horizon, profiles, observed)
+    return estate_demand_sources(estate, horizon, store)[0]
 
 
 def infer_horizon(estate: Estate, default: Horizon | None = None) -> Horizon:

@@ -173,6 +173,16 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "Demand.from_store": ("", "GPU-hours observed in the store for a tag, × throughput."),
     "FromStore.tag": ("", "Utilisation column (team, workload) or billing Tags key."),
     "FromStore.value": ("", "Value the tag must equal."),
+    "FromStore.quantity": (
+        "GPU-hours",
+        "busy_gpu_hours (Σ utilisation × interval) or allocated_gpu_hours (GPUs held: Σ interval, or billed "
+        "ConsumedQuantity × GPUs). Busy falls back to billed allocated hours, with a note, when no trace matches.",
+    ),
+    "FromStore.extend": (
+        "",
+        "When the observations cover less than the horizon: none refuses (exit 2), repeat tiles the observed "
+        "hours over the horizon, zero plans no demand outside them.",
+    ),
     "Requires.jurisdictions": ("", "Allowed jurisdictions."),
     "Requires.providers": ("", "Provider allow-list."),
     "Requires.isolation": ("", "`dedicated` excludes shared substrates."),

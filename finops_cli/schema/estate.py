@@ -182,10 +182,19 @@ class Fleet(_Strict):
 
 
 class FromStore(_Strict):
-    """Demand observed in the store: GPU-hours of lines/devices whose ``tag`` equals ``value``."""
+    """Demand observed in the store: GPU-hours of lines/devices whose ``tag`` equals ``value``.
+
+    ``quantity`` says which GPU-hours: *busy* (Σ utilisation × interval, from the utilisation trace) or
+    *allocated* (the hours the GPUs were held: Σ interval from the trace, or ConsumedQuantity × GPUs from
+    billing). ``extend`` says what happens when the observations cover less than the horizon: ``none``
+    refuses (exit 2), ``repeat`` tiles the observed hours over the horizon, ``zero`` plans no demand
+    outside them.
+    """
 
     tag: str
     value: str
+    quantity: Literal["busy_gpu_hours", "allocated_gpu_hours"] = "busy_gpu_hours"
+    extend: Literal["none", "repeat", "zero"] = "none"
 
 
 class Demand(_Strict):

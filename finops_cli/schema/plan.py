@@ -162,6 +162,20 @@ class Certification(_Doc):
     seconds: float = Field(ge=0)
 
 
+class DemandSource(_Doc):
+    """What a ``from_store`` demand measured and how it filled the horizon (``extension``)."""
+
+    workload: str
+    tag: str
+    value: str
+    quantity: Literal["busy_gpu_hours", "allocated_gpu_hours"]
+    source: Literal["utilization", "billing"]
+    gpu_hours: float = Field(ge=0)  # observed in the horizon, before any extension
+    observed_hours: int = Field(ge=0)  # horizon hours the observations cover
+    horizon_hours: int = Field(gt=0)
+    extension: Literal["none", "repeat", "zero"]
+
+
 class PlanDocument(_Doc):
     schema_version: Literal[1] = SCHEMA_VERSION
     currency: Annotated[str, AfterValidator(check_iso4217)]
@@ -180,6 +194,9 @@ class PlanDocument(_Doc):
     prices: list[PriceUsed] = Field(default_factory=list)  # per substrate: the price used and where it came from
     fx: dict[str, float] = Field(default_factory=dict)  # exchange rates applied, {"USD:CAD": 1.37}
     certification: Certification | None = None
+
+
+    demand_sources: list[DemandSource] = Field(default_factory=list)  # from_store workloads only
 
 
 def json_schema_text() -> str:

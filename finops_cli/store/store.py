@@ -158,6 +158,10 @@ class Store:
         d = self.dataset_dir(name)
         return sorted(p for p in d.rglob("*.parquet") if not p.name.startswith((".", "_"))) if d.is_dir() else []
 
+    def source_files(self, name: str, key: str) -> list[Path]:
+        """Every file of dataset ``name`` written under idempotency key ``key`` (one per partition)."""
+        return [p for p in self.files(name) if p.stem == key]
+
     def partition_values(self, name: str, key: str) -> list[str]:
         """Sorted distinct values of partition column ``key`` (e.g. the months in ``utilization``), from paths."""
         d = self.dataset_dir(name)
@@ -416,6 +420,13 @@ class Transaction:
         """On commit, delete file ``key`` of one partition (unless this transaction writes it)."""
         self._remove.add(_partition_dir(dataset, partition) / f"{_safe_value(key)}.parquet")
 
+    def remove_source(self, dataset: str, key: str) -> list[Path]:
+        """On commit, delete every file of ``dataset`` written under ``key`` and its manifest entries."""
+        files = self.store.source_files(dataset, key)
+        self._remove.update(p.relative_to(self.store.root) for p in files)
+        self.forget_source(key)
+        return files
+
     def record(self, entry: Mapping[str, Any]) -> None:
         """Add a manifest entry (what was ingested, from where); committed with the data."""
         self._manifest_entries.append({"ingested_at": datetime.now(UTC).isoformat(), "txid": self.txid, **entry})
@@ -445,7 +456,7 @@ class Transaction:
         root = self.store.root
         staged = list(self._writers)
         self._writers.clear()
-        if not staged and not self._manifest_entries and not self._replace and not self._remove:
+        if not (staged or self._manifest_entries or self._replace or self._remove or self._drop_sources):
             shutil.rmtree(self.staging, ignore_errors=True)
             _remove_if_empty(self.staging.parent)
             return
@@ -471,7 +482,7 @@ class Transaction:
         _apply_journal(root, journal)
         _remove_if_empty(self.staging.parent)
         # Empty partition directories left by deletions would confuse nobody, but tidy them.
-        for part in self._replace:
+        for part in {*self._replace, *(rel.parent for rel in self._remove)}:
             pdir = root / part
             if pdir.is_dir() and not any(pdir.iterdir()):
                 pdir.rmdir()

@@ -15,6 +15,15 @@ Idempotency: each source (a file, or a directory of dcgm scrapes) is written und
 its content and the options that change its meaning; ingesting it again replaces those files and its
 manifest entry. Everything happens in one store transaction, so an error or Ctrl-C leaves the store as
 it was.
+
+No sample counted twice: per device, the time a source covers (first sample → last sample + its
+interval) may not overlap the time another source covers on that device, whether that source is
+already in the store or in the same command. The same trace ingested again with other options, or a
+copy with an extra column, has another key but the same samples: it is refused (exit 2) naming the
+stored source, unless ``replace=True`` (``--replace``), which removes the overlapping stored sources
+wholly in the same transaction. Within one device and source, intervals never overlap (a sample stands
+for at most the gap to the next one), so busy and observed seconds never exceed wall-clock time and
+coverage cannot pass 100 %.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
@@ -101,10 +111,13 @@ class UtilizationIngest:
 
     sources: list[SourceSummary]
     rows_written: int
+    #: stored sources removed because a new source overlaps them (``replace=True``): {key, source, devices}
+    replaced: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
             "rows_written": self.rows_written,
+            "replaced": self.replaced,
             "sources": [{**asdict(s), "coverage": s.coverage} for s in self.sources],
         }
 
@@ -191,6 +204,7 @@ def ingest_utilization(
     max_gap_factor: float = MAX_GAP_FACTOR,
     default_interval_s: float = DEFAULT_INTERVAL_S,
     on_rows: Callable[[int], None] | None = None,
+    replace: bool = False,
 ) -> UtilizationIngest:
     """Ingest utilisation traces into the store's ``utilization`` dataset (partitioned by month).
 
@@ -205,12 +219,16 @@ def ingest_utilization(
         A gap longer than this many cadences is not counted (see the module docstring).
     on_rows
         Progress callback, called with the number of samples parsed per batch.
+    replace
+        Remove stored sources whose samples overlap a new source's (same device, overlapping time)
+        instead of refusing (see the module docstring).
     """
     mapping = mapping or CsvMapping()
     if util_scale is not None and util_scale not in (1, 100):
         raise InputError(f"--util-scale must be 1 or 100; got {util_scale:g}")
     sources = _sources([Path(p) for p in paths])
     summaries: list[SourceSummary] = []
+    spans: list[pd.DataFrame] = []
     with store.transaction() as tx:
         for i, src in enumerate(sources):
             columns = _columns_for_sniffing(src)
@@ -246,6 +264,7 @@ def ingest_utilization(
             devices = 0
             buckets = [spill_dir / f"bucket-{b}.arrows" for b in range(n_buckets)]
             fallback = codes.cadence(default_interval_s)
+            source_spans: list[pd.DataFrame] = []
             for b in range(n_buckets):
                 bucket = buckets[b]
                 if not bucket.exists():
@@ -263,10 +282,12 @@ def ingest_utilization(
                         summary,
                         months,
                         codes,
+                        source_spans,
                     )
                     part.unlink()
             summary.devices = devices
             summary.months = sorted(months)
+            spans.append(pd.concat(source_spans, ignore_index=True).assign(key=key, source=str(src)))
             tx.forget_source(key)
             tx.record(
                 {
@@ -277,8 +298,9 @@ def ingest_utilization(
                 }
             )
             summaries.append(summary)
+        replaced = _check_overlaps(store, tx, pd.concat(spans, ignore_index=True), replace=replace)
         rows = tx.rows_written
-    return UtilizationIngest(summaries, rows)
+    return UtilizationIngest(summaries, rows, replaced)
 
 
 def _parse(src: Path, name: str, mapping: CsvMapping) -> Iterator[pa.RecordBatch]:
@@ -465,8 +487,12 @@ def _write_bucket(
     summary: SourceSummary,
     months: set[str],
     codes: _Codes,
+    spans: list[pd.DataFrame],
 ) -> int:
-    """Pass 2 for one bucket: sort by (device, time), infer intervals, write per month. Returns devices."""
+    """Pass 2 for one bucket: sort by (device, time), infer intervals, write per month. Returns devices.
+
+    Appends each device's covered time (``device``, ``start_us``, ``end_us``) to ``spans``.
+    """
     dev = table.column("device_id").to_numpy()
     ts = table.column("timestamp_ns").to_numpy()
     # stable: among duplicate (device, timestamp) samples the last one read stays last
@@ -497,6 +523,16 @@ def _write_bucket(
     last_idx = np.flatnonzero(~same_next)
     summary.observed_seconds += float(interval.sum())
     summary.span_seconds += float(((ts[last_idx] - ts[first_idx]) / 1e9 + interval[last_idx]).sum())
+    names = np.array(list(codes.maps["device_id"]), dtype=object)
+    spans.append(
+        pd.DataFrame(
+            {
+                "device": names[dev[first_idx]],
+                "start_us": ts[first_idx] // 1000,
+                "end_us": ts[last_idx] // 1000 + np.round(interval[last_idx] * 1e6).astype(np.int64),
+            }
+        )
+    )
 
     util = table.column("utilization").to_numpy()[order]
     if scale != 1.0:
@@ -525,3 +561,85 @@ def _write_bucket(
         mask = month_codes == m
         tx.write(DATASET, {"month": label}, key, out.filter(pa.array(mask)))
     return len(first_idx)
+
+
+# ------------------------------------------------------------------------------- no sample twice
+def _stored_spans(store: Store, months: list[str], skip: set[str]) -> pd.DataFrame:
+    """Per (stored source key, device): the time it covers, from the store's files for ``months``.
+
+    The month before the first one is read too: its last samples' intervals may reach into it.
+    """
+    empty = pd.DataFrame({"key": [], "device": [], "start_us": [], "end_us": []})
+    if not months or not store.has(DATASET):
+        return empty
+    first = np.datetime64(min(months), "M") - 1
+    wanted = {*months, str(first)}
+    frames = []
+    for path in store.files(DATASET):
+        if path.stem in skip or path.parent.name.partition("=")[2] not in wanted:
+            continue
+        t = pq.read_table(path, columns=["device_id", "timestamp", "interval_s"])
+        start = pc.cast(t["timestamp"], pa.int64())
+        end = pc.add(start, pc.cast(pc.round(pc.multiply(t["interval_s"], 1e6)), pa.int64()))
+        g = (
+            pa.table({"device": pc.cast(t["device_id"], pa.string()), "start_us": start, "end_us": end})
+            .group_by("device")
+            .aggregate([("start_us", "min"), ("end_us", "max")])
+            .to_pandas()
+            .rename(columns={"start_us_min": "start_us", "end_us_max": "end_us"})
+        )
+        frames.append(g.assign(key=path.stem))
+    if not frames:
+        return empty
+    return pd.concat(frames).groupby(["key", "device"], as_index=False).agg({"start_us": "min", "end_us": "max"})
+
+
+def _overlapping(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Pairs of (a, b) spans of the same device that share time (half-open: touching is fine)."""
+    m = a.merge(b, on="device", suffixes=("", "_other"))
+    return m[(m["start_us"] < m["end_us_other"]) & (m["start_us_other"] < m["end_us"])]
+
+
+def _when(us: int) -> str:
+    return str(np.datetime64(int(us), "us").astype("datetime64[s]")).replace("T", " ")
+
+
+def _check_overlaps(store: Store, tx: Transaction, new: pd.DataFrame, *, replace: bool) -> list[dict]:
+    """Refuse (or with ``replace``, remove) stored sources covering the same device at the same time.
+
+    Sources of one command may not overlap each other either. Returns the stored sources removed.
+    """
+    keys = sorted(set(new["key"]))
+    for i, k in enumerate(keys):  # within this command
+        mine = new[new["key"] == k]
+        for other in keys[i + 1 :]:
+            clash = _overlapping(mine, new[new["key"] == other])
+            if len(clash):
+                row = clash.iloc[0]
+                raise InputError(
+                    f"overlaps {row['source_other']} on {len(clash)} device(s) (e.g. {row['device']} at "
+                    f"{_when(max(row['start_us'], row['start_us_other']))} UTC): the same GPU time would be counted "
+                    "twice; ingest one of them",
+                    path=Path(row["source"]),
+                )
+    months = sorted({str(np.datetime64(int(us), "us").astype("datetime64[M]")) for us in new["start_us"]})
+    months += sorted({str(np.datetime64(int(us) - 1, "us").astype("datetime64[M]")) for us in new["end_us"]})
+    stored = _stored_spans(store, sorted(set(months)), skip=set(keys))
+    clash = _overlapping(new, stored.rename(columns={"key": "stored_key"}))
+    if clash.empty:
+        return []
+    sources = {e.get("source_key"): e.get("source", "?") for e in store.manifest() if e.get("dataset") == DATASET}
+    replaced = []
+    for stored_key, rows in clash.groupby("stored_key"):
+        row = rows.iloc[0]
+        what = f"source {stored_key} ({sources.get(stored_key, '?')})"
+        if not replace:
+            raise InputError(
+                f"overlaps {what}, already in the store, on {rows['device'].nunique()} device(s) (e.g. {row['device']} "
+                f"at {_when(max(row['start_us'], row['start_us_other']))} UTC): the same samples would be counted "
+                f"twice. Pass --replace to replace it, or remove it first: finops store remove {stored_key}",
+                path=Path(row["source"]),
+            )
+        tx.remove_source(DATASET, str(stored_key))
+        replaced.append({"key": stored_key, "source": sources.get(stored_key), "devices": int(rows["device"].nunique())})
+    return replaced
