@@ -641,5 +641,6 @@ def _check_overlaps(store: Store, tx: Transaction, new: pd.DataFrame, *, replace
                 path=Path(row["source"]),
             )
         tx.remove_source(DATASET, str(stored_key))
-        replaced.append({"key": stored_key, "source": sources.get(stored_key), "devices": int(rows["device"].nunique())})
+        devices = int(rows["device"].nunique())
+        replaced.append({"key": stored_key, "source": sources.get(stored_key), "devices": devices})
     return replaced
