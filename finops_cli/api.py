@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from finops_cli.sim.market import PolicyResult as MarketPolicyResult
     from finops_cli.sim.market import Scenario as MarketScenario
     from finops_cli.sim.market.experiments import ExperimentResult as MarketExperiment
+    from finops_cli.store.sources import CheckResult, RemoveResult, SourceInfo
 
 
 def open_store(root: str | Path | None = None) -> Store:
@@ -76,6 +77,30 @@ def ingest_billing(
     from finops_cli.ingest.billing import ingest_billing as _ingest
 
     return _ingest(paths, fmt, _store(store), progress=progress)
+
+
+# --- the store: list, remove, check ------------------------------------------------------------------
+
+
+def store_sources(store: str | Path | Store | None = None) -> list[SourceInfo]:
+    """Every source in the store (``finops store list``): dataset, files, fingerprint, rows, period, money."""
+    from finops_cli.store.sources import list_sources
+
+    return list_sources(_store(store))
+
+
+def store_remove(source: str, store: str | Path | Store | None = None) -> RemoveResult:
+    """Remove one source (key, key prefix or ingested file) and its files, atomically (``finops store remove``)."""
+    from finops_cli.store.sources import remove_source
+
+    return remove_source(_store(store), source)
+
+
+def store_check(store: str | Path | Store | None = None) -> CheckResult:
+    """Re-read every file and verify it against the manifest and its money totals (``finops store check``)."""
+    from finops_cli.store.sources import check_store
+
+    return check_store(_store(store))
 
 
 # --- ingest: utilisation, spot prices; prices; waste ----------------------------------------------

@@ -128,6 +128,7 @@ def _register() -> None:
         prices,
         report,
         simulate,
+        store,
         waste,
     )
 
@@ -138,6 +139,9 @@ def _register() -> None:
     simulate_app = _new_app(help="Request-level dispatch and continuous-renegotiation market simulators.")
     app.add_typer(simulate_app, name="simulate")
     simulate.register(simulate_app)
+    store_app = _new_app(help="See what is in the store, remove one source, check every file against the manifest.")
+    app.add_typer(store_app, name="store")
+    store.register(store_app)
     estate_app = _new_app(help="Draft fleet.yaml and workloads.yaml from what the store has seen.")
     app.add_typer(estate_app, name="estate")
     estate.register_group(estate_app)

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from finops_cli.core.currency import is_iso4217
 from finops_cli.errors import InputError
 from finops_cli.estate.pricebook import instance_gpu_facts
+from finops_cli.files import content_fingerprint
 
 # Importing the format modules registers them.
 from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
@@ -184,6 +185,7 @@ def ingest_billing(
                     "files": sorted(info["files"]),
                     "rows": info["rows"],
                     "billed_cost": {c: round(v, 6) for c, v in info["billed"].items()},
+                    "fingerprint": content_fingerprint(Path(f) for f in info["files"]),
                 }
             )
     return _summary(store, summaries, acc, previous)
