@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -62,6 +63,8 @@ def register(app: typer.Typer) -> None:
 
         with _progress() as progress:
             summary = api.ingest_billing(list(paths), fmt, store, progress=progress)
+        for line in summary.warnings:
+            stderr_console().print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
         try:
             if output == SummaryFormat.json:
                 emit_json(summary.to_dict(), out)

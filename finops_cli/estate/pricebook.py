@@ -9,6 +9,7 @@ reference price say how old it is (:func:`reference_price_age_days`).
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
@@ -208,3 +209,44 @@ def gcp_pricing_category(description: str) -> str:
     if low.startswith("commitment") or "commitment v" in low:
         return "Committed"
     return "Standard"
+
+
+# --- instance types named in free text (FOCUS ChargeDescription, usage types, meters) -------------------------------
+
+GPU_FAMILIES_FILE = "gpu_families.csv"
+
+#: An instance-type-shaped token: AWS ``g5.4xlarge`` / ``p6-b200.48xlarge``, GCP ``a3-highgpu-8g`` /
+#: ``n2-standard-4``, Azure ``Standard_ND96isr_H100_v5``.
+INSTANCE_TOKEN = (
+    r"(?<![\w.-])(?:"
+    r"[a-z][a-z0-9]*(?:-[a-z0-9]+)?\.(?:\d*x?large|metal(?:-\d+xl)?|medium|small|micro|nano)"
+    r"|[a-z]\d+[a-z]?-(?:standard|highgpu|megagpu|ultragpu|edgegpu|highmem|highcpu|custom)-\d+g?"
+    r"|Standard_[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*"
+    r")(?![\w.-])"
+)
+
+
+@lru_cache(maxsize=1)
+def _gpu_family_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    import csv
+
+    with open(pricebook_dir() / GPU_FAMILIES_FILE, encoding="utf-8", newline="") as fh:
+        return [(row["provider"], re.compile(row["pattern"])) for row in csv.DictReader(fh)]
+
+
+def instance_type_in(text: str | None) -> str | None:
+    """The first instance-type-shaped token of ``text`` (``"$1.624 per On Demand Linux g5.4xlarge Instance
+    Hour"`` → ``g5.4xlarge``; ``"USE1-SpotUsage:p5.48xlarge"`` → ``p5.48xlarge``), known to the pricebook or not."""
+    if not text:
+        return None
+    m = _INSTANCE_RE.search(text)
+    return m.group(0) if m else None
+
+
+def is_gpu_family(instance_type: str) -> bool:
+    """Does the name belong to a GPU family (``finops_cli/pricebooks/gpu_families.csv``)? CPU-only types do not."""
+    low = instance_type.strip().lower()
+    return any(p.match(low) for _, p in _gpu_family_patterns())
+
+
+_INSTANCE_RE = re.compile(INSTANCE_TOKEN)

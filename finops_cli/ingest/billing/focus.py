@@ -4,10 +4,24 @@ Columns already have their FOCUS names; this parser types them, normalises Tags 
 ``ServiceProviderName`` (1.3) where ``ProviderName`` is absent, and accepts the literal ``NULL`` that
 some generators write. Cost in (conservation): ``BilledCost`` per ``BillingCurrency``.
 
-GPU columns: ``x_InstanceType`` / ``x_GpuCount`` / ``x_AcceleratorType`` / ``x_GpuHours`` are taken from the
-file when present (the CoreWeave and on-prem samples carry them); otherwise ``x_InstanceType`` falls back to
-``SkuId`` when that names a known instance type in ``finops_cli/pricebooks/instance_types.csv``, and GPU-hours are
-``ConsumedQuantity`` (in hours) × GPUs on usage lines.
+GPU lines. FOCUS has no instance-type column, so the type is recognised per line from the first of
+these that names one (each rule is documented, with its source, in ``docs/formats.md``):
+
+1. ``x_InstanceType`` (the CoreWeave and on-prem samples carry it, with ``x_GpuCount`` / ``x_GpuHours``);
+2. ``SkuPriceDetails`` (FOCUS 1.1+): ``F_InstanceType`` / ``InstanceType``; ``F_GpuCount`` / ``GpuCount``
+   gives the GPUs;
+3. Azure's ``x_SkuDetails`` (FOCUS 1.0 export): ``ServiceType`` / ``VMSize``;
+4. AWS's ``x_UsageType`` (``USE1-BoxUsage:g5.4xlarge``, ``SpotUsage:p5.48xlarge``);
+5. Azure's meter, ``SkuMeter`` (1.2) or ``x_SkuMeterName`` (1.0): ``ND96isr H100 v5`` →
+   ``Standard_ND96isr_H100_v5``, when the pricebook knows it;
+6. ``ChargeDescription`` (``$1.624 per On Demand Linux g5.4xlarge Instance Hour``), then ``ResourceType``;
+7. ``SkuId``, when it is itself a known type.
+
+GPU-hours are ``ConsumedQuantity`` (time units only: Hours, Hrs, seconds…) × GPUs on Usage lines. Lines
+with no instance type whose ChargeDescription is a per-GPU SKU (Google Cloud: "Nvidia H100 80GB GPU
+running in Americas") count their consumed hours as GPU-hours directly. Instance types of a GPU family
+(``finops_cli/pricebooks/gpu_families.csv``) missing from ``finops_cli/pricebooks/instance_types.csv`` are counted per file for one
+warning line; CPU-only types are not GPUs and are not reported.
 """
 
 from __future__ import annotations
@@ -19,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
-from finops_cli.estate.pricebook import instance_gpu_facts
+from finops_cli.estate.pricebook import gcp_gpu_sku_facts, instance_gpu_facts, instance_type_in, is_gpu_family
 from finops_cli.ingest.billing.base import (
     BILLING_FORMATS,
     BatchContext,
@@ -55,6 +69,10 @@ TIMES = ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargeP
 TEXT = tuple(f.name for f in BILLING_SCHEMA if f.name not in MONEY + TIMES and f.name not in ("Tags", "x_SourceRow"))
 
 
+#: columns FOCUS 1.1+ and the providers' own FOCUS exports add that name the instance type
+PROVIDER_COLUMNS = ("SkuPriceDetails", "SkuMeter", "x_SkuDetails", "x_SkuMeterName", "x_UsageType")
+
+
 def _sniff(cols: frozenset[str]) -> float:
     return 3.0 if {"BilledCost", "ChargePeriodStart", "BillingCurrency"} <= cols else 0.0
 
@@ -64,7 +82,7 @@ class Focus(BillingFormat):
     name = "focus"
     required = ("BilledCost", "BillingCurrency", "ChargePeriodStart", "BillingAccountId")
     types: ClassVar[Mapping[str, pa.DataType]] = {c: pa.float64() for c in MONEY}
-    optional = (*TEXT, *TIMES, "Tags", "ServiceProviderName", "ChargeCategory", "PricingCategory")
+    optional = (*TEXT, *TIMES, "Tags", "ServiceProviderName", "ChargeCategory", "PricingCategory", *PROVIDER_COLUMNS)
 
     def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
         n = batch.num_rows
@@ -96,17 +114,27 @@ class Focus(BillingFormat):
             if tags is not None
             else None
         )
-        if columns["x_InstanceType"] is None and columns["SkuId"] is not None:
-            columns["x_InstanceType"] = map_unique(
-                columns["SkuId"], lambda s: s if instance_gpu_facts("", s) else None, pa.string()
-            )
+        columns["x_InstanceType"], details_gpus = _instance_types(batch, columns)
+        if columns["x_GpuCount"] is None:
+            columns["x_GpuCount"] = details_gpus
+        _count_unknown_gpu_types(columns["x_InstanceType"], ctx)
         usage_hours = None
-        if columns["x_GpuHours"] is None and columns["ConsumedQuantity"] is not None:
+        if columns["ConsumedQuantity"] is not None:
             unit = columns["ConsumedUnit"] if columns["ConsumedUnit"] is not None else const(None, n)
             factor = hours_factor(unit)
             is_usage = pc.equal(columns["ChargeCategory"], "Usage") if columns["ChargeCategory"] is not None else None
             hours = pc.fill_null(pc.multiply(columns["ConsumedQuantity"], factor), 0.0)
             usage_hours = where(is_usage, hours, 0.0) if is_usage is not None else hours
+            if columns["ChargeDescription"] is not None:  # per-GPU SKUs (Google Cloud): the hours are GPU-hours
+                sku = map_unique(columns["ChargeDescription"], _gpu_sku, pa.string())
+                per_gpu = pc.and_(pc.is_valid(sku), pc.is_null(columns["x_InstanceType"]))
+                found = where(per_gpu, sku, pa.scalar(None, pa.string()))
+                have = columns["x_AcceleratorType"]
+                columns["x_AcceleratorType"] = found if have is None else pc.coalesce(have, found)
+                direct = where(per_gpu, usage_hours, pa.scalar(None, pa.float64()))
+                columns["x_GpuHours"] = (
+                    direct if columns["x_GpuHours"] is None else pc.coalesce(columns["x_GpuHours"], direct)
+                )
         cost_in = columns["BilledCost"]
         return Converted(columns, cost_in=cost_in, usage_hours=usage_hours)
 
@@ -124,3 +152,88 @@ def _check_gpu_count(gpus: pa.Array | None, ctx: BatchContext) -> None:
             path=ctx.path,
             where=f"row {ctx.first_row + i}, column 'x_GpuCount'",
         )
+
+
+# ------------------------------------------------------------------------------ instance types of FOCUS lines
+def _known(name: str | None) -> str | None:
+    return name if name and instance_gpu_facts("", name) else None
+
+
+def _from_details(cell: str, keys: tuple[str, ...]) -> dict[str, object] | None:
+    """A JSON key-value cell (SkuPriceDetails, x_SkuDetails) as a dict, or None when it is not one."""
+    import json
+
+    try:
+        obj = json.loads(cell)
+    except (ValueError, TypeError):
+        return None
+    return {k: obj[k] for k in keys if k in obj} if isinstance(obj, dict) else None
+
+
+_TYPE_KEYS = ("F_InstanceType", "InstanceType", "x_InstanceType", "ServiceType", "VMSize", "vmSize")
+_GPU_KEYS = ("F_GpuCount", "GpuCount", "x_GpuCount")
+
+
+def _details_type(cell: str) -> str | None:
+    d = _from_details(cell, _TYPE_KEYS)
+    return next((str(d[k]) for k in _TYPE_KEYS if d and d.get(k)), None)
+
+
+def _details_gpus(cell: str) -> int | None:
+    d = _from_details(cell, _GPU_KEYS)
+    for k in _GPU_KEYS:
+        v = d.get(k) if d else None
+        if isinstance(v, int | float) and not isinstance(v, bool) and v == int(v) and 0 < v <= 100_000:
+            return int(v)
+    return None
+
+
+def _meter_type(meter: str) -> str | None:
+    """An Azure VM meter (``ND96isr H100 v5``, ``NC24ads A100 v4 Spot``) as its size, when the pricebook knows it."""
+    import re
+
+    name = re.sub(r"\s+(Spot|Low Priority)$", "", meter.strip(), flags=re.IGNORECASE)
+    if not re.fullmatch(r"[A-Z]{1,3}\d+[A-Za-z]*( [A-Za-z0-9]+)*", name):
+        return None
+    return _known("Standard_" + name.replace(" ", "_"))
+
+
+def _gpu_sku(description: str) -> str | None:
+    facts = gcp_gpu_sku_facts(description)
+    return facts.accelerator if facts else None
+
+
+#: (column, cell → instance type) in the order they are tried; the first that names a type wins per line
+_TYPE_RULES = (
+    ("x_InstanceType", lambda v: v.strip() or None),
+    ("SkuPriceDetails", _details_type),
+    ("x_SkuDetails", _details_type),
+    ("x_UsageType", instance_type_in),
+    ("SkuMeter", _meter_type),
+    ("x_SkuMeterName", _meter_type),
+    ("ChargeDescription", instance_type_in),
+    ("ResourceType", instance_type_in),
+    ("SkuId", _known),
+)
+
+
+def _instance_types(batch: pa.RecordBatch, columns: dict[str, pa.Array | None]) -> tuple[pa.Array, pa.Array | None]:
+    """Each line's instance type by :data:`_TYPE_RULES`, and GPUs per instance from SkuPriceDetails (or None)."""
+    found = []
+    for name, rule in _TYPE_RULES:
+        values = columns.get(name) if name in columns else col(batch, name)
+        if values is not None:
+            found.append(map_unique(pc.cast(values, pa.string()), rule, pa.string()))
+    types = pc.coalesce(*found) if len(found) > 1 else found[0] if found else pa.nulls(batch.num_rows, pa.string())
+    details = col(batch, "SkuPriceDetails")
+    gpus = map_unique(pc.cast(details, pa.string()), _details_gpus, pa.int32()) if details is not None else None
+    return types, gpus
+
+
+def _count_unknown_gpu_types(types: pa.Array, ctx: BatchContext) -> None:
+    """Tally lines whose type is of a GPU family but not in the pricebook (``ctx.state['unknown_gpu_types']``)."""
+    counts = pc.value_counts(types)
+    unknown = ctx.state.setdefault("unknown_gpu_types", {})
+    for name, lines in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
+        if name and is_gpu_family(name) and instance_gpu_facts("", name) is None:
+            unknown[name] = unknown.get(name, 0) + lines

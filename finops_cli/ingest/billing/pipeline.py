@@ -84,6 +84,8 @@ class IngestSummary:
     conservation: list[dict[str, Any]]
     #: [{key, billing_account, billing_period, format, replaced_rows, rows}]
     sources: list[dict[str, Any]] = field(default_factory=list)
+    #: one line each, e.g. GPU instance types missing from the pricebook (with a count, not a list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,6 +108,7 @@ class _Acc:
     pending: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
     #: (file, currency) -> [cost in, BilledCost written] in nano-units: names the file when money is not conserved
     by_file: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    unknown_gpu_types: dict[str, int] = field(default_factory=dict)
 
 
 def idempotency_key(fmt: str, billing_account: str, billing_period: str) -> str:
@@ -160,6 +163,8 @@ def ingest_billing(
                     progress(path, rows, index, len(plan))
             if rows == 0:
                 raise InputError("has a header but no billing lines", path=path)
+            for name, lines in state.get("unknown_gpu_types", {}).items():
+                acc.unknown_gpu_types[name] = acc.unknown_gpu_types.get(name, 0) + lines
             kind = state.get("azure_kind")
             if parser.name == "azure":
                 _check_azure_kinds(azure_kinds, acc, path, kind or "unknown")
@@ -287,10 +292,12 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
     acc_pb = pc.take(pa.array([f and f[1] for f in facts], pa.string()), enc.indices)
     gpus = pc.coalesce(table["x_GpuCount"], gpus_pb)
     accel = pc.coalesce(table["x_AcceleratorType"], acc_pb)
-    if conv.usage_hours is not None and conv.columns.get("x_GpuHours") is None:
-        gpu_hours = pc.multiply(pc.fill_null(conv.usage_hours, 0.0), pc.cast(pc.fill_null(gpus, 0), pa.float64()))
-    else:
-        gpu_hours = pc.fill_null(table["x_GpuHours"], 0.0)
+    # GPU-hours: the file's own where it states them, else usage hours × GPUs per instance
+    gpu_hours = table["x_GpuHours"]
+    if conv.usage_hours is not None:
+        derived = pc.multiply(pc.fill_null(conv.usage_hours, 0.0), pc.cast(pc.fill_null(gpus, 0), pa.float64()))
+        gpu_hours = pc.coalesce(gpu_hours, derived)
+    gpu_hours = pc.fill_null(gpu_hours, 0.0)
     for name, values in (("x_GpuCount", gpus), ("x_AcceleratorType", accel), ("x_GpuHours", gpu_hours)):
         table = _set(table, name, values)
     period = map_unique(table["BillingPeriodStart"], lambda ts: ts.strftime("%Y-%m"), pa.string())
@@ -427,6 +434,18 @@ def _flush(tx: Any, acc: _Acc, only: tuple[str, str, str] | None = None) -> None
             tx.write(DATASET, {"provider": prov, "billing_period": period}, key, pa.concat_tables(parts))
 
 
+def _unknown_gpu_warning(unknown: dict[str, int]) -> list[str]:
+    """One line for every GPU-family type the pricebook lacks: a count and a few examples, never the whole list."""
+    if not unknown:
+        return []
+    names = sorted(unknown, key=lambda k: (-unknown[k], k))
+    examples = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+    return [
+        f"{len(names)} GPU instance type(s) on {sum(unknown.values()):,} lines are not in "
+        f"finops_cli/pricebooks/instance_types.csv ({examples}); those lines have no GPU-hours until a row is added"
+    ]
+
+
 def _check_conservation(acc: _Acc) -> None:
     """Per file and currency, then per currency overall: the source's money in equals BilledCost written.
 
@@ -513,6 +532,7 @@ def _summary(store: Store, files: list[FileSummary], acc: _Acc, previous: dict[A
         for k, i in sorted(acc.keys.items())
     ]
     return IngestSummary(
+        warnings=_unknown_gpu_warning(acc.unknown_gpu_types),
         store=str(store.root),
         files=files,
         rows=sum(f.rows for f in files),
