@@ -20,8 +20,8 @@ these that names one (each rule is documented, with its source, in ``docs/format
 GPU-hours are ``ConsumedQuantity`` (time units only: Hours, Hrs, seconds…) × GPUs on Usage lines. Lines
 with no instance type whose ChargeDescription is a per-GPU SKU (Google Cloud: "Nvidia H100 80GB GPU
 running in Americas") count their consumed hours as GPU-hours directly. Instance types of a GPU family
-(``finops_cli/pricebooks/gpu_families.csv``) missing from ``finops_cli/pricebooks/instance_types.csv`` are counted per file for one
-warning line; CPU-only types are not GPUs and are not reported.
+(``finops_cli/pricebooks/gpu_families.csv``) missing from ``finops_cli/pricebooks/instance_types.csv`` are
+counted per file for one warning line; CPU-only types are not GPUs and are not reported.
 """
 
 from __future__ import annotations
