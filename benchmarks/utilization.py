@@ -3,9 +3,11 @@
 Writes a CSV of ``--samples`` rows (ISO-8601 timestamps, device id, utilisation in percent, team,
 resource id; 1-minute cadence; devices interleaved as an exporter writes them), then runs
 ``finops ingest utilization`` on it in a child process and reports wall time, samples/s and the
-child's peak RSS. The CSV is cached under ``--workdir`` between runs.
+child's peak RSS. The CSV is cached under ``--workdir`` between runs. ``--replace`` then ingests the same
+trace again under other options (another key, the same samples) with ``replace=True`` and reports that
+second ingest, whose overlap check reads the stored spans back (issue 11: no sample stored twice).
 
-    python benchmarks/utilization.py --samples 10000000
+    python benchmarks/utilization.py --samples 10000000 [--replace]
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ import sys, time, json
 from finops_cli.store import Store
 from finops_cli.ingest.utilization import ingest_utilization
 t = time.perf_counter()
-r = ingest_utilization(Store(sys.argv[2]), [sys.argv[1]])
-print(json.dumps({"seconds": time.perf_counter() - t, "rows": r.rows_written,
+again = len(sys.argv) > 3
+r = ingest_utilization(Store(sys.argv[2]), [sys.argv[1]], max_gap_factor=1.6 if again else 1.5, replace=again)
+print(json.dumps({"seconds": time.perf_counter() - t, "rows": r.rows_written, "replaced": len(r.replaced),
                   "devices": r.sources[0].devices, "coverage": r.sources[0].coverage}))
 """
 
@@ -82,6 +85,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=10_000_000)
     ap.add_argument("--devices", type=int, default=2_000)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "finops-bench-util")
+    ap.add_argument("--replace", action="store_true", help="also time a re-ingest that replaces the first")
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     csv = args.workdir / f"trace-{args.samples}-{args.devices}.csv"
@@ -106,6 +110,10 @@ def main() -> None:
     print(f"samples/s          {res['rows'] / res['seconds']:,.0f}")
     print(f"peak RSS (child)   {rss_mb:,.0f} MB")
     print(f"store size         {sum(p.stat().st_size for p in store.rglob('*.parquet')) / 1e6:,.0f} MB")
+    if args.replace:
+        out = subprocess.run([*cmd, "again"], check=True, capture_output=True, text=True)
+        again = json.loads(out.stdout)
+        print(f"re-ingest, replace {again['seconds']:.1f} s ({again['replaced']} stored source replaced)")
 
 
 if __name__ == "__main__":
