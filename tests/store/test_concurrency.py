@@ -34,7 +34,10 @@ def _util_csv(path: Path, devices: int, samples: int) -> int:
 def test_a_reader_opening_the_store_mid_spill_does_not_lose_the_ingest(tmp_path: Path) -> None:
     """Issue 12 item 1: ``finops waste`` (another process) while a utilisation ingest spills to staging."""
     root = tmp_path / "s"
-    api.ingest_utilization([_util_csv(tmp_path / "first.csv", 2, 3) and tmp_path / "first.csv"], store=root)
+    _util_csv(tmp_path / "first.csv", 2, 3)
+    first = tmp_path / "first.csv"  # another day than big.csv: no sample is stored twice (issue 11)
+    first.write_text(first.read_text().replace("2026-10-01", "2026-10-02"))
+    api.ingest_utilization([first], store=root)
     rows = _util_csv(tmp_path / "big.csv", 16, 600)
     spilled = list((root / ".staging").rglob("*"))
     seen: list[int] = []
