@@ -195,7 +195,6 @@ class PlanDocument(_Doc):
     fx: dict[str, float] = Field(default_factory=dict)  # exchange rates applied, {"USD:CAD": 1.37}
     certification: Certification | None = None
 
-
     demand_sources: list[DemandSource] = Field(default_factory=list)  # from_store workloads only
 
 
