@@ -158,6 +158,7 @@ def plan_document(
             price_per_unit=_r(cost_per_unit(frame.substrates[r.substrate], frame.workloads[r.workload], fleet), 6),
             slo=frame.workloads[r.workload].slo,
             interruptible=frame.workloads[r.workload].interruptible,
+            team=frame.workloads[r.workload].team,
         )
         for r in sol.allocations.itertuples()
     ]

@@ -73,6 +73,7 @@ class Allocation(_Doc):
     price_per_unit: float | None = None
     slo: str | None = None  # the workload's slo (latency_critical, standard, offline)
     interruptible: bool | None = None  # the workload may be preempted and resumed
+    team: str | None = None  # the workload's team (workloads.yaml), for showback against `finops costs --by team`
 
 
 class Commitment(_Doc):

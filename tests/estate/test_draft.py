@@ -52,6 +52,10 @@ def test_sample_exports_draft_validate_plan_report_without_hand_edits(sample_sto
     plan = tmp_path / "plan.json"
     code, _, stderr = _run("plan", "--fleet", fleet, "--workloads", workloads, "--store", sample_store, "--out", plan)
     assert code == 0, stderr
+    # every allocation carries its workload's team, so a plan can be shown back per team
+    teams = {w.id: w.team for w in load_workloads(workloads).workloads}
+    allocations = json.loads(plan.read_text())["allocations"]
+    assert allocations and all(a["team"] == teams[a["workload"]] for a in allocations)
     code, _, stderr = _run(
         "report", "--plan", plan, "--fleet", fleet, "--workloads", workloads, "--store", sample_store,
         "--out", tmp_path / "report.md",
