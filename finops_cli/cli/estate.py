@@ -20,6 +20,7 @@ from finops_cli.cli.options import (
     StoreOpt,
     WorkloadsOpt,
     check_out,
+    output_format,
 )
 from finops_cli.cli.output import emit_json, emit_text, stderr_console
 
@@ -251,7 +252,7 @@ def register(app: typer.Typer) -> None:
         workloads: OptionalWorkloadsOpt = None,
         workload: Annotated[str | None, typer.Option("--workload", help="Only this workload's merit order.")] = None,
         mode: ModeOpt = "cost",  # type: ignore[assignment]
-        fmt: FormatOpt = OutputFormat.table,
+        fmt: FormatOpt = None,
         chart: Annotated[
             Path | None,
             typer.Option("--chart", help="Write the step-curve PNG here (one per workload).", callback=check_out),
@@ -262,6 +263,7 @@ def register(app: typer.Typer) -> None:
         out: OutOpt = None,
     ) -> None:
         """The merit-order supply curve: compliant substrates by cost per unit of usable output."""
+        fmt = output_format(fmt, out)
         from finops_cli import api
         from finops_cli.estate.prices import parse_fx
 
@@ -300,13 +302,14 @@ def register(app: typer.Typer) -> None:
         substrate: Annotated[
             str | None, typer.Option("--substrate", help="Only this spot substrate (the one the trace describes).")
         ] = None,
-        fmt: FormatOpt = OutputFormat.table,
+        fmt: FormatOpt = None,
         store: StoreOpt = None,
         horizon: HorizonOpt = None,
         fx: FxOpt = None,
         out: OutOpt = None,
     ) -> None:
         """Net Expected Training Cost of interruptible work on each compliant spot substrate."""
+        fmt = output_format(fmt, out)
         from finops_cli import api
         from finops_cli.estate.prices import parse_fx
 

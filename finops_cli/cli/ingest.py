@@ -1,14 +1,14 @@
 """``finops ingest billing``: billing exports → the store, then a summary (table or JSON) on stdout.
 
-``--format`` names the *input* format (auto | aws-cur | aws-cur2 | gcp | azure | focus); the summary's
-output format is ``--output/-o table|json``. Progress goes to stderr, only when it is a terminal.
+``--input-format`` names what the files are (auto | aws-cur | aws-cur2 | gcp | azure | focus); ``--format``
+is the summary's output format (table | json), as on every command. Progress goes to stderr, only when it
+is a terminal.
 """
 
 from __future__ import annotations
 
 import sys
 from contextlib import nullcontext
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -18,17 +18,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from finops_cli.cli.options import OutOpt, StoreOpt
+from finops_cli.cli.options import IngestFormatOpt, OutOpt, StoreOpt, SummaryFormat, ingest_formats
 from finops_cli.cli.output import color_disabled, emit_json, emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import money, number, table_text
 
 if TYPE_CHECKING:
     from finops_cli.ingest.billing import IngestSummary
-
-
-class SummaryFormat(StrEnum):
-    table = "table"
-    json = "json"
 
 
 _HELP = (
@@ -46,11 +41,12 @@ def register(app: typer.Typer) -> None:
         paths: Annotated[
             list[Path], typer.Argument(help="Export files (CSV, CSV.gz, Parquet, JSONL) or directories of them.")
         ],
-        fmt: Annotated[str, typer.Option("--format", "-f", help=_FORMATS_HELP)] = "auto",
+        input_format: Annotated[str | None, typer.Option("--input-format", "-f", help=_FORMATS_HELP)] = None,
+        fmt: IngestFormatOpt = None,
         store: StoreOpt = None,
-        output: Annotated[
-            SummaryFormat, typer.Option("--output", "-o", help="Summary format (--format is the input format).")
-        ] = SummaryFormat.table,
+        legacy_output: Annotated[
+            str | None, typer.Option("--output", "-o", hidden=True, help="Old spelling of --format.")
+        ] = None,
         out: OutOpt = None,
     ) -> None:
         """Load billing exports into the store (see the command help)."""
@@ -59,10 +55,12 @@ def register(app: typer.Typer) -> None:
         from finops_cli.errors import InputError
         from finops_cli.store import resolve_store_root
 
+        output, in_fmt = ingest_formats(fmt, input_format, out=out, legacy_output=legacy_output)
+
         check_not_an_input(out, *paths, store=resolve_store_root(store))
 
         with _progress() as progress:
-            summary = api.ingest_billing(list(paths), fmt, store, progress=progress)
+            summary = api.ingest_billing(list(paths), in_fmt, store, progress=progress)
         for line in summary.warnings:
             stderr_console().print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
         try:
@@ -117,7 +115,7 @@ def render_summary(summary: IngestSummary) -> Group:
     for name, justify in (("file", "left"), ("format", "left"), ("chosen by", "left"), ("rows", "right")):
         files.add_column(name, justify=justify)  # type: ignore[arg-type]
     for f in summary.files:
-        how = "sniffed header" if f.sniffed else "--format"
+        how = "sniffed header" if f.sniffed else "--input-format"
         fmt = f.format + (f" ({f.azure_export})" if f.azure_export else "")
         files.add_row(Path(f.path).name, fmt, how, number(f.rows))
 

@@ -1,7 +1,7 @@
 """finops ingest utilization | spot-prices: parse arguments, call the API, print a summary.
 
-The summary (what was stored) goes to stdout as a table, or JSON with ``--json``; progress and
-warnings go to stderr.
+The summary (what was stored) goes to stdout as a table, or JSON with ``--format json``; the files' own
+format is ``--input-format``. Progress and warnings go to stderr.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from finops_cli.cli.options import StoreOpt
+from finops_cli.cli.options import IngestFormatOpt, JsonFlagOpt, StoreOpt, SummaryFormat, ingest_formats
 from finops_cli.cli.output import emit_json, live_progress, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money_table
 from finops_cli.errors import InputError
@@ -58,9 +58,10 @@ def register(app: typer.Typer) -> None:
     @app.command("utilization")
     def _utilization(
         paths: Annotated[list[Path], typer.Argument(help="Trace files or directories (dcgm scrapes, JSON, CSV).")],
-        fmt: Annotated[UtilFormat, typer.Option("--format", help="Input format; auto sniffs each source.")] = (
-            UtilFormat.auto
-        ),
+        input_format: Annotated[
+            UtilFormat | None, typer.Option("--input-format", help="Input format; auto sniffs each source.")
+        ] = None,
+        fmt: IngestFormatOpt = None,
         timestamp_col: Annotated[
             str | None, typer.Option("--timestamp-col", help="Timestamp column.", rich_help_panel=_MAP)
         ] = None,
@@ -95,7 +96,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         store: StoreOpt = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+        as_json: JsonFlagOpt = False,
     ) -> None:
         """Load GPU utilisation traces into the store (dataset utilization, partitioned by month).
 
@@ -110,6 +111,10 @@ def register(app: typer.Typer) -> None:
 
         from finops_cli import api
         from finops_cli.ingest.utilization import CsvMapping
+
+        output, in_fmt = ingest_formats(fmt, input_format.value if input_format else None, as_json=as_json)
+        if in_fmt not in UtilFormat.__members__:
+            raise InputError(f"unknown utilisation format {in_fmt!r}; expected one of: {', '.join(UtilFormat)}")
 
         mapping = CsvMapping(timestamp_col, device_col, util_col, team_col, workload_col, resource_col, host_col)
         err = stderr_console()
@@ -126,7 +131,7 @@ def register(app: typer.Typer) -> None:
             result = api.ingest_utilization(
                 paths,
                 store=store,
-                fmt=fmt.value,
+                fmt=in_fmt,
                 mapping=mapping,
                 util_scale=util_scale,
                 on_rows=lambda n: progress.advance(task, n),
@@ -138,7 +143,7 @@ def register(app: typer.Typer) -> None:
                 f"{r['devices']:,} of the same GPUs at the same time",
                 soft_wrap=True,
             )
-        if as_json:
+        if output == SummaryFormat.json:
             emit_json(result.to_dict())
             return
         rows = []
@@ -194,7 +199,8 @@ def register(app: typer.Typer) -> None:
             list[str] | None, typer.Option("--gcp-region", help="Keep only these GCP regions (repeatable).")
         ] = None,
         store: StoreOpt = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+        fmt: IngestFormatOpt = None,
+        as_json: JsonFlagOpt = False,
     ) -> None:
         """Load spot prices into the store (dataset spot_prices, by provider and month).
 
@@ -205,6 +211,7 @@ def register(app: typer.Typer) -> None:
         """
         from finops_cli import api
 
+        output, _ = ingest_formats(fmt, "auto", as_json=as_json)
         result = api.ingest_spot_prices(
             store=store,
             files=file,
@@ -225,7 +232,7 @@ def register(app: typer.Typer) -> None:
                 + ", ".join(result.unknown_instance_types)
                 + "; prices per GPU-hour are left empty for them"
             )
-        if as_json:
+        if output == SummaryFormat.json:
             emit_json(result.to_dict())
             return
         rows = [[_short_path(src), n] for src, n in result.sources.items()]

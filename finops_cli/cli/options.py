@@ -24,7 +24,31 @@ StoreOpt = Annotated[
     Path | None,
     typer.Option("--store", envvar="FINOPS_STORE", help="Store directory (default .finops/).", show_default=False),
 ]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Output format.")]
+FormatOpt = Annotated[
+    OutputFormat | None,
+    typer.Option(
+        "--format",
+        help="Output format: table, json or markdown (default: from --out's extension, else table).",
+        show_default=False,
+    ),
+]
+
+_EXTENSION_FORMATS = {".json": OutputFormat.json, ".md": OutputFormat.markdown, ".markdown": OutputFormat.markdown}
+
+
+def output_format(
+    fmt: OutputFormat | None, out: Path | None, default: OutputFormat = OutputFormat.table
+) -> OutputFormat:
+    """The one rule for ``--format``: as given; else from ``--out``'s extension (.json, .md); else ``default``.
+
+    ``--format`` always names the *output* format and ``--out`` always means "write it here instead of stdout",
+    on every command, so ``finops plan ... --out plan.json`` writes the JSON document and prints no table.
+    """
+    if fmt is not None:
+        return fmt
+    if out is not None:
+        return _EXTENSION_FORMATS.get(out.suffix.lower(), default)
+    return default
 
 
 def check_out(value: Path | None) -> Path | None:
@@ -55,3 +79,59 @@ FxOpt = Annotated[
         "in a non-USD fleet; over fleet.yaml's fx:. Repeatable.",
     ),
 ]
+
+
+class SummaryFormat(StrEnum):
+    """Output formats of the ingest summaries."""
+
+    table = "table"
+    json = "json"
+
+
+IngestFormatOpt = Annotated[
+    str | None,
+    typer.Option("--format", help="Summary output format: table or json.", show_default=False),
+]
+JsonFlagOpt = Annotated[bool, typer.Option("--json", hidden=True, help="Same as --format json.")]
+
+
+def ingest_formats(
+    fmt: str | None,
+    input_format: str | None,
+    *,
+    out: Path | None = None,
+    as_json: bool = False,
+    legacy_output: str | None = None,
+) -> tuple[SummaryFormat, str]:
+    """Split an ingest command's ``--format`` (output) from ``--input-format`` (what the files are).
+
+    Before the convention was unified, ``--format`` named the input format on ingest commands and the output
+    was ``-o/--output`` or ``--json``. Those spellings still work: an input-format name given to ``--format``
+    is taken as the input format with a warning naming the new spelling (an unknown name is then refused by
+    the format registry, which lists the valid ones). Without any of them the output follows ``--out``'s
+    extension, as on every command.
+    """
+    from finops_cli.errors import InputError
+
+    output: SummaryFormat | None = SummaryFormat.json if as_json else None
+    if legacy_output is not None:
+        if legacy_output.lower() not in SummaryFormat.__members__:
+            raise InputError(f"-o/--output {legacy_output!r}: expected table or json")
+        output = SummaryFormat(legacy_output.lower())
+    if fmt is not None:
+        if fmt.lower() in SummaryFormat.__members__ and output is None:
+            output = SummaryFormat(fmt.lower())
+        elif input_format is None:
+            _warn(f"--format {fmt} names an input format; use --input-format {fmt} (--format is the output format)")
+            input_format = fmt
+        else:
+            raise InputError(f"--format {fmt!r}: the output format is table or json (input formats: --input-format)")
+    if output is None:
+        output = SummaryFormat.json if out is not None and out.suffix.lower() == ".json" else SummaryFormat.table
+    return output, input_format or "auto"
+
+
+def _warn(message: str) -> None:
+    from finops_cli.cli.output import stderr_console
+
+    stderr_console().print(f"[yellow]warning:[/] {message}", soft_wrap=True)

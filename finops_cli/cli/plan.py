@@ -1,7 +1,9 @@
 """finops plan — the cheapest compliant substrate mix (MILP), with commitments and savings against the bill.
 
 Thin: parse options → :func:`finops_cli.api.plan` → render (rich tables, markdown or the JSON document).
-``--out`` always receives the JSON document (atomically), whatever ``--format`` prints.
+``--out`` receives the output instead of stdout, in ``--format`` (default: from the extension, so
+``--out plan.json`` writes the JSON document); ``--save-plan`` also writes the JSON document, whatever
+``--format`` prints.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
 
 from finops_cli.cli.options import (
@@ -20,10 +22,12 @@ from finops_cli.cli.options import (
     FormatOpt,
     FxOpt,
     ModeOpt,
+    OutOpt,
     OutputFormat,
     StoreOpt,
     WorkloadsOpt,
     check_out,
+    output_format,
 )
 from finops_cli.cli.options import Mode as ModeEnum
 from finops_cli.cli.output import emit_text, stderr_console, stdout_console
@@ -342,12 +346,19 @@ def register(app: typer.Typer) -> None:
                 "to FILE.parquet or FILE.csv.",
             ),
         ] = None,
-        fmt: FormatOpt = OutputFormat.table,
-        out: Annotated[
-            Path | None, typer.Option("--out", help="Also write the JSON plan document here.", callback=check_out)
+        fmt: FormatOpt = None,
+        out: OutOpt = None,
+        save_plan: Annotated[
+            Path | None,
+            typer.Option(
+                "--save-plan",
+                help="Also write the JSON plan document here, whatever --format prints (for report and gate).",
+                callback=check_out,
+            ),
         ] = None,
     ) -> None:
         """Plan the cheapest compliant substrate mix for the workloads' demand, with savings against the bill."""
+        fmt = output_format(fmt, out)
         from finops_cli import api
         from finops_cli.atomic import check_not_an_input
         from finops_cli.estate.prices import parse_fx
@@ -356,6 +367,7 @@ def register(app: typer.Typer) -> None:
         if schedule is not None:
             api.check_schedule_path(schedule)
             check_not_an_input(schedule, fleet, workloads, out)
+        check_not_an_input(save_plan, fleet, workloads)
         est = api.estate(fleet, workloads)
         st = api.open_store(store) if (store is not None or _store_exists()) else None
         result = api.plan(
@@ -377,23 +389,24 @@ def register(app: typer.Typer) -> None:
             err.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
         doc = result.document.model_dump(mode="json")
         text_json = json.dumps(doc, indent=2, allow_nan=False)
-        if out is not None:
-            emit_text(text_json, out)
-            stderr_console().print(f"wrote {out}")
+        if save_plan is not None:
+            emit_text(text_json, save_plan)
+            err.print(f"wrote {save_plan}")
         if schedule is not None:
             api.write_schedule(result, schedule)
-            stderr_console().print(f"wrote {schedule}")
+            err.print(f"wrote {schedule}")
         for note in result.price_notes:
-            stderr_console().print(f"price: {note}")
+            err.print(f"price: {note}")
         if fmt == OutputFormat.json:
-            if out is None:
-                emit_text(text_json)
-            else:
-                emit_text(text_json)
+            emit_text(text_json, out)
         elif fmt == OutputFormat.markdown:
-            emit_text(_markdown(doc))
+            emit_text(_markdown(doc), out)
+        elif out is not None:
+            emit_text(table_text(Group(_summary(doc), *_tables(doc)), width=140), out)
         else:
             render_plan(doc, stdout_console())
+        if out is not None:
+            err.print(f"wrote {out}")
 
 
 def render_plan(doc: dict, console: Console) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt
+from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt, output_format
 from finops_cli.cli.output import emit_json, emit_text, stdout_console
 from finops_cli.cli.render import Col, money_table, table_text
 
@@ -25,12 +25,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
         region: Annotated[list[str] | None, typer.Option("--region", help="Only these regions or zones.")] = None,
         since: Annotated[str | None, typer.Option("--since", help="Window start, ISO-8601 (default: all).")] = None,
-        fmt: FormatOpt = OutputFormat.table,
+        fmt: FormatOpt = None,
         out: OutOpt = None,
         store: StoreOpt = None,
     ) -> None:
         """Spot-price statistics per provider × region/zone × instance type × product: changes, min, mean, p50,
         p90, max, latest and the mean per GPU-hour. Time-weighted: each price holds until the next change."""
+        fmt = output_format(fmt, out)
         from finops_cli import api
         from finops_cli.cli.ingest_traces import _parse_since
         from finops_cli.report.prices import to_markdown

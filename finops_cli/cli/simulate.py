@@ -13,7 +13,17 @@ from typing import Annotated, Any
 
 import typer
 
-from finops_cli.cli.options import FleetOpt, FormatOpt, FxOpt, ModeOpt, OutOpt, OutputFormat, StoreOpt, WorkloadsOpt
+from finops_cli.cli.options import (
+    FleetOpt,
+    FormatOpt,
+    FxOpt,
+    ModeOpt,
+    OutOpt,
+    OutputFormat,
+    StoreOpt,
+    WorkloadsOpt,
+    output_format,
+)
 from finops_cli.cli.options import Mode as ModeEnum
 from finops_cli.cli.output import emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money, money_table, number, pct, table_text
@@ -334,11 +344,12 @@ def register(app: typer.Typer) -> None:
             float, typer.Option("--window-hours", help="Sliding window over which utilisation is measured.")
         ] = 1.0,
         mode: ModeOpt = ModeEnum.cost,
-        fmt: FormatOpt = OutputFormat.table,
+        fmt: FormatOpt = None,
         store: StoreOpt = None,
         out: OutOpt = None,
     ) -> None:
         """Replay requests through the merit order: gate, cheapest current price, congestion, events."""
+        fmt = output_format(fmt, out)
         from rich.markup import escape
 
         from finops_cli import api
@@ -399,13 +410,14 @@ def register(app: typer.Typer) -> None:
         out_dir: Annotated[
             Path, typer.Option("--out-dir", help="Experiment outputs: <experiment>.json, .md and .png.")
         ] = Path("market-experiments"),
-        fmt: FormatOpt = OutputFormat.table,
+        fmt: FormatOpt = None,
         out: OutOpt = None,
     ) -> None:
         """Simulate a continuous-renegotiation market (LaissezCloud) against FCFS, spot-like and on-demand.
 
         With --experiment, run one of the paper's experiments on generated clusters instead of a scenario.
         """
+        fmt = output_format(fmt, out)
         from finops_cli import api
         from finops_cli.errors import InputError
 

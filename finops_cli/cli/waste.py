@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt
+from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt, output_format
 from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money_table, table_text
 
@@ -126,7 +126,7 @@ def register(app: typer.Typer) -> None:
         month: Annotated[
             str | None, typer.Option("--month", help="YYYY-MM (default: the latest month with GPU usage in the store).")
         ] = None,
-        fmt: FormatOpt = OutputFormat.table,
+        fmt: FormatOpt = None,
         out: OutOpt = None,
         store: StoreOpt = None,
     ) -> None:
@@ -139,6 +139,7 @@ def register(app: typer.Typer) -> None:
         substrate's price, else --price-per-gpu-hour. Paid capacity without samples is shown separately
         as unobserved. Compared with the ~52 % mean utilisation of Microsoft's Philly cluster.
         """
+        fmt = output_format(fmt, out)
         from finops_cli import api
         from finops_cli.report.waste import to_markdown
 

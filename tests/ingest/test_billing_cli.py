@@ -24,9 +24,10 @@ def test_table_summary_names_formats_money_and_gpu_hours(tmp_path: Path) -> None
 
 def test_json_summary_to_file_and_input_format_flag(tmp_path: Path) -> None:
     target = tmp_path / "summary.json"
-    args = ["ingest", "billing", str(BILLING / "focus-2026-10.csv"), "--format", "focus", "-o", "json"]
+    args = ["ingest", "billing", str(BILLING / "focus-2026-10.csv"), "--input-format", "focus", "--format", "json"]
     result = runner.invoke(app, [*args, "--store", str(tmp_path / "s"), "--out", str(target)])
     assert result.exit_code == 0, result.output
+    assert "warning" not in result.output
     doc = json.loads(target.read_text())
     assert doc["files"][0]["format"] == "focus" and doc["files"][0]["sniffed"] is False
     assert {c["provider"] for c in doc["cost"]} == {"coreweave", "onprem"}
@@ -57,3 +58,27 @@ def test_unknown_header_names_the_file(tmp_path: Path) -> None:
     assert (
         result.exit_code == 2 and "export.csv" in result.output and "matches no known billing format" in result.output
     )
+
+
+def test_format_is_the_output_format_and_the_old_spellings_still_work(tmp_path: Path) -> None:
+    """--format names the output on every command; the pre-0.2 ingest spellings warn and keep working."""
+    focus = str(BILLING / "focus-2026-10.csv")
+    inferred = tmp_path / "inferred.json"
+    result = runner.invoke(
+        app,
+        ["ingest", "billing", focus, "--input-format", "focus", "--store", str(tmp_path / "a"), "--out", str(inferred)],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(inferred.read_text())["files"][0]["format"] == "focus"  # --out x.json implies --format json
+
+    legacy = tmp_path / "legacy.json"
+    args = ["ingest", "billing", focus, "--format", "focus", "-o", "json", "--store", str(tmp_path / "b")]
+    result = runner.invoke(app, [*args, "--out", str(legacy)])
+    assert result.exit_code == 0, result.output
+    assert "use --input-format focus" in result.output
+    assert json.loads(legacy.read_text())["files"][0]["sniffed"] is False
+
+    both = runner.invoke(app, ["ingest", "billing", focus, "--input-format", "focus", "--format", "xml"])
+    assert both.exit_code == 2 and "output format is table or json" in both.output
+    unknown = runner.invoke(app, ["ingest", "billing", focus, "--format", "xls", "--store", str(tmp_path / "c")])
+    assert unknown.exit_code == 2 and "'xls'" in unknown.output and "focus" in unknown.output

@@ -166,6 +166,24 @@ def test_cli_plan_json_and_out(estate_files, tmp_path):
     assert "Clearing price per unit" in table.output
 
 
+def test_cli_out_replaces_stdout_and_save_plan_also_writes(estate_files, tmp_path):
+    """--out means "write here instead of stdout" (format from --format, else the extension); --save-plan adds."""
+    fleet_p, wl_p = estate_files
+    base = ["plan", "--fleet", str(fleet_p), "--workloads", str(wl_p), "--horizon", "2026-10-01T00:00:24"]
+    runner = CliRunner()
+    as_json = runner.invoke(app, [*base, "--out", str(tmp_path / "p.json")])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads((tmp_path / "p.json").read_text())["schema_version"] == 1
+    assert "Allocation by workload" not in as_json.stdout  # nothing on stdout: the output went to the file
+    table = runner.invoke(app, [*base, "--format", "table", "--out", str(tmp_path / "p.txt")])
+    assert table.exit_code == 0 and "Allocation by workload" in (tmp_path / "p.txt").read_text()
+    both = runner.invoke(app, [*base, "--format", "markdown", "--save-plan", str(tmp_path / "saved.json")])
+    assert both.exit_code == 0, both.output
+    assert both.stdout.lstrip().startswith("#") or "|" in both.stdout  # markdown on stdout
+    saved = json.loads((tmp_path / "saved.json").read_text())
+    assert saved == json.loads((tmp_path / "p.json").read_text()) | {"solver": saved["solver"]}
+
+
 def test_cli_exit_3_on_shortage_and_on_no_compliant_destination(estate_files, tmp_path):
     fleet_p, wl_p = estate_files
     data = yaml.safe_load(fleet_p.read_text())
