@@ -51,7 +51,7 @@ def _prices(fleet: Path, workloads: Path, store: Path, tmp: Path) -> dict[str, d
         if r["netc"] is not None and r["demand_units"] > 0
     }
     plan_path = tmp / "plan.json"
-    plan = _json("plan", *common, "--out", str(plan_path))
+    plan = _json("plan", *common, "--save-plan", str(plan_path))
     by_pair: dict[tuple[str, str], list[float]] = {}
     for a in plan["allocations"]:
         if a["units"] > 1e-6:
