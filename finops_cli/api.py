@@ -176,33 +176,31 @@ def waste(
     """``finops waste``: idle GPU-hours and dollars for one month of utilisation (default: the latest month with
     GPU usage in the store, the rule every command uses).
 
-    Streams the ``utilization`` partition in batches (memory ∝ devices, not samples), prices devices from
-    the billing store of the same month, else ``fleet``, else ``price_per_gpu_hour``. A month with billing
-    but no utilisation (the default when the store has no utilisation at all) gives billed GPU spend and
-    GPU-hours per group (:func:`~finops_cli.report.waste.billed_gpu_report`, ``basis="billing"``): idle
-    needs a trace.
+    The month's samples and bill are aggregated in DuckDB (:mod:`finops_cli.store.queries`): memory grows
+    with devices and resources, not samples or lines. Devices are priced from the billing store of the same
+    month, else ``fleet``, else ``price_per_gpu_hour``. A month with billing but no utilisation (the default
+    when the store has no utilisation at all) gives billed GPU spend and GPU-hours per group
+    (:func:`~finops_cli.report.waste.billed_gpu_report`, ``basis="billing"``): idle needs a trace.
     """
-    import pandas as pd
-    import pyarrow.dataset as ds
-
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_fleet
     from finops_cli.report.waste import (
         GROUP_BYS,
-        SCAN_COLUMNS,
+        UtilHistogram,
         billed_gpu_report,
-        device_usage,
         resource_rates,
+        usage_from_groups,
         waste_report,
     )
+    from finops_cli.store import engine
+    from finops_cli.store.queries import RESOURCE_COSTS, RESOURCE_COSTS_GROUPED, WASTE_DEVICE_USAGE, WASTE_HISTOGRAM
 
     if by not in GROUP_BYS:
         raise InputError(f"--by must be one of {', '.join(GROUP_BYS)}; got {by!r}")
     if month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
         raise InputError(f"--month {month!r}: expected YYYY-MM such as 2026-10")
     st = _store(store)
-    data = st.dataset("utilization")
-    util_months = st.partition_values("utilization", "month") if data is not None else []
+    util_months = st.partition_values("utilization", "month") if st.has("utilization") else []
     bill_months = st.partition_values("billing", "billing_period") if st.has("billing") else []
     if not util_months and not bill_months:
         raise InputError(
@@ -219,30 +217,28 @@ def waste(
                                                                   ("billing", bill_months)) if ms)  # fmt: skip
         raise InputError(f"--month {month}: no utilisation or billing for it (have {have})")
     fl = load_fleet(fleet) if fleet is not None else None
-    billing = st.read(
-        "billing",
-        columns=[
-            "ResourceId", "RegionId", "x_InstanceType", "x_AcceleratorType", "PricingCategory", "Tags",
-            "x_GpuHours", "EffectiveCost", "BilledCost", "BillingCurrency", "ChargePeriodStart", "provider",
-        ],
-        filter=ds.field("billing_period") == month,
-    ) if month in bill_months else None  # fmt: skip
-    bill_df = billing.to_pandas() if billing is not None else pd.DataFrame()
-    if len(bill_df):
-        currencies = sorted(bill_df["BillingCurrency"].dropna().unique())
+    costs = (
+        engine.run_pandas(
+            st, RESOURCE_COSTS, {"month": month}, match_columns=engine.match_columns(fl, RESOURCE_COSTS_GROUPED)
+        )
+        if month in bill_months
+        else None
+    )
+    if costs is not None and len(costs):
+        currencies = sorted(costs["BillingCurrency"].dropna().unique())
         if len(currencies) > 1:
             raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
     if month not in util_months:
-        report = billed_gpu_report(bill_df, fleet=fl, by=by)  # type: ignore[arg-type]
+        report = billed_gpu_report(costs, fleet=fl, by=by)  # type: ignore[arg-type]
         report.totals["month"] = month
         return report
-    assert data is not None
-    scanner = data.scanner(columns=SCAN_COLUMNS, filter=ds.field("month") == month, batch_size=1 << 20)
-    scanned = device_usage(scanner.to_batches())
-    if scanned is None:
+    groups = engine.run_pandas(st, WASTE_DEVICE_USAGE, {"month": month})
+    if groups is None or groups.empty:
         raise InputError(f"no utilisation samples for {month}")
-    usage, hist, span_hours = scanned
-    rates = resource_rates(bill_df, fl)
+    usage, span_hours = usage_from_groups(groups)
+    bins = engine.run_pandas(st, WASTE_HISTOGRAM, {"month": month})
+    hist = UtilHistogram.from_bins(bins) if bins is not None else None
+    rates = resource_rates(costs, fl)
     report = waste_report(
         usage,
         rates=rates,
@@ -753,6 +749,7 @@ def plan(
     from finops_cli.planner.document import plan_document
     from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP
     from finops_cli.schema.plan import DemandSource, PriceUsed
+    from finops_cli.store import engine
 
     if mode not in ("cost", "reliability"):
         raise InputError(f"--mode {mode!r}: expected cost or reliability")
@@ -790,9 +787,9 @@ def plan(
     )
     billed = None
     if store is not None and store.has("billing"):
-        table = store.read("billing")
-        if table is not None:
-            billed = billed_baseline(table.to_pandas(), resolved.fleet, hz.start, hz.end)
+        groups = engine.baseline_groups(store, resolved.fleet, hz.start, hz.end)
+        if groups is not None:
+            billed = billed_baseline(groups, resolved.fleet)
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
     document.notes.extend(r.note() for r in estate.rates)
     document.demand_sources.extend(DemandSource(**o.as_dict()) for o in observed)
@@ -890,15 +887,12 @@ def report(
         except FinopsError as exc:
             inputs.waste_note = str(exc)
     if st.has("spot_prices"):
-        import pyarrow.compute as pc
+        from finops_cli.store import engine
+        from finops_cli.store.queries import SPOT_FEED_LATEST
 
-        table = st.read("spot_prices", columns=["timestamp", "provider"])
-        latest: dict = {}
-        if table is not None and table.num_rows:
-            for provider in pc.unique(table["provider"]).to_pylist():
-                mask = pc.equal(table["provider"], provider)
-                latest[str(provider)] = pc.max(pc.filter(table["timestamp"], mask)).as_py()
-        inputs.price_feeds = PriceFeedInfo(latest)
+        table = engine.run(st, SPOT_FEED_LATEST)
+        rows = table.to_pylist() if table is not None else []
+        inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
 
     if fleet is not None and workloads is not None:
         by_cost: dict[str, float] = {}

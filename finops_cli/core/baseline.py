@@ -10,9 +10,11 @@ A billing line (FOCUS columns in the store) belongs to substrate ``s`` when all 
 - every column/value pair of ``s.match`` (e.g. ``{ResourceId: cw-node-01}``) equals.
 
 A line is counted once (first matching substrate in fleet order); lines charged outside the horizon
-(``ChargePeriodStart``) or matching no substrate are not in the baseline. The baseline is the sum of
-``EffectiveCost`` (amortised: prepaid commitments appear where they are consumed); the invoice amount of the
-same lines (``BilledCost``, "as billed") is kept beside it.
+(``ChargePeriodStart``) or matching no substrate are not in the baseline. The store sums the horizon's
+lines by these columns first (:data:`finops_cli.store.queries.BILLED_BASELINE`), so matching runs on a few
+groups rather than on every line. The baseline is the sum of ``EffectiveCost`` (amortised: prepaid
+commitments appear where they are consumed); the invoice amount of the same lines (``BilledCost``, "as
+billed") is kept beside it.
 
 Savings ``= baseline − planned``, and by substrate kind (each term is baseline − plan of that kind,
 so the four add up to the total):
@@ -30,7 +32,6 @@ so the four add up to the total):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import pandas as pd
 
@@ -91,23 +92,26 @@ def match_billing(billing: pd.DataFrame, fleet: Fleet) -> pd.Series:
     return out
 
 
-def billed_baseline(billing: pd.DataFrame, fleet: Fleet, start: datetime, end: datetime) -> BilledBaseline:
-    """Sum EffectiveCost of lines matched to ``fleet``'s substrates and charged in ``[start, end)``."""
-    if billing.empty:
+def billed_baseline(groups: pd.DataFrame, fleet: Fleet) -> BilledBaseline:
+    """Sum EffectiveCost of the lines matched to ``fleet``'s substrates.
+
+    ``groups`` holds the horizon's lines summed by what matches them (the columns :func:`match_billing`
+    reads, ``BillingCurrency``, and ``lines``/``cost`` per group): the result of
+    :data:`finops_cli.store.queries.BILLED_BASELINE`, so the month's lines never reach pandas one by one.
+    """
+    if groups is None or groups.empty:
         return BilledBaseline(pd.Series(dtype=float), 0, 0, ())
-    charge = pd.to_datetime(billing["ChargePeriodStart"], utc=True)
-    inside = billing[(charge >= pd.Timestamp(start)) & (charge < pd.Timestamp(end))]
-    substrate = match_billing(inside, fleet)
-    matched = inside[substrate.notna()]
+    substrate = match_billing(groups, fleet)
+    matched = groups[substrate.notna()]
     currencies = tuple(sorted(matched["BillingCurrency"].astype(str).unique())) if "BillingCurrency" in matched else ()
     if currencies and currencies != (fleet.currency,):
         raise InputError(
             f"billing lines matched to the fleet are in {', '.join(currencies)} but fleet.yaml's currency is "
             f"{fleet.currency}: mixed currencies are never summed; plan with a fleet in the bill's currency"
         )
-    cost = matched["EffectiveCost"].astype(float).groupby(substrate[substrate.notna()]).sum()
-    billed = float(matched["BilledCost"].astype(float).sum()) if "BilledCost" in matched else None
-    return BilledBaseline(cost, len(matched), len(inside), currencies, billed)
+    cost = matched["cost"].astype(float).groupby(substrate[substrate.notna()]).sum()
+    billed = float(matched["billed_cost"].astype(float).sum()) if "billed_cost" in matched else None
+    return BilledBaseline(cost, int(matched["lines"].sum()), int(groups["lines"].sum()), currencies, billed)
 
 
 def cost_by_kind(cost_by_substrate: pd.Series, fleet: Fleet) -> dict[str, float]:

@@ -38,16 +38,12 @@ average GPU utilisation). https://www.usenix.org/conference/atc19/presentation/j
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
 from finops_cli.schema.estate import Fleet
@@ -78,10 +74,6 @@ USAGE_COLUMNS = [
     "busy_hours",
 ]
 
-#: what :func:`device_usage` reads from the ``utilization`` dataset
-DEVICE_KEYS = ["device_id", "resource_id", "host", "team", "workload", "accelerator"]
-SCAN_COLUMNS = [*DEVICE_KEYS, "utilization", "interval_s", "timestamp"]
-
 
 @dataclass
 class UtilHistogram:
@@ -102,6 +94,16 @@ class UtilHistogram:
         self.zeros += int((v == 0).sum())
         idx = np.clip((v * self.bins).astype(np.int64), 0, self.bins - 1)
         self.counts += np.bincount(idx, minlength=self.bins)
+
+    @classmethod
+    def from_bins(cls, bins: pd.DataFrame) -> UtilHistogram:
+        """From :data:`finops_cli.store.queries.WASTE_HISTOGRAM`'s rows (``bin, samples, zeros``)."""
+        hist = cls()
+        if len(bins):
+            np.add.at(hist.counts, bins["bin"].to_numpy(dtype=np.int64), bins["samples"].to_numpy(dtype=np.int64))
+            hist.n = int(bins["samples"].sum())
+            hist.zeros = int(bins["zeros"].sum())
+        return hist
 
     def share_at_zero(self) -> float:
         return self.zeros / self.n if self.n else 0.0
@@ -150,86 +152,30 @@ class WasteReport:
 
 
 # ----------------------------------------------------------------------------------------- billing
-def device_usage(batches: Iterable[pa.RecordBatch]) -> tuple[pd.DataFrame, UtilHistogram, float] | None:
-    """One pass over utilisation samples (:data:`SCAN_COLUMNS`): the :data:`USAGE_COLUMNS` table, the sample
-    histogram and the observed span in device-hours; None when there are no samples.
+def usage_from_groups(groups: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+    """The :data:`USAGE_COLUMNS` table and the observed span from the store's per-device groups.
 
-    Each batch is reduced to its groups before the next is read, so memory grows with devices, not samples.
-    ``span = Σ_devices (last − first sample + longest interval)``.
+    ``groups`` is :data:`finops_cli.store.queries.WASTE_DEVICE_USAGE`'s result (one row per device × team ×
+    workload, with each group's first/last sample time and longest interval).
+    ``span = Σ_devices (last − first sample + longest interval)``, in hours.
     """
-    partials: list[pa.Table] = []
-    spans: list[pa.Table] = []
-    hist = UtilHistogram()
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        util = batch.column("utilization")
-        hist.add(util.to_numpy(zero_copy_only=False))
-        t = pa.table(
-            {
-                **{k: batch.column(k) for k in DEVICE_KEYS},
-                "busy_s": pc.multiply(util, batch.column("interval_s")),
-                "interval_s": batch.column("interval_s"),
-                "zero": pc.cast(pc.equal(util, 0.0), pa.int64()),
-                "ts": batch.column("timestamp"),
-            }
-        )
-        sums = [("interval_s", "sum"), ("busy_s", "sum"), ("zero", "sum"), ("zero", "count")]
-        part = t.group_by(DEVICE_KEYS).aggregate(sums)
-        span = t.group_by("device_id").aggregate([("ts", "min"), ("ts", "max"), ("interval_s", "max")])
-        # files carry their own dictionaries: decode the (few) group keys before combining batches
-        partials.append(_decode_dictionaries(part))
-        spans.append(_decode_dictionaries(span))
-    if not partials:
-        return None
-    agg = (
-        pa.concat_tables(partials)
-        .group_by(DEVICE_KEYS)
-        .aggregate([("interval_s_sum", "sum"), ("busy_s_sum", "sum"), ("zero_sum", "sum"), ("zero_count", "sum")])
-        .to_pandas()
+    usage = groups[USAGE_COLUMNS].reset_index(drop=True)
+    sp = groups.groupby("device_id", dropna=False).agg(
+        first=("first_ts", "min"), last=("last_ts", "max"), interval=("max_interval_s", "max")
     )
-    usage = pd.DataFrame(
-        {
-            **{k: agg[k] for k in DEVICE_KEYS},
-            "samples": agg["zero_count_sum"],
-            "zero_samples": agg["zero_sum_sum"],
-            "device_hours": agg["interval_s_sum_sum"] / 3600.0,
-            "busy_hours": agg["busy_s_sum_sum"] / 3600.0,
-        }
-    )
-    sp = (
-        pa.concat_tables(spans)
-        .group_by("device_id")
-        .aggregate([("ts_min", "min"), ("ts_max", "max"), ("interval_s_max", "max")])
-        .to_pandas()
-    )
-    span_hours = float(
-        ((sp["ts_max_max"] - sp["ts_min_min"]).dt.total_seconds() + sp["interval_s_max_max"]).sum() / 3600.0
-    )
-    return usage, hist, span_hours
+    span_hours = float(((sp["last"] - sp["first"]).dt.total_seconds() + sp["interval"]).sum() / 3600.0)
+    return usage, span_hours
 
 
-def _decode_dictionaries(table: pa.Table) -> pa.Table:
-    for i, fld in enumerate(table.schema):
-        if pa.types.is_dictionary(fld.type):
-            table = table.set_column(i, fld.name, table.column(i).cast(fld.type.value_type))
-    return table
-
-
-def _tag(tags: object, key: str) -> str | None:
-    if not isinstance(tags, str) or not tags:
-        return None
-    try:
-        return json.loads(tags).get(key)
-    except (ValueError, AttributeError):
-        return None
-
-
-def resource_rates(billing: pd.DataFrame, fleet: Fleet | None = None) -> pd.DataFrame:
+def resource_rates(costs: pd.DataFrame | None, fleet: Fleet | None = None) -> pd.DataFrame:
     """Per billed GPU resource: paid GPU-hours, EffectiveCost (amortised), BilledCost and cost per GPU-hour.
 
     .. math:: c_r = \\frac{\\sum_{lines\\,of\\,r} \\text{EffectiveCost}}{\\sum_{lines\\,of\\,r} \\text{x\\_GpuHours}}
 
+    ``costs`` is :data:`finops_cli.store.queries.RESOURCE_COSTS`'s result: the month's lines summed per
+    resource and the attributes that describe and match it (``gpu_hours``, ``cost``, ``lines``). Groups
+    are matched to the fleet's substrates (:func:`~finops_cli.core.baseline.match_billing`); where a
+    resource's lines disagree on an attribute, the group with the most GPU-hours (then cost) names it.
     Only resources with GPU-hours are kept. Columns: ``resource_id, provider, region, instance_type,
     accelerator, pricing_category, team, substrate, gpu_hours, cost`` (EffectiveCost), ``billed_cost``
     (BilledCost; NaN when the input has no such column), ``usd_per_gpu_hour, currency``.
@@ -238,40 +184,34 @@ def resource_rates(billing: pd.DataFrame, fleet: Fleet | None = None) -> pd.Data
         "resource_id", "provider", "region", "instance_type", "accelerator", "pricing_category", "team",
         "substrate", "gpu_hours", "cost", "billed_cost", "usd_per_gpu_hour", "currency",
     ]  # fmt: skip
-    if billing is None or billing.empty:
+    if costs is None or costs.empty:
         return pd.DataFrame(columns=cols)
-    b = billing[billing["ResourceId"].notna()].copy()
+    b = costs[costs["ResourceId"].notna()]
     if b.empty:
         return pd.DataFrame(columns=cols)
     if fleet is not None:
         from finops_cli.core.baseline import match_billing
 
-        b["substrate"] = match_billing(b, fleet)
+        b = b.assign(substrate=match_billing(b, fleet))
     else:
-        b["substrate"] = None
-    b["x_GpuHours"] = b["x_GpuHours"].fillna(0.0).astype(float)
-    b["team"] = b["Tags"].map(lambda t: _tag(t, "team")) if "Tags" in b else None
-
-    def first(s: pd.Series) -> Any:
-        s = s.dropna()
-        return s.iloc[0] if len(s) else None
-
+        b = b.assign(substrate=None)
+    b = b.sort_values(["ResourceId", "gpu_hours", "cost"], ascending=[True, False, False], kind="stable")
     g = b.groupby("ResourceId", sort=True)
-    out = pd.DataFrame(
-        {
-            "provider": g["provider"].agg(first) if "provider" in b else None,
-            "region": g["RegionId"].agg(first),
-            "instance_type": g["x_InstanceType"].agg(first),
-            "accelerator": g["x_AcceleratorType"].agg(first),
-            "pricing_category": g["PricingCategory"].agg(first),
-            "team": g["team"].agg(first),
-            "substrate": g["substrate"].agg(first),
-            "gpu_hours": g["x_GpuHours"].sum(),
-            "cost": g["EffectiveCost"].sum(),
-            "billed_cost": g["BilledCost"].sum() if "BilledCost" in b else math.nan,
-            "currency": g["BillingCurrency"].agg(first),
-        }
-    )
+    names = {
+        "provider": "provider",
+        "RegionId": "region",
+        "x_InstanceType": "instance_type",
+        "x_AcceleratorType": "accelerator",
+        "PricingCategory": "pricing_category",
+        "team": "team",
+        "substrate": "substrate",
+        "BillingCurrency": "currency",
+    }
+    first = g[list(names)].first().rename(columns=names).astype(object)
+    out = first.where(first.notna(), None)
+    out["gpu_hours"] = g["gpu_hours"].sum().astype(float)
+    out["cost"] = g["cost"].sum().astype(float)
+    out["billed_cost"] = g["billed_cost"].sum().astype(float) if "billed_cost" in b else math.nan
     out = out[out["gpu_hours"] > 0].copy()
     out["usd_per_gpu_hour"] = out["cost"] / out["gpu_hours"]
     out.index.name = "resource_id"
@@ -484,6 +424,9 @@ NO_RESOURCE_ID = "(no ResourceId)"
 def billed_gpu_report(billing: pd.DataFrame, *, fleet: Fleet | None = None, by: GroupBy = "team") -> WasteReport:
     """Billed GPU spend and GPU-hours per group, for a month with billing but no utilisation trace.
 
+    ``billing`` is :data:`finops_cli.store.queries.RESOURCE_COSTS`'s result (lines summed per resource and
+    attributes, ``lines`` per group).
+
     What the bill says, nothing more: per group, the GPU-hours billed (``Σ x_GpuHours``), the invoice
     amount (``Σ BilledCost``) and the amortised amount (``Σ EffectiveCost``) of every line of a resource
     that billed GPU-hours, and ``EffectiveCost ÷ GPU-hours``. Idle hours and idle dollars stay ``None``:
@@ -493,9 +436,11 @@ def billed_gpu_report(billing: pd.DataFrame, *, fleet: Fleet | None = None, by: 
     if by not in GROUP_BYS:
         raise ValueError(f"by must be one of {', '.join(GROUP_BYS)}")
     b = billing.copy() if billing is not None else pd.DataFrame()
+    orphan_lines = 0
     if len(b):
-        gpu = b["x_GpuHours"].fillna(0.0).astype(float) > 0
-        orphan = b["ResourceId"].isna() & gpu
+        orphan = b["ResourceId"].isna() & (b["gpu_hours"].fillna(0.0).astype(float) > 0)
+        orphan_lines = int(b.loc[orphan, "lines"].sum()) if "lines" in b else int(orphan.sum())
+        b["ResourceId"] = b["ResourceId"].astype(object)
         b.loc[orphan, "ResourceId"] = [f"{NO_RESOURCE_ID} #{i}" for i in range(int(orphan.sum()))]
     rates = resource_rates(b, fleet)
     currency = (
@@ -534,7 +479,7 @@ def billed_gpu_report(billing: pd.DataFrame, *, fleet: Fleet | None = None, by: 
     orphans = r[~r["identified"]]
     if len(orphans):
         notes.append(
-            f"{len(orphans)} GPU line(s) have no ResourceId ({float(orphans['gpu_hours'].sum()):,.0f} GPU-hours); "
+            f"{orphan_lines} GPU line(s) have no ResourceId ({float(orphans['gpu_hours'].sum()):,.0f} GPU-hours); "
             "they are counted, not attributable to a device"
         )
     return WasteReport(

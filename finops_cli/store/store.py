@@ -28,7 +28,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,6 +53,9 @@ DATASETS: dict[str, tuple[str, ...]] = {
     "billing": ("provider", "billing_period"),
     "utilization": ("month",),
     "spot_prices": ("provider", "month"),
+    # ingest aggregates: one file per detail file, same partition and name, written at commit
+    "billing_hourly": ("provider", "billing_period"),
+    "utilization_hourly": ("month",),
 }
 
 DEFAULT_STORE_DIR = ".finops"
@@ -129,16 +132,8 @@ class Store:
 
     def dataset(self, name: str, schema: pa.Schema | None = None) -> ds.Dataset | None:
         """A pyarrow dataset over ``name`` (partition columns as strings), or None if empty."""
-        if not self.has(name):
+        if not self.checked_files(name):
             return None
-        self._check_no_interrupted_commit()
-        for path in self.files(name):  # footers only: a damaged file is named here, not as a traceback mid-scan
-            try:
-                pq.read_metadata(path)
-            except (pa.ArrowException, OSError) as exc:
-                raise InputError(
-                    f"damaged store file ({exc}); delete it and ingest its source again", path=path
-                ) from None
         part = ds.partitioning(pa.schema([(c, pa.string()) for c in DATASETS[name]]), flavor="hive")
         return ds.dataset(self.dataset_dir(name), format="parquet", partitioning=part, schema=schema)
 
@@ -153,6 +148,19 @@ class Store:
         if d is None:
             return None
         return d.to_table(columns=columns, filter=filter)
+
+    def checked_files(self, name: str) -> list[Path]:
+        """:meth:`files`, each footer read first: a damaged file is named here, not as a traceback mid-scan."""
+        self._check_no_interrupted_commit()
+        paths = self.files(name)
+        for path in paths:
+            try:
+                pq.read_metadata(path)
+            except (pa.ArrowException, OSError) as exc:
+                raise InputError(
+                    f"damaged store file ({exc}); delete it and ingest its source again", path=path
+                ) from None
+        return paths
 
     def files(self, name: str) -> list[Path]:
         d = self.dataset_dir(name)
@@ -172,6 +180,24 @@ class Store:
                 if k == key:
                     values.add(v)
         return sorted(values)
+
+    def file_keys(self, dataset: str, partition: Mapping[str, str]) -> list[str]:
+        """Keys (file names without ``.parquet``) of one partition's files."""
+        pdir = self.root / _partition_dir(dataset, partition)
+        if not pdir.is_dir():
+            return []
+        return sorted(p.stem for p in pdir.glob("*.parquet") if not p.name.startswith((".", "_")))
+
+    def has_aggregate(self, detail: str) -> bool:
+        """Whether every file of ``detail`` has its aggregate (stores written before the aggregates have none)."""
+        from finops_cli.store.queries import AGGREGATES
+
+        if detail not in AGGREGATES:
+            return False
+        aggregate = AGGREGATES[detail][0]
+        have = {p.relative_to(self.dataset_dir(detail)) for p in self.files(detail)}
+        built = {p.relative_to(self.dataset_dir(aggregate)) for p in self.files(aggregate)}
+        return bool(have) and have <= built
 
     def manifest(self) -> list[dict[str, Any]]:
         path = self.root / _MANIFEST
@@ -353,10 +379,61 @@ def _apply_journal(root: Path, journal: Path) -> None:
     journal.unlink(missing_ok=True)
 
 
+def _aggregate_of(rel: Path) -> Path | None:
+    """``billing/p=…/k.parquet`` → ``billing_hourly/p=…/k.parquet`` (None for datasets without an aggregate)."""
+    from finops_cli.store.queries import AGGREGATES
+
+    if not rel.parts or rel.parts[0] not in AGGREGATES:
+        return None
+    return Path(AGGREGATES[rel.parts[0]][0], *rel.parts[1:])
+
+
 def _remove_if_empty(directory: Path) -> None:
     """Drop ``.staging`` once no transaction uses it, so a refused ingest leaves the store byte-identical."""
     with suppress(OSError):
         directory.rmdir()
+
+
+@dataclass
+class StagedWriter:
+    """Parquet files appended under a transaction's staging directory, one writer per file.
+
+    A transaction writes through one; a worker process of a parallel ingest writes through its own (given
+    :attr:`Transaction.staging`) and hands the relative paths back for :meth:`Transaction.adopt`.
+    """
+
+    staging: Path
+    _writers: dict[Path, pq.ParquetWriter] = field(default_factory=dict)
+    rows_written: int = 0
+
+    def write(self, dataset: str, partition: Mapping[str, str], key: str, data: pa.Table | pa.RecordBatch) -> Path:
+        """Append ``data`` (without partition columns) to file ``key`` of one partition; its relative path."""
+        rel = _partition_dir(dataset, partition) / f"{_safe_value(key)}.parquet"
+        writer = self._writers.get(rel)
+        if writer is None:
+            path = self.staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer = pq.ParquetWriter(path, data.schema, compression="zstd")
+            self._writers[rel] = writer
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        writer.write_table(data)
+        self.rows_written += data.num_rows
+        return rel
+
+    def close(self) -> list[Path]:
+        """Close every file; the relative paths written."""
+        written = list(self._writers)
+        for w in self._writers.values():
+            w.close()
+        self._writers.clear()
+        return written
+
+    def discard(self) -> None:
+        for w in self._writers.values():
+            with suppress(Exception):
+                w.close()
+        self._writers.clear()
 
 
 @dataclass
@@ -365,7 +442,8 @@ class Transaction:
 
     store: Store
     txid: str
-    _writers: dict[Path, pq.ParquetWriter] = field(default_factory=dict)
+    _writer: StagedWriter | None = None
+    _adopted: list[Path] = field(default_factory=list)
     _replace: set[Path] = field(default_factory=set)
     _manifest_entries: list[dict[str, Any]] = field(default_factory=list)
     _drop_sources: set[str] = field(default_factory=set)
@@ -384,17 +462,22 @@ class Transaction:
 
     def write(self, dataset: str, partition: Mapping[str, str], key: str, data: pa.Table | pa.RecordBatch) -> None:
         """Append ``data`` (without partition columns) to file ``key`` of one partition."""
-        rel = _partition_dir(dataset, partition) / f"{_safe_value(key)}.parquet"
-        writer = self._writers.get(rel)
-        if writer is None:
-            path = self.staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            writer = pq.ParquetWriter(path, data.schema, compression="zstd")
-            self._writers[rel] = writer
-        if isinstance(data, pa.RecordBatch):
-            data = pa.Table.from_batches([data])
-        writer.write_table(data)
-        self.rows_written += data.num_rows
+        if self._writer is None:
+            self._writer = StagedWriter(self.staging)
+        before = self._writer.rows_written
+        self._writer.write(dataset, partition, key, data)
+        self.rows_written += self._writer.rows_written - before
+
+    def lock(self) -> None:
+        """The writer lock is held from the transaction's start; kept so callers say where it must be held."""
+
+    def adopt(self, rel_paths: Iterable[Path], rows: int = 0) -> None:
+        """Commit files another process wrote under :attr:`staging` (call :meth:`lock` before it starts)."""
+        for rel in rel_paths:
+            if not (self.staging / rel).is_file():
+                raise RuntimeError(f"staged file {rel} is missing")
+            self._adopted.append(Path(rel))
+        self.rows_written += rows
 
     def write_partitioned(self, dataset: str, data: pa.Table | pa.RecordBatch, key: str) -> list[dict[str, str]]:
         """Split ``data`` by its partition columns, write each part under ``key``; return the partitions."""
@@ -436,10 +519,8 @@ class Transaction:
         self._drop_sources.add(source_key)
 
     def abort(self) -> None:
-        for w in self._writers.values():
-            with suppress(Exception):
-                w.close()
-        self._writers.clear()
+        if self._writer is not None:
+            self._writer.discard()
         shutil.rmtree(self.staging, ignore_errors=True)
         _remove_if_empty(self.staging.parent)
         self._release_lock()
@@ -450,12 +531,32 @@ class Transaction:
         finally:
             self._release_lock()
 
+    def _stage_aggregates(self, staged: list[Path]) -> list[Path]:
+        """Build each staged detail file's aggregate (:data:`~finops_cli.store.queries.AGGREGATES`) beside it.
+
+        The aggregate is computed from exactly the staged file and committed with it, so the two never
+        disagree; a file deleted on commit takes its aggregate with it.
+        """
+        from finops_cli.store import engine
+        from finops_cli.store.queries import AGGREGATES
+
+        built: list[Path] = []
+        for rel in staged:
+            target = _aggregate_of(rel)
+            if target is None:
+                continue
+            table = engine.run_files(AGGREGATES[rel.parts[0]][1], {rel.parts[0]: [self.staging / rel]})
+            path = self.staging / target
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, path, compression="zstd")
+            built.append(target)
+        return built
+
     def _commit(self) -> None:
-        for w in self._writers.values():
-            w.close()
         root = self.store.root
-        staged = list(self._writers)
-        self._writers.clear()
+        staged = (self._writer.close() if self._writer is not None else []) + self._adopted
+        self._adopted = []
+        staged += self._stage_aggregates(staged)
         if not (staged or self._manifest_entries or self._replace or self._remove or self._drop_sources):
             shutil.rmtree(self.staging, ignore_errors=True)
             _remove_if_empty(self.staging.parent)
@@ -469,6 +570,7 @@ class Transaction:
             if pdir.is_dir():
                 deletes += [str(p.relative_to(root)) for p in pdir.glob("*.parquet") if p not in written]
         deletes += [str(rel) for rel in self._remove if root / rel not in written and (root / rel).exists()]
+        deletes += [str(a) for d in deletes if (a := _aggregate_of(Path(d))) is not None and root / a not in written]
         manifest = [
             e for e in self.store.manifest() if e.get("source_key") not in self._drop_sources
         ] + self._manifest_entries

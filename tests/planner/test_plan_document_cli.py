@@ -100,11 +100,17 @@ def _billing(n_hours: int = 24) -> pd.DataFrame:
     ).assign(BillingCurrency="USD", billing_period="2026-10", BilledCost=lambda d: d["EffectiveCost"] * 0.9)
 
 
+def _groups(bill: pd.DataFrame, start: datetime, end: datetime) -> pd.DataFrame:
+    """Lines charged in [start, end) as one-line groups (what the store's BILLED_BASELINE query returns)."""
+    inside = bill[(bill["ChargePeriodStart"] >= pd.Timestamp(start)) & (bill["ChargePeriodStart"] < pd.Timestamp(end))]
+    return inside.assign(lines=1, cost=inside["EffectiveCost"])
+
+
 def test_billed_baseline_matches_lines_to_substrates():
     f = fleet(*[{k: v for k, v in s.items()} for s in FLEET["substrates"]])
     bill = _billing()
     assert match_billing(bill.head(3), f).tolist() == ["own", "od", None]
-    base = billed_baseline(bill, f, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 2, tzinfo=UTC))
+    base = billed_baseline(_groups(bill, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 2, tzinfo=UTC)), f)
     assert base.lines_in_horizon == 72 and base.lines_matched == 48
     assert base.cost == pytest.approx(24 * (3.2 + 55.0))
     assert base.cost_by_substrate["od"] == pytest.approx(24 * 55.0)
@@ -233,7 +239,7 @@ def test_billed_baseline_refuses_a_currency_other_than_the_fleets():
     f = fleet(*[dict(s) for s in FLEET["substrates"]])
     bill = _billing().assign(BillingCurrency="EUR")
     with pytest.raises(InputError, match=r"EUR but fleet\.yaml's currency is USD"):
-        billed_baseline(bill, f, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 2, tzinfo=UTC))
+        billed_baseline(_groups(bill, datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 2, tzinfo=UTC)), f)
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])

@@ -1,0 +1,190 @@
+"""Run the store's SQL (:mod:`finops_cli.store.queries`) on DuckDB, in bounded memory.
+
+Each dataset a query names becomes a view over the store's Parquet files with the Hive partition columns
+as strings, so filters on ``billing_period``/``month`` prune whole files before a byte is read, only the
+columns a query names are decoded, and aggregation runs in DuckDB on every core. DuckDB keeps to
+``memory_limit`` (``$FINOPS_DUCKDB_MEMORY``, default 1 GB) and spills to a private temporary directory
+beyond it, so what reaches Python is the aggregated result, whatever the size of the month.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from finops_cli.errors import InputError
+from finops_cli.store.queries import Query
+from finops_cli.store.store import DATASETS
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    import pandas as pd
+
+    from finops_cli.schema.estate import Fleet
+    from finops_cli.store.store import Store
+
+MEMORY_ENV = "FINOPS_DUCKDB_MEMORY"
+DEFAULT_MEMORY = "1GB"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def quote_identifier(name: str) -> str:
+    """``"name"`` for a column name from an allow-list (letters, digits, underscores only)."""
+    if not _IDENTIFIER.match(name):
+        raise ValueError(f"not a plain column name: {name!r}")
+    return f'"{name}"'
+
+
+def render(query: Query, **slots: str) -> str:
+    """The query's SQL with its ``{slot}`` identifiers filled (empty string where a slot is not given)."""
+    names = set(re.findall(r"\{(\w+)\}", query.sql))
+    unknown = set(slots) - names
+    if unknown:
+        raise ValueError(f"query {query.name} has no slot(s) {sorted(unknown)}")
+    return query.sql.format(**{n: slots.get(n, "") for n in names})
+
+
+def column_list(columns: Iterable[str]) -> str:
+    """``, "a", "b"`` for a ``{match_columns}`` slot (already-checked names)."""
+    return "".join(f", {quote_identifier(c)}" for c in columns)
+
+
+#: columns the grouped billing queries always carry (a fleet ``match`` on them needs no extra column)
+_GROUPED = frozenset({"provider", "RegionId", "x_InstanceType", "PricingCategory", "BillingCurrency"})
+
+
+def match_column_names(fleet: Fleet | None, grouped: Iterable[str] = ()) -> list[str]:
+    """Billing columns the fleet's ``match`` rules name beyond the ones every grouped query carries.
+
+    Names that are not billing columns (``host`` matches utilisation) never match a billing line, so they
+    are left out.
+    """
+    from finops_cli.schema.billing import BILLING_SCHEMA
+
+    if fleet is None:
+        return []
+    names = {c for s in fleet.substrates for c in (s.match or {})}
+    return sorted((names & set(BILLING_SCHEMA.names)) - _GROUPED - set(grouped))
+
+
+def match_columns(fleet: Fleet | None, grouped: Iterable[str] = ()) -> str:
+    """The ``{match_columns}`` slot for ``fleet`` in a query that already groups by ``grouped`` too."""
+    return column_list(match_column_names(fleet, grouped))
+
+
+def baseline_groups(store: Store, fleet: Fleet, start: datetime, end: datetime) -> pd.DataFrame | None:
+    """Lines charged in ``[start, end)`` summed by what matches them to ``fleet``'s substrates.
+
+    From the ``billing_hourly`` aggregate when it covers every billing file and holds every column the
+    fleet matches on (thousands of rows), else from the detail lines (:data:`BILLED_BASELINE`); both give
+    the same groups. ``start``/``end`` fall on whole hours (a planning horizon's do).
+    """
+    from finops_cli.store.queries import BILLED_BASELINE, BILLED_BASELINE_HOURLY, BILLING_HOURLY_MATCHABLE
+
+    extra = match_column_names(fleet)
+    hourly = store.has_aggregate("billing") and set(extra) <= BILLING_HOURLY_MATCHABLE
+    params = {"first_period": f"{start:%Y-%m}", "start": start, "end": end}
+    return run_pandas(
+        store, BILLED_BASELINE_HOURLY if hourly else BILLED_BASELINE, params, match_columns=column_list(extra)
+    )
+
+
+def run(
+    store: Store,
+    query: Query,
+    params: Mapping[str, Any] | None = None,
+    **slots: str,
+) -> pa.Table | None:
+    """Run ``query`` with ``params`` on ``store``; None when a dataset it reads is empty."""
+    files: dict[str, list[Path]] = {}
+    for table in query.tables:
+        paths = store.checked_files(table)
+        if not paths:
+            return None
+        files[table] = paths
+    return run_files(query, files, params, **slots)
+
+
+def run_files(
+    query: Query,
+    files: Mapping[str, Iterable[Path]],
+    params: Mapping[str, Any] | None = None,
+    **slots: str,
+) -> pa.Table:
+    """Run ``query`` over explicit Parquet files per dataset (a store's, or a transaction's staged ones)."""
+    import duckdb
+
+    sql = render(query, **slots)
+    used = {k: v for k, v in (params or {}).items() if f"${k}" in sql}
+    tmp = tempfile.mkdtemp(prefix="finops-duckdb-")
+    try:
+        con = duckdb.connect(
+            config={
+                "memory_limit": os.environ.get(MEMORY_ENV, DEFAULT_MEMORY),
+                "temp_directory": tmp,
+                "preserve_insertion_order": False,
+            }
+        )
+        try:
+            con.execute("SET TimeZone = 'UTC'")  # date_trunc('hour', …) on UTC hours, whatever the machine's zone
+            for table, paths in files.items():
+                _create_view(con, table, [str(p) for p in paths])
+            result = con.sql(sql, params=used)
+            # DuckDB 2 names it to_arrow_table; 1.x arrow()
+            fetch = getattr(result, "to_arrow_table", None) or result.arrow
+            return fetch()
+        except duckdb.IOException as exc:
+            raise InputError(f"unreadable store file ({exc}); delete it and ingest its source again") from None
+        finally:
+            con.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _create_view(con: Any, table: str, paths: list[str]) -> None:
+    """View ``table`` over ``paths``: partition columns as strings, files' columns united by name, and
+    canonical billing columns an older file lacks as NULL (so every query sees one schema)."""
+    from finops_cli.schema.billing import BILLING_SCHEMA
+
+    types = ", ".join(f"'{c}': 'VARCHAR'" for c in DATASETS[table])
+    listed = ", ".join(_literal(p) for p in paths)
+    source = f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, hive_types = {{{types}}})"
+    extra = ""
+    if table == "billing":
+        have = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+        extra = "".join(
+            f", CAST(NULL AS {_DUCKDB_TYPES[str(f.type)]}) AS {quote_identifier(f.name)}"
+            for f in BILLING_SCHEMA
+            if f.name not in have
+        )
+    con.execute(f"CREATE VIEW {table} AS SELECT *{extra} FROM {source}")
+
+
+_DUCKDB_TYPES = {
+    "string": "VARCHAR",
+    "double": "DOUBLE",
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "timestamp[us, tz=UTC]": "TIMESTAMPTZ",
+}
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (views cannot take parameters)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def run_pandas(
+    store: Store, query: Query, params: Mapping[str, Any] | None = None, **slots: str
+) -> pd.DataFrame | None:
+    """:func:`run`, as a DataFrame (the result is one row per group: small)."""
+    table = run(store, query, params, **slots)
+    return None if table is None else table.to_pandas()

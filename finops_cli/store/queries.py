@@ -1,0 +1,267 @@
+"""Every question asked of the store, as SQL text written once.
+
+Each :class:`Query` is one question (waste per device, the billed baseline, demand from a tag, …) in a
+portable dialect: plain ``SELECT … FROM <dataset> WHERE … GROUP BY …`` over the tables ``billing``,
+``utilization``, ``spot_prices`` (and the ingest aggregates ``billing_hourly``, ``utilization_hourly``),
+with named parameters ``$name`` for values. :mod:`finops_cli.store.engine` runs them on DuckDB over the
+Hive-partitioned Parquet store; a cluster runs the same text on Spark SQL (sqlglot transpiles the few
+dialect functions: ``json_extract_string``, ``date_trunc``).
+
+Rules that keep them portable and cheap:
+
+- filter on the partition columns (``billing_period``, ``month``, ``provider``) so engines read only the
+  horizon's partitions, and name only the columns a question needs (Parquet is columnar);
+- aggregate in the engine; what reaches pandas is one row per group (devices, resources, hours), never one
+  per billing line or sample;
+- tags are JSON text: ``json_extract_string(Tags, $tag_path)`` evaluates a team/workload filter in the engine;
+- identifiers that vary (the tag column of utilisation, the fleet's ``match`` columns) are template slots
+  ``{…}`` filled only from an allow-list (:func:`finops_cli.store.engine.render`), never from user text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Query:
+    """One question: its name, the datasets it reads, and its SQL (``$param`` values, ``{slot}`` identifiers)."""
+
+    name: str
+    tables: tuple[str, ...]
+    sql: str
+
+
+#: Utilisation per device × team × workload for one month: the waste report's input (hours, not seconds).
+#: ``samples`` counts non-null utilisation values; ``first_ts``/``last_ts``/``max_interval_s`` give each
+#: device's observed span (``last − first + longest interval``).
+WASTE_DEVICE_USAGE = Query(
+    "waste_device_usage",
+    ("utilization",),
+    """
+SELECT device_id, resource_id, host, team, workload, accelerator,
+       count(utilization) AS samples,
+       CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zero_samples,
+       sum(interval_s) / 3600.0 AS device_hours,
+       sum(utilization * interval_s) / 3600.0 AS busy_hours,
+       min("timestamp") AS first_ts,
+       max("timestamp") AS last_ts,
+       max(interval_s) AS max_interval_s
+FROM utilization
+WHERE month = $month
+GROUP BY device_id, resource_id, host, team, workload, accelerator
+""",
+)
+
+#: Sample utilisation in 1000 bins over [0, 1] plus exact zeros: deciles and the share at 0 %.
+#: Non-finite values are left out (``BETWEEN`` is false for NaN and ±inf in DuckDB and Spark alike).
+WASTE_HISTOGRAM = Query(
+    "waste_histogram",
+    ("utilization",),
+    """
+SELECT LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999) AS bin,
+       count(*) AS samples,
+       CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zeros
+FROM utilization
+WHERE month = $month AND utilization BETWEEN -1.0e308 AND 1.0e308
+GROUP BY LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999)
+""",
+)
+
+#: Billed lines of one billing period per resource and the attributes that price and match it: the
+#: waste report's cost per GPU-hour (``Σ EffectiveCost ÷ Σ x_GpuHours`` per resource). ``{match_columns}``
+#: adds the fleet's ``match`` columns so lines can be matched to substrates after aggregation.
+RESOURCE_COSTS = Query(
+    "resource_costs",
+    ("billing",),
+    """
+SELECT ResourceId, provider, RegionId, x_InstanceType, x_AcceleratorType, PricingCategory, BillingCurrency,
+       json_extract_string(Tags, '$.team') AS team{match_columns},
+       sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
+       sum(EffectiveCost) AS cost,
+       sum(BilledCost) AS billed_cost,
+       count(*) AS lines
+FROM billing
+WHERE billing_period = $month
+GROUP BY ResourceId, provider, RegionId, x_InstanceType, x_AcceleratorType, PricingCategory, BillingCurrency,
+         json_extract_string(Tags, '$.team'){match_columns}
+""",
+)
+
+#: what :data:`RESOURCE_COSTS` groups by besides the baseline's columns (no ``{match_columns}`` repeat)
+RESOURCE_COSTS_GROUPED = ("ResourceId", "x_AcceleratorType")
+
+#: Lines charged in ``[$start, $end)`` grouped by what matches them to a substrate (provider, region,
+#: instance type, pricing category, the fleet's ``match`` columns): the billed baseline's input.
+#: Partitions before the horizon's first billing period cannot hold its charges and are skipped; later ones
+#: may (corrections of earlier periods), and their row groups are skipped by ``ChargePeriodStart`` statistics.
+BILLED_BASELINE = Query(
+    "billed_baseline",
+    ("billing",),
+    """
+SELECT provider, RegionId, x_InstanceType, PricingCategory, BillingCurrency{match_columns},
+       count(*) AS lines,
+       sum(EffectiveCost) AS cost,
+       sum(BilledCost) AS billed_cost
+FROM billing
+WHERE billing_period >= $first_period
+  AND ChargePeriodStart >= $start AND ChargePeriodStart < $end
+GROUP BY provider, RegionId, x_InstanceType, PricingCategory, BillingCurrency{match_columns}
+""",
+)
+
+#: Busy GPU-hours per hour and accelerator of the devices whose ``{tag_column}`` (team or workload) equals
+#: ``$value``: demand ``from_store`` when utilisation carries the tag.
+DEMAND_FROM_UTILIZATION = Query(
+    "demand_from_utilization",
+    ("utilization",),
+    """
+SELECT date_trunc('hour', "timestamp") AS "timestamp", accelerator,
+       sum(utilization * interval_s) / 3600.0 AS gpu_hours
+FROM utilization
+WHERE month >= $first_month AND month <= $last_month
+  AND {tag_column} = $value
+  AND "timestamp" >= $start AND "timestamp" < $end
+GROUP BY date_trunc('hour', "timestamp"), accelerator
+""",
+)
+
+#: Billed GPU-hours (``ConsumedQuantity × x_GpuCount``) per hour and accelerator of the lines whose
+#: ``Tags`` carry ``$tag_path = $value``: demand ``from_store`` without matching utilisation.
+DEMAND_FROM_BILLING = Query(
+    "demand_from_billing",
+    ("billing",),
+    """
+SELECT date_trunc('hour', ChargePeriodStart) AS "timestamp", x_AcceleratorType AS accelerator,
+       sum(ConsumedQuantity * x_GpuCount) AS gpu_hours
+FROM billing
+WHERE billing_period >= $first_period
+  AND ChargePeriodStart >= $start AND ChargePeriodStart < $end
+  AND x_GpuCount > 0 AND ConsumedQuantity IS NOT NULL
+  AND json_extract_string(Tags, $tag_path) = $value
+GROUP BY date_trunc('hour', ChargePeriodStart), x_AcceleratorType
+""",
+)
+
+#: The newest spot price per provider: how old each price feed is (the report's price-feed table).
+SPOT_FEED_LATEST = Query(
+    "spot_feed_latest",
+    ("spot_prices",),
+    """
+SELECT provider, max("timestamp") AS latest
+FROM spot_prices
+GROUP BY provider
+ORDER BY provider
+""",
+)
+
+# ------------------------------------------------------------------------------ ingest aggregates
+#: ``billing_hourly``: one row per hour × (account, region, instance type, accelerator, pricing category,
+#: currency, team tag) of one detail file, written beside it in the same transaction. ``gpu_hours`` is
+#: ``Σ x_GpuHours``; ``consumed_gpu_hours`` is ``Σ ConsumedQuantity × x_GpuCount`` over GPU lines (what
+#: ``from_store`` demand counts); ``lines`` keeps line counts exact.
+BILLING_HOURLY = Query(
+    "billing_hourly",
+    ("billing",),
+    """
+SELECT date_trunc('hour', ChargePeriodStart) AS hour,
+       SubAccountId, RegionId, x_InstanceType, x_AcceleratorType, PricingCategory, BillingCurrency,
+       json_extract_string(Tags, '$.team') AS team,
+       count(*) AS lines,
+       sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
+       sum(CASE WHEN x_GpuCount > 0 THEN ConsumedQuantity * x_GpuCount END) AS consumed_gpu_hours,
+       sum(BilledCost) AS billed_cost,
+       sum(EffectiveCost) AS effective_cost
+FROM billing
+GROUP BY date_trunc('hour', ChargePeriodStart), SubAccountId, RegionId, x_InstanceType, x_AcceleratorType,
+         PricingCategory, BillingCurrency, json_extract_string(Tags, '$.team')
+""",
+)
+
+#: ``utilization_hourly``: busy and allocated GPU-hours per hour × device group (accelerator, team,
+#: workload) of one detail file. A sample counts in the hour it starts, as in the detail queries.
+UTILIZATION_HOURLY = Query(
+    "utilization_hourly",
+    ("utilization",),
+    """
+SELECT date_trunc('hour', "timestamp") AS hour, accelerator, team, workload,
+       count(utilization) AS samples,
+       sum(utilization * interval_s) / 3600.0 AS busy_gpu_hours,
+       sum(interval_s) / 3600.0 AS allocated_gpu_hours
+FROM utilization
+GROUP BY date_trunc('hour', "timestamp"), accelerator, team, workload
+""",
+)
+
+#: columns of ``billing_hourly`` a fleet ``match`` rule may name (beyond provider, region, type, category)
+BILLING_HOURLY_MATCHABLE = frozenset({"SubAccountId"})
+
+#: :data:`BILLED_BASELINE` from ``billing_hourly`` (when every detail file has its aggregate and the
+#: fleet matches on no column the aggregate lacks): the same groups from thousands of rows.
+BILLED_BASELINE_HOURLY = Query(
+    "billed_baseline_hourly",
+    ("billing_hourly",),
+    """
+SELECT provider, RegionId, x_InstanceType, PricingCategory, BillingCurrency{match_columns},
+       sum(lines) AS lines,
+       sum(effective_cost) AS cost,
+       sum(billed_cost) AS billed_cost
+FROM billing_hourly
+WHERE billing_period >= $first_period
+  AND hour >= $start AND hour < $end
+GROUP BY provider, RegionId, x_InstanceType, PricingCategory, BillingCurrency{match_columns}
+""",
+)
+
+#: :data:`DEMAND_FROM_UTILIZATION` from ``utilization_hourly``.
+DEMAND_FROM_UTILIZATION_HOURLY = Query(
+    "demand_from_utilization_hourly",
+    ("utilization_hourly",),
+    """
+SELECT hour AS "timestamp", accelerator, sum(busy_gpu_hours) AS gpu_hours
+FROM utilization_hourly
+WHERE month >= $first_month AND month <= $last_month
+  AND {tag_column} = $value
+  AND hour >= $start AND hour < $end
+GROUP BY hour, accelerator
+""",
+)
+
+#: :data:`DEMAND_FROM_BILLING` for the ``team`` tag, from ``billing_hourly``.
+DEMAND_FROM_BILLING_HOURLY = Query(
+    "demand_from_billing_hourly",
+    ("billing_hourly",),
+    """
+SELECT hour AS "timestamp", x_AcceleratorType AS accelerator, sum(consumed_gpu_hours) AS gpu_hours
+FROM billing_hourly
+WHERE billing_period >= $first_period
+  AND hour >= $start AND hour < $end
+  AND consumed_gpu_hours IS NOT NULL
+  AND team = $value
+GROUP BY hour, x_AcceleratorType
+""",
+)
+
+#: detail dataset -> (its aggregate dataset, the query that builds one aggregate file from one detail file)
+AGGREGATES: dict[str, tuple[str, Query]] = {
+    "billing": ("billing_hourly", BILLING_HOURLY),
+    "utilization": ("utilization_hourly", UTILIZATION_HOURLY),
+}
+
+QUERIES: dict[str, Query] = {
+    q.name: q
+    for q in (
+        WASTE_DEVICE_USAGE,
+        WASTE_HISTOGRAM,
+        RESOURCE_COSTS,
+        BILLED_BASELINE,
+        DEMAND_FROM_UTILIZATION,
+        DEMAND_FROM_BILLING,
+        SPOT_FEED_LATEST,
+        BILLING_HOURLY,
+        UTILIZATION_HOURLY,
+        BILLED_BASELINE_HOURLY,
+        DEMAND_FROM_UTILIZATION_HOURLY,
+        DEMAND_FROM_BILLING_HOURLY,
+    )
+}

@@ -1,0 +1,173 @@
+"""The pre-DuckDB pandas path, kept only as an independent reference for the engine's answers.
+
+Each function reads whole datasets into pandas/pyarrow exactly as ``finops`` did before issue 15 and
+answers the same question as one query of :mod:`finops_cli.store.queries`. The tests in
+``test_engine_equivalence.py`` compare the two to the cent and GPU-hour; nothing in the package uses this.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from finops_cli.core.baseline import match_billing
+from finops_cli.core.demand import Horizon
+from finops_cli.report.waste import USAGE_COLUMNS, UtilHistogram
+from finops_cli.schema.estate import Fleet
+from finops_cli.store import Store
+
+DEVICE_KEYS = ["device_id", "resource_id", "host", "team", "workload", "accelerator"]
+
+
+def _decode(table: pa.Table) -> pa.Table:
+    for i, fld in enumerate(table.schema):
+        if pa.types.is_dictionary(fld.type):
+            table = table.set_column(i, fld.name, table.column(i).cast(fld.type.value_type))
+    return table
+
+
+def device_usage(store: Store, month: str) -> tuple[pd.DataFrame, UtilHistogram, float]:
+    """Utilisation per device × team × workload, the sample histogram and the span (hours), batch by batch."""
+    data = store.dataset("utilization")
+    assert data is not None
+    cols = [*DEVICE_KEYS, "utilization", "interval_s", "timestamp"]
+    partials, spans, hist = [], [], UtilHistogram()
+    for batch in data.scanner(columns=cols, filter=ds.field("month") == month).to_batches():
+        if batch.num_rows == 0:
+            continue
+        util = batch.column("utilization")
+        hist.add(util.to_numpy(zero_copy_only=False))
+        t = pa.table(
+            {
+                **{k: batch.column(k) for k in DEVICE_KEYS},
+                "busy_s": pc.multiply(util, batch.column("interval_s")),
+                "interval_s": batch.column("interval_s"),
+                "zero": pc.cast(pc.equal(util, 0.0), pa.int64()),
+                "ts": batch.column("timestamp"),
+            }
+        )
+        sums = [("interval_s", "sum"), ("busy_s", "sum"), ("zero", "sum"), ("zero", "count")]
+        partials.append(_decode(t.group_by(DEVICE_KEYS).aggregate(sums)))
+        spans.append(_decode(t.group_by("device_id").aggregate([("ts", "min"), ("ts", "max"), ("interval_s", "max")])))
+    agg = (
+        pa.concat_tables(partials)
+        .group_by(DEVICE_KEYS)
+        .aggregate([("interval_s_sum", "sum"), ("busy_s_sum", "sum"), ("zero_sum", "sum"), ("zero_count", "sum")])
+        .to_pandas()
+    )
+    usage = pd.DataFrame(
+        {
+            **{k: agg[k] for k in DEVICE_KEYS},
+            "samples": agg["zero_count_sum"],
+            "zero_samples": agg["zero_sum_sum"],
+            "device_hours": agg["interval_s_sum_sum"] / 3600.0,
+            "busy_hours": agg["busy_s_sum_sum"] / 3600.0,
+        }
+    )[USAGE_COLUMNS]
+    sp = (
+        pa.concat_tables(spans)
+        .group_by("device_id")
+        .aggregate([("ts_min", "min"), ("ts_max", "max"), ("interval_s_max", "max")])
+        .to_pandas()
+    )
+    span = float(((sp["ts_max_max"] - sp["ts_min_min"]).dt.total_seconds() + sp["interval_s_max_max"]).sum() / 3600)
+    return usage, hist, span
+
+
+def _tag(tags: object, key: str) -> str | None:
+    if not isinstance(tags, str) or not tags:
+        return None
+    try:
+        return json.loads(tags).get(key)
+    except (ValueError, AttributeError):
+        return None
+
+
+def billing_lines(store: Store, month: str | None = None) -> pd.DataFrame:
+    """Every billing line (of one billing period), all columns, as pandas."""
+    flt = ds.field("billing_period") == month if month else None
+    table = store.read("billing", filter=flt)
+    return table.to_pandas() if table is not None else pd.DataFrame()
+
+
+def resource_rates(billing: pd.DataFrame, fleet: Fleet | None) -> pd.DataFrame:
+    """Per resource: GPU-hours, EffectiveCost and cost per GPU-hour, one line at a time (``Tags`` via json)."""
+    b = billing[billing["ResourceId"].notna()].copy()
+    b["substrate"] = match_billing(b, fleet) if fleet is not None else None
+    b["x_GpuHours"] = b["x_GpuHours"].fillna(0.0).astype(float)
+    b["team"] = b["Tags"].map(lambda t: _tag(t, "team"))
+
+    def first(s: pd.Series) -> Any:
+        s = s.dropna()
+        return s.iloc[0] if len(s) else None
+
+    g = b.groupby("ResourceId", sort=True)
+    out = pd.DataFrame(
+        {
+            "provider": g["provider"].agg(first),
+            "region": g["RegionId"].agg(first),
+            "instance_type": g["x_InstanceType"].agg(first),
+            "accelerator": g["x_AcceleratorType"].agg(first),
+            "pricing_category": g["PricingCategory"].agg(first),
+            "team": g["team"].agg(first),
+            "substrate": g["substrate"].agg(first),
+            "gpu_hours": g["x_GpuHours"].sum(),
+            "cost": g["EffectiveCost"].sum(),
+            "currency": g["BillingCurrency"].agg(first),
+        }
+    )
+    out = out[out["gpu_hours"] > 0].copy()
+    out["usd_per_gpu_hour"] = out["cost"] / out["gpu_hours"]
+    # The one fix carried over: under pandas 3 a missing team came out NaN, which is truthy, so waste_report
+    # grouped such devices under a NaN key that groupby then dropped (groups no longer added up to the totals).
+    attrs = ["provider", "region", "instance_type", "accelerator", "pricing_category", "team", "substrate", "currency"]
+    out[attrs] = out[attrs].astype(object).where(out[attrs].notna(), None)
+    out.index.name = "resource_id"
+    return out.reset_index()
+
+
+def billed_baseline(billing: pd.DataFrame, fleet: Fleet, start: datetime, end: datetime) -> tuple[pd.Series, int, int]:
+    """EffectiveCost per substrate of the lines charged in ``[start, end)``; lines matched; lines inside."""
+    charge = pd.to_datetime(billing["ChargePeriodStart"], utc=True)
+    inside = billing[(charge >= pd.Timestamp(start)) & (charge < pd.Timestamp(end))]
+    substrate = match_billing(inside, fleet)
+    matched = inside[substrate.notna()]
+    cost = matched["EffectiveCost"].astype(float).groupby(substrate[substrate.notna()]).sum()
+    return cost, len(matched), len(inside)
+
+
+def observed_from_utilization(store: Store, tag: str, value: str, horizon: Horizon) -> pd.DataFrame:
+    """One row per matching sample: ``timestamp, gpu_hours, accelerator`` (whole dataset read)."""
+    frame = store.read("utilization").to_pandas()
+    frame = frame[frame[tag].astype(str) == value]
+    out = pd.DataFrame(
+        {
+            "timestamp": pd.to_datetime(frame["timestamp"], utc=True),
+            "gpu_hours": frame["utilization"].astype(float) * frame["interval_s"].astype(float) / 3600,
+            "accelerator": frame["accelerator"].astype(str).to_numpy(),
+        }
+    )
+    idx = horizon.hour_index(out["timestamp"])
+    return out[(idx >= 0) & (idx < horizon.hours)]
+
+
+def observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon) -> pd.DataFrame:
+    """One row per matching line: ``timestamp, gpu_hours, accelerator`` (``Tags`` parsed line by line)."""
+    frame = billing_lines(store)
+    frame = frame[frame["Tags"].map(lambda t: _tag(t, tag) == value).astype(bool)]
+    frame = frame[frame["x_GpuCount"].notna() & (frame["x_GpuCount"].astype(float) > 0)]
+    out = pd.DataFrame(
+        {
+            "timestamp": pd.to_datetime(frame["ChargePeriodStart"], utc=True),
+            "gpu_hours": frame["ConsumedQuantity"].astype(float) * frame["x_GpuCount"].astype(float),
+            "accelerator": frame["x_AcceleratorType"].astype(str).to_numpy(),
+        }
+    )
+    idx = horizon.hour_index(out["timestamp"])
+    return out[(idx >= 0) & (idx < horizon.hours)]
