@@ -1,0 +1,79 @@
+"""Ingest aggregates: built from each committed detail file, in step with it through re-ingests and removals."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from finops_cli import api
+from finops_cli.store import Store
+from tests.conftest import SAMPLES
+
+
+def _sums(store: Store, sql: str) -> list[tuple]:
+    return duckdb.connect().execute(sql.replace("ROOT", str(store.root))).fetchall()
+
+
+def test_billing_hourly_adds_up_to_the_detail_lines(sample_ingested: Store) -> None:
+    detail = _sums(
+        sample_ingested,
+        "SELECT BillingCurrency, count(*), round(sum(EffectiveCost), 2), round(sum(BilledCost), 2),"
+        " round(sum(x_GpuHours), 3) FROM read_parquet('ROOT/billing/*/*/*.parquet') GROUP BY 1 ORDER BY 1",
+    )
+    hourly = _sums(
+        sample_ingested,
+        "SELECT BillingCurrency, sum(lines), round(sum(effective_cost), 2), round(sum(billed_cost), 2),"
+        " round(sum(gpu_hours), 3) FROM read_parquet('ROOT/billing_hourly/*/*/*.parquet') GROUP BY 1 ORDER BY 1",
+    )
+    assert detail == hourly and detail[0][1] > 1000
+    rows = _sums(sample_ingested, "SELECT count(*) FROM read_parquet('ROOT/billing_hourly/*/*/*.parquet')")[0][0]
+    assert rows < detail[0][1]
+
+
+def test_utilization_hourly_adds_up_to_the_samples(sample_ingested: Store) -> None:
+    detail = _sums(
+        sample_ingested,
+        "SELECT count(*), round(sum(utilization * interval_s) / 3600, 6), round(sum(interval_s) / 3600, 6)"
+        " FROM read_parquet('ROOT/utilization/*/*.parquet')",
+    )
+    hourly = _sums(
+        sample_ingested,
+        "SELECT sum(samples), round(sum(busy_gpu_hours), 6), round(sum(allocated_gpu_hours), 6)"
+        " FROM read_parquet('ROOT/utilization_hourly/*/*.parquet')",
+    )
+    assert detail == hourly and detail[0][0] > 100_000
+
+
+def test_a_reingest_replaces_and_a_removal_removes_the_aggregate(store: Store) -> None:
+    api.ingest_billing([SAMPLES / "billing" / "focus-2026-10.csv"], store=store)
+    files = store.files("billing_hourly")
+    assert [f.name for f in files] == [f.name for f in store.files("billing")]
+    before = pq.read_table(files[0])
+    api.ingest_billing([SAMPLES / "billing" / "focus-2026-10.csv"], store=store)  # same key: replaced
+    assert [f.name for f in store.files("billing_hourly")] == [f.name for f in files]
+    assert pq.read_table(store.files("billing_hourly")[0]).equals(before)
+    partitions = [
+        {"provider": f.parent.parent.name.split("=")[1], "billing_period": f.parent.name.split("=")[1]}
+        for f in store.files("billing")
+    ]
+    assert len(partitions) > 1  # the FOCUS sample bills several providers
+    with store.transaction() as tx:
+        tx.replace_partition("billing", partitions[0])
+    assert len(store.files("billing")) == len(store.files("billing_hourly")) == len(partitions) - 1
+    assert store.has_aggregate("billing")
+
+
+def test_an_aborted_ingest_leaves_no_aggregate(store: Store) -> None:
+    table = pa.table({"ChargePeriodStart": pa.array([0], pa.timestamp("us", tz="UTC")), "provider": ["aws"],
+                      "billing_period": ["2026-10"], "EffectiveCost": [1.0]})  # fmt: skip
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.write_partitioned("billing", table, key="k")
+        raise RuntimeError("killed")
+    assert not store.has("billing") and not store.has("billing_hourly")
+    with store.transaction() as tx:
+        tx.write_partitioned("billing", table, key="k")
+    assert store.has_aggregate("billing")
+    (row,) = pq.read_table(store.files("billing_hourly")[0]).to_pylist()
+    assert row["lines"] == 1 and row["effective_cost"] == 1.0 and row["team"] is None
