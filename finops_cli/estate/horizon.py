@@ -37,16 +37,13 @@ class HorizonChoice:
 
 def latest_billed_gpu_month(store: Store) -> str | None:
     """The latest ``billing_period`` with GPU-hours > 0 (non-GPU lines never decide the month)."""
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
+    from finops_cli.store import engine
+    from finops_cli.store.queries import LATEST_BILLED_GPU_MONTH, LATEST_BILLED_GPU_MONTH_HOURLY
 
-    data = store.dataset("billing")
-    if data is None or "x_GpuHours" not in data.schema.names:
-        return None
-    table = data.to_table(columns=["billing_period"], filter=ds.field("x_GpuHours") > 0)
-    if table.num_rows == 0:
-        return None
-    return str(pc.max(table["billing_period"]).as_py())
+    hourly = store.has_aggregate("billing")
+    table = engine.run(store, LATEST_BILLED_GPU_MONTH_HOURLY if hourly else LATEST_BILLED_GPU_MONTH)
+    month = table.column("month")[0].as_py() if table is not None and table.num_rows else None
+    return None if month is None else str(month)
 
 
 def latest_utilization_month(store: Store) -> str | None:

@@ -152,17 +152,19 @@ def run_files(
 def _create_view(con: Any, table: str, paths: list[str]) -> None:
     """View ``table`` over ``paths``: partition columns as strings, files' columns united by name, and
     canonical billing columns an older file lacks as NULL (so every query sees one schema)."""
+    from finops_cli.ingest.utilization.common import STORE_SCHEMA as UTILIZATION_SCHEMA
     from finops_cli.schema.billing import BILLING_SCHEMA
 
     types = ", ".join(f"'{c}': 'VARCHAR'" for c in DATASETS[table])
     listed = ", ".join(_literal(p) for p in paths)
     source = f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, hive_types = {{{types}}})"
     extra = ""
-    if table == "billing":
+    canonical = {"billing": BILLING_SCHEMA, "utilization": UTILIZATION_SCHEMA}.get(table)
+    if canonical is not None:
         have = {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
         extra = "".join(
-            f", CAST(NULL AS {_DUCKDB_TYPES[str(f.type)]}) AS {quote_identifier(f.name)}"
-            for f in BILLING_SCHEMA
+            f", CAST(NULL AS {_duckdb_type(f.type)}) AS {quote_identifier(f.name)}"
+            for f in canonical
             if f.name not in have
         )
     con.execute(f"CREATE VIEW {table} AS SELECT *{extra} FROM {source}")
@@ -175,6 +177,10 @@ _DUCKDB_TYPES = {
     "int64": "BIGINT",
     "timestamp[us, tz=UTC]": "TIMESTAMPTZ",
 }
+
+
+def _duckdb_type(t: pa.DataType) -> str:
+    return _DUCKDB_TYPES[str(t.value_type if pa.types.is_dictionary(t) else t)]
 
 
 def _literal(text: str) -> str:

@@ -248,6 +248,28 @@ AGGREGATES: dict[str, tuple[str, Query]] = {
     "utilization": ("utilization_hourly", UTILIZATION_HOURLY),
 }
 
+#: The latest billing period with GPU-hours (what every command's default month rests on).
+LATEST_BILLED_GPU_MONTH = Query(
+    "latest_billed_gpu_month",
+    ("billing",),
+    """
+SELECT max(billing_period) AS month
+FROM billing
+WHERE x_GpuHours > 0
+""",
+)
+
+#: :data:`LATEST_BILLED_GPU_MONTH` from ``billing_hourly``.
+LATEST_BILLED_GPU_MONTH_HOURLY = Query(
+    "latest_billed_gpu_month_hourly",
+    ("billing_hourly",),
+    """
+SELECT max(billing_period) AS month
+FROM billing_hourly
+WHERE gpu_hours > 0
+""",
+)
+
 QUERIES: dict[str, Query] = {
     q.name: q
     for q in (
@@ -263,5 +285,7 @@ QUERIES: dict[str, Query] = {
         BILLED_BASELINE_HOURLY,
         DEMAND_FROM_UTILIZATION_HOURLY,
         DEMAND_FROM_BILLING_HOURLY,
+        LATEST_BILLED_GPU_MONTH,
+        LATEST_BILLED_GPU_MONTH_HOURLY,
     )
 }
