@@ -310,7 +310,7 @@ def _inside(root: Path, rel: object, *, under: tuple[str, ...], what: str, journ
     if not isinstance(rel, str) or not rel or "\0" in rel or "\\" in rel:
         raise bad
     parts = Path(rel).parts
-    if Path(rel).is_absolute() or any(p in ("..", ".", "") for p in parts) or parts[0] not in under:
+    if not parts or Path(rel).is_absolute() or any(p in ("..", ".", "") for p in parts) or parts[0] not in under:
         raise bad
     real_root = os.path.realpath(root)
     real_parent = os.path.realpath(root / Path(rel).parent)

@@ -92,6 +92,8 @@ def _journal(root: Path, plan: object) -> Path:
         ({"deletes": [], "moves": [], "staging": "/OUT"}, "staging"),
         ({"deletes": [], "moves": [], "staging": ".staging/../../outside"}, "staging"),
         ({"deletes": [], "moves": [], "staging": ".staging"}, "staging"),
+        ({"deletes": [], "moves": [], "staging": "."}, "staging"),  # no path parts at all (found by hypothesis)
+        ({"deletes": ["."], "moves": [], "staging": ".staging/tx1"}, "deleted file"),
         ({"deletes": ["manifest.json"], "moves": [], "staging": ".staging/tx1"}, "manifest.json"),
         ({"deletes": ["billing/x.txt"], "moves": [], "staging": ".staging/tx1"}, "data file"),
         ({"deletes": [], "moves": [[".staging/tx2/x.parquet", f"{PART}/x.parquet"]], "staging": ".staging/tx1"}, ""),
