@@ -94,4 +94,7 @@ def test_adjacent_traces_are_kept_and_overlapping_ones_in_one_command_refused(tm
     other = _trace(tmp_path / "other.csv", "2026-10-03", 24, seed=4, extra_column=True)
     res = _ingest(store, str(half), str(other))
     assert res.exit_code == 2 and "counted twice" in res.output
-    assert _totals(store) == totals
+    after = _totals(store)  # the engine sums in parallel: equal up to float summation order
+    assert after.keys() == totals.keys()
+    for key, value in totals.items():
+        assert after[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
