@@ -53,6 +53,13 @@ def _totals(store: Path) -> dict:
     return json.loads(res.stdout)["totals"]
 
 
+def _assert_same_totals(after: dict, before: dict) -> None:
+    """Equal up to float summation order (the engine sums in parallel)."""
+    assert after.keys() == before.keys()
+    for key, value in before.items():
+        assert after[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+
+
 def test_same_trace_twice_with_different_options_keeps_gpu_hours(tmp_path: Path) -> None:
     trace = _trace(tmp_path / "trace.csv", "2026-10-01", 24)
     store = tmp_path / "s"
@@ -67,7 +74,7 @@ def test_same_trace_twice_with_different_options_keeps_gpu_hours(tmp_path: Path)
 
     copy = _trace(tmp_path / "copy-with-host.csv", "2026-10-01", 24, extra_column=True)
     assert _ingest(store, str(copy)).exit_code == 2
-    assert _totals(store) == before  # the store is byte-for-byte what it was
+    _assert_same_totals(_totals(store), before)  # the store is what it was
 
     replaced = _ingest(store, str(copy), "--team-col", "squad", "--replace")
     assert replaced.exit_code == 0, replaced.output
@@ -94,7 +101,4 @@ def test_adjacent_traces_are_kept_and_overlapping_ones_in_one_command_refused(tm
     other = _trace(tmp_path / "other.csv", "2026-10-03", 24, seed=4, extra_column=True)
     res = _ingest(store, str(half), str(other))
     assert res.exit_code == 2 and "counted twice" in res.output
-    after = _totals(store)  # the engine sums in parallel: equal up to float summation order
-    assert after.keys() == totals.keys()
-    for key, value in totals.items():
-        assert after[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
+    _assert_same_totals(_totals(store), totals)
