@@ -500,9 +500,8 @@ def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, fir
         raise InputError(f"a time beyond {MIN_YEAR}–{MAX_YEAR}", path=path, where=f"column {column!r}") from None
     lo = pa.scalar(datetime(MIN_YEAR, 1, 1, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
     hi = pa.scalar(datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
-    bad = pc.fill_null(pc.or_(pc.less(parsed, lo), pc.greater_equal(parsed, hi)), False)
-    if pc.any(bad).as_py():
-        i = pc.index(bad, True).as_py()
+    i = first_bad_row(pc.or_(pc.less(parsed, lo), pc.greater_equal(parsed, hi)))
+    if i is not None:
         raise InputError(
             f"date {values[i].as_py()!s} is outside {MIN_YEAR}–{MAX_YEAR}",
             path=path,
@@ -605,15 +604,20 @@ def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, f
                     f"expected a number (got {v!r})", path=path, where=f"row {first_row + i}, column {column!r}"
                 ) from None
         raise
-    bad = pc.invert(pc.fill_null(pc.is_finite(out), True))
-    if pc.any(bad).as_py():
-        i = pc.index(bad, True).as_py()
+    i = first_bad_row(pc.invert(pc.fill_null(pc.is_finite(out), True)))
+    if i is not None:
         raise InputError(
             f"expected a finite number (got {values[i].as_py()!r})",
             path=path,
             where=f"row {first_row + i}, column {column!r}",
         )
     return out
+
+
+def first_bad_row(bad: pa.Array | pa.ChunkedArray) -> int | None:
+    """Index of the first true value of a boolean mask (nulls count as false), or None: the row an error names."""
+    mask = pc.fill_null(bad, False)
+    return int(pc.index(mask, True).as_py()) if pc.any(mask).as_py() else None
 
 
 def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) -> pa.Array:

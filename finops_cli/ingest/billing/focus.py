@@ -50,7 +50,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers import map_unique
+from finops_cli.ingest.readers import first_bad_row, map_unique
 from finops_cli.schema.billing import BILLING_SCHEMA, CHARGE_CATEGORIES, PRICING_CATEGORIES
 
 MONEY = (
@@ -144,9 +144,8 @@ def _check_gpu_count(gpus: pa.Array | None, ctx: BatchContext) -> None:
     if gpus is None:
         return
     whole = pc.and_(pc.equal(pc.floor(gpus), gpus), pc.and_(pc.greater_equal(gpus, 0), pc.less_equal(gpus, 100_000)))
-    bad = pc.invert(pc.fill_null(whole, True))
-    if pc.any(bad).as_py():
-        i = pc.index(bad, True).as_py()
+    i = first_bad_row(pc.invert(pc.fill_null(whole, True)))
+    if i is not None:
         raise InputError(
             f"expected a whole number of GPUs per instance (got {gpus[i].as_py()!r})",
             path=ctx.path,

@@ -41,7 +41,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers import MAX_YEAR, MIN_YEAR, map_unique
+from finops_cli.ingest.readers import MAX_YEAR, MIN_YEAR, first_bad_row, map_unique
 
 MACHINE_SPEC = "compute.googleapis.com/machine_spec"
 COST_TYPE = {"regular": "Usage", "tax": "Tax", "adjustment": "Adjustment", "rounding_error": "Adjustment"}
@@ -199,9 +199,8 @@ def _invoice_month(values: pa.Array | None, start: pa.Array, ctx: BatchContext) 
                 ) from None
         raise
     years = pc.year(parsed)
-    bad = pc.fill_null(pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)), False)
-    if pc.any(bad).as_py():
-        i = pc.index(bad, True).as_py()
+    i = first_bad_row(pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)))
+    if i is not None:
         raise InputError(
             f"invoice month {text[i].as_py()!r} is outside {MIN_YEAR}–{MAX_YEAR}",
             path=ctx.path,

@@ -38,7 +38,7 @@ from finops_cli.files import content_fingerprint
 # Importing the format modules registers them.
 from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, BillingFormat, Converted, finish
-from finops_cli.ingest.readers import discover, iter_batches, map_unique, read_header
+from finops_cli.ingest.readers import discover, first_bad_row, iter_batches, map_unique, read_header
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
 
@@ -214,9 +214,8 @@ def check_money(values: pa.Array | pa.ChunkedArray, name: str, ctx: BatchContext
     """Refuse a NaN, an infinity or an absurd amount (naming file and row) before it is summed or stored."""
     x = pc.cast(values, pa.float64())
     ok = pc.and_(pc.is_finite(x), pc.less_equal(pc.abs(x), MAX_LINE_AMOUNT))
-    bad = pc.invert(pc.fill_null(ok, True))
-    if pc.any(bad).as_py():
-        i = pc.index(bad, True).as_py()
+    i = first_bad_row(pc.invert(pc.fill_null(ok, True)))
+    if i is not None:
         raise InputError(
             f"{name} is {x[i].as_py()!r}: expected a finite amount of money within ±{MAX_LINE_AMOUNT:.0e}",
             path=ctx.path,
