@@ -17,7 +17,7 @@ from finops_cli.estate import Estate, load_estate
 from finops_cli.store import Store, resolve_store_root
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from datetime import datetime
 
     import pandas as pd
@@ -63,7 +63,7 @@ def estate(fleet: str | Path, workloads: str | Path) -> Estate:
 
 
 def ingest_billing(
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     fmt: str = "auto",
     store: str | Path | Store | None = None,
     progress: Callable[[Path, int, int, int], None] | None = None,
@@ -107,7 +107,7 @@ def store_check(store: str | Path | Store | None = None) -> CheckResult:
 
 
 def ingest_utilization(
-    paths: list[str | Path],
+    paths: Sequence[str | Path],
     *,
     store: str | Path | Store | None = None,
     fmt: str = "auto",
@@ -229,7 +229,7 @@ def waste(
         if len(currencies) > 1:
             raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
     if month not in util_months:
-        report = billed_gpu_report(costs, fleet=fl, by=by)  # type: ignore[arg-type]
+        report = billed_gpu_report(costs, fleet=fl, by=by)
         report.totals["month"] = month
         return report
     groups = engine.run_pandas(st, WASTE_DEVICE_USAGE, {"month": month})
@@ -245,7 +245,7 @@ def waste(
         fleet=fl,
         price_per_gpu_hour=price_per_gpu_hour,
         by=by,
-        histogram=hist,  # type: ignore[arg-type]
+        histogram=hist,
         span_hours=span_hours,
     )
     report.totals["month"] = month
@@ -322,16 +322,16 @@ def costs(
     from finops_cli.core.baseline import match_billing
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_fleet
-    from finops_cli.report.costs import COST_COLUMN, CostsResult, compare_costs, group_costs
+    from finops_cli.report.costs import CHARGEBACK_RULES, COST_BASES, CostsResult, compare_costs, group_costs
     from finops_cli.report.costs import chargeback as charge
     from finops_cli.store.cost_query import NONE, cost_groups, usage_groups
 
     for flag, value in (("--month", month), ("--compare", compare)):
         if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
             raise InputError(f"{flag} {value!r}: expected YYYY-MM such as 2026-10")
-    if cost not in COST_COLUMN:
+    if cost not in COST_BASES:
         raise InputError(f"--cost {cost!r}: expected billed or effective")
-    if chargeback is not None and chargeback not in ("proportional", "even"):
+    if chargeback is not None and chargeback not in CHARGEBACK_RULES:
         raise InputError(f"--chargeback {chargeback!r}: expected proportional or even")
     if chargeback is not None and compare is not None:
         raise InputError("--chargeback and --compare answer different questions; give one")
@@ -375,24 +375,24 @@ def costs(
         frame["substrate"] = matched.fillna("(unmatched)").astype(str)
         if "substrate" in filters:
             frame = frame[frame["substrate"].isin(filters["substrate"])]
-    basis = cost  # type: ignore[assignment]
+    basis = cost
     notes: list[str] = []
     if frame.empty:
         notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
     if compare is not None:
         assert month is not None
-        rows, totals = compare_costs(frame, [b for b in by if b != "month"], basis, month, compare)  # type: ignore[arg-type]
+        rows, totals = compare_costs(frame, [b for b in by if b != "month"], basis, month, compare)
         cols = [(b, "text") for b in by if b != "month"]
         columns = [*cols, ("currency", "text"), *_COMPARE_COLUMNS]
-        return CostsResult("compare", columns, rows, totals, basis, [month, compare], notes)  # type: ignore[arg-type]
+        return CostsResult("compare", columns, rows, totals, basis, [month, compare], notes)
     if chargeback is not None:
         usage = usage_groups(st, team_tag, months)
-        rows, totals, more = charge(frame, usage, basis, chargeback, team_tag)  # type: ignore[arg-type]
+        rows, totals, more = charge(frame, usage, basis, chargeback, team_tag)
         columns = [(team_tag, "text"), ("currency", "text"), *_CHARGEBACK_COLUMNS]
-        return CostsResult("chargeback", columns, rows, totals, basis, months, notes + more)  # type: ignore[arg-type]
-    rows, totals = group_costs(frame, by, basis)  # type: ignore[arg-type]
+        return CostsResult("chargeback", columns, rows, totals, basis, months, notes + more)
+    rows, totals = group_costs(frame, by, basis)
     columns = [*[(b, "text") for b in by], ("currency", "text"), *_GROUP_COLUMNS]
-    return CostsResult("groups", columns, rows, totals, basis, months or periods, notes)  # type: ignore[arg-type]
+    return CostsResult("groups", columns, rows, totals, basis, months or periods, notes)
 
 
 # --- estate: validate, stack, netc ----------------------------------------------------------------
@@ -484,8 +484,13 @@ def priced_fleet(
         and estate is not None
         and any(w.demand.from_store is not None for w in estate.workloads.workloads)
     )
-    given = isinstance(store, Store) or (store is None and not default_store)
-    st = store if given else _existing_store(store, needs)  # type: ignore[arg-type]
+    st: Store | None
+    if isinstance(store, Store):
+        st = store
+    elif store is None and not default_store:
+        st = None
+    else:
+        st = _existing_store(store, needs)
     choice = choose_horizon(horizon, estate, st)
     resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx)
     return _Priced(resolved, sources, choice, st)
@@ -766,7 +771,7 @@ def plan(
     p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx, default_store=False)
     hz, sources = p.horizon, p.sources
     resolved = replace(estate, fleet=p.fleet)
-    observed = []
+    observed: list[ObservedDemand] = []
     if demand is None:
         demand, observed = estate_demand_sources(resolved, hz, store)
     elif len(demand) != hz.hours:
@@ -792,7 +797,7 @@ def plan(
             billed = billed_baseline(groups, resolved.fleet)
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
     document.notes.extend(r.note() for r in estate.rates)
-    document.demand_sources.extend(DemandSource(**o.as_dict()) for o in observed)
+    document.demand_sources.extend(DemandSource.model_validate(o.as_dict()) for o in observed)
     document.prices = [PriceUsed.model_validate(src.as_dict()) for src in sources]
     document.fx = fx_used(sources)
     return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, p.choice.warnings)
@@ -901,7 +906,7 @@ def report(
         if by_cost:
             biggest = max(by_cost, key=lambda w: by_cost[w])
             try:
-                result = stack(
+                curve = stack(
                     fleet,
                     workloads,
                     workload=biggest,
@@ -911,16 +916,16 @@ def report(
                     fx=doc.fx or None,
                 )
                 used = {p.substrate: p.value for p in doc.prices}
-                now = {p.substrate: p.value for p in result.prices}
+                now = {p.substrate: p.value for p in curve.prices}
                 moved = [k for k, v in used.items() if k in now and v is not None and abs((now[k] or 0) - v) > 1e-6]
                 if moved:
                     inputs.notes.append(
                         "The supply curve prices " + ", ".join(moved) + " differently from the plan (the store or "
                         "fleet changed since the plan was made)."
                     )
-                chosen = result.stacks[0]
+                chosen = curve.stacks[0]
 
-                def draw(path: Path, chosen=chosen, currency=result.currency) -> Path:
+                def draw(path: Path, chosen: Stack = chosen, currency: str = curve.currency) -> Path:
                     from finops_cli.report.charts import merit_order_chart
 
                     return merit_order_chart(chosen, path, currency=currency)

@@ -55,10 +55,11 @@ class _ErrorMappingGroup(TyperGroup):
         # Typer draws --help and usage errors with its own rich console: no styles under NO_COLOR either.
         import typer.rich_utils
 
-        typer.rich_utils.COLOR_SYSTEM = None if color_disabled() else "auto"  # type: ignore[assignment]
+        typer.rich_utils.COLOR_SYSTEM = None if color_disabled() else "auto"
         return super().main(*args, **kwargs)
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    # Typer always hands its groups a typer.Context (click's Context subclass, the type click declares here).
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             with guard_inputs():
                 return super().invoke(ctx)

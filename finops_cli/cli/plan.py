@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console, Group
@@ -34,6 +34,9 @@ from finops_cli.cli.output import emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money, money_table, pct, table_text
 from finops_cli.report.escape import md_text
 from finops_cli.report.format import unit_price
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 class SolverChoice(StrEnum):
@@ -186,7 +189,7 @@ def _tables(doc: dict) -> list:
     return tables
 
 
-def _prices_used_table(doc: dict) -> object | None:
+def _prices_used_table(doc: dict) -> Table | None:
     """The substrate prices the plan used (``prices`` in plan.json), as the report prints them."""
     from finops_cli.report.markdown import PRICES_HEADERS, prices_rows
     from finops_cli.schema.plan import PlanDocument

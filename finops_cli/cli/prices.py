@@ -65,7 +65,7 @@ def price_tables(table: object, *, wide: bool) -> list[Table]:
     """
     import pandas as pd
 
-    df: pd.DataFrame = table  # type: ignore[assignment]
+    df: pd.DataFrame = table
     stats = ("min", "mean", "p50", "p90", "max", "latest") if wide else ("mean", "p50", "p90", "latest")
     out = []
     keys = ["provider", "instance_type", "price_kind"]

@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
             doc = result.plan
             assert doc is not None
             t = doc.totals
-            rows = [["baseline", t.baseline_cost], ["plan", t.planned_cost], ["savings", t.savings]]
+            rows: list[list[object]] = [["baseline", t.baseline_cost], ["plan", t.planned_cost], ["savings", t.savings]]
             stdout_console().print(
                 money_table("Report", [Col("figure"), Col("cost", "money")], rows, currency=doc.currency)
             )

@@ -34,7 +34,8 @@ def iso4217_minor_units() -> Mapping[str, int | None]:
 
     out: dict[str, int | None] = {}
     for code, entry in iso4217.raw_table.items():
-        raw = (entry.get("CcyMnrUnts") or "").strip()
+        # The stub types every field as str | int | set[str]; CcyMnrUnts is the text "2", "0" or "N.A.".
+        raw = str(entry.get("CcyMnrUnts") or "").strip()
         if not code or len(code) != 3:
             continue
         out[code] = int(raw) if raw.isdigit() else None

@@ -76,7 +76,7 @@ def check_spot_rates(estate: Estate, strict: bool = False) -> list[str]:
 def check_price_refs(estate: Estate, strict: bool = False) -> list[str]:
     """Every ``price_ref`` exists in the reference table (raises otherwise); feeds need a store (warn)."""
     ffile, _ = _names(estate)
-    out = []
+    out: list[str] = []
     for i, s in enumerate(estate.fleet.substrates):
         if s.price_ref is not None:
             try:

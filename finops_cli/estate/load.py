@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -13,6 +13,9 @@ from finops_cli.errors import InputError
 from finops_cli.estate.rates import RateSource, resolve_rates
 from finops_cli.files import Positions, position_of, read_yaml_positions
 from finops_cli.schema.estate import Fleet, Workloads
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -41,7 +44,7 @@ def _field_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: ErrorDetails) -> str:
     kind, ctx = err["type"], err.get("ctx") or {}
     if kind == "extra_forbidden":
         return "unknown key (check the spelling)"

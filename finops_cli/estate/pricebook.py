@@ -68,7 +68,7 @@ def _reference_table(path: Path) -> pd.DataFrame:
         raise InputError(f"missing column(s) {missing}", path=path)
     frame["ref"] = frame["provider"] + "/" + frame["offering"] + "/" + frame["term"]
     for i, row in frame.iterrows():
-        where = csv_line(int(i))  # type: ignore[call-overload]
+        where = csv_line(int(i))
         try:
             datetime.strptime(row["read_on"], "%Y-%m-%d")
         except ValueError:

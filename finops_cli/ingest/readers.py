@@ -604,12 +604,12 @@ def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, f
                     f"expected a number (got {v!r})", path=path, where=f"row {first_row + i}, column {column!r}"
                 ) from None
         raise
-    i = first_bad_row(pc.invert(pc.fill_null(pc.is_finite(out), True)))
-    if i is not None:
+    bad = first_bad_row(pc.invert(pc.fill_null(pc.is_finite(out), True)))
+    if bad is not None:
         raise InputError(
-            f"expected a finite number (got {values[i].as_py()!r})",
+            f"expected a finite number (got {values[bad].as_py()!r})",
             path=path,
-            where=f"row {first_row + i}, column {column!r}",
+            where=f"row {first_row + bad}, column {column!r}",
         )
     return out
 

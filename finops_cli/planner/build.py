@@ -7,6 +7,9 @@ PuLP model is made from the matrix one row at a time (one ``LpAffineExpression``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pulp
 
@@ -46,7 +49,7 @@ def _pulp_model(m: PlanModel, name: str) -> None:
 
     start, index, value = mx.csr()
     row_names = mx.row_names()
-    families = [
+    families: list[tuple[dict[Any, Any], Sequence[Any]]] = [
         (m.demand_rows, mx.demand_keys),
         (m.defer_rows, mx.defer_keys),
         (m.parallel_rows, mx.parallel_keys),

@@ -229,7 +229,7 @@ def certify(
     lp_hours: list[int] = []
     must = set(must_replan)
     if len(repaired) and (must or (upper_bound > 0 and (upper_bound - lower) / upper_bound > tolerance)):
-        worst = repaired[np.lexsort((-delta[repaired], [h not in must for h in repaired]))]
+        worst = repaired[np.lexsort((-delta[repaired], np.array([h not in must for h in repaired], dtype=bool)))]
         # batches of the worst hours, each solved in block order (neighbouring hours warm-start each other)
         batches = [worst[i : i + _LP_BATCH] for i in range(0, len(worst), _LP_BATCH)]
         worst = np.concatenate([batch[np.argsort(hb[batch], kind="stable")] for batch in batches])

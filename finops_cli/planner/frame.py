@@ -290,14 +290,14 @@ def build_frame(
     for gid in dict.fromkeys(group_of.values()):
         for sid, k, *_rest, cap in priced[gid]:
             shares_seen.setdefault((sid, k), cap)
-    for (sid, k), share in shares_seen.items():
+    for (sid, k), seg_share in shares_seen.items():
         s = substrates[sid]
-        if share is None:
+        if seg_share is None:
             cap_rows.append((sid, k, np.nan, 0.0))
             continue
-        # ``share``: GPUs of segment k per GPU of the substrate (degraded factor already applied)
-        fixed_gpus = share * (s.gpus or 0.0)
-        per_block = share * s.purchasable.block_gpus if s.purchasable is not None else 0.0
+        # ``seg_share``: GPUs of segment k per GPU of the substrate (degraded factor already applied)
+        fixed_gpus = seg_share * (s.gpus or 0.0)
+        per_block = seg_share * s.purchasable.block_gpus if s.purchasable is not None else 0.0
         cap_rows.append((sid, k, fixed_gpus, per_block))
     capacity = pd.DataFrame(cap_rows, columns=["substrate", "segment", "fixed_gpus", "gpus_per_commit_block"])
     capacity = capacity.set_index(["substrate", "segment"]).sort_index()

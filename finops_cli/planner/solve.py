@@ -13,12 +13,15 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pulp
 
 from finops_cli.planner.model import PlanModel
+
+if TYPE_CHECKING:
+    from finops_cli.planner.highs import HighsRun
 
 SolverName = Literal["auto", "cbc", "highs"]
 
@@ -107,7 +110,7 @@ class Solved:
     values: np.ndarray
     row_duals: np.ndarray | None = None
     dual: SolveInfo | None = None
-    handle: object | None = None  # (``Highs`` instance, its run): kept for the warm dual re-solve
+    handle: tuple[object, HighsRun] | None = None  # (``Highs`` instance, its run): kept for the warm dual re-solve
 
 
 def solve_model(
@@ -143,7 +146,8 @@ def add_duals(m: PlanModel, solved: Solved) -> Solved:
     if solved.info.name == "highs":
         from finops_cli.planner.highs import fixed_integer_duals
 
-        h, run = solved.handle  # type: ignore[misc]
+        assert solved.handle is not None  # every HiGHS solve keeps its instance and run
+        h, run = solved.handle
         again = fixed_integer_duals(h, m.matrix, run)
         dual = _info("highs", again.status, again.objective, again.objective, again.seconds)
         if again.status != "optimal":

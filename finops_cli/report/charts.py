@@ -11,11 +11,14 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops_cli.atomic import atomic_path
 from finops_cli.core.currency import minor_units
 from finops_cli.report.format import currency_symbol
+
+if TYPE_CHECKING:
+    from matplotlib.ticker import FuncFormatter
 
 KIND_COLOURS = {
     "owned": "#4C72B0",
@@ -26,7 +29,7 @@ KIND_COLOURS = {
 }
 
 
-def _money_formatter(currency: str):  # type: ignore[no-untyped-def]
+def _money_formatter(currency: str) -> FuncFormatter:
     from matplotlib.ticker import FuncFormatter
 
     symbol = currency_symbol(currency)

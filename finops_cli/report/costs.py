@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import pandas as pd
 
@@ -30,6 +30,8 @@ from finops_cli.store.cost_query import NONE
 CostBasis = Literal["billed", "effective"]
 ChargebackRule = Literal["proportional", "even"]
 COST_COLUMN: dict[str, str] = {"billed": "billed_cost", "effective": "effective_cost"}
+COST_BASES: Final[tuple[CostBasis, ...]] = ("billed", "effective")  # `in` narrows a str to CostBasis
+CHARGEBACK_RULES: Final[tuple[ChargebackRule, ...]] = ("proportional", "even")
 UNALLOCATED = "(unallocated)"
 
 

@@ -66,6 +66,13 @@ Align = Literal["left", "right", "center"]
 _ALIGN_MARK = {"left": ":---", "right": "---:", "center": ":---:"}
 
 
+def left_then_right(left: int, right: int) -> list[Align]:
+    """Alignment for the usual table shape: ``left`` label columns, then ``right`` number columns."""
+    labels: list[Align] = ["left"] * left
+    numbers: list[Align] = ["right"] * right
+    return labels + numbers
+
+
 def md_table(
     headers: Sequence[str],
     rows: Iterable[Sequence[object]],

@@ -85,15 +85,14 @@ def baseline_vs_plan_chart(
     fig, ax = plt.subplots(figsize=(8, 4.2))
     x = range(len(kinds))
     width = 0.38 if baseline is not None else 0.6
-    groups = []
+    groups = []  # (bars, the values they draw): each bar is labelled with its own value
     if baseline is not None:
-        groups.append(
-            ax.bar([i - width / 2 for i in x], baseline, width, label=plot_label(baseline_label), color=BASELINE)
-        )
+        bars = ax.bar([i - width / 2 for i in x], baseline, width, label=plot_label(baseline_label), color=BASELINE)
+        groups.append((bars, baseline))
     offset = width / 2 if baseline is not None else 0.0
-    groups.append(ax.bar([i + offset for i in x], planned, width, label="plan", color=PLAN))
-    for bars in groups:
-        ax.bar_label(bars, labels=[plot_label(compact_money(v, currency)) for v in bars.datavalues], fontsize=8)
+    groups.append((ax.bar([i + offset for i in x], planned, width, label="plan", color=PLAN), planned))
+    for bars, values in groups:
+        ax.bar_label(bars, labels=[plot_label(compact_money(v, currency)) for v in values], fontsize=8)
     ax.set_xticks(list(x), [plot_label(k) for k in kinds])
     ax.set_title(
         "Cost by substrate kind: baseline vs plan" if baseline is not None else "Planned cost by substrate kind"

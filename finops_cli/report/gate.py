@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from finops_cli.errors import InputError
 from finops_cli.files import parse_json, read_text
-from finops_cli.report.escape import md_table, md_text
+from finops_cli.report.escape import Align, left_then_right, md_table, md_text
 from finops_cli.report.format import money as _money
 from finops_cli.schema.plan import SCHEMA_VERSION, PlanDocument
 
@@ -404,10 +404,10 @@ def _cost_rows(items: list[tuple[list[str], float, float]], result: GateResult) 
     return rows
 
 
-def _cost_headers(result: GateResult, first: list[str]) -> tuple[list[str], list[str]]:
+def _cost_headers(result: GateResult, first: list[str]) -> tuple[list[str], list[Align]]:
     if result.baseline_source == "baseline-plan":
-        return [*first, "Baseline", "New", "Δ", "Δ%"], ["left"] * len(first) + ["right"] * 4
-    return [*first, "Planned"], ["left"] * len(first) + ["right"]
+        return [*first, "Baseline", "New", "Δ", "Δ%"], left_then_right(len(first), 4)
+    return [*first, "Planned"], left_then_right(len(first), 1)
 
 
 def _detail_table(result: GateResult, rows: list[BreakdownRow]) -> str:

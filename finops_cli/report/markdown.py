@@ -28,7 +28,7 @@ from typing import Any
 
 from finops_cli.atomic import check_output
 from finops_cli.errors import InputError
-from finops_cli.report.escape import md_table, md_text
+from finops_cli.report.escape import Align, left_then_right, md_table, md_text
 from finops_cli.report.format import money, number, pct, unit_price
 from finops_cli.schema.plan import PlanDocument
 
@@ -464,11 +464,11 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
     for kind, (base, planned) in by_kind.items():
         share = planned / t.planned_cost if t.planned_cost else None
         row = [md_text(KIND_LABEL.get(kind, kind)), number(hours.get(kind, 0.0))]
-        row += (
-            [money(base, cur), money(planned, cur), money(planned - base, cur, signed=True)]
-            if has_base
-            else [money(planned, cur)]
-        )
+        if has_base:
+            assert base is not None  # has_base: every kind has a baseline
+            row += [money(base, cur), money(planned, cur), money(planned - base, cur, signed=True)]
+        else:
+            row += [money(planned, cur)]
         rows.append([*row, pct(share)])
     total = ["**Total**", f"**{number(sum(hours.values()))}**"]
     if has_base:
@@ -481,7 +481,7 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
     headers = (
         ["Substrate kind", "GPU-hours"] + ([base_label, "Plan", "Δ"] if has_base else ["Plan"]) + ["Share of plan"]
     )
-    out += [md_table(headers, rows, ["left"] + ["right"] * (len(headers) - 1), trusted=True), ""]
+    out += [md_table(headers, rows, left_then_right(1, len(headers) - 1), trusted=True), ""]
     if "mix" in charts:
         out += [f"![Cost by substrate kind: baseline vs plan]({charts['mix']})", ""]
 
@@ -728,7 +728,7 @@ def _prices_section(inp: ReportInputs) -> list[str]:
     plan = inp.plan
     if not plan.prices:
         return []
-    align = ["left", "left", "right", "left", "left", "left", "right", "left", "right", "left"]
+    align: list[Align] = ["left", "left", "right", "left", "left", "left", "right", "left", "right", "left"]
     out = ["## Prices used", "", md_table(PRICES_HEADERS, prices_rows(plan), align), ""]
     if plan.fx:
         rates = ", ".join(f"1 {k[:3]} = {v:g} {k[4:]}" for k, v in sorted(plan.fx.items()))

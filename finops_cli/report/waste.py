@@ -40,7 +40,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import pandas as pd
@@ -49,7 +49,7 @@ from finops_cli.errors import InputError
 from finops_cli.schema.estate import Fleet
 
 GroupBy = Literal["team", "substrate", "instance_type", "device"]
-GROUP_BYS: tuple[str, ...] = ("team", "substrate", "instance_type", "device")
+GROUP_BYS: Final[tuple[GroupBy, ...]] = ("team", "substrate", "instance_type", "device")  # `in` narrows to GroupBy
 
 PHILLY_MEAN_UTILIZATION = 0.52
 PHILLY_REFERENCE = (
@@ -336,7 +336,7 @@ def waste_report(
     u["idle_cost"] = u["usd_per_gpu_hour"] * u["idle_hours"]
     u["cost"] = u["usd_per_gpu_hour"] * u["device_hours"]
 
-    groups = []
+    groups: list[dict[str, Any]] = []
     for key, g in u.groupby(by, sort=True):
         dh, bh = float(g["device_hours"].sum()), float(g["busy_hours"].sum())
         priced = g["idle_cost"].notna()
@@ -497,7 +497,7 @@ def billed_gpu_report(billing: pd.DataFrame, *, fleet: Fleet | None = None, by: 
 
 
 def _billed_markdown(report: WasteReport) -> str:
-    from finops_cli.report.escape import md_table, md_text
+    from finops_cli.report.escape import left_then_right, md_table, md_text
     from finops_cli.report.format import money, number, unit_price
 
     t, cur = report.totals, report.currency
@@ -514,7 +514,7 @@ def _billed_markdown(report: WasteReport) -> str:
         for g in report.groups
     ]  # fmt: skip
     headers = [report.by, "resources", "GPU-hours", "billed (BilledCost)", "amortised (EffectiveCost)", "per GPU-h"]
-    table = md_table(headers, rows, ["left", *["right"] * 5], trusted=[False, *[True] * 5])  # type: ignore[arg-type]
+    table = md_table(headers, rows, left_then_right(1, 5), trusted=[False, *[True] * 5])
     table += (
         f"\n| **Total** | {t['resources']} | {number(t['gpu_hours'])} | {money(t['billed_cost'], cur)} | "
         f"{money(t['effective_cost'], cur)} | {unit_price(t['effective_per_gpu_hour'], cur)} |"
@@ -526,7 +526,7 @@ def _billed_markdown(report: WasteReport) -> str:
 
 def to_markdown(report: WasteReport) -> str:
     """The waste report as GitHub markdown (untrusted keys escaped)."""
-    from finops_cli.report.escape import md_table
+    from finops_cli.report.escape import left_then_right, md_table
     from finops_cli.report.format import money, pct
 
     if report.basis == "billing":
@@ -574,9 +574,7 @@ def to_markdown(report: WasteReport) -> str:
         ]
     )
     headers = [report.by, "GPU-hours", "busy h", "idle h", "idle %", "idle $"]
-    align = ["left", "right", "right", "right", "right", "right"]
-    trusted = [False, True, True, True, True, True]
-    table = md_table(headers, rows[:-1], align, trusted=trusted)  # type: ignore[arg-type]
+    table = md_table(headers, rows[:-1], left_then_right(1, 5), trusted=[False, True, True, True, True, True])
     table += "\n| **Total** | " + " | ".join(rows[-1][1:]) + " |"
     lines.append(table)
     d = report.distribution

@@ -8,13 +8,13 @@ over the horizon. Extra fields are allowed so that minor additions do not break 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from finops_cli.core.currency import check_iso4217
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 
 
 class _Doc(BaseModel):

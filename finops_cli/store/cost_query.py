@@ -88,7 +88,7 @@ def cost_groups(
     if gpu_only:
         conds.append("COALESCE(x_GpuHours, 0.0) > 0")
     if months:
-        names = []
+        names: list[str] = []
         for m in months:
             names.append(f"$m{len(names)}")
             params[names[-1][1:]] = m

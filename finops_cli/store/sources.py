@@ -218,9 +218,9 @@ def check_store(store: Store) -> CheckResult:
                 for c, v in zip(sums["BillingCurrency"].to_pylist(), sums["BilledCost_sum"].to_pylist(), strict=True):
                     money[path.stem][str(c)].append(float(v or 0.0))
     for e in entries:
-        dataset, key = e.get("dataset"), str(e.get("source_key"))
-        if dataset not in OWNING:
+        if e.get("dataset") not in OWNING:
             continue
+        key = str(e.get("source_key"))
         info = _describe(e, {})
         where = f"source {key}"
         if info.rows is not None and rows.get(key, 0) != info.rows:

@@ -199,12 +199,12 @@ def _invoice_month(values: pa.Array | None, start: pa.Array, ctx: BatchContext) 
                 ) from None
         raise
     years = pc.year(parsed)
-    i = first_bad_row(pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)))
-    if i is not None:
+    bad = first_bad_row(pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)))
+    if bad is not None:
         raise InputError(
-            f"invoice month {text[i].as_py()!r} is outside {MIN_YEAR}–{MAX_YEAR}",
+            f"invoice month {text[bad].as_py()!r} is outside {MIN_YEAR}–{MAX_YEAR}",
             path=ctx.path,
-            where=f"row {ctx.first_row + i}, column 'invoice.month'",
+            where=f"row {ctx.first_row + bad}, column 'invoice.month'",
         )
     return pc.cast(parsed, pa.timestamp("us", tz="UTC"))
 

@@ -142,6 +142,7 @@ def iter_csv(path: Path, mapping: CsvMapping) -> Iterator[pa.RecordBatch]:
         device = _strings(batch, cols["device"])
         host = _strings(batch, cols["host"])
         if device is None:
+            assert host is not None  # resolve_columns refuses a file with neither a device nor a host column
             gpu = _strings(batch, cols["gpu"])
             device = host if gpu is None else pc.binary_join_element_wise(host, pc.fill_null(gpu, ""), "/gpu")
         if device.null_count:

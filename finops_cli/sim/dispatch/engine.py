@@ -260,8 +260,8 @@ def simulate_dispatch(
     cands: list[list[_Candidate]] = []
     excluded: dict[str, dict[str, list[str]]] = {}
     for w in wls:
-        c, ex = candidates(w, fleet, mode)
-        cands.append(c)
+        ok, ex = candidates(w, fleet, mode)
+        cands.append(ok)
         excluded[w.id] = ex
 
     # per-substrate state (plain lists: the inner loop indexes them a million times)
@@ -321,7 +321,8 @@ def simulate_dispatch(
             active[d].pop(int(action.split(":")[1]), None)
         down[d] = any(kind == "outage" for kind, _ in active[d].values())
         factor[d] = min([f for kind, f in active[d].values() if kind == "rate_limit"], default=1.0)
-        capw[d] = None if cap_gpuh[d] is None else cap_gpuh[d] * factor[d]
+        cap = cap_gpuh[d]
+        capw[d] = None if cap is None else cap * factor[d]
         att[d] = acc[d] = 0
 
     rngs = streams(seed)
@@ -418,8 +419,12 @@ def simulate_dispatch(
         redo = units * lost_share if w_interruptible[w] else units
         w_requeue[w] += redo
         c2 = place(w, redo, c.d)
-        hit = c2 is not None and lam[c2.d] and depth < 3
-        if hit and extra.random() < -math.expm1(-lam[c2.d] * redo * c2.gpu_hours_per_unit):
+        if (
+            c2 is not None
+            and lam[c2.d]
+            and depth < 3
+            and extra.random() < -math.expm1(-lam[c2.d] * redo * c2.gpu_hours_per_unit)
+        ):
             preempted(w, c2, redo, extra.random(), depth + 1)
 
     def advance(b: int) -> None:

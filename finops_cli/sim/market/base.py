@@ -26,7 +26,7 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 from finops_cli.sim.market.scenario import Scenario
 
@@ -53,6 +53,24 @@ class TenantResult:
         return dict(self.__dict__)
 
 
+class PolicyTotals(TypedDict):
+    """A policy's totals over every tenant (``None`` where no tenant finished)."""
+
+    cost: float
+    finished: int
+    unfinished: int
+    mean_completion_hours: float | None
+    makespan_hours: float | None
+    migrations: int
+    work_lost_hours: float
+    mean_performance_retained: float | None
+    deadline_misses: int
+    penalty: float
+    time_value: float
+    generalized_cost: float
+    bid_updates: int
+
+
 @dataclass
 class PolicyResult:
     """One policy's outcome: per tenant, totals, and the event log."""
@@ -63,7 +81,7 @@ class PolicyResult:
     bid_updates: int = 0
     load: dict[str, dict[str, object]] = field(default_factory=dict)
 
-    def totals(self) -> dict[str, object]:
+    def totals(self) -> PolicyTotals:
         done = [t for t in self.tenants if t.finish_hours is not None]
         perf = [t.performance_retained for t in done if t.performance_retained is not None]
         cost = sum(t.cost for t in self.tenants)
@@ -153,7 +171,7 @@ class Policy:
         self.paid_until = [0.0] * n
         self.migrations = [0] * n
         self.lost_hours = [0.0] * n
-        self.finish = [None] * n
+        self.finish: list[float | None] = [None] * n
         self.started = [False] * n
         self.version = [0] * n
         self.used: list[list[str]] = [[] for _ in range(n)]
@@ -176,8 +194,8 @@ class Policy:
     # --- the event loop ---------------------------------------------------------------------------
 
     def run(self) -> PolicyResult:
-        for i, t in enumerate(self.tenants):
-            heapq.heappush(self._heap, (t.arrival_hours, _ARRIVAL, i, 0, 0))
+        for i, tenant in enumerate(self.tenants):
+            heapq.heappush(self._heap, (tenant.arrival_hours, _ARRIVAL, i, 0, 0))
         while self._heap:
             t, kind, i, ver, _ = heapq.heappop(self._heap)
             if t > self.horizon:

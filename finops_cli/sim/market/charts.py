@@ -20,7 +20,7 @@ POLICY_STYLE = {
 }
 
 
-def _plt():  # type: ignore[no-untyped-def]
+def _plt() -> Any:  # matplotlib.pyplot, imported only when a chart is drawn
     import matplotlib
 
     matplotlib.use("Agg", force=True)

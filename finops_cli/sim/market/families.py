@@ -18,7 +18,9 @@ leaves the others where they were.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +77,7 @@ def pools(composition: dict[str, float], n_accelerators: int) -> list[dict[str, 
     ]
 
 
-def tenant_stream(seed: int, types: list[str], prefix: str = "t"):  # type: ignore[no-untyped-def]
+def tenant_stream(seed: int, types: list[str], prefix: str = "t") -> Iterator[dict[str, Any]]:
     """An endless, seeded stream of tenant dicts (arrival left at 0: the caller spreads arrivals)."""
     s_class, s_work, s_compat, s_speed, s_value, s_ckpt = (
         np.random.default_rng(x) for x in np.random.SeedSequence(seed).spawn(6)
@@ -149,8 +151,8 @@ def generate(
             break
         for new, like in (hours_alias or {}).items():
             hours = raw["execution_hours"]
-            if like in hours:  # type: ignore[operator]
-                hours[new] = hours[like]  # type: ignore[index]
+            if like in hours:
+                hours[new] = hours[like]
         raw["arrival_hours"] = float(arrivals.uniform(0.0, window_hours))
         t = Tenant.model_validate(raw)
         offered += t.hours_on(t.preference(prices)[0])

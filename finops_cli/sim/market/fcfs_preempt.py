@@ -10,6 +10,7 @@ queues. Prices stay at the base (the spot price); ties never preempt.
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 from finops_cli.sim.market.base import Policy
 
@@ -17,7 +18,7 @@ from finops_cli.sim.market.base import Policy
 class FCFSPreempt(Policy):
     name = "fcfs-preempt"
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.bid = [0.0] * len(self.tenants)
         self.held: list[list[tuple[float, int, int]]] = [[] for _ in self.types]  # (bid, -order, acc)

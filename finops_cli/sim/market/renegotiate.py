@@ -30,6 +30,7 @@ arXiv:2604.22509.
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 from finops_cli.sim.market.base import EPS, Policy
 
@@ -37,7 +38,7 @@ from finops_cli.sim.market.base import EPS, Policy
 class Renegotiate(Policy):
     name = "renegotiate"
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         n, n_acc = len(self.tenants), len(self.acc_type)
         self.bid = [0.0] * n
