@@ -31,3 +31,20 @@ def _no_ambient_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Never let a test touch the developer's ``.finops/`` or ``$FINOPS_STORE``."""
     monkeypatch.setenv("FINOPS_STORE", str(tmp_path / "default-store"))
     monkeypatch.setenv("NO_COLOR", "1")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print the code-health checks' one-line results (tests/test_code_health.py), passed or failed, so a CI
+    log shows ruff and mypy beside pytest's counts (the properties travel back from xdist workers)."""
+    lines = [
+        str(value)
+        for kind in ("passed", "failed")
+        for report in terminalreporter.stats.get(kind, [])
+        if getattr(report, "when", "call") == "call"
+        for key, value in getattr(report, "user_properties", [])
+        if key == "code_health"
+    ]
+    if lines:
+        terminalreporter.write_sep("=", "code health: ruff, mypy")
+        for line in sorted(lines):
+            terminalreporter.write_line(line)
