@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops_cli.estate import Estate, load_estate
-from finops_cli.store import Store, resolve_store_root
+from finops_cli.store import Store, store_exists
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -45,8 +45,10 @@ if TYPE_CHECKING:
 
 
 def open_store(root: str | Path | None = None) -> Store:
-    """The store at ``root`` (``--store``), else ``$FINOPS_STORE``, else ``.finops/``."""
-    return Store(resolve_store_root(root))
+    """The store at ``root`` (``--store``), else ``$FINOPS_STORE``, else ``.finops/``; a directory or a bucket URI."""
+    from finops_cli.store.store import open_store as _open
+
+    return _open(root)
 
 
 def _store(store: str | Path | Store | None) -> Store:
@@ -73,10 +75,14 @@ def ingest_billing(
     Atomic (all files or nothing), idempotent per (format, billing account, billing period), and checked:
     per currency, the source's cost in equals the BilledCost written, to the cent. ``fmt`` is a format
     name or ``auto`` (sniff each file's header). ``progress(file, rows_done, file_index, file_count)``.
+    Paths may be ``s3://``/``gs://`` objects or prefixes (:func:`finops_cli.uri.local_inputs`).
     """
     from finops_cli.ingest.billing import ingest_billing as _ingest
+    from finops_cli.uri import local_inputs, origin_fields
 
-    return _ingest(paths, fmt, _store(store), progress=progress)
+    st = _store(store)
+    with local_inputs(paths) as local:
+        return origin_fields(_ingest(local, fmt, st, progress=progress))
 
 
 # --- the store: list, remove, check ------------------------------------------------------------------
@@ -121,10 +127,13 @@ def ingest_utilization(
     A source overlapping a stored one (same device, overlapping time) is refused unless ``replace``.
     """
     from finops_cli.ingest.utilization import ingest_utilization as _ingest
+    from finops_cli.uri import local_inputs, origin_fields
 
-    return _ingest(
-        _store(store), list(paths), fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows, replace=replace
-    )
+    st = _store(store)
+    with local_inputs(paths) as local:
+        sources = [Path(p) for p in local]
+        result = _ingest(st, sources, fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows, replace=replace)
+        return origin_fields(result)
 
 
 def ingest_spot_prices(*, store: str | Path | Store | None = None, **kwargs: Any) -> SpotIngest:
@@ -133,8 +142,11 @@ def ingest_spot_prices(*, store: str | Path | Store | None = None, **kwargs: Any
     Keyword arguments are those of :func:`finops_cli.ingest.spot.ingest_spot_prices`.
     """
     from finops_cli.ingest.spot import ingest_spot_prices as _ingest
+    from finops_cli.uri import local_inputs, origin_fields
 
-    return _ingest(_store(store), **kwargs)
+    st = _store(store)
+    with local_inputs(kwargs.pop("files", None) or []) as local:
+        return origin_fields(_ingest(st, files=local or None, **kwargs))
 
 
 def spot_prices_table(store: str | Path | Store | None = None, provider: str | None = None) -> pa.Table | None:
@@ -498,7 +510,7 @@ def priced_fleet(
 
 def _existing_store(store: str | Path | None, needed: bool) -> Store | None:
     """The store at ``store``; else the default one when it exists (or is needed: errors then name it)."""
-    if store is not None or needed or resolve_store_root(None).exists():
+    if store is not None or needed or store_exists(None):
         return _store(store)
     return None
 

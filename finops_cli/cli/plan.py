@@ -437,9 +437,9 @@ def _demand_words(source: dict) -> str:
 
 
 def _store_exists() -> bool:
-    from finops_cli.store import resolve_store_root
+    from finops_cli.store import store_exists
 
-    return resolve_store_root(None).exists()
+    return store_exists(None)
 
 
 __all__ = ["register", "render_plan", "table_text"]

@@ -108,7 +108,7 @@ def _gpu_lines(store: Store, month: str | None, currency: str | None) -> tuple[p
 
     periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
     if not periods:
-        raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.root)
+        raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.location)
     month = month or periods[-1]
     if month not in periods:
         raise InputError(f"--month {month}: no billing for it in the store (have {', '.join(periods)})")

@@ -116,7 +116,8 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
     table = store.read("spot_prices", filter=ds.field("provider") == feed.provider)
     if table is None or table.num_rows == 0:
         raise InputError(
-            f"substrate {substrate_id}: price_feed {label}: the store {store.root} has no {feed.provider} spot prices; "
+            f"substrate {substrate_id}: price_feed {label}: the store {store.location} has no {feed.provider} "
+            "spot prices; "
             f"{hint}"
         )
     args = (table, feed.provider, feed.region, feed.instance_type, feed.statistic, feed.window_days)

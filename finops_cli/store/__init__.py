@@ -3,6 +3,6 @@
 This is the only package that knows paths inside the store.
 """
 
-from finops_cli.store.store import DATASETS, Store, resolve_store_root
+from finops_cli.store.store import DATASETS, Store, open_store, resolve_store_root, store_exists
 
-__all__ = ["DATASETS", "Store", "resolve_store_root"]
+__all__ = ["DATASETS", "Store", "open_store", "resolve_store_root", "store_exists"]

@@ -102,7 +102,7 @@ def cost_groups(
             names.append(f"${key}")
         conds.append(f"{e} IN ({', '.join(names)})")
     sql = COST_GROUPS_SQL.format(select=select, where=" AND ".join(conds))
-    frame = _run("billing", files, sql, params)
+    frame = _run(store, "billing", files, sql, params)
     frame = frame.rename(columns={f"g{i}": c for i, c in enumerate(columns)})
     return frame
 
@@ -132,32 +132,24 @@ def usage_groups(store: Store, column: str, months: Sequence[str]) -> pd.DataFra
     files = [p for p in store.files("utilization") if any(f"month={m}" in p.parts for m in months)]
     if not files or not months:
         return None
-    schema = ds.dataset([str(p) for p in files], format="parquet").schema
+    schema = ds.dataset([store.locate(p) for p in files], format="parquet", filesystem=store.filesystem).schema
     if column not in schema.names or column in ("month",):
         return None
     params = {f"m{i}": m for i, m in enumerate(months)}
     sql = USAGE_GROUPS_SQL.format(column=column, none=_lit(NONE), months=", ".join(f"${k}" for k in params))
-    return _run("utilization", files, sql, params)
+    return _run(store, "utilization", files, sql, params)
 
 
-def _run(table: str, files: Sequence[Path], sql: str, params: Mapping[str, Any]) -> pd.DataFrame:
+def _run(store: Store, table: str, files: Sequence[Path], sql: str, params: Mapping[str, Any]) -> pd.DataFrame:
     """Run ``sql`` with ``table`` as a view over ``files`` (Hive partition columns as strings)."""
     import duckdb
 
     from finops_cli.errors import InputError
-    from finops_cli.store.store import DATASETS
+    from finops_cli.store.engine import connect, create_view
 
-    listed = ", ".join(_lit(str(p)) for p in files)
-    types = ", ".join(f"'{c}': 'VARCHAR'" for c in DATASETS[table])
-    con = duckdb.connect(config={"preserve_insertion_order": False})
-    try:
-        con.execute("SET TimeZone = 'UTC'")
-        con.execute(
-            f"CREATE VIEW {table} AS SELECT * FROM read_parquet([{listed}], hive_partitioning = true, "
-            f"union_by_name = true, hive_types = {{{types}}})"
-        )
-        return con.execute(sql, dict(params)).df()
-    except duckdb.IOException as exc:
-        raise InputError(f"unreadable store file ({exc}); delete it and ingest its source again") from None
-    finally:
-        con.close()
+    with connect() as con:
+        try:
+            create_view(con, table, [store.locate(p) for p in files], store.filesystem)
+            return con.execute(sql, dict(params)).df()
+        except (duckdb.IOException, OSError) as exc:
+            raise InputError(f"unreadable store file ({exc}); delete it and ingest its source again") from None

@@ -13,7 +13,8 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,26 +105,48 @@ def run(
     **slots: str,
 ) -> pa.Table | None:
     """Run ``query`` with ``params`` on ``store``; None when a dataset it reads is empty."""
-    files: dict[str, list[Path]] = {}
+    files: dict[str, list[str]] = {}
     for table in query.tables:
         paths = store.checked_files(table)
         if not paths:
             return None
-        files[table] = paths
-    return run_files(query, files, params, **slots)
+        files[table] = [store.locate(p) for p in paths]
+    return run_files(query, files, params, filesystem=store.filesystem, **slots)
 
 
 def run_files(
     query: Query,
-    files: Mapping[str, Iterable[Path]],
+    files: Mapping[str, Iterable[str | Path]],
     params: Mapping[str, Any] | None = None,
+    *,
+    filesystem: Any = None,
     **slots: str,
 ) -> pa.Table:
-    """Run ``query`` over explicit Parquet files per dataset (a store's, or a transaction's staged ones)."""
+    """Run ``query`` over explicit Parquet files per dataset (a store's, or a transaction's staged ones).
+
+    ``filesystem``: the pyarrow file system the files are on (a bucket); None reads them from disk.
+    """
     import duckdb
 
     sql = render(query, **slots)
     used = {k: v for k, v in (params or {}).items() if f"${k}" in sql}
+    with connect() as con:
+        try:
+            for table, paths in files.items():
+                create_view(con, table, [str(p) for p in paths], filesystem)
+            result = con.sql(sql, params=used)
+            # DuckDB 2 names it to_arrow_table; 1.x arrow()
+            fetch = getattr(result, "to_arrow_table", None) or result.arrow
+            return fetch()
+        except (duckdb.IOException, OSError) as exc:
+            raise InputError(f"unreadable store file ({exc}); delete it and ingest its source again") from None
+
+
+@contextmanager
+def connect() -> Iterator[Any]:
+    """A DuckDB connection in bounded memory (spilling to a private directory), on UTC, closed on exit."""
+    import duckdb
+
     tmp = tempfile.mkdtemp(prefix="finops-duckdb-")
     try:
         con = duckdb.connect(
@@ -135,29 +158,31 @@ def run_files(
         )
         try:
             con.execute("SET TimeZone = 'UTC'")  # date_trunc('hour', …) on UTC hours, whatever the machine's zone
-            for table, paths in files.items():
-                _create_view(con, table, [str(p) for p in paths])
-            result = con.sql(sql, params=used)
-            # DuckDB 2 names it to_arrow_table; 1.x arrow()
-            fetch = getattr(result, "to_arrow_table", None) or result.arrow
-            return fetch()
-        except duckdb.IOException as exc:
-            raise InputError(f"unreadable store file ({exc}); delete it and ingest its source again") from None
+            yield con
         finally:
             con.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _create_view(con: Any, table: str, paths: list[str]) -> None:
+def create_view(con: Any, table: str, paths: list[str], filesystem: Any = None) -> None:
     """View ``table`` over ``paths``: partition columns as strings, files' columns united by name, and
-    canonical billing columns an older file lacks as NULL (so every query sees one schema)."""
+    canonical billing columns an older file lacks as NULL (so every query sees one schema).
+
+    On a bucket (``filesystem`` given) DuckDB scans a pyarrow dataset over the files: DuckDB's own S3
+    reader (the httpfs extension) is downloaded on first use, which an offline machine cannot do. DuckDB
+    pushes its column selection and filters into the pyarrow scan, so partitions are still pruned.
+    """
     from finops_cli.ingest.utilization.common import STORE_SCHEMA as UTILIZATION_SCHEMA
     from finops_cli.schema.billing import BILLING_SCHEMA
 
-    types = ", ".join(f"'{c}': 'VARCHAR'" for c in DATASETS[table])
-    listed = ", ".join(_literal(p) for p in paths)
-    source = f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, hive_types = {{{types}}})"
+    if filesystem is None:
+        types = ", ".join(f"'{c}': 'VARCHAR'" for c in DATASETS[table])
+        listed = ", ".join(_literal(p) for p in paths)
+        source = f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, hive_types = {{{types}}})"
+    else:
+        source = f"__{table}_arrow"
+        con.register(source, _arrow_dataset(table, paths, filesystem))
     extra = ""
     canonical = {"billing": BILLING_SCHEMA, "utilization": UTILIZATION_SCHEMA}.get(table)
     if canonical is not None:
@@ -177,6 +202,25 @@ _DUCKDB_TYPES = {
     "int64": "BIGINT",
     "timestamp[us, tz=UTC]": "TIMESTAMPTZ",
 }
+
+
+def _arrow_dataset(table: str, paths: list[str], filesystem: Any) -> Any:
+    """A pyarrow dataset over ``paths`` with Hive partition columns as strings and the files' schemas
+    united by name (what ``union_by_name`` does for the local files)."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    partitions = pa.schema([(c, pa.string()) for c in DATASETS[table]])
+    schemas = [pq.read_schema(p, filesystem=filesystem) for p in paths]
+    body = pa.unify_schemas([pa.schema([f for f in s if f.name not in partitions.names]) for s in schemas])
+    schema = pa.unify_schemas([body, partitions])
+    return ds.dataset(
+        paths,
+        filesystem=filesystem,
+        format="parquet",
+        partitioning=ds.partitioning(partitions, flavor="hive"),
+        schema=schema,
+    )
 
 
 def _duckdb_type(t: pa.DataType) -> str:

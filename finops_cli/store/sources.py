@@ -179,14 +179,14 @@ class CheckResult:
         }
 
 
-def _read_whole(path: Path) -> pa.Table:
+def _read_whole(store: Store, path: Path) -> pa.Table:
     """Every page of the file decoded (a footer-only read would miss a damaged column chunk)."""
-    return pq.read_table(path)
+    return pq.read_table(store.locate(path), filesystem=store.filesystem)
 
 
 def check_store(store: Store) -> CheckResult:
     """Re-read every file and verify it against the manifest (see the module docstring)."""
-    result = CheckResult(store=str(store.root))
+    result = CheckResult(store=store.location)
     try:
         entries = store.manifest()
     except InputError as exc:
@@ -202,7 +202,7 @@ def check_store(store: Store) -> CheckResult:
             rel = str(path.relative_to(store.root))
             result.files += 1
             try:
-                table = _read_whole(path)
+                table = _read_whole(store, path)
             except (pa.ArrowException, OSError) as exc:
                 result.problems.append(Problem(rel, f"unreadable ({exc}); remove its source and ingest it again"))
                 continue

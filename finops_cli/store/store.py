@@ -33,7 +33,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -69,13 +69,42 @@ _MAX_NAME_BYTES = 200
 
 
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """``--store`` wins, then ``$FINOPS_STORE``, then ``.finops/`` in the working directory."""
+    """``--store`` wins, then ``$FINOPS_STORE``, then ``.finops/`` in the working directory.
+
+    A bucket URI comes back as a :class:`Path` too (``s3:/bucket/prefix``); :func:`open_store` tells it apart.
+    """
     if explicit:
         return Path(explicit)
     env = os.environ.get(STORE_ENV)
     if env:
         return Path(env)
     return Path.cwd() / DEFAULT_STORE_DIR
+
+
+def open_store(root: str | os.PathLike[str] | None = None) -> Store:
+    """The store at ``root`` (as :func:`resolve_store_root` resolves it): a directory, or an ``s3://``/``gs://``
+    prefix (:class:`~finops_cli.store.remote.ObjectStore`)."""
+    from finops_cli.uri import as_uri
+
+    uri = as_uri(root) if root else as_uri(os.environ.get(STORE_ENV) or None)
+    if uri is not None:
+        from finops_cli.store.remote import ObjectStore
+
+        return ObjectStore.open(uri)
+    return Store(resolve_store_root(root))
+
+
+def store_exists(root: str | os.PathLike[str] | None = None) -> bool:
+    """Whether the store ``root`` names exists (a bucket URI is taken to: opening it names any problem)."""
+    from finops_cli.uri import is_uri
+
+    resolved = resolve_store_root(root)
+    return is_uri(resolved) or resolved.exists()
+
+
+def new_txid() -> str:
+    """A transaction id: sortable by start time, unique across writers."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
 
 def _partition_dir(dataset: str, partition: Mapping[str, str]) -> Path:
@@ -109,6 +138,17 @@ class Store:
     """A store root. Opening it finishes or discards any interrupted transaction."""
 
     root: Path
+    #: the pyarrow file system the data files live on (None: the local disk, read by path)
+    filesystem: ClassVar[Any] = None
+
+    @property
+    def location(self) -> str:
+        """The store as the user named it (a directory, or an ``s3://`` / ``gs://`` URI), for messages."""
+        return str(self.root)
+
+    def locate(self, path: Path) -> str:
+        """Where the data file listed as ``path`` (by :meth:`files`) is read from, on :attr:`filesystem`."""
+        return str(path)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -155,7 +195,7 @@ class Store:
         paths = self.files(name)
         for path in paths:
             try:
-                pq.read_metadata(path)
+                pq.read_metadata(self.locate(path), filesystem=self.filesystem)
             except (pa.ArrowException, OSError) as exc:
                 raise InputError(
                     f"damaged store file ({exc}); delete it and ingest its source again", path=path
@@ -188,6 +228,15 @@ class Store:
             return []
         return sorted(p.stem for p in pdir.glob("*.parquet") if not p.name.startswith((".", "_")))
 
+    def partition_files(self, partition_dir: Path) -> list[Path]:
+        """Every data file of one partition directory (relative to the root), as a commit replaces them."""
+        pdir = self.root / partition_dir
+        return [p.relative_to(self.root) for p in pdir.glob("*.parquet")] if pdir.is_dir() else []
+
+    def has_file(self, rel: Path) -> bool:
+        """Whether the data file ``rel`` (relative to the root) is in the store."""
+        return (self.root / rel).exists()
+
     def has_aggregate(self, detail: str) -> bool:
         """Whether every file of ``detail`` has its aggregate (stores written before the aggregates have none)."""
         from finops_cli.store.queries import AGGREGATES
@@ -219,7 +268,7 @@ class Store:
         The writer lock is taken first (waiting for any other writer), then interrupted transactions
         are finished or discarded, so nothing is ever staged or read for merging outside the lock.
         """
-        txid = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+        txid = new_txid()
         fd = _lock_for_writing(self.root)
         tx = Transaction(self, txid, _lock_fd=fd)
         try:
@@ -511,8 +560,15 @@ class Transaction:
         return files
 
     def record(self, entry: Mapping[str, Any]) -> None:
-        """Add a manifest entry (what was ingested, from where); committed with the data."""
-        self._manifest_entries.append({"ingested_at": datetime.now(UTC).isoformat(), "txid": self.txid, **entry})
+        """Add a manifest entry (what was ingested, from where); committed with the data.
+
+        Inputs downloaded from a bucket are named by their URI, not by the temporary copy that was parsed.
+        """
+        from finops_cli.uri import origin
+
+        self._manifest_entries.append(
+            {"ingested_at": datetime.now(UTC).isoformat(), "txid": self.txid, **origin(dict(entry))}
+        )
 
     def forget_source(self, source_key: str) -> None:
         """Drop earlier manifest entries with this ``source_key`` (a re-ingest replaces them)."""
@@ -552,28 +608,36 @@ class Transaction:
             built.append(target)
         return built
 
-    def _commit(self) -> None:
-        root = self.store.root
+    def _plan(self) -> tuple[list[Path], list[Path], list[dict[str, Any]]] | None:
+        """Close the staged files and work out the commit: (files to publish, files to delete, new manifest),
+        all relative to the store root; None when the transaction changes nothing."""
         staged = (self._writer.close() if self._writer is not None else []) + self._adopted
         self._adopted = []
         staged += self._stage_aggregates(staged)
         if not (staged or self._manifest_entries or self._replace or self._remove or self._drop_sources):
-            shutil.rmtree(self.staging, ignore_errors=True)
-            _remove_if_empty(self.staging.parent)
-            return
-        staging_rel = self.staging.relative_to(root)
-        moves = [[str(staging_rel / rel), str(rel)] for rel in staged]
-        deletes: list[str] = []
-        written = {root / rel for rel in staged}
+            return None
+        written = set(staged)
+        deletes: list[Path] = []
         for part in self._replace:
-            pdir = root / part
-            if pdir.is_dir():
-                deletes += [str(p.relative_to(root)) for p in pdir.glob("*.parquet") if p not in written]
-        deletes += [str(rel) for rel in self._remove if root / rel not in written and (root / rel).exists()]
-        deletes += [str(a) for d in deletes if (a := _aggregate_of(Path(d))) is not None and root / a not in written]
+            deletes += [rel for rel in self.store.partition_files(part) if rel not in written]
+        deletes += [rel for rel in self._remove if rel not in written and self.store.has_file(rel)]
+        deletes += [a for d in deletes if (a := _aggregate_of(d)) is not None and a not in written]
         manifest = [
             e for e in self.store.manifest() if e.get("source_key") not in self._drop_sources
         ] + self._manifest_entries
+        return staged, deletes, manifest
+
+    def _commit(self) -> None:
+        planned = self._plan()
+        if planned is None:
+            shutil.rmtree(self.staging, ignore_errors=True)
+            _remove_if_empty(self.staging.parent)
+            return
+        staged, deleted, manifest = planned
+        root = self.store.root
+        staging_rel = self.staging.relative_to(root)
+        moves = [[str(staging_rel / rel), str(rel)] for rel in staged]
+        deletes = [str(rel) for rel in deleted]
         self.staging.mkdir(parents=True, exist_ok=True)
         (self.staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
         moves.append([str(staging_rel / _MANIFEST), _MANIFEST])

@@ -128,9 +128,9 @@ def ingest_billing(
 ) -> IngestSummary:
     """Ingest billing exports into ``store`` atomically; see the module docstring for the promises."""
     if store is None:
-        from finops_cli.store import resolve_store_root
+        from finops_cli.store import open_store
 
-        store = Store(resolve_store_root())
+        store = open_store()
     files = discover(paths, what="billing export")
     plan: list[tuple[Path, BillingFormat, bool, list[str]]] = []
     for path in files:
@@ -532,7 +532,7 @@ def _summary(store: Store, files: list[FileSummary], acc: _Acc, previous: dict[A
     ]
     return IngestSummary(
         warnings=_unknown_gpu_warning(acc.unknown_gpu_types),
-        store=str(store.root),
+        store=store.location,
         files=files,
         rows=sum(f.rows for f in files),
         billing_periods=periods,

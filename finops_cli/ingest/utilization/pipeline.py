@@ -583,7 +583,9 @@ def _stored_spans(store: Store, months: list[str], skip: set[str]) -> pd.DataFra
     for path in store.files(DATASET):
         if path.stem in skip or path.parent.name.partition("=")[2] not in wanted:
             continue
-        t = pq.read_table(path, columns=["device_id", "timestamp", "interval_s"])
+        t = pq.read_table(
+            store.locate(path), columns=["device_id", "timestamp", "interval_s"], filesystem=store.filesystem
+        )
         start = pc.cast(t["timestamp"], pa.int64())
         end = pc.add(start, pc.cast(pc.round(pc.multiply(t["interval_s"], 1e6)), pa.int64()))
         g = (
