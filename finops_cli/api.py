@@ -131,7 +131,7 @@ def ingest_utilization(
 
     st = _store(store)
     with local_inputs(paths) as local:
-        sources = [Path(p) for p in local]
+        sources: list[str | Path] = [Path(p) for p in local]
         result = _ingest(st, sources, fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows, replace=replace)
         return origin_fields(result)
 

@@ -243,7 +243,7 @@ def origin_fields(obj: Any) -> Any:
 
 
 @contextmanager
-def local_inputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[str | os.PathLike[str]]]:
+def local_inputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[str | Path]]:
     """``paths`` with each URI replaced by a private local copy (an object, or every object under a prefix).
 
     The copies keep their names (formats are told apart by suffix, scrape series by file name), so the
@@ -251,7 +251,7 @@ def local_inputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[str |
     exit, whatever happens.
     """
     if not any(is_uri(p) for p in paths):
-        yield list(paths)
+        yield [p if isinstance(p, str) else Path(p) for p in paths]
         return
     from pyarrow import fs as pafs
 
@@ -259,11 +259,11 @@ def local_inputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[str |
     origins = dict(_ORIGINS.get() or {})
     token = _ORIGINS.set(origins)
     try:
-        out: list[str | os.PathLike[str]] = []
+        out: list[str | Path] = []
         for i, p in enumerate(paths):
             uri = as_uri(p)
             if uri is None:
-                out.append(p)
+                out.append(p if isinstance(p, str) else Path(p))
                 continue
             loc = open_uri(uri)
             found = info(loc, loc.path)

@@ -80,7 +80,7 @@ class ObjectStore(Store):
         self.root = PurePosixPath(self.loc.path)  # type: ignore[assignment]
 
     @property
-    def filesystem(self) -> Any:  # type: ignore[override]
+    def filesystem(self) -> Any:
         return self.loc.fs  # type: ignore[union-attr]
 
     @property
@@ -156,7 +156,7 @@ class ObjectStore(Store):
     def files(self, name: str) -> list[Path]:
         if name not in DATASETS:
             raise ValueError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
-        return sorted(self.root / rel for rel in self.state().files if rel.startswith(name + "/"))  # type: ignore[misc]
+        return sorted(self.root / rel for rel in self.state().files if rel.startswith(name + "/"))
 
     def has(self, name: str) -> bool:
         return bool(self.files(name))
