@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -211,12 +214,17 @@ def test_an_ingest_killed_before_its_commit_put_stays_invisible(
     files_before = {d: before.files(d) for d in ("billing", "utilization")}
     waste_before = api.waste(store=before).to_dict()
 
-    def die(*_: object) -> bool:  # the process dies between its uploads and the commit PUT
-        raise SystemExit(137)
-
-    with monkeypatch.context() as m, pytest.raises(SystemExit):
-        m.setattr(remote_mod, "_put_if_absent", die)
-        api.ingest_billing([SAMPLES / "billing-azure-actual" / "azure-actual-2026-10.csv"], store=small)
+    # another process ingests and is SIGKILLed between its uploads and its commit PUT (no cleanup code runs)
+    azure = SAMPLES / "billing-azure-actual" / "azure-actual-2026-10.csv"
+    script = (
+        "import os, signal\n"
+        "from finops_cli import api\n"
+        "from finops_cli.store import remote\n"
+        "remote._put_if_absent = lambda *a: os.kill(os.getpid(), signal.SIGKILL)\n"
+        f"api.ingest_billing([{str(azure)!r}], store={small.location!r})\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
     orphans = set(_keys(bucket, "finops/_txn/")) - uploads_before
     assert any(k.endswith(".parquet") for k in orphans)  # its uploads are there ...
