@@ -117,6 +117,14 @@ class ObjectStore(Store):
     def _read_state(self) -> _State:
         gens = self._generations()
         if not gens:
+            from pyarrow.fs import FileType
+
+            if self.filesystem.get_file_info(f"{self.root}/manifest.json").type == FileType.File:
+                raise InputError(
+                    "holds a store copied from disk (manifest.json, no _log/): a bucket store is written by finops "
+                    "itself (ingest into it), or copy it back to a directory and use --store DIR",
+                    path=self.location,
+                )
             return _State()
         path = self._log_path(gens[-1])
         try:

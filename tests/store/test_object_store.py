@@ -339,3 +339,10 @@ def test_the_protocol_without_conditional_puts(tmp_path: Path) -> None:
         tx.record({"dataset": "note", "source_key": "late"})
         api.ingest_billing([focus], store=st)  # generation 2 lands first
     assert not (root / "_txn" / tx.txid).exists()
+
+
+def test_a_directory_store_synced_to_a_bucket_is_named_not_read_as_empty(bucket: str) -> None:
+    client = boto3.client("s3", endpoint_url=api_endpoint())
+    client.put_object(Bucket=bucket, Key="synced/manifest.json", Body=b"[]")
+    with pytest.raises(InputError, match="holds a store copied from disk"):
+        open_store(f"s3://{bucket}/synced").manifest()
