@@ -34,3 +34,13 @@ def test_code_health(name: str, record_property: Callable[[str, object], None]) 
     last = output.splitlines()[-1] if output else "(no output)"
     record_property("code_health", f"{name}: {last} ({seconds:.1f} s)")
     assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{output[-20000:]}"
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """README: "This is exactly what CI (`.ci/run`) runs." Keep the two from drifting apart."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("This is exactly what CI (`.ci/run`) runs.", 1)[1].split("```bash\n", 1)[1]
+    command = block.split("\n```", 1)[0].strip()
+    ci = [ln.strip() for ln in (REPO / ".ci/run").read_text(encoding="utf-8").splitlines()]
+    steps = [ln for ln in ci if ln and not ln.startswith(("#", "set ", "cd "))]
+    assert steps == [command], f".ci/run runs {steps}, the README says {command!r}"

@@ -3,12 +3,15 @@
 A source checkout hides packaging mistakes (data read from the checkout, a module missing from the wheel), so
 this test builds the real wheel with pip, installs it with ``--no-deps`` into a new virtual environment that
 sees this interpreter's dependencies, and runs ``finops --version`` and ``finops demo`` from a directory outside
-the source tree.
+the source tree. The install is docs/ci.md's own pinned line (``pip install NAME==VERSION``), resolved against the
+built wheel only (``--no-index --find-links``): the line users copy is the one that installed what was tested.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,30 +29,48 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    """The wheel, built once per run: pip builds in the source tree, so two xdist workers building at once
+    collide in ``build/``; the first takes a lock in the run's shared temp dir, the other reuses its wheel."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # common to this run's workers only
+    out = shared / "finops-wheel"
+    with open(shared / "finops-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not list(out.glob("*.whl")):
+            proc = subprocess.run(
+                [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert proc.returncode == 0, proc.stderr[-3000:]
     (built,) = out.glob("*.whl")
     return built
 
 
+def _docs_install_line() -> list[str]:
+    """The arguments of docs/ci.md's pinned install line: ``pip install gpu-fleet-finops==0.1.0`` → that spec."""
+    (line,) = re.findall(r"^\s*pip install ([A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-]+)\s*$", _ci_md(), flags=re.M)
+    return line.split()
+
+
+def _ci_md() -> str:
+    return (REPO / "docs/ci.md").read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv holding the wheel; dependencies come from this interpreter's site-packages."""
+    """A fresh venv holding the wheel, installed by docs/ci.md's line; dependencies come from this interpreter."""
     env_dir = tmp_path_factory.mktemp("venv") / "env"
     venv.create(env_dir, system_site_packages=True, with_pip=False)
     python = env_dir / "bin" / "python"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--quiet", str(wheel)],
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--ignore-installed",
+         "--quiet", "--no-index", "--find-links", str(wheel.parent), *_docs_install_line()],
         capture_output=True,
         text=True,
         timeout=600,
-    )
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     return env_dir
 
@@ -110,5 +131,4 @@ def test_docs_install_line_names_this_distribution() -> None:
         pins = re.findall(r"pip install ([A-Za-z0-9_.\-]+)==", text)
         assert pins, f"{doc} has no pinned install line"
         assert set(pins) == {name}, f"{doc} pins {pins}, expected {name}"
-    ci_md = (REPO / "docs/ci.md").read_text(encoding="utf-8")
-    assert f"pip install {name}=={__version__}" in ci_md
+    assert _docs_install_line() == [f"{name}=={__version__}"]
