@@ -410,6 +410,51 @@ def costs(
 # --- estate: validate, stack, netc ----------------------------------------------------------------
 
 
+def pricebook_refresh(
+    *,
+    providers: list[str] | None = None,
+    regions: dict[str, list[str]] | None = None,
+    instance_types: list[str] | None = None,
+    pricebook: str | Path | None = None,
+    aws_profile: str | None = None,
+    **seams: Any,
+) -> Any:
+    """``finops pricebook refresh``: list prices from the providers' price APIs into the user pricebook.
+
+    ``providers``: some of aws, gcp, azure (default all three). ``regions``: per provider (default: the regions
+    the pricebook already prices). ``instance_types``: beyond the pricebook's instance table. ``pricebook``: the
+    directory (default ``$FINOPS_PRICEBOOK`` or ``~/.config/finops``). ``seams`` (tests): ``aws_client``,
+    ``gcp_transport``, ``azure_url``, ``now``. Returns a :class:`~finops_cli.estate.refresh.RefreshResult`;
+    nothing is written unless every provider answered.
+    """
+    from finops_cli.estate.pricebook import use_pricebook, user_pricebook_dir
+    from finops_cli.estate.refresh import PROVIDERS, refresh_pricebook
+
+    if pricebook is not None:
+        use_pricebook(pricebook)
+    return refresh_pricebook(
+        providers=providers or list(PROVIDERS),
+        regions=regions,
+        extra_types=instance_types or [],
+        directory=user_pricebook_dir(),
+        aws_profile=aws_profile,
+        **seams,
+    )
+
+
+def pricebook_table(*, pricebook: str | Path | None = None, provider: str | None = None) -> pd.DataFrame:
+    """``finops pricebook show``: the reference prices every command uses, shipped overlaid by the user's, with
+    each row's ``origin`` (``shipped`` or the user file), ``source`` and ``read_on``/``fetched_at``."""
+    from finops_cli.estate.pricebook import reference_prices, use_pricebook
+
+    if pricebook is not None:
+        use_pricebook(pricebook)
+    table = reference_prices()
+    if provider:
+        table = table[table["provider"] == provider]
+    return table.reset_index(drop=True)
+
+
 def validate(fleet: str | Path, workloads: str | Path | None = None, *, strict: bool = False) -> list[str]:
     """Load and check ``fleet.yaml`` (and ``workloads.yaml``); return warnings, raise on errors.
 
@@ -811,6 +856,7 @@ def plan(
     document.notes.extend(r.note() for r in estate.rates)
     document.demand_sources.extend(DemandSource.model_validate(o.as_dict()) for o in observed)
     document.prices = [PriceUsed.model_validate(src.as_dict()) for src in sources]
+    document.notes.extend(src.note() for src in sources)
     document.fx = fx_used(sources)
     return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, p.choice.warnings)
 

@@ -48,3 +48,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("=", "code health: ruff, mypy")
         for line in sorted(lines):
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_pricebook(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Never let a test read the developer's ``~/.config/finops`` or ``$FINOPS_PRICEBOOK``: shipped tables only."""
+    from finops_cli.estate.pricebook import PRICEBOOK_ENV, use_pricebook
+
+    monkeypatch.delenv(PRICEBOOK_ENV, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    use_pricebook(None)

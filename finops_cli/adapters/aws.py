@@ -7,6 +7,7 @@ credential: error messages carry the region and the error code only.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,19 @@ def _boto3() -> Any:
 
 def ec2_client(region: str, profile: str | None = None) -> Any:
     """An EC2 client for ``region`` from the standard credential chain (or ``profile``)."""
+    return _client("ec2", region, profile)
+
+
+#: the Price List API has endpoints in a few regions only; us-east-1 answers for every region's prices
+PRICING_REGION = "us-east-1"
+
+
+def pricing_client(profile: str | None = None) -> Any:
+    """A Price List (``pricing``) client from the standard credential chain (or ``profile``)."""
+    return _client("pricing", PRICING_REGION, profile)
+
+
+def _client(service: str, region: str, profile: str | None) -> Any:
     boto3 = _boto3()
     from botocore.exceptions import ProfileNotFound
 
@@ -37,9 +51,9 @@ def ec2_client(region: str, profile: str | None = None) -> Any:
         msg = f"AWS profile {profile!r} is not configured (see ~/.aws/config)"
         raise InputError(msg, where="--aws-profile") from None
     try:
-        return session.client("ec2", region_name=region)
+        return session.client(service, region_name=region)
     except ValueError as exc:  # an invalid endpoint URL (AWS_ENDPOINT_URL): named, without its credentials
-        raise InputError(f"cannot create the EC2 client: {redact(str(exc))}") from None
+        raise InputError(f"cannot create the {service} client: {redact(str(exc))}") from None
 
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
@@ -95,7 +109,7 @@ def fetch_spot_prices(
 ) -> RegionResults:
     """Spot-price history for several regions; a failing region is reported and the rest kept."""
     _boto3()
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    from botocore.exceptions import BotoCoreError, ClientError
     from botocore.parsers import ResponseParserError
 
     factory = client_factory or (lambda region: ec2_client(region, profile))
@@ -113,19 +127,53 @@ def fetch_spot_prices(
                     product_descriptions=product_descriptions,
                 )
             )
-        except NoCredentialsError:
-            out.failures[region] = "no AWS credentials found (configure a profile or environment credentials)"
-            continue
-        except ClientError as exc:
-            err = exc.response.get("Error", {})
-            out.failures[region] = redact(f"{err.get('Code', 'ClientError')}: {err.get('Message', '')}".strip())
-            continue
-        except (BotoCoreError, ResponseParserError) as exc:  # unreachable, or an endpoint that answers non-XML
-            detail = f": {' '.join(str(exc).split())[:200]}" if "credential" not in str(exc).lower() else ""
-            out.failures[region] = redact(type(exc).__name__ + detail)
+        except (BotoCoreError, ClientError, ResponseParserError) as exc:
+            out.failures[region] = error_line(exc)
             continue
         for r in recs:
             r.setdefault("Region", region)
         out.records.extend(recs)
         out.per_region[region] = len(recs)
     return out
+
+
+def error_line(exc: Exception) -> str:
+    """One line for a botocore failure: no credentials, the service's error code and message, or the transport
+    error's name (unreachable endpoint, non-XML answer). Never a credential or an endpoint's userinfo."""
+    from botocore.exceptions import ClientError, NoCredentialsError
+
+    if isinstance(exc, NoCredentialsError):
+        return "no AWS credentials found (configure a profile or environment credentials)"
+    if isinstance(exc, ClientError):
+        err = exc.response.get("Error", {})
+        return redact(f"{err.get('Code', 'ClientError')}: {err.get('Message', '')}".strip())
+    detail = f": {' '.join(str(exc).split())[:200]}" if "credential" not in str(exc).lower() else ""
+    return redact(type(exc).__name__ + detail)
+
+
+def get_products(
+    client: Any, filters: list[dict[str, str]], service_code: str = "AmazonEC2"
+) -> Iterator[dict[str, Any]]:
+    """Every product of the Price List API's ``GetProducts`` matching ``filters``, parsed.
+
+    The API returns each product as a JSON *string* in ``PriceList`` (``product.attributes``, ``terms.OnDemand``
+    …); the paginator follows ``NextToken``. Any failure is an :class:`InputError` with one line
+    (:func:`error_line`), so a caller writes nothing.
+    """
+    _boto3()
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.parsers import ResponseParserError
+
+    paginator = client.get_paginator("get_products")
+    pages = paginator.paginate(
+        ServiceCode=service_code, Filters=filters, FormatVersion="aws_v1", PaginationConfig={"PageSize": 100}
+    )
+    try:
+        for page in pages:
+            for text in page.get("PriceList", []):
+                try:
+                    yield json.loads(text)
+                except (TypeError, ValueError):
+                    raise InputError("AWS Price List: a PriceList item is not JSON") from None
+    except (BotoCoreError, ClientError, ResponseParserError) as exc:
+        raise InputError(f"AWS Price List GetProducts: {error_line(exc)}") from None

@@ -59,11 +59,12 @@ def list_skus(client: Any, service: str = COMPUTE_ENGINE_SERVICE) -> Iterator[An
         raise InputError(f"Cloud Billing Catalog: {type(exc).__name__}: {exc.message}") from None
 
 
-def rate_per_hour(sku: Any) -> tuple[float, str, Any] | None:
-    """(price per usage hour from the base tier, currency, effective time) of a SKU's first pricing info.
+def base_rate(sku: Any) -> tuple[float, str, str, Any] | None:
+    """(price per usage unit from the base tier, usage unit, currency, effective time) of a SKU's first pricing
+    info, or None when it has none.
 
-    Money is ``units + nanos·1e-9``. The base tier is the one starting at usage 0. Usage units of
-    seconds or minutes are converted to hours; other units return None.
+    Money is ``units + nanos·1e-9``; the base tier is the one starting at usage 0. ``usage_unit`` is the
+    catalog's (``h`` for GPUs and cores, ``GiBy.h`` for memory, ``min``, ``s``).
     """
     if not sku.pricing_info:
         return None
@@ -74,7 +75,26 @@ def rate_per_hour(sku: Any) -> tuple[float, str, Any] | None:
         return None
     price = tiers[0].unit_price
     value = float(price.units) + float(price.nanos) * 1e-9
-    per = {"h": 1.0, "hour": 1.0, "min": 60.0, "s": 3600.0}.get(expr.usage_unit)
+    return value, expr.usage_unit, price.currency_code or "USD", info.effective_time
+
+
+#: seconds in one of the catalog's time units: a price per unit × this / 3600 is per hour
+_PER_HOUR = {"h": 1.0, "hour": 1.0, "min": 60.0, "s": 3600.0, "GiBy.h": 1.0}
+
+
+def rate_per_hour(sku: Any, *, memory: bool = False) -> tuple[float, str, Any] | None:
+    """(price per usage hour from the base tier, currency, effective time) of a SKU's first pricing info.
+
+    Usage units of seconds or minutes are converted to hours; memory SKUs (``GiBy.h``: per GiB-hour) only when
+    ``memory``; other units return None.
+    """
+    rate = base_rate(sku)
+    if rate is None:
+        return None
+    value, unit, currency, effective = rate
+    if unit == "GiBy.h" and not memory:
+        return None
+    per = _PER_HOUR.get(unit)
     if per is None:
         return None
-    return value * per, price.currency_code or "USD", info.effective_time
+    return value * per, currency, effective

@@ -113,8 +113,19 @@ def _root(
     debug: bool = typer.Option(
         False, "--debug", help=f"On an internal error (exit 70), print the traceback (or set {_DEBUG_ENV}=1)."
     ),
+    pricebook: str | None = typer.Option(
+        None,
+        "--pricebook",
+        envvar="FINOPS_PRICEBOOK",
+        help="User pricebook directory overlaying the shipped one, for every command "
+        "(default: $XDG_CONFIG_HOME/finops, i.e. ~/.config/finops).",
+        show_default=False,
+    ),
 ) -> None:
     """finops — point it at a month of billing exports, GPU traces and spot prices."""
+    from finops_cli.estate.pricebook import use_pricebook
+
+    use_pricebook(pricebook or None)
 
 
 def _register() -> None:
@@ -126,6 +137,7 @@ def _register() -> None:
         ingest,
         ingest_traces,
         plan,
+        pricebook,
         prices,
         report,
         simulate,
@@ -146,6 +158,9 @@ def _register() -> None:
     estate_app = _new_app(help="Draft fleet.yaml and workloads.yaml from what the store has seen.")
     app.add_typer(estate_app, name="estate")
     estate.register_group(estate_app)
+    pricebook_app = _new_app(help="Keep list prices current: refresh them from the providers' price APIs, show them.")
+    app.add_typer(pricebook_app, name="pricebook")
+    pricebook.register_group(pricebook_app)
     for module in (prices, waste, costs, estate, plan, report, gate, demo):
         module.register(app)
 

@@ -14,7 +14,7 @@ from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
 from finops_cli.estate.demand_io import profile_path, read_profile
 from finops_cli.estate.load import Estate
-from finops_cli.estate.pricebook import reference_price
+from finops_cli.estate.prices import resolve_price_ref
 
 
 def _emit(warnings: list[str], strict: bool) -> list[str]:
@@ -80,11 +80,9 @@ def check_price_refs(estate: Estate, strict: bool = False) -> list[str]:
     for i, s in enumerate(estate.fleet.substrates):
         if s.price_ref is not None:
             try:
-                ref = reference_price(s.price_ref)
+                resolve_price_ref(s)
             except InputError as exc:
                 raise InputError(f"{ffile}: substrates[{i}].price_ref: {exc}") from None
-            if ref.usd_per_gpu_hour is None:
-                raise InputError(f"{ffile}: substrates[{i}].price_ref: {s.price_ref} is per unit, not per GPU-hour")
     return _emit(out, strict)
 
 

@@ -1,14 +1,26 @@
-"""Reference tables shipped in ``finops_cli/pricebooks/``: loaders (no network; the CSVs are maintained by hand).
+"""The pricebook: reference tables shipped in ``finops_cli/pricebooks/``, overlaid by the user's own.
 
-Reference prices (``finops_cli/pricebooks/reference_prices.csv``): list on-demand, typical spot and API per-unit
-prices for common GPU offerings, each row with its ``source`` and the date it was read (``read_on``).
-A substrate may say ``price_ref: aws/p5.48xlarge/on_demand`` instead of a number; reports that used a
-reference price say how old it is (:func:`reference_price_age_days`).
+Two layers, one loader (every command that reads a price or a GPU fact goes through here):
+
+* the **shipped** tables (package data, read through :mod:`importlib.resources`), maintained by hand;
+* the **user pricebook**, a directory with files of the same names and columns that overlays them:
+  ``--pricebook DIR`` (``finops --pricebook DIR <command>``), else ``$FINOPS_PRICEBOOK``, else
+  ``$XDG_CONFIG_HOME/finops`` (``~/.config/finops``). ``finops pricebook refresh`` writes its
+  ``reference_prices.csv`` from the providers' price APIs; a user adds instance types the shipped table
+  lacks (``p3.2xlarge``/V100, ``g4dn.xlarge``/T4) as rows of its ``instance_types.csv``. A user row wins
+  over a shipped row with the same key.
+
+Reference prices (``reference_prices.csv``): list on-demand, typical spot and API per-unit prices, each row
+with its ``source`` and the date it was read (``read_on``; refreshed rows also carry ``fetched_at``). A
+substrate may say ``price_ref: aws/p5.48xlarge/on_demand`` instead of a number (optionally pinned to a region,
+``aws/p5.48xlarge/on_demand/us-west-2``); reports that used a reference price say how old it is
+(:func:`reference_price_age_days`) and where it came from.
 """
 
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -22,7 +34,7 @@ from finops_cli.errors import InputError
 from finops_cli.files import csv_line, read_csv_text
 
 REFERENCE_PRICES_FILE = "reference_prices.csv"
-_REF_COLUMNS = (
+REF_COLUMNS = (
     "provider",
     "offering",
     "term",
@@ -36,6 +48,14 @@ _REF_COLUMNS = (
     "source",
     "read_on",
 )
+#: written by ``finops pricebook refresh`` beside the columns above: when the row was fetched (ISO-8601 UTC)
+FETCHED_AT = "fetched_at"
+#: the environment variable naming the user pricebook directory (``--pricebook`` wins over it)
+PRICEBOOK_ENV = "FINOPS_PRICEBOOK"
+#: shown as a row's ``origin`` when it comes from the shipped tables
+SHIPPED = "shipped"
+
+_override: Path | None = None
 
 
 def pricebook_dir() -> Path:
@@ -43,9 +63,60 @@ def pricebook_dir() -> Path:
     return Path(str(resources.files("finops_cli") / "pricebooks"))
 
 
+def use_pricebook(path: str | os.PathLike[str] | None) -> None:
+    """Make ``path`` the user pricebook for this process (``--pricebook``); None goes back to the default."""
+    global _override
+    _override = None if path is None else Path(path).expanduser()
+
+
+def user_pricebook_dir() -> Path:
+    """The user pricebook directory: ``--pricebook``, else ``$FINOPS_PRICEBOOK``, else ``$XDG_CONFIG_HOME/finops``.
+
+    ``$XDG_CONFIG_HOME`` defaults to ``~/.config`` (the XDG base-directory rule).
+    """
+    if _override is not None:
+        return _override
+    named = os.environ.get(PRICEBOOK_ENV, "").strip()
+    if named:
+        return Path(named).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return (Path(base).expanduser() if base else Path.home() / ".config") / "finops"
+
+
+def _named_explicitly() -> bool:
+    return _override is not None or bool(os.environ.get(PRICEBOOK_ENV, "").strip())
+
+
+def _layers(name: str) -> tuple[tuple[str, str, int], ...]:
+    """(path, origin, mtime_ns) of each layer of table ``name``: the shipped file, then the user's if it has one.
+
+    A directory named with ``--pricebook``/``$FINOPS_PRICEBOOK`` must exist (a typo must not silently fall back
+    to the shipped prices); the default ``~/.config/finops`` may be absent.
+    """
+    shipped = pricebook_dir() / name
+    layers = [(str(shipped), SHIPPED, 0)]
+    user = user_pricebook_dir()
+    if not user.is_dir():
+        if _named_explicitly():
+            if user.exists():
+                raise InputError("the pricebook is not a directory", path=user)
+            raise InputError(
+                "pricebook directory not found (create it, or fill it with 'finops pricebook refresh')", path=user
+            )
+        return tuple(layers)
+    file = user / name
+    if file.is_file():
+        layers.append((str(file), str(file), file.stat().st_mtime_ns))
+    return tuple(layers)
+
+
 @dataclass(frozen=True)
 class ReferencePrice:
-    """One row of ``reference_prices.csv``: ``ref`` is ``provider/offering/term``."""
+    """One row of ``reference_prices.csv``: ``ref`` is ``provider/offering/term``.
+
+    ``origin`` is :data:`SHIPPED` or the user pricebook file the row came from; ``fetched_at`` is set on rows
+    written by ``finops pricebook refresh`` (ISO-8601 UTC).
+    """
 
     ref: str
     provider: str
@@ -58,15 +129,23 @@ class ReferencePrice:
     region: str | None
     source: str
     read_on: date
+    origin: str = SHIPPED
+    fetched_at: str | None = None
+    gpus: float | None = None
+    usd_per_instance_hour: float | None = None
+
+    def provenance(self) -> str:
+        """``reference price aws/p5.48xlarge/on_demand (us-east-1) from the user pricebook …: <source>, fetched …``."""
+        where = f" ({self.region})" if self.region else ""
+        book = "shipped pricebook" if self.origin == SHIPPED else f"user pricebook {self.origin}"
+        when = f"fetched {self.fetched_at}" if self.fetched_at else f"read {self.read_on.isoformat()}"
+        return f"reference price {self.ref}{where} from the {book}: {self.source}, {when}"
 
 
-@lru_cache(maxsize=4)
-def _reference_table(path: Path) -> pd.DataFrame:
-    frame = read_csv_text(path, kind="reference price table")
-    missing = [c for c in _REF_COLUMNS if c not in frame.columns]
+def _check_reference_rows(frame: pd.DataFrame, path: Path) -> None:
+    missing = [c for c in REF_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"missing column(s) {missing}", path=path)
-    frame["ref"] = frame["provider"] + "/" + frame["offering"] + "/" + frame["term"]
     for i, row in frame.iterrows():
         where = csv_line(int(i))
         try:
@@ -77,29 +156,70 @@ def _reference_table(path: Path) -> pd.DataFrame:
             raise InputError("source: every reference price needs its source", path=path, where=where)
         if not (row["usd_per_gpu_hour"] or row["usd_per_unit"]):
             raise InputError("give usd_per_gpu_hour or usd_per_unit", path=path, where=where)
-    return frame
+        for col in ("gpus", "usd_per_instance_hour", "usd_per_gpu_hour", "usd_per_unit"):
+            try:
+                value = _num(row[col])
+            except ValueError:
+                value = -1.0
+            if value is not None and not value >= 0:
+                raise InputError(f"{col}: expected a number >= 0, got {row[col]!r}", path=path, where=where)
+
+
+@lru_cache(maxsize=8)
+def _reference_table(layers: tuple[tuple[str, str, int], ...]) -> pd.DataFrame:
+    frames = []
+    for path, origin, _ in reversed(layers):  # the user's rows first: they win on (ref, region)
+        frame = read_csv_text(Path(path), kind="reference price table")
+        _check_reference_rows(frame, Path(path))
+        if FETCHED_AT not in frame.columns:
+            frame[FETCHED_AT] = ""
+        frame["origin"] = origin
+        frames.append(frame[[*REF_COLUMNS, FETCHED_AT, "origin"]])
+    table = pd.concat(frames, ignore_index=True)
+    table["ref"] = table["provider"] + "/" + table["offering"] + "/" + table["term"]
+    return table.drop_duplicates(["ref", "region"], keep="first").reset_index(drop=True)
+
+
+def _reference_layers(path: Path | None) -> tuple[tuple[str, str, int], ...]:
+    if path is not None:
+        return ((str(path), str(path), Path(path).stat().st_mtime_ns if Path(path).exists() else 0),)
+    return _layers(REFERENCE_PRICES_FILE)
 
 
 def reference_prices(path: Path | None = None) -> pd.DataFrame:
-    """The reference price table (strings as read, plus a ``ref`` column ``provider/offering/term``)."""
-    return _reference_table(path or pricebook_dir() / REFERENCE_PRICES_FILE).copy()
+    """The reference price table, shipped rows overlaid by the user pricebook's (strings as read, plus ``ref``
+    ``provider/offering/term`` and ``origin``). ``path``: read that one file only."""
+    return _reference_table(_reference_layers(path)).copy()
 
 
-def _num(text: str) -> float | None:
+def _num(text: str | None) -> float | None:
     return float(text) if text not in ("", None) else None
 
 
-def reference_price(ref: str, path: Path | None = None) -> ReferencePrice:
-    """Look up ``provider/offering/term``; an unknown ref is an :class:`InputError` suggesting close ones."""
-    table = _reference_table(path or pricebook_dir() / REFERENCE_PRICES_FILE)
-    rows = table[table["ref"] == ref]
+def reference_price(ref: str, path: Path | None = None, *, region: str | None = None) -> ReferencePrice:
+    """Look up ``provider/offering/term`` (or ``provider/offering/term/region``) in the overlaid table.
+
+    Several rows of one ref differ by region: the one in ``region`` (a substrate's) wins, else the row the
+    user pricebook has, else the shipped one. An unknown ref is an :class:`InputError` suggesting close ones.
+    """
+    table = _reference_table(_reference_layers(path))
+    key, pinned = ref, None
+    parts = ref.split("/")
+    if len(parts) == 4:
+        key, pinned = "/".join(parts[:3]), parts[3]
+    rows = table[table["ref"] == key]
+    if pinned is not None:
+        rows = rows[rows["region"] == pinned]
     if rows.empty:
-        close = difflib.get_close_matches(ref, table["ref"].tolist(), n=3, cutoff=0.5)
+        close = difflib.get_close_matches(ref, table["ref"].unique().tolist(), n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(table['ref'].head(6))}, …"
-        raise InputError(f"price_ref {ref!r} is not in finops_cli/pricebooks/{REFERENCE_PRICES_FILE}{hint}")
+        where = "the pricebook" if path is None else str(path)
+        raise InputError(f"price_ref {ref!r} is not in {where} ({REFERENCE_PRICES_FILE}){hint}")
+    if region and (rows["region"] == region).any():
+        rows = rows[rows["region"] == region]
     row = rows.iloc[0]
     return ReferencePrice(
-        ref=ref,
+        ref=key,
         provider=row["provider"],
         offering=row["offering"],
         term=row["term"],
@@ -110,6 +230,10 @@ def reference_price(ref: str, path: Path | None = None) -> ReferencePrice:
         region=row["region"] or None,
         source=row["source"],
         read_on=datetime.strptime(row["read_on"], "%Y-%m-%d").date(),
+        origin=row["origin"],
+        fetched_at=row[FETCHED_AT] or None,
+        gpus=_num(row["gpus"]),
+        usd_per_instance_hour=_num(row["usd_per_instance_hour"]),
     )
 
 
@@ -139,24 +263,55 @@ class GpuSkuFacts:
     region_group: str | None  # "Americas", "EMEA", "APAC", or a region name, when the text has one
 
 
-@lru_cache(maxsize=1)
-def _instance_table() -> tuple[dict[tuple[str, str], tuple[int, str]], list[tuple[str, str]]]:
-    import csv
+INSTANCE_COLUMNS = ("provider", "kind", "instance_type", "gpus", "accelerator")
 
-    instances: dict[tuple[str, str], tuple[int, str]] = {}
-    skus: list[tuple[str, str]] = []
-    with open(pricebook_dir() / INSTANCE_TYPES_FILE, encoding="utf-8", newline="") as fh:
-        for row in csv.DictReader(fh):
-            if row["kind"] == "gpu_sku":
-                skus.append((row["instance_type"].lower(), row["accelerator"]))
-            else:
-                instances[(row["provider"].lower(), row["instance_type"].lower())] = (
-                    int(row["gpus"]),
-                    row["accelerator"],
+
+def instance_types() -> pd.DataFrame:
+    """The instance-type table, shipped rows then the user pricebook's (strings as read, plus ``origin``)."""
+    return _instance_frame(_layers(INSTANCE_TYPES_FILE)).copy()
+
+
+@lru_cache(maxsize=8)
+def _instance_frame(layers: tuple[tuple[str, str, int], ...]) -> pd.DataFrame:
+    frames = []
+    for path, origin, _ in layers:
+        frame = read_csv_text(Path(path), kind="instance type table")
+        missing = [c for c in INSTANCE_COLUMNS if c not in frame.columns]
+        if missing:
+            raise InputError(f"missing column(s) {missing}", path=Path(path))
+        for i, row in frame.iterrows():
+            if not (row["gpus"].isdigit() and int(row["gpus"]) > 0):
+                raise InputError(
+                    f"gpus: expected a whole number > 0, got {row['gpus']!r}", path=Path(path), where=csv_line(int(i))
                 )
+            if row["kind"] not in ("instance", "gpu_sku") or not row["accelerator"] or not row["instance_type"]:
+                raise InputError(
+                    "expected kind instance or gpu_sku, an instance_type and an accelerator",
+                    path=Path(path),
+                    where=csv_line(int(i)),
+                )
+        frame["origin"] = origin
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _instance_table() -> tuple[dict[tuple[str, str], tuple[int, str]], list[tuple[str, str]]]:
+    return _instance_index(_layers(INSTANCE_TYPES_FILE))
+
+
+@lru_cache(maxsize=8)
+def _instance_index(
+    layers: tuple[tuple[str, str, int], ...],
+) -> tuple[dict[tuple[str, str], tuple[int, str]], list[tuple[str, str]]]:
+    instances: dict[tuple[str, str], tuple[int, str]] = {}
+    skus: dict[str, str] = {}
+    for row in _instance_frame(layers).itertuples(index=False):  # later (user) rows win
+        if row.kind == "gpu_sku":
+            skus[row.instance_type.lower()] = row.accelerator
+        else:
+            instances[(row.provider.lower(), row.instance_type.lower())] = (int(row.gpus), row.accelerator)
     # Longest stem first so "Nvidia H100 80GB Mega GPU" wins over "Nvidia H100 80GB GPU".
-    skus.sort(key=lambda s: -len(s[0]))
-    return instances, skus
+    return instances, sorted(skus.items(), key=lambda s: -len(s[0]))
 
 
 def instance_gpu_facts(provider: str, instance_type: str | None) -> tuple[int, str] | None:
@@ -226,12 +381,26 @@ INSTANCE_TOKEN = (
 )
 
 
-@lru_cache(maxsize=1)
 def _gpu_family_patterns() -> list[tuple[str, re.Pattern[str]]]:
-    import csv
+    return _family_patterns(_layers(GPU_FAMILIES_FILE))
 
-    with open(pricebook_dir() / GPU_FAMILIES_FILE, encoding="utf-8", newline="") as fh:
-        return [(row["provider"], re.compile(row["pattern"])) for row in csv.DictReader(fh)]
+
+@lru_cache(maxsize=8)
+def _family_patterns(layers: tuple[tuple[str, str, int], ...]) -> list[tuple[str, re.Pattern[str]]]:
+    """Every layer's patterns: the user pricebook may add families (its rows are added to the shipped ones)."""
+    out = []
+    for path, _, _ in layers:
+        frame = read_csv_text(Path(path), kind="GPU family table")
+        if not {"provider", "pattern"} <= set(frame.columns):
+            raise InputError("missing column(s) provider, pattern", path=Path(path))
+        for i, row in frame.iterrows():
+            try:
+                out.append((row["provider"], re.compile(row["pattern"])))
+            except re.error as exc:
+                raise InputError(
+                    f"pattern: not a regular expression ({exc})", path=Path(path), where=csv_line(int(i))
+                ) from None
+    return out
 
 
 def instance_type_in(text: str | None) -> str | None:

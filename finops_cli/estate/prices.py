@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 from finops_cli.errors import InputError
 from finops_cli.estate.load import Estate
-from finops_cli.estate.pricebook import reference_price, reference_price_age_days
+from finops_cli.estate.pricebook import ReferencePrice, reference_price, reference_price_age_days
 from finops_cli.report.prices import DEFAULT_PRODUCTS, FeedStat, NoPriceData, feed_statistic
 from finops_cli.schema.estate import FX_PAIR, Fleet, PriceFeed, Substrate
 
@@ -61,6 +61,8 @@ class PriceSource:
     product: str | None = None
     read_on: date | None = None
     age_days: int | None = None
+    unit_prices: dict[str, float] | None = None  # api substrates: per unit served, in ``currency``
+    pricebook: ReferencePrice | None = None  # the pricebook row a price_ref resolved to
 
     @property
     def source(self) -> str:
@@ -90,7 +92,20 @@ class PriceSource:
             "fx_rate": self.fx_rate,
             "read_on": iso(self.read_on),
             "detail": self.detail,
+            "unit_prices": self.unit_prices,
+            "ref": None if self.pricebook is None else self.pricebook.ref,
+            "pricebook_region": None if self.pricebook is None else self.pricebook.region,
+            "pricebook_source": None if self.pricebook is None else self.pricebook.source,
+            "pricebook": None if self.pricebook is None else self.pricebook.origin,
+            "fetched_at": None if self.pricebook is None else self.pricebook.fetched_at,
         }
+
+    def note(self) -> str:
+        """One line for plan.json's notes: where this substrate's price came from."""
+        if self.unit_prices is not None or self.value is None:
+            return f"price of {self.substrate}: {self.detail}"
+        fx = "" if self.fx_rate in (None, 1.0) else f" (× {self.fx_rate:g} {self.quoted_currency}:{self.currency})"
+        return f"price of {self.substrate}: {self.value:.4f} {self.currency}/GPU-hour{fx} from {self.detail}"
 
 
 def feed_label(feed: PriceFeed) -> str:
@@ -174,12 +189,60 @@ def _convert(s: Substrate, what: str, usd: float, currency: str, rates: dict[str
     return usd * rates[pair], rates[pair]
 
 
+def resolve_price_ref(s: Substrate) -> list[tuple[str | None, ReferencePrice]]:
+    """The pricebook rows a substrate's ``price_ref`` names, looked up in its region first.
+
+    ``[(None, row)]`` for a GPU substrate (priced per GPU-hour); ``[(unit, row), …]`` for an api substrate
+    (priced per unit: ``price_ref: anthropic/claude-sonnet-output/api`` prices the row's own unit, a mapping
+    ``{Mtokens_out: openai/gpt-4o-output/api}`` names the unit). A row of the wrong kind is an :class:`InputError`.
+    """
+    if s.price_ref is None:
+        return []
+    if s.kind == "api":
+        refs: dict[str | None, str] = (
+            dict(s.price_ref) if isinstance(s.price_ref, dict) else {None: s.price_ref}  # type: ignore[arg-type]
+        )
+        out: list[tuple[str | None, ReferencePrice]] = []
+        for unit, text in refs.items():
+            ref = reference_price(text, region=s.region)
+            if ref.usd_per_unit is None:
+                raise InputError(f"{text} is priced per GPU-hour; an api substrate needs a per-unit (api) price")
+            out.append((unit or ref.unit or "unit", ref))
+        return out
+    ref = reference_price(str(s.price_ref), region=s.region)
+    if ref.usd_per_gpu_hour is None:
+        raise InputError(f"{s.price_ref} is a per-unit (api) price, not per GPU-hour")
+    return [(None, ref)]
+
+
+def _ref_detail(ref: ReferencePrice, age: int, region: str | None) -> str:
+    where = "" if not region or not ref.region or ref.region == region else f"; priced in {ref.region}, not {region}"
+    return f"{ref.provenance()}, {age} days old{where}"
+
+
 def _resolve_one(
     s: Substrate, store: Store | None, currency: str, rates: dict[str, float], as_of: date, end: datetime
 ) -> tuple[Substrate, PriceSource]:
+    if s.kind == "api" and s.price_ref is not None:
+        try:
+            refs = resolve_price_ref(s)
+        except InputError as exc:
+            raise InputError(f"substrate {s.id}: price_ref: {exc}") from None
+        prices: dict[str, float] = {}
+        for unit, ref in refs:
+            prices[str(unit)], rate = _convert(s, f"price_ref {ref.ref}", ref.usd_per_unit or 0.0, currency, rates)
+        ref = refs[0][1]
+        age = reference_price_age_days(ref, as_of)
+        units = ", ".join(f"{u} {p:g}" for u, p in prices.items())
+        detail = f"per unit: {units}; " + "; ".join(_ref_detail(r, age, s.region) for _, r in refs)
+        src = PriceSource(
+            s.id, "price_ref", None, currency, detail, ref.usd_per_unit, QUOTE_CURRENCY, rate,
+            read_on=ref.read_on, age_days=age, unit_prices=prices, pricebook=ref,
+        )  # fmt: skip
+        return s.model_copy(update={"price_per_unit": prices}), src
     if s.kind == "api":
         units = ", ".join(f"{u} {p:g}" for u, p in (s.price_per_unit or {}).items())
-        return s, PriceSource(s.id, "api", None, currency, f"per unit: {units}")
+        return s, PriceSource(s.id, "api", None, currency, f"price_per_unit in fleet.yaml: {units}")
     if s.price_per_gpu_hour is not None and s.price_feed is None and s.price_ref is None:
         return s, PriceSource(s.id, "fixed", s.price_per_gpu_hour, currency, "price_per_gpu_hour in fleet.yaml")
     if s.price_feed is not None:
@@ -196,15 +259,15 @@ def _resolve_one(
         )  # fmt: skip
         return s.model_copy(update={"price_per_gpu_hour": price}), src
     if s.price_ref is not None:
-        ref = reference_price(s.price_ref)
-        if ref.usd_per_gpu_hour is None:
-            raise InputError(f"substrate {s.id}: price_ref {s.price_ref} is a per-unit (API) price, not per GPU-hour")
-        price, rate = _convert(s, f"price_ref {ref.ref}", ref.usd_per_gpu_hour, currency, rates)
+        try:
+            ((_, ref),) = resolve_price_ref(s)
+        except InputError as exc:
+            raise InputError(f"substrate {s.id}: price_ref: {exc}") from None
+        price, rate = _convert(s, f"price_ref {ref.ref}", ref.usd_per_gpu_hour or 0.0, currency, rates)
         age = reference_price_age_days(ref, as_of)
-        detail = f"reference price {ref.ref} ({ref.source}), read {ref.read_on.isoformat()}, {age} days old"
         src = PriceSource(
-            s.id, "price_ref", price, currency, detail, ref.usd_per_gpu_hour, QUOTE_CURRENCY, rate,
-            read_on=ref.read_on, age_days=age,
+            s.id, "price_ref", price, currency, _ref_detail(ref, age, s.region), ref.usd_per_gpu_hour,
+            QUOTE_CURRENCY, rate, read_on=ref.read_on, age_days=age, pricebook=ref,
         )  # fmt: skip
         return s.model_copy(update={"price_per_gpu_hour": price}), src
     # a reserved substrate without a marginal price: prepaid, one more GPU-hour costs nothing
@@ -278,7 +341,9 @@ def reference_price_notes(sources: list[PriceSource]) -> list[str]:
     out = []
     for src in sources:
         fx = "" if src.fx_rate in (None, 1.0) else f" (× {src.fx_rate:g} {src.quoted_currency}:{src.currency})"
-        if src.method == "price_ref":
+        if src.method == "price_ref" and src.value is None:
+            out.append(f"{src.substrate}: {src.detail}")
+        elif src.method == "price_ref":
             out.append(f"{src.substrate}: {src.value:.4f} {src.currency}/GPU-hour{fx}, {src.detail}")
         elif src.method == "price_feed":
             out.append(f"{src.substrate}: {src.value:.4f} {src.currency}/GPU-hour{fx} from the {src.detail}")

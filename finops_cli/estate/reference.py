@@ -86,8 +86,10 @@ FIELD_DOCS: dict[str, tuple[str, str]] = {
     "Substrate.price_feed": ("", "Resolve the price from the spot-price store instead (see price_feed)."),
     "Substrate.price_ref": (
         "",
-        "Resolve the price from `finops_cli/pricebooks/reference_prices.csv`, as `provider/offering/term`; "
-        "reports say its age.",
+        "Resolve the price from the pricebook (the shipped `reference_prices.csv` overlaid by the user pricebook, "
+        "see `finops pricebook`), as `provider/offering/term` (the row in the substrate's region first) or "
+        "`provider/offering/term/region`; api substrates: a per-unit row, or `{unit: ref}`. plan.json notes the "
+        "row's source and fetch date; reports say its age.",
     ),
     "Substrate.committed_per_gpu_hour": (
         "currency / GPU-hour",
@@ -250,9 +252,9 @@ def estate_reference_markdown() -> str:
         "compliant destination). A complete example is `samples/fleet.yaml` / `samples/workloads.yaml`;",
         "the economics are in [economics.md](economics.md).",
         "",
-        "Rules across fields: an `api` substrate needs `price_per_unit` and no accelerator; every other kind",
-        "needs an `accelerator` and exactly one of `price_per_gpu_hour`, `price_feed`, `price_ref` (reserved",
-        "may omit all three: marginal price 0); `spot` needs one of `interruptions_per_hour`, `interruption`;",
+        "Rules across fields: an `api` substrate needs `price_per_unit` or `price_ref` and no accelerator;",
+        "every other kind needs an `accelerator` and exactly one of `price_per_gpu_hour`, `price_feed`,",
+        "`price_ref` (reserved may omit all three: marginal price 0); `spot` needs one of `interruptions_per_hour`, `interruption`;",
         "owned/reserved/spot need",
         "`gpus`; a `reserved` substrate needs `gpus > 0` or a `purchasable` block; `purchasable` is only for",
         "reserved.",

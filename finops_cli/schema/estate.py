@@ -95,7 +95,9 @@ class Substrate(_Strict):
     gpus_per_node: PositiveFloat | None = Field(default=None, le=1e4)
     price_per_gpu_hour: float | None = Field(default=None, ge=0, le=MAX_PRICE)
     price_feed: PriceFeed | None = None
-    price_ref: str | None = None  # "<provider>/<offering>/<term>" in finops_cli/pricebooks/reference_prices.csv
+    # "<provider>/<offering>/<term>[/<region>]" in the pricebook (reference_prices.csv, shipped + user); an api
+    # substrate may map its units to per-unit refs instead: {Mtokens: anthropic/claude-sonnet-output/api}
+    price_ref: str | dict[str, str] | None = None
     committed_per_gpu_hour: float = Field(default=0.0, ge=0, le=MAX_PRICE)
     comfortable_utilization: float = Field(default=0.85, gt=0, le=1)
     preference: PositiveFloat = Field(default=1.0, le=1e6)
@@ -113,11 +115,18 @@ class Substrate(_Strict):
     @model_validator(mode="after")
     def _kind_rules(self) -> Substrate:
         if self.kind == "api":
-            if not self.price_per_unit:
-                raise ValueError("an api substrate needs price_per_unit (e.g. {Mtokens: 15.0})")
-            if any(v < 0 for v in self.price_per_unit.values()):
+            if not self.price_per_unit and not self.price_ref:
+                raise ValueError(
+                    "an api substrate needs price_per_unit (e.g. {Mtokens: 15.0}) or price_ref "
+                    "(e.g. anthropic/claude-sonnet-output/api)"
+                )
+            if self.price_per_unit and self.price_ref:
+                raise ValueError("give one of price_per_unit, price_ref")
+            if any(v < 0 for v in (self.price_per_unit or {}).values()):
                 raise ValueError("price_per_unit values must be >= 0")
             return self
+        if isinstance(self.price_ref, dict):
+            raise ValueError("price_ref maps units to refs only for api substrates; give provider/offering/term")
         if not self.accelerator:
             raise ValueError(f"a {self.kind} substrate needs an accelerator")
         if self.price_per_unit:

@@ -140,6 +140,15 @@ class PriceUsed(_Doc):
     quoted: float | None = None
     quoted_currency: str | None = None
     fx_rate: float | None = None
+    method: str | None = None  # fixed | price_feed | price_ref | api | committed
+    detail: str | None = None  # one line: where the price came from
+    read_on: str | None = None  # price_ref: the date the pricebook row was read or fetched
+    unit_prices: dict[str, float] | None = None  # api substrates: price per unit served, by unit
+    ref: str | None = None  # price_ref: the pricebook row, provider/offering/term
+    pricebook_region: str | None = None
+    pricebook_source: str | None = None  # the row's own source (a provider's page or price API call)
+    pricebook: str | None = None  # "shipped" or the user pricebook file the row came from
+    fetched_at: str | None = None  # ISO-8601 UTC, rows written by finops pricebook refresh
 
 
 class Certification(_Doc):

@@ -9,10 +9,7 @@ from pathlib import Path
 import boto3
 import pytest
 from botocore.stub import Stubber
-from google.auth.credentials import AnonymousCredentials
-from google.cloud.billing_v1.services.cloud_catalog.transports.base import CloudCatalogTransport
-from google.cloud.billing_v1.types import cloud_catalog
-from google.type import money_pb2
+from gcp_catalog import FakeCatalogTransport, gcp_sku
 
 from finops_cli.adapters import aws as aws_adapter
 from finops_cli.adapters.gcp import catalog_client, list_skus
@@ -123,70 +120,9 @@ def test_aws_region_needs_instance_types(store: Store) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ GCP
-def _sku(
-    sku_id: str, description: str, usage_type: str, regions: list[str], units: int, nanos: int
-) -> cloud_catalog.Sku:
-    return cloud_catalog.Sku(
-        name=f"services/6F81-5844-456A/skus/{sku_id}",
-        sku_id=sku_id,
-        description=description,
-        category=cloud_catalog.Category(
-            service_display_name="Compute Engine",
-            resource_family="Compute",
-            resource_group="GPU",
-            usage_type=usage_type,
-        ),
-        service_regions=regions,
-        pricing_info=[
-            cloud_catalog.PricingInfo(
-                pricing_expression=cloud_catalog.PricingExpression(
-                    usage_unit="h",
-                    tiered_rates=[
-                        cloud_catalog.PricingExpression.TierRate(
-                            start_usage_amount=0,
-                            unit_price=money_pb2.Money(currency_code="USD", units=units, nanos=nanos),
-                        )
-                    ],
-                ),
-                effective_time=datetime(2026, 10, 5, tzinfo=UTC),
-            )
-        ],
-    )
-
-
-class FakeCatalogTransport(CloudCatalogTransport):
-    """The library's transport seam: answers ``list_skus`` from pages in memory, like the service."""
-
-    def __init__(self, pages: list[list[cloud_catalog.Sku]]) -> None:
-        super().__init__(credentials=AnonymousCredentials())
-        self.pages = pages
-        self.requests: list[cloud_catalog.ListSkusRequest] = []
-        self._prep_wrapped_messages(None)
-
-    def _list_skus(self, request: cloud_catalog.ListSkusRequest, **_: object) -> cloud_catalog.ListSkusResponse:
-        self.requests.append(request)
-        i = int(request.page_token or 0)
-        token = str(i + 1) if i + 1 < len(self.pages) else ""
-        return cloud_catalog.ListSkusResponse(skus=self.pages[i], next_page_token=token)
-
-    def _list_services(self, request: object, **_: object) -> cloud_catalog.ListServicesResponse:
-        return cloud_catalog.ListServicesResponse(services=[])
-
-    @property
-    def list_skus(self):
-        return self._list_skus
-
-    @property
-    def list_services(self):
-        return self._list_services
-
-    def close(self) -> None:
-        pass
-
-
 GCP_PAGES = [
     [
-        _sku(
+        gcp_sku(
             "A1",
             "Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA",
             "Preemptible",
@@ -194,11 +130,13 @@ GCP_PAGES = [
             2,
             250_000_000,
         ),
-        _sku("C1", "Spot Preemptible A3 Instance Core running in EMEA", "Preemptible", ["europe-west4"], 0, 9_000_000),
+        gcp_sku(
+            "C1", "Spot Preemptible A3 Instance Core running in EMEA", "Preemptible", ["europe-west4"], 0, 9_000_000
+        ),
     ],
     [
-        _sku("A2", "Nvidia H100 80GB GPU running in EMEA", "OnDemand", ["europe-west4"], 11, 60_000_000),
-        _sku(
+        gcp_sku("A2", "Nvidia H100 80GB GPU running in EMEA", "OnDemand", ["europe-west4"], 11, 60_000_000),
+        gcp_sku(
             "A3", "Commitment v1: Nvidia H100 80GB GPU running in EMEA for 1 Year", "Commit1Yr", ["europe-west4"], 7, 0
         ),
     ],

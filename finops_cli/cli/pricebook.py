@@ -1,0 +1,121 @@
+"""``finops pricebook refresh`` / ``finops pricebook show``: parse → api → render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, output_format
+from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
+
+PricebookOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--pricebook",
+        envvar="FINOPS_PRICEBOOK",
+        help="User pricebook directory, overlaying the shipped one (default: $XDG_CONFIG_HOME/finops, "
+        "i.e. ~/.config/finops).",
+        show_default=False,
+    ),
+]
+
+
+def register_group(app: typer.Typer) -> None:
+    @app.command("refresh")
+    def _refresh(
+        provider: Annotated[
+            list[str] | None,
+            typer.Option("--provider", help="aws, gcp or azure (repeatable; default: all three)."),
+        ] = None,
+        aws_region: Annotated[list[str] | None, typer.Option("--aws-region", help="AWS regions (repeatable).")] = None,
+        gcp_region: Annotated[list[str] | None, typer.Option("--gcp-region", help="GCP regions (repeatable).")] = None,
+        azure_region: Annotated[
+            list[str] | None, typer.Option("--azure-region", help="Azure regions, e.g. eastus (repeatable).")
+        ] = None,
+        instance_type: Annotated[
+            list[str] | None,
+            typer.Option("--instance-type", help="Also price this type (repeatable), e.g. p3.2xlarge, g4dn.xlarge."),
+        ] = None,
+        aws_profile: Annotated[str | None, typer.Option("--aws-profile", help="Named AWS profile.")] = None,
+        pricebook: PricebookOpt = None,
+    ) -> None:
+        """Fetch list prices of GPU instance types into the user pricebook: AWS Price List API (GetProducts,
+        boto3 credentials), GCP Cloud Billing Catalog (list_skus, Application Default Credentials), Azure Retail
+        Prices API (public). Default regions: those the pricebook already prices. Every row keeps its source and
+        fetch time; nothing is written unless every provider answered."""
+        from finops_cli import api
+
+        regions = {k: v for k, v in (("aws", aws_region), ("gcp", gcp_region), ("azure", azure_region)) if v}
+        result = api.pricebook_refresh(
+            providers=provider,
+            regions=regions,
+            instance_types=instance_type,
+            pricebook=pricebook,
+            aws_profile=aws_profile,
+        )
+        counts = ", ".join(f"{p} {n}" for p, n in result.rows.items())
+        console = stderr_console()
+        console.print(
+            f"wrote {result.path}: {counts} rows fetched ({result.replaced} replaced, {result.kept} kept)",
+            soft_wrap=True,
+            markup=False,
+        )
+        for note in result.notes:
+            console.print(f"note: {note}", soft_wrap=True, markup=False)
+
+    @app.command("show")
+    def _show(
+        provider: Annotated[str | None, typer.Option("--provider", help="Only this provider.")] = None,
+        fmt: FormatOpt = None,
+        out: OutOpt = None,
+        pricebook: PricebookOpt = None,
+    ) -> None:
+        """The reference prices every command uses (`price_ref`): the shipped table overlaid by the user
+        pricebook, each row with its origin, source and date."""
+        from finops_cli import api
+        from finops_cli.cli.render import Col, money_table, table_text
+
+        fmt = output_format(fmt, out)
+        table = api.pricebook_table(pricebook=pricebook, provider=provider)
+        cols = [
+            "ref",
+            "region",
+            "usd_per_gpu_hour",
+            "unit",
+            "usd_per_unit",
+            "read_on",
+            "fetched_at",
+            "origin",
+            "source",
+        ]
+        if fmt is OutputFormat.json:
+            emit_json({"rows": table[cols].to_dict(orient="records")}, out)
+            return
+        if fmt is OutputFormat.markdown:
+            from finops_cli.report.escape import md_table
+
+            emit_text(md_table(cols, table[cols].astype(str).values.tolist()), out)
+            return
+        rows = [[r.ref, r.region or "—", _price(r), (r.fetched_at or r.read_on)[:10], _origin(r.origin)]
+                for r in table.itertuples(index=False)]  # fmt: skip
+        cols_ = [Col("ref"), Col("region"), Col("price"), Col("date"), Col("origin")]
+        t = money_table("Pricebook (price_ref: provider/offering/term)", cols_, rows)
+        if out is None:
+            stdout_console().print(t)
+        else:
+            emit_text(table_text(t, width=200), out)
+
+
+def _price(row: object) -> str:
+    from finops_cli.report.format import unit_price
+
+    per_gpu, per_unit = row.usd_per_gpu_hour, row.usd_per_unit
+    if per_gpu:
+        return f"{unit_price(float(per_gpu), 'USD')}/GPU-h"
+    return f"{unit_price(float(per_unit), 'USD')}/{row.unit or 'unit'}"
+
+
+def _origin(origin: str) -> str:
+    return "shipped" if origin == "shipped" else "user"
