@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -108,7 +108,7 @@ def register_group(app: typer.Typer) -> None:
             emit_text(table_text(t, width=200), out)
 
 
-def _price(row: object) -> str:
+def _price(row: Any) -> str:
     from finops_cli.report.format import unit_price
 
     per_gpu, per_unit = row.usd_per_gpu_hour, row.usd_per_unit

@@ -199,9 +199,9 @@ def resolve_price_ref(s: Substrate) -> list[tuple[str | None, ReferencePrice]]:
     if s.price_ref is None:
         return []
     if s.kind == "api":
-        refs: dict[str | None, str] = (
-            dict(s.price_ref) if isinstance(s.price_ref, dict) else {None: s.price_ref}  # type: ignore[arg-type]
-        )
+        refs: dict[str | None, str] = {None: s.price_ref} if isinstance(s.price_ref, str) else {}
+        if isinstance(s.price_ref, dict):
+            refs.update(s.price_ref.items())
         out: list[tuple[str | None, ReferencePrice]] = []
         for unit, text in refs.items():
             ref = reference_price(text, region=s.region)
