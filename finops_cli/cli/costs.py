@@ -124,7 +124,11 @@ def register(app: typer.Typer) -> None:
         ),
         fleet: Annotated[Path | None, typer.Option("--fleet", help="fleet.yaml, for --by substrate.")] = None,
         all_lines: Annotated[
-            bool, typer.Option("--all-lines", help="Every billing line, not only GPU lines (x_GpuHours > 0).")
+            bool,
+            typer.Option(
+                "--all-lines",
+                help="Every billing line, not only GPU lines (GPU-hours, or usage of a GPU instance type).",
+            ),
         ] = False,
         fmt: Annotated[CostsFormat, typer.Option("--format", help="Output format.")] = CostsFormat.table,
         store: StoreOpt = None,

@@ -3,7 +3,8 @@
 What is inferred, from one billing month (default: the latest) and its utilisation:
 
 - one substrate per (provider, billing account, region, instance type, pricing category) seen in the GPU
-  lines (``x_GpuHours > 0``): ``kind`` from the pricing category (the baseline's own map,
+  lines (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`: GPU-hours, or usage of a GPU instance type such as a
+  GCP machine's core and RAM SKUs) that carry GPU-hours: ``kind`` from the pricing category (the baseline's own map,
   :data:`finops_cli.core.baseline.PRICING_CATEGORY_KIND`), ``gpus`` = peak concurrent GPUs (each line
   spreads its GPU-hours evenly over its charge period), the effective $/GPU-hour
   (``Σ EffectiveCost ÷ Σ x_GpuHours``) and a ``match: {BillingAccountId: …}`` so the baseline
@@ -27,6 +28,7 @@ import yaml
 
 from finops_cli.core.baseline import PRICING_CATEGORY_KIND
 from finops_cli.errors import InputError
+from finops_cli.schema.billing import gpu_line_mask
 from finops_cli.store.store import Store
 
 #: The key a draft substrate groups GPU lines by (store columns).
@@ -39,6 +41,7 @@ _BILLING_COLUMNS = [
     "x_GpuHours",
     "x_GpuCount",
     "x_AcceleratorType",
+    "ChargeCategory",
     "EffectiveCost",
     "BilledCost",
     "BillingCurrency",
@@ -93,7 +96,7 @@ def peak_concurrent_gpus(lines: pd.DataFrame) -> float:
     start = pd.to_datetime(lines["ChargePeriodStart"], utc=True)
     end = pd.to_datetime(lines["ChargePeriodEnd"], utc=True)
     hours = ((end - start).dt.total_seconds() / 3600.0).where(lambda h: h > 0, 1.0).fillna(1.0)
-    rate = lines["x_GpuHours"].astype(float) / hours.to_numpy()
+    rate = lines["x_GpuHours"].astype(float).fillna(0.0) / hours.to_numpy()
     end = end.where(end > start, start + pd.Timedelta(hours=1))
     events = pd.DataFrame(
         {"t": pd.concat([start, end], ignore_index=True), "d": pd.concat([rate, -rate], ignore_index=True)}
@@ -119,8 +122,8 @@ def _gpu_lines(store: Store, month: str | None, currency: str | None) -> tuple[p
     for col in _BILLING_COLUMNS:
         if col not in frame:
             frame[col] = None
-    gpu = frame[frame["x_GpuHours"].fillna(0.0).astype(float) > 0].copy()
-    if gpu.empty:
+    gpu = frame[gpu_line_mask(frame)].copy()
+    if not (gpu["x_GpuHours"].fillna(0.0).astype(float) > 0).any():
         raise InputError(f"no billing line of {month} carries GPU-hours (x_GpuHours); nothing to draft from")
     currencies = sorted(gpu["BillingCurrency"].dropna().astype(str).unique())
     if currency is None:
@@ -163,7 +166,9 @@ def _substrate_rows(gpu: pd.DataFrame, hours: int) -> list[dict]:
     for k, lines in gpu.groupby("_key", sort=False):
         provider, account, region, itype, category = k
         kind = PRICING_CATEGORY_KIND.get(str(category), "on_demand")
-        gpu_hours = float(lines["x_GpuHours"].astype(float).sum())
+        gpu_hours = float(lines["x_GpuHours"].astype(float).fillna(0.0).sum())
+        if not gpu_hours > 0:  # usage of a GPU type with no GPU-hours under this key: nothing to price per GPU-hour
+            continue
         cost = float(lines["EffectiveCost"].astype(float).sum())
         acc = lines["x_AcceleratorType"].dropna()
         sid = _slug("-".join(str(p) for p in (provider, itype or "gpu", region or "", kind) if p))
@@ -256,7 +261,7 @@ def _workload_rows(gpu: pd.DataFrame, busy: pd.Series) -> list[dict]:
     tags = gpu["Tags"].map(_tags)
     key = tags.map(lambda t: t.get("workload") or t.get("team") or UNTAGGED)
     team = tags.map(lambda t: t.get("team") or "unassigned")
-    billed = gpu["x_GpuHours"].astype(float).groupby(key).sum()
+    billed = gpu["x_GpuHours"].astype(float).fillna(0.0).groupby(key).sum()
     teams = team.groupby(key).agg(lambda s: s.mode().iloc[0])
     names = sorted(set(billed.index) | set(busy.index))
     rows, used = [], set()
@@ -322,7 +327,7 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
         currency=currency,
         substrates=len(subs),
         workloads=len(work),
-        gpu_effective_cost=float(gpu["EffectiveCost"].astype(float).sum()),
+        gpu_effective_cost=float(sum(r["effective_cost"] for r in subs)),
         demand_basis={r["id"]: r["basis"] for r in work},
     )
 

@@ -19,7 +19,12 @@ Conventions
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -90,6 +95,23 @@ BILLING_WRITE_SCHEMA: pa.Schema = BILLING_SCHEMA.append(pa.field("provider", pa.
 
 CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
 PRICING_CATEGORIES = ("Standard", "Dynamic", "Committed", "Other")
+
+#: A **GPU line** (GPU spend): a line that carries GPU-hours, or a usage charge of a GPU instance type
+#: (``x_GpuCount > 0``) such as the vCPU and memory SKUs of a GCP accelerator-optimised machine, billed beside
+#: its GPU SKU with no GPU-hours of their own. Credits, refunds, taxes and purchases are not usage.
+#: ``finops costs``, ``finops estate draft`` and the plan's billed baseline (which matches lines to substrates by
+#: instance type) count the same lines, so their totals agree to the cent.
+GPU_LINE_SQL = "(COALESCE(x_GpuHours, 0.0) > 0 OR (COALESCE(x_GpuCount, 0) > 0 AND ChargeCategory = 'Usage'))"
+
+
+def gpu_line_mask(frame: pd.DataFrame) -> pd.Series:
+    """:data:`GPU_LINE_SQL` over a pandas frame of billing lines (True for GPU lines)."""
+    import pandas as pd
+
+    hours = pd.to_numeric(frame["x_GpuHours"], errors="coerce").fillna(0.0)
+    count = pd.to_numeric(frame["x_GpuCount"], errors="coerce").fillna(0.0)
+    return (hours > 0) | ((count > 0) & (frame["ChargeCategory"] == "Usage"))
+
 
 #: Known provider names → partition slug; anything else is slugified (lower-case, [a-z0-9-]).
 PROVIDER_SLUGS: dict[str, str] = {

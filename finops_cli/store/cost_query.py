@@ -64,10 +64,11 @@ def cost_groups(
 
     ``columns``: dimension names (:data:`DIMENSIONS`), raw billing column names, or tag keys. ``where``:
     name → accepted values (a line passes when its value is one of them; ``(none)`` selects empty ones).
-    ``months``: billing periods to read (None: all). ``gpu_only``: only lines with ``x_GpuHours > 0``.
+    ``months``: billing periods to read (None: all). ``gpu_only``: only GPU lines
+    (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`).
     Returns None when the store has no billing; group values are strings, empty ones :data:`NONE`.
     """
-    from finops_cli.schema.billing import BILLING_SCHEMA
+    from finops_cli.schema.billing import BILLING_SCHEMA, GPU_LINE_SQL
 
     files = store.files("billing")
     if not files:
@@ -86,7 +87,7 @@ def cost_groups(
     select = "".join(f'COALESCE({expr(c)}, {_lit(NONE)}) AS "g{i}", ' for i, c in enumerate(columns))
     conds = ["TRUE"]
     if gpu_only:
-        conds.append("COALESCE(x_GpuHours, 0.0) > 0")
+        conds.append(GPU_LINE_SQL)
     if months:
         names: list[str] = []
         for m in months:

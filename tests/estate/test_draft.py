@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -27,8 +28,39 @@ def _run(*args: str) -> tuple[int, str, str]:
 
 
 def _gpu_lines(store: Store) -> pd.DataFrame:
+    """GPU spend: lines with GPU-hours, and usage lines of a GPU instance type (a GCP machine's core and RAM)."""
     frame = store.read("billing").to_pandas()  # type: ignore[union-attr]
-    return frame[frame["x_GpuHours"].fillna(0).astype(float) > 0]
+    usage_of_gpu_type = (frame["x_GpuCount"].fillna(0) > 0) & (frame["ChargeCategory"] == "Usage")
+    return frame[(frame["x_GpuHours"].fillna(0).astype(float) > 0) | usage_of_gpu_type]
+
+
+def _cents(x: float) -> int:
+    return round(x * 100)
+
+
+def _agree_to_the_cent(store: Path, fleet: Path, plan: Path, report: Path) -> float:
+    """``costs --by substrate``, plan.json's billed baseline and the report's headline: the same money, per
+    substrate and in total, to the cent (issue 14 item 5). Returns the total."""
+    code, stdout, stderr = _run("costs", "--store", store, "--by", "substrate", "--fleet", fleet, "--format", "json")
+    assert code == 0, stderr
+    costs = json.loads(stdout)
+    doc = json.loads(plan.read_text())
+    by_costs = {r["substrate"]: _cents(r["cost"]) for r in costs["rows"]}
+    by_plan = {s["substrate"]: _cents(s["baseline_cost"]) for s in doc["by_substrate"] if s["baseline_cost"]}
+    assert by_costs == by_plan
+    total = costs["totals"][doc["currency"]]
+    assert _cents(total) == _cents(doc["totals"]["baseline_cost"])
+    code, stdout, stderr = _run("costs", "--store", store, "--by", "substrate", "--fleet", fleet, "--cost", "billed",
+                                "--format", "json")  # fmt: skip
+    assert code == 0, stderr
+    billed = json.loads(stdout)["totals"][doc["currency"]]
+    assert _cents(billed) == _cents(doc["totals"]["baseline_billed_cost"])
+    headline = re.search(r"GPU work cost \*\*\\\$([\d,]+\.\d\d)\*\*", report.read_text())
+    assert headline is not None and headline.group(1) == f"{total:,.2f}"
+    assert f"\\${billed:,.2f} as billed" in report.read_text()
+    teams = {a["workload"]: a["team"] for a in doc["allocations"]}
+    assert doc["allocations"] and all(teams.values())  # every allocation carries its workload's team
+    return float(total)
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +93,8 @@ def test_sample_exports_draft_validate_plan_report_without_hand_edits(sample_sto
         "--out", tmp_path / "report.md",
     )  # fmt: skip
     assert code == 0, stderr
+    total = _agree_to_the_cent(sample_store, fleet, plan, tmp_path / "report.md")
+    assert total == pytest.approx(506_660.06, abs=0.005)  # the GCP machines' core and RAM lines included
     # the draft's substrates select every GPU line of the store: 100 % of its GPU spend, per currency
     gpu = _gpu_lines(Store(sample_store))
     matched = match_billing(gpu, load_fleet(fleet))
@@ -103,7 +137,7 @@ def _line(**kw: object) -> dict:
         "provider": "aws", "BillingAccountId": "111122223333", "RegionId": "us-east-1",
         "x_InstanceType": "p4d.24xlarge", "PricingCategory": "Standard", "x_GpuCount": 8.0,
         "x_AcceleratorType": "A100", "x_GpuHours": 192.0, "EffectiveCost": 600.0, "BilledCost": 600.0,
-        "BillingCurrency": "USD", "ChargePeriodStart": pd.Timestamp("2026-10-01", tz="UTC"),
+        "BillingCurrency": "USD", "ChargeCategory": "Usage", "ChargePeriodStart": pd.Timestamp("2026-10-01", tz="UTC"),
         "ChargePeriodEnd": pd.Timestamp("2026-10-02", tz="UTC"), "Tags": '{"team": "research"}',
     }  # fmt: skip
     base.update(kw)
@@ -131,6 +165,8 @@ def test_messy_store_accounts_currencies_spot_reserved_untagged(tmp_path: Path) 
               x_InstanceType="gd-8xh100ib-i128", x_AcceleratorType="H100", EffectiveCost=400.0, BilledCost=0.0),
         _line(ChargePeriodStart=t0 + day, ChargePeriodEnd=t0 + 2 * day, x_GpuHours=96.0),  # 4 GPUs the next day
         _line(x_GpuHours=0.0, EffectiveCost=99.0, x_InstanceType=None, x_GpuCount=None),  # storage: not a GPU line
+        _line(x_GpuHours=0.0, EffectiveCost=60.0, BilledCost=60.0),  # the machine's CPU/RAM SKU: GPU spend
+        _line(x_GpuHours=0.0, EffectiveCost=-45.0, BilledCost=-45.0, ChargeCategory="Credit"),  # a credit: not usage
         _line(BillingCurrency="EUR", provider="gcp", BillingAccountId="01A", RegionId="europe-west4",
               x_InstanceType="a3-highgpu-8g", x_AcceleratorType="H100", EffectiveCost=900.0, BilledCost=900.0),
     ]  # fmt: skip
@@ -148,11 +184,11 @@ def test_messy_store_accounts_currencies_spot_reserved_untagged(tmp_path: Path) 
     assert reserved["price_per_gpu_hour"] == 0.0
     assert reserved["committed_per_gpu_hour"] * reserved["gpus"] * 744 == pytest.approx(400.0)
     od = next(s for s in subs.values() if s["kind"] == "on_demand" and s["match"]["BillingAccountId"] == "111122223333")
-    assert od["gpus"] == 8.0 and od["price_per_gpu_hour"] == pytest.approx(1200.0 / 288.0)
+    assert od["gpus"] == 8.0 and od["price_per_gpu_hour"] == pytest.approx((1200.0 + 60.0) / 288.0)
     wl = {w["id"]: w for w in yaml.safe_load(draft.workloads_yaml)["workloads"]}
     assert set(wl) == {"research", "ft", "untagged"}
     assert wl["research"]["demand"]["total"] == pytest.approx(192 + 96 + 192)  # billed: no utilisation
-    assert draft.gpu_effective_cost == pytest.approx(600 + 500 + 250 + 400 + 600)
+    assert draft.gpu_effective_cost == pytest.approx(600 + 500 + 250 + 400 + 600 + 60)
     eur = draft_estate(store, currency="EUR")
     assert yaml.safe_load(eur.fleet_yaml)["currency"] == "EUR" and eur.substrates == 1
     code, _, err = _run("estate", "draft", "--store", store.root, "--out", tmp_path / "x", "--currency", "GBP")
@@ -171,3 +207,66 @@ def test_peak_concurrent_gpus_overlapping_periods() -> None:
     )
     # hours 2-4: 16; hour 4-5: 8 + 8 + 1 = 17 (the first line ended at 4); later 9, then 1
     assert peak_concurrent_gpus(lines) == pytest.approx(17.0)
+
+
+def _generated_month(seed: int = 14) -> list[dict]:
+    """A month of daily lines across providers and accounts: GPU SKUs, a GCP machine's core and RAM SKUs, spot,
+    a reservation, credits and refunds on GPU types, storage, and tags that come and go."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    t0, day = pd.Timestamp("2026-10-01", tz="UTC"), pd.Timedelta(days=1)
+    pools = [  # (the pool's columns, USD per GPU-hour)
+        ({"provider": "aws", "BillingAccountId": "111122223333", "RegionId": "us-east-1",
+          "x_InstanceType": "p5.48xlarge", "x_AcceleratorType": "H100", "PricingCategory": "Standard"}, 6.88),
+        ({"provider": "aws", "BillingAccountId": "444455556666", "RegionId": "us-east-1",
+          "x_InstanceType": "p5.48xlarge", "x_AcceleratorType": "H100", "PricingCategory": "Dynamic"}, 3.9),
+        ({"provider": "gcp", "BillingAccountId": "01AB-CD", "RegionId": "us-central1",
+          "x_InstanceType": "a3-highgpu-8g", "x_AcceleratorType": "H100", "PricingCategory": "Standard"}, 11.06),
+        ({"provider": "coreweave", "BillingAccountId": "cw-1", "RegionId": "us-east-04",
+          "x_InstanceType": "gd-8xh100ib-i128", "x_AcceleratorType": "H100", "PricingCategory": "Committed"}, 2.1),
+    ]  # fmt: skip
+    lines = []
+    for d in range(31):
+        when = {"ChargePeriodStart": t0 + d * day, "ChargePeriodEnd": t0 + (d + 1) * day}
+        for pool, rate in pools:
+            nodes = int(rng.integers(1, 4))
+            team = str(rng.choice(["research", "product", "data"]))
+            tags = json.dumps({"team": team}) if rng.random() < 0.85 else None
+            cost = round(8.0 * 24 * nodes * rate, 2)
+            billed = 0.0 if pool["PricingCategory"] == "Committed" else cost
+            lines.append(_line(**pool, **when, x_GpuHours=8.0 * 24 * nodes, EffectiveCost=cost, BilledCost=billed,
+                               Tags=tags))  # fmt: skip
+            if pool["provider"] == "gcp":  # the machines' vCPUs and memory, billed beside their GPUs
+                for usd in (208 * 0.029, 1872 * 0.003):
+                    c = round(24 * nodes * usd, 2)
+                    lines.append(_line(**pool, **when, x_GpuHours=0.0, EffectiveCost=c, BilledCost=c, Tags=tags))
+        storage = {"x_InstanceType": None, "x_GpuCount": None, "x_AcceleratorType": None}
+        lines.append(_line(**when, **storage, x_GpuHours=0.0, EffectiveCost=12.5, BilledCost=12.5))
+    refund = {"ChargeCategory": "Adjustment", "PricingCategory": None, "EffectiveCost": -120.5, "BilledCost": -120.5}
+    lines.append(_line(**{**pools[0][0], **refund}, x_GpuHours=0.0))
+    return lines
+
+
+def test_generated_estate_costs_plan_and_report_agree_to_the_cent(tmp_path: Path) -> None:
+    """The same check as on the sample exports, on a generated month: GCP core/RAM lines, spot, a reservation,
+    two accounts, a refund and storage lines. Fails on the code that counted only lines with GPU-hours."""
+    store = _messy_store(tmp_path / "store", _generated_month())
+    out = tmp_path / "draft"
+    code, _, stderr = _run("estate", "draft", "--store", store.root, "--out", out)
+    assert code == 0, stderr
+    fleet, workloads = out / "fleet.yaml", out / "workloads.yaml"
+    plan, report = tmp_path / "plan.json", tmp_path / "report.md"
+    code, _, stderr = _run("plan", "--fleet", fleet, "--workloads", workloads, "--store", store.root, "--out", plan)
+    assert code == 0, stderr
+    code, _, stderr = _run("report", "--plan", plan, "--fleet", fleet, "--workloads", workloads, "--store",
+                           store.root, "--out", report)  # fmt: skip
+    assert code == 0, stderr
+    total = _agree_to_the_cent(store.root, fleet, plan, report)
+    gpu = _gpu_lines(store)
+    assert _cents(total) == _cents(gpu["EffectiveCost"].sum())
+    # the GCP substrate is priced at its machines' whole cost per GPU-hour (GPU + core + RAM SKUs)
+    gcp = next(s for s in load_fleet(fleet).substrates if s.provider == "gcp")
+    lines = gpu[gpu["provider"] == "gcp"]
+    assert gcp.price_per_gpu_hour == pytest.approx(lines["EffectiveCost"].sum() / lines["x_GpuHours"].sum(), abs=1e-6)
+    assert gcp.price_per_gpu_hour > 11.06

@@ -44,6 +44,9 @@ def _generate(seed: int = 7, n: int = 400) -> pd.DataFrame:
         if rng.random() < 0.3:
             tags["env"] = str(rng.choice(["prod", "dev"]))
         gpu = rng.random() < 0.8
+        # a GPU machine's vCPU/RAM SKU (GCP): usage of a GPU type without GPU-hours, GPU spend all the same;
+        # a refund on a GPU type: not usage, not GPU spend
+        kind = "gpu" if gpu else str(rng.choice(["core", "refund", "other"], p=[0.4, 0.2, 0.4]))
         month = str(rng.choice(["2026-09", "2026-10"]))
         start = pd.Timestamp(f"{month}-01", tz="UTC") + pd.Timedelta(days=int(rng.integers(0, 28)))
         cost = float(rng.gamma(2.0, 300.0)) * (150 if currency == "JPY" else 1)
@@ -53,7 +56,9 @@ def _generate(seed: int = 7, n: int = 400) -> pd.DataFrame:
                 "billing_period": month,
                 "BillingAccountId": str(rng.choice(["111122223333", "444455556666"])),
                 "RegionId": None if rng.random() < 0.05 else str(rng.choice(["us-east-1", "europe-west4"])),
-                "x_InstanceType": str(rng.choice(["p5.48xlarge", "a3-highgpu-8g"])) if gpu else None,
+                "x_InstanceType": str(rng.choice(["p5.48xlarge", "a3-highgpu-8g"])) if kind != "other" else None,
+                "x_GpuCount": 8 if kind != "other" else None,
+                "ChargeCategory": "Adjustment" if kind == "refund" else "Usage",
                 "PricingCategory": str(rng.choice(["Standard", "Dynamic", "Committed"])),
                 "x_GpuHours": float(rng.integers(1, 200)) if gpu else (0.0 if rng.random() < 0.5 else None),
                 "EffectiveCost": cost,
@@ -65,6 +70,12 @@ def _generate(seed: int = 7, n: int = 400) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def _gpu_lines(frame: pd.DataFrame) -> pd.DataFrame:
+    """GPU spend: lines with GPU-hours, and usage lines of a GPU instance type (a GCP machine's core and RAM)."""
+    usage_of_gpu_type = (frame["x_GpuCount"].fillna(0) > 0) & (frame["ChargeCategory"] == "Usage")
+    return frame[(frame["x_GpuHours"].fillna(0) > 0) | usage_of_gpu_type]
 
 
 def _write(root: Path, frame: pd.DataFrame, usage: pd.DataFrame | None = None) -> Store:
@@ -106,7 +117,7 @@ def _value(frame: pd.DataFrame, dim: str) -> pd.Series:
 )
 def test_totals_are_the_stores_sums_per_currency(messy, by, cost, all_lines, where) -> None:
     store, frame = messy
-    lines = frame if all_lines else frame[frame["x_GpuHours"].fillna(0) > 0]
+    lines = frame if all_lines else _gpu_lines(frame)
     filters = None
     if where is not None:
         dim, pick = where
@@ -136,7 +147,7 @@ def test_compare_month_over_month_largest_movers_first(messy) -> None:
     store, frame = messy
     result = api.costs(store=store, by=["team"], month="2026-10", compare="2026-09", cost="effective")
     assert result.mode == "compare"
-    gpu = frame[frame["x_GpuHours"].fillna(0) > 0]
+    gpu = _gpu_lines(frame)
     moves = [abs(r["delta"]) for r in result.rows]
     assert moves == sorted(moves, reverse=True)
     for currency in ("USD", "EUR", "JPY"):
@@ -160,7 +171,7 @@ def _minor(value: float, currency: str) -> int:
 def test_chargeback_sums_to_the_bill_exactly_without_utilisation(messy, rule) -> None:
     store, frame = messy
     result = api.costs(store=store, chargeback=rule, month="2026-10")
-    gpu = frame[(frame["x_GpuHours"].fillna(0) > 0) & (frame["billing_period"] == "2026-10")]
+    gpu = _gpu_lines(frame[frame["billing_period"] == "2026-10"])
     for currency, bill in gpu.groupby("BillingCurrency")["EffectiveCost"].sum().items():
         rows = [r for r in result.rows if r["currency"] == currency]
         assert sum(_minor(r["total"], currency) for r in rows) == _minor(bill, currency)
@@ -179,9 +190,9 @@ def test_chargeback_with_utilisation_moves_idle_to_the_busy(tmp_path: Path) -> N
     lines = pd.DataFrame(
         [
             {"provider": "aws", "billing_period": "2026-10", "BillingAccountId": "1", "RegionId": "us-east-1",
-             "x_InstanceType": "p5.48xlarge", "PricingCategory": "Standard", "x_GpuHours": 100.0,
-             "EffectiveCost": cost, "BilledCost": cost, "BillingCurrency": "USD", "ChargePeriodStart": t,
-             "ChargePeriodEnd": t + pd.Timedelta(days=1), "Tags": tags}
+             "x_InstanceType": "p5.48xlarge", "PricingCategory": "Standard", "x_GpuHours": 100.0, "x_GpuCount": 8,
+             "ChargeCategory": "Usage", "EffectiveCost": cost, "BilledCost": cost, "BillingCurrency": "USD",
+             "ChargePeriodStart": t, "ChargePeriodEnd": t + pd.Timedelta(days=1), "Tags": tags}
             for cost, tags in ((1000.0, '{"team":"a"}'), (1000.0, '{"team":"b"}'), (300.01, None))
         ]
     )  # fmt: skip
@@ -231,7 +242,7 @@ def test_cli_formats_and_bad_input(messy) -> None:
     assert code == 0, err
     csv = pd.read_csv(io.StringIO(out))
     assert list(csv.columns[:3]) == ["team", "month", "currency"]
-    gpu = frame[frame["x_GpuHours"].fillna(0) > 0]
+    gpu = _gpu_lines(frame)
     assert csv.groupby("currency")["cost"].sum()["EUR"] == pytest.approx(
         gpu[gpu["BillingCurrency"] == "EUR"]["EffectiveCost"].sum(), abs=1e-3
     )
