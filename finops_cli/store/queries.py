@@ -242,6 +242,40 @@ GROUP BY hour, x_AcceleratorType
 """,
 )
 
+#: ``finops costs``: billed and amortised cost, GPU-hours and lines per group × currency. ``{groups}`` is a list of
+#: ``<expr> AS "gN", `` items and ``{conditions}`` the ANDed filters, both built by
+#: :func:`finops_cli.store.cost_query.cost_groups` from allow-listed columns; every value a user typed (months, tag
+#: paths, filter values) is a ``$parameter``.
+COST_GROUPS = Query(
+    "cost_groups",
+    ("billing",),
+    """
+SELECT {groups}BillingCurrency AS currency,
+       sum(COALESCE(BilledCost, 0.0)) AS billed_cost,
+       sum(COALESCE(EffectiveCost, 0.0)) AS effective_cost,
+       sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
+       count(*) AS lines
+FROM billing
+WHERE {conditions}
+GROUP BY ALL
+""",
+)
+
+#: Busy and device GPU-hours per value of a utilisation column (``{column}``: team or workload, allow-listed) over
+#: the months ``{months}`` (``$mN`` parameters): chargeback's measure of use and idle.
+USAGE_GROUPS = Query(
+    "usage_groups",
+    ("utilization",),
+    """
+SELECT COALESCE(CAST({column} AS VARCHAR), '(none)') AS {column},
+       sum(COALESCE(utilization, 0.0) * interval_s) / 3600.0 AS busy_hours,
+       sum(interval_s) / 3600.0 AS device_hours
+FROM utilization
+WHERE month IN ({months})
+GROUP BY ALL
+""",
+)
+
 #: detail dataset -> (its aggregate dataset, the query that builds one aggregate file from one detail file)
 AGGREGATES: dict[str, tuple[str, Query]] = {
     "billing": ("billing_hourly", BILLING_HOURLY),
@@ -287,5 +321,7 @@ QUERIES: dict[str, Query] = {
         DEMAND_FROM_BILLING_HOURLY,
         LATEST_BILLED_GPU_MONTH,
         LATEST_BILLED_GPU_MONTH_HOURLY,
+        COST_GROUPS,
+        USAGE_GROUPS,
     )
 }
