@@ -359,9 +359,6 @@ def refresh_pricebook(
     unknown = [p for p in chosen if p not in PROVIDERS]
     if unknown or not chosen:
         raise InputError(f"--provider {','.join(unknown) or '(none)'}: expected some of {', '.join(PROVIDERS)}")
-    for t in extra_types:
-        if provider_of(t) in ("aws", "azure") and not is_gpu_family(t):
-            raise InputError(f"--instance-type {t}: not a GPU instance type (see the pricebook's gpu_families.csv)")
     directory = directory or user_pricebook_dir()
     target = directory / REFERENCE_PRICES_FILE
     check_writable(target)
@@ -392,6 +389,9 @@ def _refresh(
 ) -> RefreshResult:
     from finops_cli.atomic import write_text
 
+    for t in extra:  # after the directory exists: the GPU families are read from the pricebook it overlays
+        if provider_of(t) in ("aws", "azure") and not is_gpu_family(t):
+            raise InputError(f"--instance-type {t}: not a GPU instance type (see the pricebook's gpu_families.csv)")
     fetched = (now or datetime.now(UTC)).replace(microsecond=0)
     result = RefreshResult(target)
     fresh: list[dict[str, str]] = []

@@ -487,3 +487,16 @@ def test_price_ref_prices_api_substrates_per_unit(tmp_path: Path) -> None:
     fleet.write_text(fleet.read_text().replace("anthropic/claude-sonnet-output/api", "aws/p5.48xlarge/on_demand"))
     r = runner.invoke(app, ["validate", "--fleet", str(fleet), "--workloads", str(workloads)])
     assert r.exit_code == 2 and "per GPU-hour; an api substrate needs a per-unit" in r.stderr
+
+
+def test_first_refresh_into_a_new_directory_named_by_the_environment(tmp_path: Path, monkeypatch, azure_url) -> None:
+    """``$FINOPS_PRICEBOOK`` may name a directory the first refresh creates (other commands need it to exist)."""
+    book = tmp_path / "new" / "book"
+    monkeypatch.setenv("FINOPS_PRICEBOOK", str(book))
+    with pytest.raises(InputError, match="not a GPU instance type"):
+        api.pricebook_refresh(providers=["azure"], instance_types=["Standard_D8s_v5"], azure_url=azure_url, now=NOW)
+    assert not book.exists()  # a refused refresh leaves no trace
+    api.pricebook_refresh(providers=["azure"], regions={"azure": ["eastus"]}, instance_types=["Standard_NC6s_v3"],
+                          azure_url=azure_url, now=NOW)  # fmt: skip
+    assert (book / "reference_prices.csv").is_file()
+    assert "armSkuName eq 'Standard_NC6s_v3'" in _RetailPrices.requests[0]["$filter"][0]
