@@ -15,7 +15,8 @@ SAMPLES = REPO / "samples"
 
 # Hypothesis profiles. "ci" (the default) bounds the property tests that do not pin their own example count, so
 # the suite stays fast on 2 cores; "thorough" (HYPOTHESIS_PROFILE=thorough, e.g. before a release) runs 2,000
-# examples each. Failures print a reproduction blob either way.
+# examples each, and ten times the count of tests that set their own (hypothesis_budget.examples). Failures print
+# a reproduction blob either way.
 settings.register_profile("ci", deadline=None, max_examples=150, print_blob=True)
 settings.register_profile("thorough", deadline=None, max_examples=2000, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -29,6 +29,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from typer.testing import CliRunner
 
 from finops_cli import api
@@ -730,7 +731,7 @@ def test_control_characters_in_yaml_are_bad_input(data: bytes, tmp_path: Path) -
     assert result.exit_code == 2 and "invalid YAML" in result.stderr and str(path) in result.stderr
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     payload=st.one_of(
         st.binary(max_size=300).map(lambda b: ("bytes", b)),
@@ -751,7 +752,7 @@ def test_validate_never_tracebacks(payload: tuple[str, bytes], tmp_path: Path) -
         assert str(path) in result.stderr
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     payload=st.one_of(
         st.binary(max_size=300),

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from finops_cli.core.netc import (
     available_intervals,
@@ -90,7 +91,7 @@ def test_no_preemptions_tau_star_is_undefined() -> None:
     assert row.tau_star_minutes is None and row.netc_at_tau_star == row.netc == pytest.approx(4.0 * 100 * 1.02)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.floats(0.0, 0.5),
     st.floats(0.0, 0.5),

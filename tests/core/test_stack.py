@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from finops_cli.core.stack import build_stack, clear, merit_order
 from finops_cli.schema.estate import Fleet, Workload
@@ -123,7 +124,7 @@ def test_ties_are_broken_by_substrate_id() -> None:
     assert [s.substrate for s in build_stack(_workload(), fleet).steps if s.segment == 0] == ["a", "b", "c"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.floats(0.01, 50, allow_nan=False), min_size=2, max_size=8))
 def test_cheaper_price_is_never_later(prices: list[float]) -> None:
     fleet = _fleet(*[_sub(f"s{i}", price_per_gpu_hour=p) for i, p in enumerate(prices)])

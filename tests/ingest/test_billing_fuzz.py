@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing import ingest_billing
@@ -50,7 +51,7 @@ def _mutate(data: bytes, mutation: tuple) -> bytes:
     return b"\n".join(b",".join(c for i, c in enumerate(line.split(b",")) if i in keep) for line in lines)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.sampled_from(sorted(SEEDS)), mutations=st.lists(_mutation, min_size=1, max_size=3), gz=st.booleans())
 def test_malformed_exports_only_ever_raise_input_error(
     tmp_path_factory: pytest.TempPathFactory, seed: str, mutations: list[tuple], gz: bool

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.utilization import ingest_utilization, pipeline
@@ -94,7 +95,7 @@ def test_missing_path(store: Store, tmp_path: Path) -> None:
         ingest_utilization(store, [tmp_path / "nope.csv"])
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 5), st.integers(0, 2000), st.floats(0, 1, allow_nan=False)), min_size=1, max_size=60

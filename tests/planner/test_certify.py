@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from planner_helpers import demand, fleet, workload
 
 from finops_cli.core.pricing import capacity_gpus
@@ -83,7 +84,7 @@ def assert_schedule_feasible(f, ws, d, out, tol=1e-6):
             assert (gpus <= w.max_parallel_gpus + tol).all()
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(estates())
 def test_bounds_bracket_the_hourly_optimum_and_the_schedule_is_feasible(estate):
     f, ws, d, n_blocks = estate

@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from planner_helpers import demand, fleet, workload
 
 from finops_cli.planner import plan_demand
@@ -140,7 +141,9 @@ def _estates(draw):
     return f, ws, demand(**cols)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 @given(_estates())
 def test_milp_is_never_dearer_than_the_reference_on_any_estate(estate) -> None:
     """The reference is a feasible point of the MILP (unserved slack included), so the MILP's objective ≤ the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from planner_helpers import demand, fleet, workload
 
 from finops_cli.core.compliance import exclusion_reasons
@@ -52,7 +53,7 @@ def estates(draw, *, single: bool = False):
     return f, ws, demand(**cols)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(estates())
 def test_solvers_and_reductions_agree_and_compliance_holds(estate):
     f, ws, d = estate
@@ -78,7 +79,7 @@ def test_solvers_and_reductions_agree_and_compliance_holds(estate):
         assert served.get(w.id, 0.0) == pytest.approx(float(d[w.id].sum()), rel=1e-6, abs=1e-6)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(estates(single=True))
 def test_single_workload_optimum_is_the_merit_order(estate):
     """One non-deferrable workload, no commitments: filling the cheapest segments first is optimal."""

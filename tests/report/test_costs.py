@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from typer.testing import CliRunner
 
 from finops_cli import api
@@ -108,7 +109,7 @@ def _value(frame: pd.DataFrame, dim: str) -> pd.Series:
     return frame["Tags"].map(lambda t: _tag(t, dim))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     by=st.lists(st.sampled_from(DIMS), min_size=0, max_size=3, unique=True),
     cost=st.sampled_from(["billed", "effective"]),
@@ -217,7 +218,7 @@ def test_chargeback_with_utilisation_moves_idle_to_the_busy(tmp_path: Path) -> N
     assert even["a"]["idle_share"] == pytest.approx(375.0) and even["b"]["shared_share"] == pytest.approx(150.005)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     amounts=st.lists(st.floats(0, 1e7, allow_nan=False), min_size=1, max_size=8),
     currency=st.sampled_from(["USD", "JPY", "KWD"]),

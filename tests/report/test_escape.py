@@ -6,6 +6,7 @@ from html.parser import HTMLParser
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from markdown_it import MarkdownIt
 
 from finops_cli.report.escape import md_table, md_text, one_line, plot_label
@@ -113,7 +114,7 @@ def test_trusted_columns_keep_their_markdown_but_not_pipes() -> None:
     assert len(_render(table).rows[1]) == 2
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=120))
 def test_any_text_is_one_literal_cell(value: str) -> None:
     parsed = _render(md_table(["k", "v"], [[value, "1"]]))

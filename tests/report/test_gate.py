@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
@@ -249,7 +250,7 @@ def test_markdown_and_json_renderings_agree_with_the_result() -> None:
     assert "Cost by substrate kind" in md and MARKER not in md
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -270,7 +271,7 @@ def test_breakdown_rows_add_up_to_the_totals(rows: list, sunk: float) -> None:
     assert sum(r.baseline_cost for r in result.breakdown) == pytest.approx(base["totals"]["planned_cost"], abs=0.01)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     budget=st.floats(0, 1e6),
     pct_limit=st.floats(-50, 100),

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from finops_cli.report.prices import NoPriceData, price_statistic, price_table, weighted_quantile
 
@@ -81,7 +82,7 @@ def test_price_table_row() -> None:
     assert row["usd_per_gpu_hour_mean"] == pytest.approx(12.5 / 8)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.lists(st.tuples(st.floats(0.01, 100), st.floats(0.1, 10)), min_size=1, max_size=20), st.floats(0, 1))
 def test_weighted_quantile_is_a_value_within_range(pairs: list[tuple[float, float]], q: float) -> None:
     import numpy as np
@@ -104,7 +105,7 @@ def test_price_table_since_and_common_end() -> None:
     assert table.loc["us-east-1b", "samples"] == 0  # no change inside the window; the price carried in counts
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.floats(0.5, 50)), min_size=1, max_size=25))
 def test_statistics_are_ordered_and_within_range(events: list[tuple[int, float]]) -> None:
     rows = _rows("us-east-1a", [(pd.Timestamp("2026-10-01") + pd.Timedelta(minutes=m), p) for m, p in events])

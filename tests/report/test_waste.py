@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from typer.testing import CliRunner
 
 from finops_cli import api
@@ -147,7 +148,7 @@ def test_histogram_deciles() -> None:
     assert h.deciles() == pytest.approx([0.09, 0.19, 0.29, 0.39, 0.49, 0.59, 0.69, 0.79, 0.89], abs=0.0011)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.lists(
         st.tuples(st.sampled_from(["a", "b", "c"]), st.floats(0.01, 100), st.floats(0, 1), st.floats(0, 10)),

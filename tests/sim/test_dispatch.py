@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from finops_cli.core.compliance import gate
 from finops_cli.schema.estate import Fleet, Workload
@@ -211,7 +212,7 @@ def _estates(draw):
     return _fleet(*subs), _workload(requires=req), times, outages
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(_estates())
 def test_property_compliance_is_never_violated(case):
     fleet, w, times, outages = case

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from finops_cli.errors import InputError
 from finops_cli.estate.load import load_model
@@ -254,7 +255,7 @@ def _scenarios(draw):
     return _scenario(pools, tenants)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(_scenarios())
 def test_property_renegotiate_finishes_everyone_and_never_loses_work(sc):
     res, t = _run(sc, "renegotiate")
@@ -270,7 +271,7 @@ def test_property_renegotiate_finishes_everyone_and_never_loses_work(sc):
     assert again.as_dict() == res.as_dict()  # deterministic
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(_scenarios())
 def test_property_nobody_beats_on_demand_on_cost(sc):
     """On-demand runs each tenant on its cheapest type at base price: every unit of progress under any

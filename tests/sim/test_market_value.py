@@ -7,6 +7,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 
 from finops_cli.sim.market import Scenario
 from finops_cli.sim.market.scenario import Tenant
@@ -244,7 +245,7 @@ def _value_scenarios(draw):
     return _scenario(pools, tenants, **options)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(_value_scenarios())
 def test_property_value_agents_never_lose_work_under_renegotiate(sc):
     res, t = _run(sc, "renegotiate")
