@@ -159,7 +159,8 @@ ORDER BY provider
 #: ``billing_hourly``: one row per hour × (account, region, instance type, accelerator, pricing category,
 #: currency, team tag) of one detail file, written beside it in the same transaction. ``gpu_hours`` is
 #: ``Σ x_GpuHours``; ``consumed_gpu_hours`` is ``Σ ConsumedQuantity × x_GpuCount`` over GPU lines (what
-#: ``from_store`` demand counts); ``lines`` keeps line counts exact.
+#: ``from_store`` demand counts); ``lines`` keeps line counts exact. Rows are sorted (``ORDER BY ALL``: a parallel
+#: GROUP BY has no order), so a re-ingest of the same file writes the same aggregate file.
 BILLING_HOURLY = Query(
     "billing_hourly",
     ("billing",),
@@ -175,6 +176,7 @@ SELECT date_trunc('hour', ChargePeriodStart) AS hour,
 FROM billing
 GROUP BY date_trunc('hour', ChargePeriodStart), SubAccountId, RegionId, x_InstanceType, x_AcceleratorType,
          PricingCategory, BillingCurrency, json_extract_string(Tags, '$.team')
+ORDER BY ALL
 """,
 )
 
@@ -190,6 +192,7 @@ SELECT date_trunc('hour', "timestamp") AS hour, accelerator, team, workload,
        sum(interval_s) / 3600.0 AS allocated_gpu_hours
 FROM utilization
 GROUP BY date_trunc('hour', "timestamp"), accelerator, team, workload
+ORDER BY ALL
 """,
 )
 
