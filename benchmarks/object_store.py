@@ -7,7 +7,8 @@ Usage::
 
 Each round ingests the bundled billing exports and utilisation traces into a fresh local store and a fresh
 ``s3://`` store (moto's server mode: real HTTP through pyarrow's S3 client and boto3, no network latency),
-then runs ``waste`` and ``costs --by team`` on each, and prints the median wall seconds per step. moto
+then runs ``waste`` and ``costs --by team`` on each (and ingests the billing exports from ``s3://`` into a
+local store), and prints the median wall seconds per step. moto
 is an in-process server with no network latency, so the figures show finops' own overhead on a bucket
 (uploads, the commit PUT, reading through pyarrow datasets), not a real bucket's latency. Quote them
 with the machine's load (printed).
@@ -61,6 +62,9 @@ def main() -> None:
     boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
     billing = sorted((SAMPLES / "billing").iterdir())
     utilization = sorted((SAMPLES / "utilization").iterdir())
+    client = boto3.client("s3", endpoint_url=endpoint)
+    for f in billing:
+        client.upload_file(str(f), bucket, f"exports/billing/{f.name}")
     times: dict[str, list[float]] = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -75,6 +79,11 @@ def main() -> None:
                     }
                     for name, fn in steps.items():
                         times.setdefault(f"{name} [{where}]", []).append(_timed(fn))
+                st = Store(Path(tmp) / f"from-s3-{r}")
+                inputs = [f"s3://{bucket}/exports/billing/"]
+                times.setdefault("ingest billing from s3:// [local]", []).append(
+                    _timed(lambda st=st, inputs=inputs: api.ingest_billing(inputs, store=st))
+                )
     finally:
         server.stop()
     print(f"sample estate, {args.rounds} interleaved rounds, median wall seconds (load: {os.getloadavg()[0]:.1f})")

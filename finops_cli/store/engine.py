@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,7 +111,8 @@ def run(
         if not paths:
             return None
         files[table] = [store.locate(p) for p in paths]
-    return run_files(query, files, params, filesystem=store.filesystem, **slots)
+    schemas = store.file_schema if store.filesystem is not None else None  # footers already fetched by the check
+    return run_files(query, files, params, filesystem=store.filesystem, schemas=schemas, **slots)
 
 
 def run_files(
@@ -120,11 +121,13 @@ def run_files(
     params: Mapping[str, Any] | None = None,
     *,
     filesystem: Any = None,
+    schemas: Callable[[str], pa.Schema] | None = None,
     **slots: str,
 ) -> pa.Table:
     """Run ``query`` over explicit Parquet files per dataset (a store's, or a transaction's staged ones).
 
     ``filesystem``: the pyarrow file system the files are on (a bucket); None reads them from disk.
+    ``schemas``: a file's schema by path, when the caller has them (saves a request per file on a bucket).
     """
     import duckdb
 
@@ -133,7 +136,7 @@ def run_files(
     with connect() as con:
         try:
             for table, paths in files.items():
-                create_view(con, table, [str(p) for p in paths], filesystem)
+                create_view(con, table, [str(p) for p in paths], filesystem, schemas)
             result = con.sql(sql, params=used)
             # DuckDB 2 names it to_arrow_table; 1.x arrow()
             fetch = getattr(result, "to_arrow_table", None) or result.arrow
@@ -165,7 +168,9 @@ def connect() -> Iterator[Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def create_view(con: Any, table: str, paths: list[str], filesystem: Any = None) -> None:
+def create_view(
+    con: Any, table: str, paths: list[str], filesystem: Any = None, schemas: Callable[[str], pa.Schema] | None = None
+) -> None:
     """View ``table`` over ``paths``: partition columns as strings, files' columns united by name, and
     canonical billing columns an older file lacks as NULL (so every query sees one schema).
 
@@ -182,7 +187,7 @@ def create_view(con: Any, table: str, paths: list[str], filesystem: Any = None) 
         source = f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, hive_types = {{{types}}})"
     else:
         source = f"__{table}_arrow"
-        con.register(source, _arrow_dataset(table, paths, filesystem))
+        con.register(source, _arrow_dataset(table, paths, filesystem, schemas))
     extra = ""
     canonical = {"billing": BILLING_SCHEMA, "utilization": UTILIZATION_SCHEMA}.get(table)
     if canonical is not None:
@@ -204,15 +209,17 @@ _DUCKDB_TYPES = {
 }
 
 
-def _arrow_dataset(table: str, paths: list[str], filesystem: Any) -> Any:
+def _arrow_dataset(
+    table: str, paths: list[str], filesystem: Any, schemas: Callable[[str], pa.Schema] | None = None
+) -> Any:
     """A pyarrow dataset over ``paths`` with Hive partition columns as strings and the files' schemas
     united by name (what ``union_by_name`` does for the local files)."""
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
     partitions = pa.schema([(c, pa.string()) for c in DATASETS[table]])
-    schemas = [pq.read_schema(p, filesystem=filesystem) for p in paths]
-    body = pa.unify_schemas([pa.schema([f for f in s if f.name not in partitions.names]) for s in schemas])
+    read = schemas or (lambda p: pq.read_schema(p, filesystem=filesystem))
+    body = pa.unify_schemas([pa.schema([f for f in read(p) if f.name not in partitions.names]) for p in paths])
     schema = pa.unify_schemas([body, partitions])
     return ds.dataset(
         paths,

@@ -201,13 +201,11 @@ class ObjectStore(Store):
             schema=schema,
         )
 
-    def schema_of(self, physical: str) -> pa.Schema:
-        """A data file's schema (cached: a committed object never changes, its name is unique)."""
-        import pyarrow.parquet as pq
-
-        if physical not in self._schemas:
-            self._schemas[physical] = pq.read_schema(physical, filesystem=self.filesystem)
-        return self._schemas[physical]
+    def file_schema(self, located: str) -> pa.Schema:
+        """Cached: a committed object never changes (its name is unique), so its footer is fetched once."""
+        if located not in self._schemas:
+            self._schemas[located] = super().file_schema(located)
+        return self._schemas[located]
 
     # ------------------------------------------------------------------------------ writing
     @contextmanager

@@ -195,12 +195,16 @@ class Store:
         paths = self.files(name)
         for path in paths:
             try:
-                pq.read_metadata(self.locate(path), filesystem=self.filesystem)
+                self.file_schema(self.locate(path))
             except (pa.ArrowException, OSError) as exc:
                 raise InputError(
                     f"damaged store file ({exc}); delete it and ingest its source again", path=path
                 ) from None
         return paths
+
+    def file_schema(self, located: str) -> pa.Schema:
+        """The Arrow schema in the footer of the data file at ``located`` (:meth:`locate`)."""
+        return pq.read_metadata(located, filesystem=self.filesystem).schema.to_arrow_schema()
 
     def files(self, name: str) -> list[Path]:
         d = self.dataset_dir(name)
