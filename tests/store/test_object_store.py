@@ -346,3 +346,20 @@ def test_a_directory_store_synced_to_a_bucket_is_named_not_read_as_empty(bucket:
     client.put_object(Bucket=bucket, Key="synced/manifest.json", Body=b"[]")
     with pytest.raises(InputError, match="holds a store copied from disk"):
         open_store(f"s3://{bucket}/synced").manifest()
+
+
+def test_credentials_from_a_named_profile(bucket: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """AWS_PROFILE and a shared credentials file, as on a laptop: no key in the environment."""
+    creds = tmp_path / "credentials"
+    creds.write_text("[finops-test]\naws_access_key_id = fromprofile\naws_secret_access_key = fromprofile\n")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_PROFILE", "finops-test")
+    st = open_store(f"s3://{bucket}/profiled")
+    api.ingest_billing([SAMPLES / "billing" / "focus-2026-10.csv"], store=st)
+    assert len(open_store(f"s3://{bucket}/profiled").manifest()) == 2  # two billing accounts in the FOCUS sample
+
+    monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    code, out = _cli(["waste", "--store", f"s3://{bucket}/profiled"])
+    assert code == 2 and "no-such-profile" in out and len(out.strip().splitlines()) == 1, out
