@@ -52,8 +52,10 @@ class HighsRun:
 
 
 @contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """HiGHS prints its banner on stdout when created: stdout carries only data (``--format json``)."""
+def _quiet_stdout() -> Iterator[None]:
+    """HiGHS prints its banner on the C-level stdout while a ``Highs`` is created, before ``output_flag`` can be
+    set: stdout goes to the null device meanwhile, so neither stdout (data, ``--format json``) nor stderr
+    (the CLI's messages) carries solver chatter."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):
@@ -61,21 +63,24 @@ def _stdout_to_stderr() -> Iterator[None]:
         return
     sys.stdout.flush()
     saved = os.dup(fd)
+    null = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(sys.stderr.fileno(), fd)
+        os.dup2(null, fd)
         yield
     finally:
-        sys.stdout.flush()
         os.dup2(saved, fd)
         os.close(saved)
+        os.close(null)
 
 
 def _new_highs(time_limit: float | None, gap: float | None):
+    """A silent single-thread ``Highs`` (no banner, no log) with the plan's time limit and MIP gap."""
     import highspy
 
-    with _stdout_to_stderr():
+    with _quiet_stdout():
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("log_to_console", False)
     h.setOptionValue("threads", 1)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))

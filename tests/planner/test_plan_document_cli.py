@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -272,3 +275,25 @@ def test_cli_schedule_with_a_bad_suffix_is_refused_before_any_work(estate_files,
     assert not (tmp_path / "s.xlsx").exists()
     res = CliRunner().invoke(app, [*args, "--schedule", str(wl_p.with_suffix(".csv")), "--tolerance", "2"])
     assert res.exit_code == 2 and "--tolerance" in res.output
+
+
+def test_cli_plan_prints_no_solver_banner_on_either_stream(estate_files, tmp_path):
+    """HiGHS prints a banner at the C level when an instance is created (a CliRunner cannot see it): a real
+    process, both streams captured; stdout is the JSON document alone and stderr has no solver chatter."""
+    fleet_p, wl_p = estate_files
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-c", "from finops_cli.cli.app import main; main()"),
+            *("plan", "--fleet", str(fleet_p), "--workloads", str(wl_p), "--horizon", "2026-10-01T00:00:24"),
+            *("--format", "json", "--solver", "highs", "--blocks", "2"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "FINOPS_STORE": str(tmp_path / "store")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["solver"]["name"] == "highs"
+    for stream in (proc.stdout, proc.stderr):
+        assert "Running HiGHS" not in stream and "THIRD_PARTY_NOTICES" not in stream and "Copyright" not in stream
