@@ -155,7 +155,7 @@ def _distinct_archetype(rng: np.random.Generator, j: int) -> tuple[dict, list[st
 
 def one(
     size: str,
-    blocks: int,
+    blocks: int | None,
     solver: str,
     time_limit: float | None = None,
     *,
@@ -168,7 +168,7 @@ def one(
     t0 = time.perf_counter()
     fleet, workloads, demand = generate(n_w, n_s, hours, gpus_per_node=8.0 if nodes else None, distinct=distinct)
     gen = time.perf_counter() - t0
-    full = blocks >= hours
+    full = blocks is not None and blocks >= hours
     t1 = time.perf_counter()
     out = plan_demand(
         fleet,
@@ -211,6 +211,7 @@ def one(
                 "certified_gap": cert.gap,
                 "rounds": cert.rounds,
                 "repaired_hours": len(cert.repaired_hours),
+                "lp_hours": cert.lp_hours,
                 "certify_s": round(cert.seconds, 2),
             }
             if cert is not None
@@ -269,8 +270,10 @@ def hourly_upper_bound(fleet: Fleet, workloads: list[Workload], demand: pd.DataF
     return {"upper_bound": total, "seconds": round(time.perf_counter() - t0, 1), "unserved_units": unserved}
 
 
-def _run(size: str, blocks: int, solver: str, time_limit: float | None, *extra: str) -> dict | None:
-    cmd = [sys.executable, __file__, "--one", size, "--blocks", str(blocks), "--solver", solver, *extra]
+def _run(size: str, blocks: int | None, solver: str, time_limit: float | None, *extra: str) -> dict | None:
+    cmd = [sys.executable, __file__, "--one", size, "--solver", solver, *extra]
+    if blocks is not None:
+        cmd += ["--blocks", str(blocks)]
     if time_limit:
         cmd += ["--time-limit", str(time_limit)]
     try:
@@ -286,7 +289,9 @@ def _run(size: str, blocks: int, solver: str, time_limit: float | None, *extra: 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10x10x24,50x20x168,200x40x720")
-    p.add_argument("--blocks", type=int, default=48)
+    p.add_argument(
+        "--blocks", type=int, default=None, help="default: the plan's own (48, fewer above its column budget)"
+    )
     p.add_argument("--solver", default="highs")
     p.add_argument("--one")
     p.add_argument("--time-limit", type=float)

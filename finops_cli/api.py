@@ -786,7 +786,8 @@ def plan(
     horizon
         ``YYYY-MM`` or ``START:HOURS`` (default: :func:`default_horizon`).
     blocks
-        Load-duration blocks (default :data:`finops_cli.planner.DEFAULT_BLOCKS`; ``>= hours`` = hourly).
+        Load-duration blocks (default :data:`finops_cli.planner.DEFAULT_BLOCKS`, fewer for models above
+        :data:`finops_cli.planner.frame.COLUMN_BUDGET` variables; ``>= hours`` = hourly).
     demand
         Units per hour (one column per workload) to plan instead of the workloads' own ``demand``.
     integer_nodes
@@ -807,7 +808,7 @@ def plan(
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand_sources
     from finops_cli.estate.prices import fx_used, reference_price_notes
-    from finops_cli.planner import DEFAULT_BLOCKS, DEFAULT_TOLERANCE, plan_demand
+    from finops_cli.planner import DEFAULT_TOLERANCE, plan_demand
     from finops_cli.planner.document import plan_document
     from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP
     from finops_cli.schema.plan import DemandSource, PriceUsed
@@ -838,7 +839,7 @@ def plan(
         resolved.fleet,
         workloads,
         demand,
-        n_blocks=blocks or DEFAULT_BLOCKS,
+        n_blocks=blocks,
         mode=mode,  # type: ignore[arg-type]
         solver=solver,  # type: ignore[arg-type]
         time_limit=time_limit,

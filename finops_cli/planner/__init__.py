@@ -21,7 +21,7 @@ from finops_cli.planner.baseline import DispatchResult, merit_order_dispatch
 from finops_cli.planner.blocks import DEFAULT_BLOCKS
 from finops_cli.planner.build import build_model
 from finops_cli.planner.certify import DEFAULT_TOLERANCE, MAX_ROUNDS, Certificate, certify, refine_partition
-from finops_cli.planner.frame import PlanFrame, build_frame
+from finops_cli.planner.frame import COLUMN_BUDGET, PlanFrame, build_frame
 from finops_cli.planner.result import PlanSolution, read_solution, unserved_frame
 from finops_cli.planner.solve import DEFAULT_GAP, SolverName, add_duals, resolve_solver, solve_model
 from finops_cli.schema.estate import Fleet, Workload
@@ -73,7 +73,7 @@ def plan_demand(
     workloads: list[Workload],
     demand: pd.DataFrame,
     *,
-    n_blocks: int = DEFAULT_BLOCKS,
+    n_blocks: int | None = None,
     mode: Mode = "cost",
     solver: SolverName = "auto",
     time_limit: float | None = None,
@@ -87,6 +87,10 @@ def plan_demand(
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> PlannerOutput:
     """Plan ``demand`` (units/hour, one column per workload) on ``fleet`` (numeric prices).
+
+    ``n_blocks`` load-duration blocks; None (the default) is :data:`DEFAULT_BLOCKS`, fewer when that many would
+    give the model more than :data:`~finops_cli.planner.frame.COLUMN_BUDGET` variables (hundreds of distinct
+    workloads): the certification then refines the blocks where accuracy needs it.
 
     The plan certifies itself (:mod:`finops_cli.planner.certify`): the block optimum's bound (LB) and an hourly
     schedule's cost (UB) bracket the hourly optimum; blocks are refined until ``(UB − LB)/UB ≤ tolerance`` or
@@ -118,12 +122,13 @@ def plan_demand(
             fleet,
             workloads,
             demand,
-            n_blocks=n_blocks,
+            n_blocks=DEFAULT_BLOCKS if n_blocks is None else n_blocks,
             mode=mode,
             prune=prune,
             group=group,
             integer_nodes=integer_nodes,
             hour_block=hour_block,
+            column_budget=COLUMN_BUDGET if n_blocks is None else None,
         )
         model = build_model(frame, with_pulp=name == "cbc")
         build_seconds += time.perf_counter() - t_build

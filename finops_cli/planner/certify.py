@@ -39,7 +39,7 @@ MAX_ROUNDS = 8
 FEASIBILITY_TOL = 1e-6
 
 #: Hours the LP tier re-plans between two checks of the gap (solved in block order, to start warm).
-_LP_BATCH = 32
+_LP_BATCH = 128
 
 #: Columns of the schedule (one row per hour, workload and substrate with work).
 SCHEDULE_COLUMNS = ["hour", "workload", "substrate", "kind", "gpus", "wall_gpus", "units", "cost", "penalty"]
@@ -144,6 +144,8 @@ def certify(
     per_hour_cost = mx.cost[:n_x] / block_hours[b_of_x]
     thr = rows["units_per_gpu_hour"].to_numpy(dtype=float)
     fallback, fallback_price = _fallback(frame, template, mx, base, per_hour_cost)
+    t_mx = build_matrix(template)
+    refill = _Refill(frame, mx, t_mx, values, base, per_hour_cost, fallback_price)
     group_index = {g: i for i, g in enumerate(dict.fromkeys(template.rows["group"]))}
     g_all = rows["group"].map(group_index).to_numpy(dtype=int)
     t_thr = template.rows["units_per_gpu_hour"].to_numpy(dtype=float)
@@ -195,9 +197,10 @@ def certify(
         np.add.at(lost_g, g_all[js], (spread - kept) * thr[js, None])  # units per hour dropped, per group
         vec = np.zeros((n_base, len(hours_bad)))
         vec[base[js]] = kept
+        refill_cost = refill.fill(b, vec, lost_g)  # spare capacity of the hour first, cheapest first
         has = fallback >= 0
         vec[fallback[has]] += lost_g[has] / t_thr[fallback[has], None]
-        delta[hours_bad] = per_hour_cost[js] @ (kept - spread) + fallback_price @ lost_g
+        delta[hours_bad] = per_hour_cost[js] @ (kept - spread) + refill_cost + fallback_price @ lost_g
         for t, h in enumerate(hours_bad):
             repaired_x[int(h)] = vec[:, t]
         must_replan += [int(h) for h in hours_bad[lost_g[~has].sum(axis=0) > 1e-9]]  # nowhere uncapped to go
@@ -232,8 +235,10 @@ def certify(
         worst = repaired[np.lexsort((-delta[repaired], np.array([h not in must for h in repaired], dtype=bool)))]
         # batches of the worst hours, each solved in block order (neighbouring hours warm-start each other)
         batches = [worst[i : i + _LP_BATCH] for i in range(0, len(worst), _LP_BATCH)]
-        worst = np.concatenate([batch[np.argsort(hb[batch], kind="stable")] for batch in batches])
-        for h, cost_h, x_h in _replan_hours(frame, mx, template, values, worst, x, gpos, d_gh):
+        # within a batch: by block, then by load, so that each hour starts from a neighbour's basis
+        load = d_gh.sum(axis=0) if len(d_gh) else np.zeros(hours_total)
+        worst = np.concatenate([batch[np.lexsort((load[batch], hb[batch]))] for batch in batches])
+        for h, cost_h, x_h in _replan_hours(frame, mx, t_mx, values, worst, x, gpos, d_gh):
             upper_bound += cost_h - spread_cost(h) - delta[h]
             delta[h] = cost_h - spread_cost(h)
             repaired_x[h] = x_h
@@ -257,6 +262,115 @@ def certify(
         seconds=time.perf_counter() - started,
         lp_hours=len(lp_hours),
     )
+
+
+class _Refill:
+    """Second tier of the cheap repair: work a broken hour dropped goes to spare capacity of that hour.
+
+    Scaling over-full columns down leaves other rows of the hour with room (a quieter workload's pool). Each
+    group's dropped units are offered to its capped columns cheaper than its uncapped fallback, cheapest first;
+    at each rank every group asks at once and a row asked for more than its spare shares it pro rata, so every
+    ≤ row (capacity, parallelism, nodes) stays within its bound. What is still dropped goes to the fallback.
+    """
+
+    def __init__(
+        self,
+        frame: PlanFrame,
+        mx: PlanMatrix,
+        t: PlanMatrix,
+        values: np.ndarray,
+        base: np.ndarray,
+        per_hour_cost: np.ndarray,
+        fallback_price: np.ndarray,
+    ) -> None:
+        rows = t.frame.rows
+        n_base = t.n_x
+        self.n_le0 = t.parallel_row0
+        self.n_le = t.n_rows - t.parallel_row0
+        col_of = np.repeat(np.arange(t.n_cols), np.diff(t.start))
+        le = (t.index >= t.parallel_row0) & (col_of < n_base)
+        # ≤ rows of each base column, padded: (n_base, slots); row −1 = none
+        cols, r, v = col_of[le], t.index[le] - t.parallel_row0, t.value[le]
+        counts = np.bincount(cols, minlength=n_base)
+        slots = int(counts.max()) if len(counts) and counts.max() > 0 else 0
+        self.le_row = np.full((n_base, max(slots, 1)), -1, dtype=np.int64)
+        self.le_val = np.zeros((n_base, max(slots, 1)))
+        order = np.argsort(cols, kind="stable")
+        cols, r, v = cols[order], r[order], v[order]
+        k = np.arange(len(cols)) - np.repeat(np.cumsum(counts) - counts, counts)
+        self.le_row[cols, k] = r
+        self.le_val[cols, k] = v
+        # per block: the bound of every template ≤ row, integers (commitments, nodes) at their values
+        ints = (col_of >= t.commit_col0) & (col_of < t.unserved_col0) & (t.index >= t.parallel_row0)
+        commits = np.round(values[mx.commit_col0 : mx.node_col0])
+        node_value = dict(zip(mx.node_keys, np.round(values[mx.node_col0 : mx.unserved_col0]), strict=True))
+        self.limits = np.zeros((frame.blocks.n, self.n_le))
+        for b in range(frame.blocks.n):
+            v_int = np.zeros(t.n_cols)
+            v_int[t.commit_col0 : t.node_col0] = commits
+            v_int[t.node_col0 : t.unserved_col0] = [node_value.get((s, b), 0.0) for s, _b in t.node_keys]
+            lim = t.row_upper[t.parallel_row0 :].copy()
+            np.add.at(lim, t.index[ints] - t.parallel_row0, -t.value[ints] * v_int[col_of[ints]])
+            self.limits[b] = lim
+        # candidates: per group, capped base columns cheaper per unit than its fallback, cheapest first
+        cost0 = np.zeros(n_base)
+        cost0[base] = per_hour_cost
+        self.cost0 = cost0
+        self.thr = rows["units_per_gpu_hour"].to_numpy(dtype=float)
+        groups = list(dict.fromkeys(rows["group"]))
+        gi = rows["group"].map({g: i for i, g in enumerate(groups)}).to_numpy()
+        per_unit = cost0 / self.thr
+        capped = counts > 0
+        ok = capped & (per_unit < fallback_price[gi])
+        cand = np.flatnonzero(ok)
+        cand = cand[np.lexsort((per_unit[cand], gi[cand]))]
+        n_per = np.bincount(gi[cand], minlength=len(groups))
+        ranks = int(n_per.max()) if len(n_per) and n_per.max() > 0 else 0
+        self.cand = np.full((len(groups), ranks), -1, dtype=np.int64)
+        rank = np.arange(len(cand)) - np.repeat(np.cumsum(n_per) - n_per, n_per)
+        self.cand[gi[cand], rank] = cand
+
+    def fill(self, b: int, vec: np.ndarray, lost: np.ndarray) -> np.ndarray:
+        """Place ``lost`` (units/hour per group × hour) on spare capacity of block ``b``'s hours, in place.
+
+        ``vec`` (GPUs per base column × hour) gets the work; returns the cost added per hour."""
+        n_hours = vec.shape[1]
+        added = np.zeros(n_hours)
+        if self.cand.shape[1] == 0 or not (lost > 1e-12).any():
+            return added
+        used = np.zeros((self.n_le, n_hours))
+        nz = np.flatnonzero(vec.any(axis=1))
+        sl = self.le_row[nz]
+        for m in range(sl.shape[1]):
+            has = sl[:, m] >= 0
+            np.add.at(used, sl[has, m], self.le_val[nz[has], m, None] * vec[nz[has]])
+        spare = np.maximum(self.limits[b][:, None] - used, 0.0)
+        for k in range(self.cand.shape[1]):
+            g = np.flatnonzero((self.cand[:, k] >= 0) & (lost.max(axis=1) > 1e-12))
+            if len(g) == 0:
+                continue
+            j = self.cand[g, k]
+            want = lost[g] / self.thr[j, None]  # GPUs per group × hour
+            rows_j, vals_j = self.le_row[j], self.le_val[j]
+            asked = np.zeros_like(spare)
+            for m in range(rows_j.shape[1]):
+                has = rows_j[:, m] >= 0
+                np.add.at(asked, rows_j[has, m], vals_j[has, m, None] * want[has])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(asked > spare, spare / np.where(asked > 0, asked, 1.0), 1.0)
+            factor = np.ones_like(want)
+            for m in range(rows_j.shape[1]):
+                has = rows_j[:, m] >= 0
+                factor[has] = np.minimum(factor[has], share[rows_j[has, m]])
+            take = want * np.clip(factor, 0.0, 1.0)
+            for m in range(rows_j.shape[1]):
+                has = rows_j[:, m] >= 0
+                np.add.at(spare, rows_j[has, m], -vals_j[has, m, None] * take[has])
+            np.maximum(spare, 0.0, out=spare)
+            vec[j] += take
+            lost[g] = np.maximum(lost[g] - take * self.thr[j, None], 0.0)
+            added += self.cost0[j] @ take
+        return added
 
 
 def _fallback(
@@ -287,7 +401,7 @@ def _fallback(
 def _replan_hours(
     frame: PlanFrame,
     mx: PlanMatrix,
-    template: PlanFrame,
+    t: PlanMatrix,
     values: np.ndarray,
     hours: np.ndarray,
     x: np.ndarray,
@@ -297,7 +411,7 @@ def _replan_hours(
     """Hourly LP of each of ``hours``, in that order: (hour, its cost, its x per base row of the frame)."""
     from finops_cli.planner.highs import _new_highs, pass_matrix
 
-    t = build_matrix(template)
+    t = replace(t, cost=t.cost.copy(), col_lower=t.col_lower.copy(), col_upper=t.col_upper.copy())
     t.cost[t.commit_col0 : t.node_col0] = 0.0  # bought for the horizon: in the block objective already
     n = frame.blocks.n
     rows = frame.rows

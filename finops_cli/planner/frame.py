@@ -47,6 +47,15 @@ from finops_cli.schema.estate import Fleet, Substrate, Workload
 #: paid, and its marginal cost is per GPU-hour used; APIs have no nodes).
 NODE_KINDS = ("on_demand", "spot")
 
+#: Variables the default block count may give the model (``plan_demand(n_blocks=None)``): above it, fewer
+#: blocks, and the certification refines where that costs accuracy. Measured (docs/performance.md): the LP of
+#: 200 distinct workloads × 40 substrates takes seconds at ~80 k columns and minutes at 530 k (48 blocks), while
+#: its lower bound was the same from 3 to 41 blocks. Small estates (the sample: ~2 k columns) keep 48 blocks.
+COLUMN_BUDGET = 80_000
+
+#: Fewest blocks the column budget leaves (the peak hour and a few load levels).
+MIN_BUDGET_BLOCKS = 4
+
 #: Columns of :attr:`PlanFrame.nodes`.
 NODE_COLUMNS = ["gpus_per_node", "max_nodes", "usd_per_gpu_hour"]
 
@@ -173,6 +182,7 @@ def build_frame(
     group: bool = True,
     integer_nodes: bool = False,
     hour_block: np.ndarray | None = None,
+    column_budget: int | None = None,
 ) -> PlanFrame:
     """Price every compliant (workload, substrate, segment) and lay it out over load-duration blocks.
 
@@ -191,6 +201,10 @@ def build_frame(
     hour_block
         A given partition of the hours into blocks (the certification's refinement) instead of ``n_blocks``
         load-duration blocks.
+    column_budget
+        Fewer blocks than ``n_blocks`` (never fewer than :data:`MIN_BUDGET_BLOCKS`) when ``n_blocks`` of them
+        would give the model more variables than this: the plan's default (:data:`COLUMN_BUDGET`). The
+        certification refines where the coarser blocks cost accuracy.
     """
     missing = [w.id for w in workloads if w.id not in demand.columns]
     if missing:
@@ -207,16 +221,6 @@ def build_frame(
         refused.update({f"{w.id}→{sid}": r for sid, r in excluded.items() if r and r[0].startswith("spot refused")})
         priced[w.id] = _prune(rows, fleet, node_ids) if prune and w.max_parallel_gpus is None else rows
 
-    # GPU-equivalents per unit, to rank hours by load: 1 / the workload's best throughput
-    weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
-    deferrable = [w.id for w in workloads if w.deferrable]
-    if hour_block is not None:
-        blocks = blocks_from_partition(demand[[w.id for w in workloads]], hour_block)
-    else:
-        blocks = load_duration_blocks(
-            demand[[w.id for w in workloads]], n_blocks, weights=weights, deferrable=deferrable
-        )
-
     # group identical workloads
     group_of: dict[str, str] = {}
     signature_group: dict[tuple, str] = {}
@@ -226,6 +230,20 @@ def build_frame(
             continue
         sig = (w.deferrable, tuple(sorted((r[0], r[1], r[2], r[3], r[4]) for r in priced[w.id])))
         group_of[w.id] = signature_group.setdefault(sig, w.id)
+
+    if column_budget is not None and hour_block is None and n_blocks < horizon_hours:
+        per_block = sum(len(priced[g]) for g in dict.fromkeys(group_of.values()))
+        n_blocks = min(n_blocks, max(MIN_BUDGET_BLOCKS, column_budget // max(per_block, 1)))
+
+    # GPU-equivalents per unit, to rank hours by load: 1 / the workload's best throughput
+    weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
+    deferrable = [w.id for w in workloads if w.deferrable]
+    if hour_block is not None:
+        blocks = blocks_from_partition(demand[[w.id for w in workloads]], hour_block)
+    else:
+        blocks = load_duration_blocks(
+            demand[[w.id for w in workloads]], n_blocks, weights=weights, deferrable=deferrable
+        )
 
     n = blocks.n
     block_demand = blocks.demand
