@@ -137,3 +137,26 @@ def test_schedule_splits_identical_workloads_by_their_hourly_demand():
     pd.testing.assert_frame_equal(
         sched.fillna(0.0), d.rename_axis("hour").rename_axis("workload", axis=1), check_dtype=False, atol=1e-9
     )
+
+
+def test_cheap_repair_moves_dropped_work_to_spare_capacity_of_the_hour_before_the_uncapped_fallback():
+    # a (US only) runs on own1; b may also use own2 (EU). One block: a 4 + b 2 fill own1, b puts 2 on own2.
+    # Hour 1 (a 6, b 2) spreads to 7 GPUs on own1: scaled to 6, a drops 6/7 (nowhere capped: on-demand) and
+    # b drops 1/7, which goes to own2's spare GPUs of that hour (0.6) rather than to on-demand (4.0).
+    f = fleet(
+        {"id": "own1", "kind": "owned", "gpus": 6, "price_per_gpu_hour": 0.5},
+        {"id": "own2", "kind": "owned", "gpus": 6, "price_per_gpu_hour": 0.6, "jurisdiction": "EU"},
+        {"id": "od", "kind": "on_demand", "price_per_gpu_hour": 4.0},
+    )
+    ws = [workload("a", requires={"jurisdictions": ["US"]}), workload("b", requires={"jurisdictions": JURIS})]
+    d = demand(a=[2, 6], b=[6, 2])
+    out = plan_demand(f, ws, d, n_blocks=1, tolerance=1.0)  # any gap accepted: the cheap repair alone
+    cert = out.certificate
+    assert cert.lp_hours == 0 and list(cert.repaired_hours) == [1]
+    assert cert.lower_bound == pytest.approx(2 * (6 * 0.5 + 2 * 0.6))
+    hour0 = 2 * 0.5 + 3 * 0.5 + 3 * 0.6
+    hour1 = 6 * 0.5 + (1 + 1 / 7) * 0.6 + 6 / 7 * 4.0
+    assert cert.upper_bound == pytest.approx(hour0 + hour1)  # was hour0 + 3 + 0.6 + 1 × 4.0 before the refill
+    assert_schedule_feasible(f, ws, d, out)
+    h1 = cert.schedule[cert.schedule["hour"] == 1].set_index(["workload", "substrate"])["gpus"]
+    assert h1[("b", "own2")] == pytest.approx(1 + 1 / 7) and h1[("a", "od")] == pytest.approx(6 / 7)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -87,3 +88,19 @@ def test_single_workload_optimum_is_the_merit_order(estate):
     out = plan_demand(f, ws, d, n_blocks=len(d), solver="highs", gap=0, duals=False)
     assert out.merit_order.unserved_units == 0
     assert out.solution.planned_cost == pytest.approx(out.merit_order.cost, rel=1e-7, abs=1e-6)
+
+
+def test_default_blocks_shrink_to_the_column_budget_and_an_explicit_count_is_kept():
+    from finops_cli.planner.frame import build_frame
+
+    f = fleet(
+        {"id": "own", "kind": "owned", "gpus": 6, "price_per_gpu_hour": 0.5},
+        {"id": "od", "kind": "on_demand", "price_per_gpu_hour": 4.0},
+    )
+    ws = [workload(f"w{i}", throughput={"H100": 1.0 + i / 10}) for i in range(3)]  # 3 groups × 2 rows
+    rng = np.random.default_rng(3)
+    d = demand(**{f"w{i}": list(rng.uniform(1.0, 9.0, 48)) for i in range(3)})  # 48 different hours
+    assert build_frame(f, ws, d, n_blocks=20).blocks.n > 6
+    assert build_frame(f, ws, d, n_blocks=20, column_budget=36).blocks.n <= 6  # 6 columns a block
+    assert build_frame(f, ws, d, n_blocks=20, column_budget=1).blocks.n <= 4  # never below 4 (MIN_BUDGET_BLOCKS)
+    assert build_frame(f, ws, d, n_blocks=48, column_budget=1).blocks.n == 48  # full resolution asked: kept
