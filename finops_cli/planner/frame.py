@@ -232,8 +232,8 @@ def build_frame(
         group_of[w.id] = signature_group.setdefault(sig, w.id)
 
     if column_budget is not None and hour_block is None and n_blocks < horizon_hours:
-        per_block = sum(len(priced[g]) for g in dict.fromkeys(group_of.values()))
-        n_blocks = min(n_blocks, max(MIN_BUDGET_BLOCKS, column_budget // max(per_block, 1)))
+        columns_per_block = sum(len(priced[g]) for g in dict.fromkeys(group_of.values()))
+        n_blocks = min(n_blocks, max(MIN_BUDGET_BLOCKS, column_budget // max(columns_per_block, 1)))
 
     # GPU-equivalents per unit, to rank hours by load: 1 / the workload's best throughput
     weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
