@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from finops_cli.sim.market import PolicyResult as MarketPolicyResult
     from finops_cli.sim.market import Scenario as MarketScenario
     from finops_cli.sim.market.experiments import ExperimentResult as MarketExperiment
-    from finops_cli.store.sources import CheckResult, RemoveResult, SourceInfo
+    from finops_cli.store.sources import AggregateResult, CheckResult, RemoveResult, SourceInfo
 
 
 def open_store(root: str | Path | None = None) -> Store:
@@ -69,6 +69,8 @@ def ingest_billing(
     fmt: str = "auto",
     store: str | Path | Store | None = None,
     progress: Callable[[Path, int, int, int], None] | None = None,
+    engine: str = "local",
+    spark_master: str | None = None,
 ) -> IngestSummary:
     """Ingest billing exports (AWS CUR / CUR 2.0, GCP, Azure, FOCUS) into the store's ``billing`` dataset.
 
@@ -76,13 +78,16 @@ def ingest_billing(
     per currency, the source's cost in equals the BilledCost written, to the cent. ``fmt`` is a format
     name or ``auto`` (sniff each file's header). ``progress(file, rows_done, file_index, file_count)``.
     Paths may be ``s3://``/``gs://`` objects or prefixes (:func:`finops_cli.uri.local_inputs`).
+    ``engine="spark"`` runs the conversion and writes as Spark tasks (``spark_master``): the same store.
     """
     from finops_cli.ingest.billing import ingest_billing as _ingest
     from finops_cli.uri import local_inputs, origin_fields
 
     st = _store(store)
     with local_inputs(paths) as local:
-        return origin_fields(_ingest(local, fmt, st, progress=progress))
+        return origin_fields(
+            _ingest(local, fmt, st, progress=progress, engine=engine, spark_master=spark_master)
+        )
 
 
 # --- the store: list, remove, check ------------------------------------------------------------------
@@ -107,6 +112,22 @@ def store_check(store: str | Path | Store | None = None) -> CheckResult:
     from finops_cli.store.sources import check_store
 
     return check_store(_store(store))
+
+
+def store_aggregate(
+    store: str | Path | Store | None = None,
+    *,
+    rebuild: bool = False,
+    engine: str = "local",
+    spark_master: str | None = None,
+) -> AggregateResult:
+    """Build the hourly ingest aggregates detail files lack (all with ``rebuild``) on ``engine``
+    (``finops store aggregate``): the same SQL on DuckDB or Spark SQL, committed atomically."""
+    from finops_cli.store.engine import using
+    from finops_cli.store.sources import build_aggregates
+
+    with using(engine, spark_master):
+        return build_aggregates(_store(store), rebuild=rebuild)
 
 
 # --- ingest: utilisation, spot prices; prices; waste ----------------------------------------------

@@ -18,7 +18,16 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from finops_cli.cli.options import IngestFormatOpt, OutOpt, StoreOpt, SummaryFormat, ingest_formats
+from finops_cli.cli.options import (
+    Engine,
+    EngineOpt,
+    IngestFormatOpt,
+    OutOpt,
+    SparkMasterOpt,
+    StoreOpt,
+    SummaryFormat,
+    ingest_formats,
+)
 from finops_cli.cli.output import color_disabled, emit_json, emit_text, stderr_console, stdout_console
 from finops_cli.cli.render import money, number, table_text
 
@@ -48,6 +57,8 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--output", "-o", hidden=True, help="Old spelling of --format.")
         ] = None,
         out: OutOpt = None,
+        engine: EngineOpt = Engine.local,
+        spark_master: SparkMasterOpt = None,
     ) -> None:
         """Load billing exports into the store (see the command help)."""
         from finops_cli import api
@@ -60,7 +71,9 @@ def register(app: typer.Typer) -> None:
         check_not_an_input(out, *paths, store=resolve_store_root(store))
 
         with _progress() as progress:
-            summary = api.ingest_billing(list(paths), in_fmt, store, progress=progress)
+            summary = api.ingest_billing(
+                list(paths), in_fmt, store, progress=progress, engine=engine.value, spark_master=spark_master
+            )
         for line in summary.warnings:
             stderr_console().print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
         try:

@@ -135,3 +135,27 @@ def _warn(message: str) -> None:
     from finops_cli.cli.output import stderr_console
 
     stderr_console().print(f"[yellow]warning:[/] {message}", soft_wrap=True)
+
+
+class Engine(StrEnum):
+    local = "local"
+    spark = "spark"
+
+
+EngineOpt = Annotated[
+    Engine,
+    typer.Option(
+        "--engine",
+        help="Where the work runs: local (this process, DuckDB) or spark (Apache Spark; pip install "
+        "'gpu-fleet-finops[spark]', Java 17+). Same code, same store, same results.",
+    ),
+]
+SparkMasterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--spark-master",
+        envvar="FINOPS_SPARK_MASTER",
+        help="Spark master URL for --engine spark (default: the spark-submit/Databricks session, else local[*]).",
+        show_default=False,
+    ),
+]

@@ -1,4 +1,5 @@
-"""finops store list | remove | check: what went into the store, undoing one source, verifying it all."""
+"""finops store list | remove | check | aggregate: what went into the store, undoing one source, verifying it all,
+building the hourly aggregates."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from finops_cli.cli.options import FormatOpt, OutputFormat, StoreOpt
+from finops_cli.cli.options import Engine, EngineOpt, FormatOpt, OutputFormat, SparkMasterOpt, StoreOpt
 from finops_cli.cli.output import emit_json, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money, money_table
 
@@ -111,3 +112,27 @@ def register(app: typer.Typer) -> None:
             for p in result.problems:
                 err.print(f"[bold red]error:[/] {escape(str(p))}", soft_wrap=True)
             raise typer.Exit(2)
+
+    @app.command("aggregate")
+    def _aggregate(
+        rebuild: Annotated[
+            bool, typer.Option("--rebuild", help="Rebuild every aggregate, not only the missing ones.")
+        ] = False,
+        store: StoreOpt = None,
+        engine: EngineOpt = Engine.local,
+        spark_master: SparkMasterOpt = None,
+        fmt: FormatOpt = OutputFormat.table,
+    ) -> None:
+        """Build the hourly aggregates (billing_hourly, utilization_hourly) that detail files lack, atomically.
+
+        Ingest writes them at commit; this builds them for stores written before, or rebuilds them
+        (--rebuild), on this machine or on Spark (--engine spark) from the same SQL.
+        """
+        from finops_cli import api
+
+        result = api.store_aggregate(store, rebuild=rebuild, engine=engine.value, spark_master=spark_master)
+        if fmt == OutputFormat.json:
+            emit_json(result.to_dict())
+            return
+        built = ", ".join(f"{n} {name} file(s)" for name, n in result.built.items())
+        stdout_console().print(f"aggregates built on {result.engine} for {built}", soft_wrap=True, markup=False)

@@ -5,6 +5,10 @@ as strings, so filters on ``billing_period``/``month`` prune whole files before 
 columns a query names are decoded, and aggregation runs in DuckDB on every core. DuckDB keeps to
 ``memory_limit`` (``$FINOPS_DUCKDB_MEMORY``, default 1 GB) and spills to a private temporary directory
 beyond it, so what reaches Python is the aggregated result, whatever the size of the month.
+
+:func:`using` is the engine seam: inside ``with using("spark"):`` every query (the commands' analyses and
+the ingest aggregates built at commit) runs the same SQL text on Spark SQL instead
+(:mod:`finops_cli.spark.sql`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +40,32 @@ if TYPE_CHECKING:
 MEMORY_ENV = "FINOPS_DUCKDB_MEMORY"
 DEFAULT_MEMORY = "1GB"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: the engine :func:`run_files` runs queries on ("local" = DuckDB in this process, "spark")
+_ENGINE: ContextVar[str] = ContextVar("finops_store_engine", default="local")
+
+
+@contextmanager
+def using(engine: str = "local", master: str | None = None) -> Iterator[None]:
+    """Run every store query inside the block on ``engine``; for Spark, find or start the session first,
+    so a missing pyspark or Java is one line before any work is done."""
+    from finops_cli.spark import ENGINES
+
+    if engine not in ENGINES:
+        raise InputError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    if engine == "spark":
+        from finops_cli.spark.session import get_session
+
+        get_session(master)
+    token = _ENGINE.set(engine)
+    try:
+        yield
+    finally:
+        _ENGINE.reset(token)
+
+
+def current_engine() -> str:
+    """The engine queries run on here (see :func:`using`)."""
+    return _ENGINE.get()
 
 
 def quote_identifier(name: str) -> str:
@@ -129,6 +160,12 @@ def run_files(
     ``filesystem``: the pyarrow file system the files are on (a bucket); None reads them from disk.
     ``schemas``: a file's schema by path, when the caller has them (saves a request per file on a bucket).
     """
+    if _ENGINE.get() == "spark":
+        if filesystem is not None:
+            raise InputError("--engine spark reads a store on a file system every executor shares, not a bucket store")
+        from finops_cli.spark.sql import run_files as run_on_spark
+
+        return run_on_spark(query, files, params, **slots)
     import duckdb
 
     sql = render(query, **slots)
@@ -166,6 +203,20 @@ def connect() -> Iterator[Any]:
             con.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
+    """``query`` over each of ``paths`` on its own (one ingest aggregate per detail file), in order.
+
+    Spark answers for all files in one job (:func:`finops_cli.spark.sql.run_per_file`); DuckDB per file.
+    """
+    if not paths:
+        return []
+    if _ENGINE.get() == "spark":
+        from finops_cli.spark.sql import run_per_file as per_file_on_spark
+
+        return per_file_on_spark(query, dataset, paths)
+    return [run_files(query, {dataset: [p]}) for p in paths]
 
 
 def create_view(

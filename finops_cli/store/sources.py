@@ -235,3 +235,37 @@ def check_store(store: Store) -> CheckResult:
                     Problem(where, f"BilledCost {currency} {have:,.2f} in its files, {want:,.2f} in the manifest")
                 )
     return result
+
+
+@dataclass
+class AggregateResult:
+    """What ``finops store aggregate`` built: per detail dataset, the files whose aggregate was (re)built."""
+
+    store: str
+    engine: str
+    built: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_aggregates(store: Store, *, rebuild: bool = False) -> AggregateResult:
+    """Build the ingest aggregates (``billing_hourly``, ``utilization_hourly``) that detail files lack
+    (every one with ``rebuild``), in one transaction, on the engine in force
+    (:func:`finops_cli.store.engine.using`: ``finops store aggregate --engine spark``)."""
+    from finops_cli.store.engine import current_engine
+    from finops_cli.store.queries import AGGREGATES
+
+    if store.filesystem is not None:
+        raise InputError("store aggregate builds a directory store's aggregates; a bucket store's are built at ingest")
+    built: dict[str, int] = {}
+    with store.transaction() as tx:
+        for detail, (aggregate, _) in AGGREGATES.items():
+            have = {p.relative_to(store.root / aggregate) for p in store.files(aggregate)}
+            todo = [
+                p.relative_to(store.root)
+                for p in store.checked_files(detail)
+                if rebuild or p.relative_to(store.root / detail) not in have
+            ]
+            built[detail] = len(tx.rebuild_aggregates(todo))
+    return AggregateResult(str(store.root), current_engine(), built)

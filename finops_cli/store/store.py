@@ -591,25 +591,35 @@ class Transaction:
         finally:
             self._release_lock()
 
-    def _stage_aggregates(self, staged: list[Path]) -> list[Path]:
+    def rebuild_aggregates(self, detail: Iterable[Path]) -> list[Path]:
+        """Stage the aggregates of committed detail files (relative paths), replacing theirs on commit.
+
+        For stores written before the aggregates existed, or to rebuild them on another engine.
+        """
+        built = self._stage_aggregates(list(detail), source=self.store.root)
+        self._adopted += built
+        return built
+
+    def _stage_aggregates(self, staged: list[Path], source: Path | None = None) -> list[Path]:
         """Build each staged detail file's aggregate (:data:`~finops_cli.store.queries.AGGREGATES`) beside it.
 
         The aggregate is computed from exactly the staged file and committed with it, so the two never
-        disagree; a file deleted on commit takes its aggregate with it.
+        disagree; a file deleted on commit takes its aggregate with it. The query runs on the engine in
+        force (:func:`finops_cli.store.engine.using`).
         """
         from finops_cli.store import engine
         from finops_cli.store.queries import AGGREGATES
 
         built: list[Path] = []
-        for rel in staged:
-            target = _aggregate_of(rel)
-            if target is None:
-                continue
-            table = engine.run_files(AGGREGATES[rel.parts[0]][1], {rel.parts[0]: [self.staging / rel]})
-            path = self.staging / target
-            path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, path, compression="zstd")
-            built.append(target)
+        for dataset, (_, query) in AGGREGATES.items():
+            rels = [rel for rel in staged if rel.parts and rel.parts[0] == dataset]
+            tables = engine.run_per_file(query, dataset, [(source or self.staging) / rel for rel in rels])
+            for rel, table in zip(rels, tables, strict=True):
+                target = _aggregate_of(rel)
+                path = self.staging / target
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(table, path, compression="zstd")
+                built.append(target)
         return built
 
     def _plan(self) -> tuple[list[Path], list[Path], list[dict[str, Any]]] | None:

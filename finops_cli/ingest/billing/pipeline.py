@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Context, Decimal
 from pathlib import Path
@@ -41,6 +41,7 @@ from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, Billin
 from finops_cli.ingest.readers import discover, first_bad_row, iter_batches, map_unique, read_header
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
+from finops_cli.store import engine as store_engine
 
 DATASET = "billing"
 #: half a cent, in the nano-units of :func:`exact_sum`
@@ -97,7 +98,7 @@ class _Acc:
 
     cost_in: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     billed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    by_provider: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(lambda: [0.0, 0.0, 0]))
+    by_provider: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(_zero_totals))
     gpu: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
     currency_of: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -107,8 +108,67 @@ class _Acc:
     rows_written: int = 0
     pending: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
     #: (file, currency) -> [cost in, BilledCost written] in nano-units: names the file when money is not conserved
-    by_file: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    by_file: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(_zero_pair))
     unknown_gpu_types: dict[str, int] = field(default_factory=dict)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable without the factories' lambdas: another process (a Spark task) returns its totals."""
+        return {k: dict(v) if isinstance(v, defaultdict) else v for k, v in self.__dict__.items()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        fresh = _Acc()
+        for k, v in state.items():
+            default = getattr(fresh, k)
+            if isinstance(default, defaultdict):
+                default.update(v)
+                v = default
+            setattr(self, k, v)
+
+    def merge(self, other: _Acc, order: dict[str, int]) -> None:
+        """Add another task's totals (every tally is a sum, so the order tasks finish in does not matter).
+
+        ``order`` ranks the input files, so "first seen" stays the first in file order, as in one process.
+        """
+        for c, v in other.cost_in.items():
+            self.cost_in[c] += v
+        for c, v in other.billed.items():
+            self.billed[c] += v
+        for k, v in other.by_provider.items():
+            tot = self.by_provider[k]
+            for i in range(3):
+                tot[i] += v[i]
+        for k, h in other.gpu.items():
+            self.gpu[k] += h
+        for key, info in other.keys.items():
+            mine = self.keys.setdefault(
+                key, {**info, "providers": set(), "files": set(), "rows": 0, "billed": defaultdict(float)}
+            )
+            mine["providers"] |= info["providers"]
+            mine["files"] |= info["files"]
+            mine["rows"] += info["rows"]
+            for c, v in info["billed"].items():
+                mine["billed"][c] += v
+        for k, cur in other.currency_of.items():
+            self.currency_of[k] |= cur
+        for k, seen in other.first_seen.items():
+            mine_seen = self.first_seen.get(k)
+            if mine_seen is None or (order.get(seen[0], 0), seen[1]) < (order.get(mine_seen[0], 0), mine_seen[1]):
+                self.first_seen[k] = seen
+        for k, (cin, out) in other.by_file.items():
+            self.by_file[k][0] += cin
+            self.by_file[k][1] += out
+        for name, lines in other.unknown_gpu_types.items():
+            self.unknown_gpu_types[name] = self.unknown_gpu_types.get(name, 0) + lines
+        self.rows_in += other.rows_in
+        self.rows_written += other.rows_written
+
+
+def _zero_totals() -> list[float]:
+    return [0.0, 0.0, 0]
+
+
+def _zero_pair() -> list[int]:
+    return [0, 0]
 
 
 def idempotency_key(fmt: str, billing_account: str, billing_period: str) -> str:
@@ -125,8 +185,14 @@ def ingest_billing(
     fmt: str = "auto",
     store: Store | None = None,
     progress: Progress | None = None,
+    engine: str = "local",
+    spark_master: str | None = None,
 ) -> IngestSummary:
-    """Ingest billing exports into ``store`` atomically; see the module docstring for the promises."""
+    """Ingest billing exports into ``store`` atomically; see the module docstring for the promises.
+
+    ``engine="spark"`` converts and writes the files as Spark tasks (``spark_master``, default: a local or
+    the spark-submit session) through the same functions; the checks and the commit stay here.
+    """
     if store is None:
         from finops_cli.store import open_store
 
@@ -140,60 +206,87 @@ def ingest_billing(
         plan.append((path, entry.obj, sniffed, header))
 
     acc = _Acc()
-    summaries: list[FileSummary] = []
-    azure_kinds: dict[str, tuple[str, str]] = {}
-    with store.transaction() as tx:
+    # on Spark, the aggregates built at commit run there too (the same SQL text)
+    with store_engine.using(engine, spark_master), store.transaction() as tx:
         # read under the writer lock: another ingest's entries cannot change between this and the commit
         previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
-        for index, (path, parser, sniffed, header) in enumerate(plan):
-            state: dict[str, Any] = {}
-            rows = 0
-            batches = iter_batches(
-                path,
-                columns=parser.columns(header),
-                types=parser.types_for(header),
-                newlines_in_values=parser.newlines_in_values,
-            )
-            for rb in batches:
-                ctx = BatchContext(path, rb.first_row, state)
-                table = _convert(parser, rb.batch, ctx, acc)
-                _write(tx, table, parser.name, acc, path)
-                rows += table.num_rows
-                if progress is not None:
-                    progress(path, rows, index, len(plan))
-            if rows == 0:
-                raise InputError("has a header but no billing lines", path=path)
-            for name, lines in state.get("unknown_gpu_types", {}).items():
-                acc.unknown_gpu_types[name] = acc.unknown_gpu_types.get(name, 0) + lines
-            kind = state.get("azure_kind")
-            if parser.name == "azure":
-                _check_azure_kinds(azure_kinds, acc, path, kind or "unknown")
-            summaries.append(FileSummary(str(path), parser.name, sniffed, rows, kind))
-        _flush(tx, acc)
+        if engine == "spark":  # the same conversion and writes, run as Spark tasks (finops_cli/spark/billing.py)
+            from finops_cli.spark.billing import stage_billing
+
+            summaries = stage_billing(plan, tx, acc, master=spark_master)
+        else:
+            summaries = _stage_files(plan, tx, acc, progress)
+        azure_kinds: dict[str, tuple[str, str]] = {}
+        for f in summaries:
+            if f.format == "azure":
+                _check_azure_kinds(azure_kinds, acc, Path(f.path), f.azure_export or "unknown")
         _check_conservation(acc)
         _check_currencies(acc)
-        for key, info in acc.keys.items():
-            # Partitions this key wrote before but not now (a re-export that lost a provider): drop them.
-            old = previous.get(key)
-            if old is not None:
-                for prov in set(old.get("providers", [])) - info["providers"]:
-                    tx.remove(DATASET, {"provider": prov, "billing_period": info["billing_period"]}, key)
-            tx.forget_source(key)
-            tx.record(
-                {
-                    "dataset": DATASET,
-                    "source_key": key,
-                    "format": info["format"],
-                    "billing_account": info["billing_account"],
-                    "billing_period": info["billing_period"],
-                    "providers": sorted(info["providers"]),
-                    "files": sorted(info["files"]),
-                    "rows": info["rows"],
-                    "billed_cost": {c: round(v, 6) for c, v in info["billed"].items()},
-                    "fingerprint": content_fingerprint(Path(f) for f in info["files"]),
-                }
-            )
+        _record_sources(tx, acc, previous)
     return _summary(store, summaries, acc, previous)
+
+
+def _stage_files(
+    plan: Sequence[tuple[Path, BillingFormat, bool, list[str]]], tx: Any, acc: _Acc, progress: Progress | None
+) -> list[FileSummary]:
+    """Convert every file in this process and stage its lines in ``tx`` (the local engine)."""
+    summaries: list[FileSummary] = []
+    for index, (path, parser, sniffed, header) in enumerate(plan):
+        rows, state = 0, {}
+        for table in convert_file(path, parser, header, acc, state):
+            _write(tx, table, parser.name, acc, path)
+            rows += table.num_rows
+            if progress is not None:
+                progress(path, rows, index, len(plan))
+        summaries.append(FileSummary(str(path), parser.name, sniffed, rows, state.get("azure_kind")))
+    _flush(tx, acc)
+    return summaries
+
+
+def convert_file(
+    path: Path, parser: BillingFormat, header: list[str], acc: _Acc, state: dict[str, Any]
+) -> Iterator[pa.Table]:
+    """One file's canonical tables, batch by batch, with its money in tallied in ``acc`` (every engine's step)."""
+    rows = 0
+    batches = iter_batches(
+        path,
+        columns=parser.columns(header),
+        types=parser.types_for(header),
+        newlines_in_values=parser.newlines_in_values,
+    )
+    for rb in batches:
+        table = _convert(parser, rb.batch, BatchContext(path, rb.first_row, state), acc)
+        rows += table.num_rows
+        yield table
+    if rows == 0:
+        raise InputError("has a header but no billing lines", path=path)
+    for name, lines in state.get("unknown_gpu_types", {}).items():
+        acc.unknown_gpu_types[name] = acc.unknown_gpu_types.get(name, 0) + lines
+
+
+def _record_sources(tx: Any, acc: _Acc, previous: dict[Any, dict[str, Any]]) -> None:
+    """One manifest entry per idempotency key written; drop partitions a re-export no longer has."""
+    for key, info in acc.keys.items():
+        # Partitions this key wrote before but not now (a re-export that lost a provider): drop them.
+        old = previous.get(key)
+        if old is not None:
+            for prov in set(old.get("providers", [])) - info["providers"]:
+                tx.remove(DATASET, {"provider": prov, "billing_period": info["billing_period"]}, key)
+        tx.forget_source(key)
+        tx.record(
+            {
+                "dataset": DATASET,
+                "source_key": key,
+                "format": info["format"],
+                "billing_account": info["billing_account"],
+                "billing_period": info["billing_period"],
+                "providers": sorted(info["providers"]),
+                "files": sorted(info["files"]),
+                "rows": info["rows"],
+                "billed_cost": {c: round(v, 6) for c, v in info["billed"].items()},
+                "fingerprint": content_fingerprint(Path(f) for f in info["files"]),
+            }
+        )
 
 
 def exact_sum(values: pa.Array | pa.ChunkedArray) -> int:

@@ -1,0 +1,114 @@
+"""Billing ingest of a generated multi-file CUR on both engines: local (this process) vs Spark ``local[2]``.
+
+Generates ``--files`` CUR-like CSV parts (the legacy ``lineItem/…`` layout of ``benchmarks/ingest.py``;
+one payer and period split into parts, as AWS delivers a large export) with ``--rows`` lines in all, then
+ingests them into a fresh store once per engine, each in its own subprocess (so the JVM and the memory of
+one run do not leak into the other). For Spark it reports the session start-up apart from the ingest job.
+Prints wall seconds, rows/s, the Spark overhead (Spark ÷ local) and the machine's load, and checks that
+both stores hold the same rows and the same BilledCost per currency to the cent. docs/scale.md quotes
+its figures. Usage::
+
+    python benchmarks/spark.py                            # 10 M lines in 10 files
+    python benchmarks/spark.py --rows 1000000 --files 4 --keep /tmp/cur-parts
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest import generate  # the sibling benchmark's CUR generator
+
+
+def _child(engine: str, parts: Path, store: Path, master: str) -> None:
+    from finops_cli import api
+    from finops_cli.store import Store
+
+    out: dict[str, object] = {"engine": engine}
+    if engine == "spark":
+        from finops_cli.spark.session import get_session
+
+        t0 = time.perf_counter()
+        get_session(master, conf={"spark.driver.memory": "6g", "spark.sql.shuffle.partitions": "4"})
+        out["startup_seconds"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    summary = api.ingest_billing([parts], "aws-cur", store, engine=engine, spark_master=master)
+    out["seconds"] = time.perf_counter() - t0
+    out["rows"] = summary.rows
+    out["conservation"] = summary.conservation
+    table = Store(store).read("billing", columns=["BilledCost"])
+    out["stored_rows"] = table.num_rows
+    print(json.dumps(out))
+
+
+def _run(engine: str, parts: Path, work: Path, master: str) -> dict[str, object]:
+    store = work / f"store-{engine}"
+    shutil.rmtree(store, ignore_errors=True)
+    cmd = [sys.executable, __file__, "--child", engine, "--parts", str(parts), "--store", str(store)]
+    proc = subprocess.run([*cmd, "--master", master], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{engine} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=10_000_000, help="lines in all files together")
+    ap.add_argument("--files", type=int, default=10)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--keep", type=Path, help="generate the parts here and keep them (reused if present)")
+    ap.add_argument("--engines", default="local,spark")
+    ap.add_argument("--child", choices=["local", "spark"], help=argparse.SUPPRESS)
+    ap.add_argument("--parts", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        _child(args.child, args.parts, args.store, args.master)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="finops-spark-bench-"))
+    parts = args.keep or tmp / "parts"
+    try:
+        parts.mkdir(parents=True, exist_ok=True)
+        per_file = -(-args.rows // args.files)
+        t0 = time.perf_counter()
+        for i in range(args.files):
+            path = parts / f"cur-00001-{i + 1:05d}.csv"
+            if not path.exists():
+                generate(path, min(per_file, args.rows - i * per_file), seed=7 + i)
+        size = sum(p.stat().st_size for p in parts.glob("*.csv"))
+        print(f"{args.files} files, {args.rows:,} lines, {size / 1e9:.2f} GB ({time.perf_counter() - t0:.0f} s)")
+        results = {}
+        for engine in args.engines.split(","):
+            load_before = os.getloadavg()[0]
+            r = _run(engine, parts, tmp, args.master)
+            results[engine] = r
+            extra = f"  (+ {float(r['startup_seconds']):.1f} s session start)" if "startup_seconds" in r else ""
+            secs = float(r["seconds"])  # type: ignore[arg-type]
+            print(
+                f"{engine:<6} {secs:8.1f} s  {int(r['rows']) / secs:>10,.0f} lines/s{extra}  "  # type: ignore[call-overload]
+                f"load {load_before:.1f} → {os.getloadavg()[0]:.1f}"
+            )
+        if {"local", "spark"} <= set(results):
+            loc, spk = results["local"], results["spark"]
+            assert loc["stored_rows"] == spk["stored_rows"] == loc["rows"], "stores differ in rows"
+            assert loc["conservation"] == spk["conservation"], "stores differ in money"
+            ratio = float(spk["seconds"]) / float(loc["seconds"])  # type: ignore[arg-type]
+            print(
+                f"Spark overhead: {ratio:.2f}x the local wall time (job only), "
+                f"{(float(spk['seconds']) + float(spk['startup_seconds'])) / float(loc['seconds']):.2f}x "  # type: ignore[arg-type]
+                f"with the session start; same {int(loc['rows']):,} rows and money on both"  # type: ignore[call-overload]
+            )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
