@@ -85,9 +85,7 @@ def ingest_billing(
 
     st = _store(store)
     with local_inputs(paths) as local:
-        return origin_fields(
-            _ingest(local, fmt, st, progress=progress, engine=engine, spark_master=spark_master)
-        )
+        return origin_fields(_ingest(local, fmt, st, progress=progress, engine=engine, spark_master=spark_master))
 
 
 # --- the store: list, remove, check ------------------------------------------------------------------

@@ -110,7 +110,7 @@ def _convert_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
         for job in batch.to_pylist():
             index, path = job["file_index"], Path(job["path"])
             parser = BILLING_FORMATS.from_str(job["format"]).obj
-            acc, state, rows = _Acc(), {}, 0
+            acc, state, rows = _Acc(), dict[str, Any](), 0
             for table in convert_file(path, parser, read_header(path), acc, state):
                 rows += table.num_rows
                 yield from _tagged(table, parser.name, index).to_batches()

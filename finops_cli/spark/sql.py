@@ -65,7 +65,7 @@ def _literal(value: Any) -> Any:
 
 
 def run_files(
-    query: Query, files: Mapping[str, Iterable[Path]], params: Mapping[str, Any] | None = None, **slots: str
+    query: Query, files: Mapping[str, Iterable[str | Path]], params: Mapping[str, Any] | None = None, **slots: str
 ) -> pa.Table:
     """:func:`finops_cli.store.engine.run_files` on Spark: the same query, files and result columns."""
     from finops_cli.spark.session import get_session
@@ -95,7 +95,7 @@ def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table
     spark = get_session()
     _create_view(spark, dataset, paths, file_column=True)
     tree = sqlglot.parse_one(to_spark_sql(render(query)), read="spark")
-    if tree.args.get("group") is None:
+    if not isinstance(tree, sqlglot.exp.Select) or tree.args.get("group") is None:
         raise ValueError(f"query {query.name} does not group: it cannot answer per file")
     tree = tree.select(_FILE, copy=False).group_by(_FILE, copy=False)
     result = _to_arrow(spark.sql(tree.sql(dialect="spark")))

@@ -615,7 +615,7 @@ class Transaction:
             rels = [rel for rel in staged if rel.parts and rel.parts[0] == dataset]
             tables = engine.run_per_file(query, dataset, [(source or self.staging) / rel for rel in rels])
             for rel, table in zip(rels, tables, strict=True):
-                target = _aggregate_of(rel)
+                target = Path(AGGREGATES[dataset][0], *rel.parts[1:])
                 path = self.staging / target
                 path.parent.mkdir(parents=True, exist_ok=True)
                 pq.write_table(table, path, compression="zstd")

@@ -129,16 +129,16 @@ class _Acc:
 
         ``order`` ranks the input files, so "first seen" stays the first in file order, as in one process.
         """
-        for c, v in other.cost_in.items():
-            self.cost_in[c] += v
-        for c, v in other.billed.items():
-            self.billed[c] += v
-        for k, v in other.by_provider.items():
-            tot = self.by_provider[k]
+        for c, nano in other.cost_in.items():
+            self.cost_in[c] += nano
+        for c, nano in other.billed.items():
+            self.billed[c] += nano
+        for pc_key, totals in other.by_provider.items():
+            tot = self.by_provider[pc_key]
             for i in range(3):
-                tot[i] += v[i]
-        for k, h in other.gpu.items():
-            self.gpu[k] += h
+                tot[i] += totals[i]
+        for gpu_key, hours in other.gpu.items():
+            self.gpu[gpu_key] += hours
         for key, info in other.keys.items():
             mine = self.keys.setdefault(
                 key, {**info, "providers": set(), "files": set(), "rows": 0, "billed": defaultdict(float)}
@@ -146,14 +146,14 @@ class _Acc:
             mine["providers"] |= info["providers"]
             mine["files"] |= info["files"]
             mine["rows"] += info["rows"]
-            for c, v in info["billed"].items():
-                mine["billed"][c] += v
-        for k, cur in other.currency_of.items():
-            self.currency_of[k] |= cur
-        for k, seen in other.first_seen.items():
-            mine_seen = self.first_seen.get(k)
+            for c, amount in info["billed"].items():
+                mine["billed"][c] += amount
+        for account_period, currencies in other.currency_of.items():
+            self.currency_of[account_period] |= currencies
+        for where, seen in other.first_seen.items():
+            mine_seen = self.first_seen.get(where)
             if mine_seen is None or (order.get(seen[0], 0), seen[1]) < (order.get(mine_seen[0], 0), mine_seen[1]):
-                self.first_seen[k] = seen
+                self.first_seen[where] = seen
         for k, (cin, out) in other.by_file.items():
             self.by_file[k][0] += cin
             self.by_file[k][1] += out
@@ -232,7 +232,7 @@ def _stage_files(
     """Convert every file in this process and stage its lines in ``tx`` (the local engine)."""
     summaries: list[FileSummary] = []
     for index, (path, parser, sniffed, header) in enumerate(plan):
-        rows, state = 0, {}
+        rows, state = 0, dict[str, Any]()
         for table in convert_file(path, parser, header, acc, state):
             _write(tx, table, parser.name, acc, path)
             rows += table.num_rows
