@@ -1,7 +1,8 @@
 """One local Spark session for every Spark test (starting a JVM costs seconds; the suite pays it once).
 
-The tests of this directory share an xdist group, so under ``pytest -n 2`` they run in one worker and
-that worker starts one session: ``local[2]``, two shuffle partitions, no UI.
+The tests of this directory share an xdist group (``pytestmark`` in each module; ``--dist loadgroup`` in
+pyproject.toml), so under ``pytest -n 2`` they run in one worker and that worker starts one session:
+``local[2]``, two shuffle partitions, no UI.
 """
 
 from __future__ import annotations
@@ -20,12 +21,6 @@ SPARK_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 }
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/spark/" in str(item.path).replace("\\", "/"):
-            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,8 @@ from tests.conftest import SAMPLES
 from tests.spark.cur_parts import write_parts
 
 runner = CliRunner()
+#: one worker runs every Spark test, so the suite starts one JVM (see conftest.py)
+pytestmark = pytest.mark.xdist_group("spark")
 
 
 def _files(root: Path, dataset: str) -> dict[str, Path]:

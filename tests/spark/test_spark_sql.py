@@ -23,6 +23,8 @@ from finops_cli.store.queries import QUERIES
 from tests.conftest import SAMPLES
 
 runner = CliRunner()
+#: one worker runs every Spark test, so the suite starts one JVM (see conftest.py)
+pytestmark = pytest.mark.xdist_group("spark")
 
 PARAMS = {
     "month": "2026-10",
