@@ -36,7 +36,14 @@ PARAMS = {
     "tag_path": "$.team",
     "value": "research",
 }
-SLOTS = {"match_columns": ', "SubAccountId"', "tag_column": "team"}
+SLOTS = {
+    "match_columns": ', "SubAccountId"',
+    "tag_column": "team",
+    "groups": '"x_InstanceType" AS "g0", json_extract_string(Tags, $tag_path) AS "g1", ',
+    "conditions": "billing_period = $month",
+    "column": '"team"',
+    "months": "$month",
+}
 
 
 @pytest.fixture(scope="module")
