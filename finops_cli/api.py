@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops_cli.estate import Estate, load_estate
-from finops_cli.store import Store, store_exists
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -41,19 +40,20 @@ if TYPE_CHECKING:
     from finops_cli.sim.market import PolicyResult as MarketPolicyResult
     from finops_cli.sim.market import Scenario as MarketScenario
     from finops_cli.sim.market.experiments import ExperimentResult as MarketExperiment
+    from finops_cli.store import Store
     from finops_cli.store.sources import AggregateResult, CheckResult, RemoveResult, SourceInfo
 
 
 def open_store(root: str | Path | None = None) -> Store:
     """The store at ``root`` (``--store``), else ``$FINOPS_STORE``, else ``.finops/``; a directory or a bucket URI."""
-    from finops_cli.store.store import open_store as _open
+    from finops_cli.store.store import open_store as _open  # pyarrow: only commands that open a store pay for it
 
     return _open(root)
 
 
 def _store(store: str | Path | Store | None) -> Store:
     """``store`` itself, or the store at that root (``None``: the default one)."""
-    return store if isinstance(store, Store) else open_store(store)
+    return open_store(store) if store is None or isinstance(store, str | Path) else store
 
 
 def estate(fleet: str | Path, workloads: str | Path) -> Estate:
@@ -561,7 +561,7 @@ def priced_fleet(
         and any(w.demand.from_store is not None for w in estate.workloads.workloads)
     )
     st: Store | None
-    if isinstance(store, Store):
+    if store is not None and not isinstance(store, str | Path):
         st = store
     elif store is None and not default_store:
         st = None
@@ -574,6 +574,8 @@ def priced_fleet(
 
 def _existing_store(store: str | Path | None, needed: bool) -> Store | None:
     """The store at ``store``; else the default one when it exists (or is needed: errors then name it)."""
+    from finops_cli.store import store_exists
+
     if store is not None or needed or store_exists(None):
         return _store(store)
     return None

@@ -8,6 +8,7 @@ decompressed transparently. Large tabular inputs go through :mod:`finops_cli.ing
 
 from __future__ import annotations
 
+import csv
 import gzip
 import hashlib
 import io
@@ -15,13 +16,20 @@ import json
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import yaml
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+try:  # libyaml's parser: ~6x faster on a large scenario; PyYAML without it falls back to pure Python
+    from yaml import CSafeLoader as _YamlLoader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _YamlLoader  # type: ignore[assignment]
 
 #: Whole-file inputs (YAML, plan JSON, Prometheus and spot JSON, traces, scrapes, profiles) are read into
 #: memory: one larger than this once decompressed is refused (a 4 MB gzip can hold 4 GiB; ``/dev/zero``
@@ -131,12 +139,14 @@ def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, 
     """The file's YAML document and where each value starts (:data:`Positions`), for error messages.
 
     A mapping with the same key twice is refused (YAML 1.2 says keys are unique; PyYAML would silently
-    keep the last one, so a second ``gpus:`` would win unseen).
+    keep the last one, so a second ``gpus:`` would win unseen). The document is composed into nodes
+    first (libyaml's ``CSafeLoader`` when PyYAML has it, else the pure-Python ``SafeLoader``: the same
+    safe constructors either way), the nodes checked, then constructed.
     """
     text = read_text(path, kind=kind)
-    loader: yaml.SafeLoader | None = None
+    loader: Any = None
     try:
-        loader = yaml.SafeLoader(text)  # the reader refuses NUL and other control characters right here
+        loader = _YamlLoader(text)  # the reader refuses NUL and other control characters right here
         node = loader.get_single_node()
         positions: Positions = {}
         if node is None:
@@ -151,6 +161,8 @@ def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, 
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
         problem = getattr(exc, "problem", None) or "invalid YAML"
+        if "nesting depth" in problem:  # libyaml's own limit, in the words the pure-Python path uses
+            problem = f"nested more than {MAX_DEPTH} levels deep"
         raise InputError(f"invalid YAML ({problem})", path=path, where=where) from None
     finally:
         if loader is not None:
@@ -197,18 +209,45 @@ def position_of(positions: Positions, loc: tuple[object, ...]) -> tuple[int, int
     return None
 
 
-def read_csv_text(path: Path, *, kind: str) -> pd.DataFrame:
-    """A small CSV table with every cell as text (no NA guessing) and header names stripped.
+def read_csv_rows(path: Path, *, kind: str) -> tuple[list[str], list[list[str]]]:
+    """A small CSV table as text: the header (names stripped) and the data rows, every cell a string.
 
-    Callers check the columns and values themselves and name a bad cell with :func:`csv_line`.
+    The standard library's :mod:`csv` reads it, so a command that only checks a demand profile or the
+    reference prices never imports pandas. Blank lines are skipped, a short row is padded with empty cells,
+    a row with more cells than the header is refused naming its line. Callers check the values themselves
+    and name a bad cell with :func:`csv_line`.
     """
     data = read_bytes(path, kind=kind, missing=f"{kind} not found")
     try:
-        raw = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True, encoding="utf-8")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read {kind} ({str(exc).splitlines()[0]})", path=path) from None
-    raw.columns = [str(c).strip() for c in raw.columns]
-    return raw
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read {kind} (not UTF-8 text, byte {exc.start})", path=path) from None
+    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+    try:
+        lines = [(reader.line_num, row) for row in reader if row]
+    except csv.Error as exc:
+        raise InputError(f"cannot read {kind} ({exc})", path=path, where=f"line {reader.line_num}") from None
+    if not lines:
+        raise InputError(f"cannot read {kind} (the file is empty: expected a header line)", path=path)
+    header = [name.strip() for name in lines[0][1]]
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:
+        raise InputError(f"cannot read {kind} (column(s) {twice} appear twice in the header)", path=path)
+    rows = []
+    for line, row in lines[1:]:
+        if len(row) > len(header):
+            raise InputError(f"cannot read {kind} (expected {len(header)} fields, saw {len(row)})", path=path,
+                             where=f"line {line}")  # fmt: skip
+        rows.append(row + [""] * (len(header) - len(row)))
+    return header, rows
+
+
+def read_csv_text(path: Path, *, kind: str) -> pd.DataFrame:
+    """:func:`read_csv_rows` as a DataFrame of strings, for callers that go on in pandas."""
+    import pandas as pd
+
+    header, rows = read_csv_rows(path, kind=kind)
+    return pd.DataFrame(rows, columns=header, dtype=str)
 
 
 def csv_line(row: int) -> str:

@@ -18,7 +18,8 @@ from typer.core import TyperGroup
 
 from finops_cli import __version__
 from finops_cli.atomic import guard_inputs
-from finops_cli.cli.output import color_disabled, stderr_console
+from finops_cli.cli.helptext import example, reflow_help
+from finops_cli.cli.output import color_disabled, configure_logging, log, stderr_console
 from finops_cli.errors import EXIT_INTERNAL_ERROR, FinopsError
 
 #: Set by ``--debug`` (or ``FINOPS_DEBUG=1``): internal errors print their traceback.
@@ -53,9 +54,15 @@ class _ErrorMappingGroup(TyperGroup):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         # Typer draws --help and usage errors with its own rich console: no styles under NO_COLOR either.
-        import typer.rich_utils
+        # Its rich_utils module costs ~60 ms to import (rich.markdown): only touch it when it matters.
+        import sys
 
-        typer.rich_utils.COLOR_SYSTEM = None if color_disabled() else "auto"
+        if color_disabled() or "typer.rich_utils" in sys.modules:
+            import typer.rich_utils
+
+            typer.rich_utils.COLOR_SYSTEM = None if color_disabled() else "auto"
+        reflow_help(self)
+        configure_logging()  # until the root callback applies -v/-q: errors before it still print
         return super().main(*args, **kwargs)
 
     # Typer always hands its groups a typer.Context (click's Context subclass, the type click declares here).
@@ -64,41 +71,42 @@ class _ErrorMappingGroup(TyperGroup):
             with guard_inputs():
                 return super().invoke(ctx)
         except FinopsError as exc:
-            console = stderr_console()
             for line in str(exc).splitlines() or ["error"]:
-                console.print(f"[bold red]error:[/] {escape(line)}", soft_wrap=True)
+                log.error(line)
             raise typer.Exit(exc.exit_code) from None
         except _PASS_THROUGH:  # usage errors, --help, typer.Exit: the framework reports them
             raise
         except Exception as exc:
             if ctx.parent is not None:  # let the outermost group report it, once
                 raise
-            console = stderr_console()
             if ctx.params.get("debug") or debug_enabled():
                 import traceback
 
-                console.print(escape("".join(traceback.format_exception(exc)).rstrip()), soft_wrap=True)
+                stderr_console().print(escape("".join(traceback.format_exception(exc)).rstrip()), soft_wrap=True)
             summary = " ".join(str(exc).split())[:300] or "(no message)"
-            console.print(
-                f"[bold red]internal error:[/] {escape(type(exc).__name__)}: {escape(summary)} "
-                f"(a bug in finops; run again with --debug or {_DEBUG_ENV}=1 to see the traceback)",
-                soft_wrap=True,
+            log.critical(
+                f"{type(exc).__name__}: {summary} "
+                f"(a bug in finops; run again with --debug or {_DEBUG_ENV}=1 to see the traceback)"
             )
             raise typer.Exit(EXIT_INTERNAL_ERROR) from None
 
 
-def _new_app(**kwargs: Any) -> typer.Typer:
+def _new_app(*, add_completion: bool = False, **kwargs: Any) -> typer.Typer:
     return typer.Typer(
         cls=_ErrorMappingGroup,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
-        add_completion=False,
+        add_completion=add_completion,
         rich_markup_mode="rich",
         **kwargs,
     )
 
 
-app = _new_app(help="GPU-fleet FinOps: what you wasted, one merit-order supply curve, and the cheapest compliant plan.")
+app = _new_app(
+    add_completion=True,  # --install-completion / --show-completion on the root command only
+    help="GPU-fleet FinOps: what you wasted, one merit-order supply curve, and the cheapest compliant plan.",
+    epilog=example("finops demo", "finops validate --fleet fleet.yaml --workloads workloads.yaml"),
+)
 
 
 def _version(value: bool) -> None:
@@ -113,6 +121,17 @@ def _root(
     debug: bool = typer.Option(
         False, "--debug", help=f"On an internal error (exit 70), print the traceback (or set {_DEBUG_ENV}=1)."
     ),
+    verbose: int = typer.Option(
+        0,
+        "--verbose",
+        "-v",
+        count=True,
+        show_default=False,
+        help="Also print debug detail on stderr (what was chosen, timings).",
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="Print errors only on stderr: no notes, warnings or progress display."
+    ),
     pricebook: str | None = typer.Option(
         None,
         "--pricebook",
@@ -123,6 +142,9 @@ def _root(
     ),
 ) -> None:
     """finops — point it at a month of billing exports, GPU traces and spot prices."""
+    if verbose and quiet:
+        raise typer.BadParameter("give -v/--verbose or -q/--quiet, not both")
+    configure_logging(verbose, quiet)
     from finops_cli.estate.pricebook import use_pricebook
 
     use_pricebook(pricebook or None)
@@ -145,17 +167,29 @@ def _register() -> None:
         waste,
     )
 
-    ingest_app = _new_app(help="Load billing exports, utilisation traces and spot prices into the store.")
+    ingest_app = _new_app(
+        help="Load billing exports, utilisation traces and spot prices into the store.",
+        epilog=example("finops ingest billing exports/ && finops ingest utilization dcgm-scrapes/"),
+    )
     app.add_typer(ingest_app, name="ingest")
     ingest.register(ingest_app)
     ingest_traces.register(ingest_app)
-    simulate_app = _new_app(help="Request-level dispatch and continuous-renegotiation market simulators.")
+    simulate_app = _new_app(
+        help="Request-level dispatch and continuous-renegotiation market simulators.",
+        epilog=example("finops simulate market --experiment contention --size full --out-dir market"),
+    )
     app.add_typer(simulate_app, name="simulate")
     simulate.register(simulate_app)
-    store_app = _new_app(help="See what is in the store, remove one source, check every file against the manifest.")
+    store_app = _new_app(
+        help="See what is in the store, remove one source, check every file against the manifest.",
+        epilog=example("finops store list", "finops store check"),
+    )
     app.add_typer(store_app, name="store")
     store.register(store_app)
-    estate_app = _new_app(help="Draft fleet.yaml and workloads.yaml from what the store has seen.")
+    estate_app = _new_app(
+        help="Draft fleet.yaml and workloads.yaml from what the store has seen.",
+        epilog=example("finops estate draft --out estate/"),
+    )
     app.add_typer(estate_app, name="estate")
     estate.register_group(estate_app)
     pricebook_app = _new_app(help="Keep list prices current: refresh them from the providers' price APIs, show them.")

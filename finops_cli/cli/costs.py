@@ -8,8 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import OutOpt, StoreOpt
-from finops_cli.cli.output import emit_json, emit_text, stderr_console
+from finops_cli.cli.output import emit_json, emit_text, log
 
 
 class CostsFormat(StrEnum):
@@ -90,7 +91,12 @@ def render(result: Any, fmt: CostsFormat) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("costs")
+    @app.command(
+        "costs",
+        epilog=example(
+            "finops costs --by team,month", "finops costs --by team --compare 2026-09 --format markdown --out costs.md"
+        ),
+    )
     def _costs(
         by: Annotated[
             str | None,
@@ -154,5 +160,5 @@ def register(app: typer.Typer) -> None:
             return
         if fmt == CostsFormat.csv:
             for note in result.notes:
-                stderr_console().print(f"note: {note}", soft_wrap=True, markup=False)
+                log.info(f"note: {note}")
         emit_text(render(result, fmt), out)

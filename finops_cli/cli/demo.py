@@ -7,11 +7,12 @@ from typing import Annotated
 
 import typer
 
-from finops_cli.cli.output import stderr_console, stdout_console
+from finops_cli.cli.helptext import example
+from finops_cli.cli.output import log, status, stdout_console
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("demo")
+    @app.command("demo", epilog=example("finops demo --out finops-demo"))
     def demo(
         out: Annotated[Path, typer.Option("--out", help="Directory for plan.json, report.md and charts.")] = Path(
             "finops-demo"
@@ -28,7 +29,7 @@ def register(app: typer.Typer) -> None:
         from finops_cli.cli.plan import render_plan
         from finops_cli.demo import run_demo
 
-        err = stderr_console()
-        result = run_demo(out, samples=samples, store_dir=keep_store, log=lambda m: err.print(f"[dim]·[/] {m}"))
+        with status("finops demo: ingest, plan, report") as step:
+            result = run_demo(out, samples=samples, store_dir=keep_store, log=step)
         render_plan(result.plan.document.model_dump(mode="json"), stdout_console())
-        err.print(f"plan: {result.plan_path}   report: {result.report_path}   charts: {len(result.charts)}")
+        log.info(f"plan: {result.plan_path}   report: {result.report_path}   charts: {len(result.charts)}")

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
@@ -22,7 +23,7 @@ from finops_cli.cli.options import (
     check_out,
     output_format,
 )
-from finops_cli.cli.output import emit_json, emit_text, stderr_console
+from finops_cli.cli.output import emit_json, emit_text, log
 
 HorizonOpt = Annotated[
     str | None,
@@ -222,31 +223,72 @@ def _netc_notes(result: Any) -> list[str]:
 
 
 def _warn(warnings: list[str], horizon_note: str = "") -> None:
-    console = stderr_console()
     if horizon_note:
-        console.print(escape(horizon_note), soft_wrap=True)
+        log.info(horizon_note)
     for w in warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
+        log.warning(w)
+
+
+def emit_validation(doc: dict[str, Any], fmt: OutputFormat, out: Path | None) -> None:
+    """``finops validate``'s verdict as JSON or markdown (warnings and errors listed, one line each)."""
+    if fmt is OutputFormat.json:
+        emit_json(doc, out)
+        return
+    from finops_cli.report.escape import md_text
+
+    files = doc["fleet"] + (f" and {doc['workloads']}" if doc["workloads"] else "")
+    lines = [f"### finops validate: {'valid' if doc['valid'] else 'INVALID'}", "", md_text(files, None)]
+    for kind in ("errors", "warnings"):
+        if doc[kind]:
+            lines += ["", f"{kind.capitalize()}:", "", *(f"- {md_text(line, None)}" for line in doc[kind])]
+    emit_text("\n".join(lines), out)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("validate")
+    @app.command("validate", epilog=example("finops validate --fleet fleet.yaml --workloads workloads.yaml --strict"))
     def _validate(
         fleet: FleetOpt,
         workloads: OptionalWorkloadsOpt = None,
         strict: Annotated[bool, typer.Option("--strict", help="Treat warnings as errors.")] = False,
+        fmt: FormatOpt = None,
+        out: OutOpt = None,
     ) -> None:
-        """Check fleet.yaml (and workloads.yaml) before any math: exit 0 if valid, 2 if not."""
+        """Check fleet.yaml (and workloads.yaml) before any math: exit 0 if valid, 2 if not.
+
+        --format json prints {"valid", "fleet", "workloads", "warnings", "errors"} for a CI step to read, also
+        when the files are invalid (the exit code says so too).
+        """
+        fmt = output_format(fmt, out)
         from finops_cli import api
+        from finops_cli.errors import FinopsError
 
-        warnings = api.validate(fleet, workloads, strict=strict)
-        console = stderr_console()
+        doc: dict[str, Any] = {
+            "valid": True,
+            "fleet": str(fleet),
+            "workloads": None if workloads is None else str(workloads),
+        }
+        try:
+            warnings = api.validate(fleet, workloads, strict=strict)
+        except FinopsError as exc:
+            if fmt is OutputFormat.table:
+                raise
+            emit_validation(doc | {"valid": False, "warnings": [], "errors": str(exc).splitlines()}, fmt, out)
+            raise
+        doc |= {"warnings": warnings, "errors": []}
+        if fmt is not OutputFormat.table:
+            emit_validation(doc, fmt, out)
+            return
         for w in warnings:
-            console.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
+            log.warning(w)
         what = f"{fleet}" + (f" and {workloads}" if workloads else "")
-        emit_text(f"valid: {what} ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})")
+        emit_text(f"valid: {what} ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})", out)
 
-    @app.command("stack")
+    @app.command(
+        "stack",
+        epilog=example(
+            "finops stack --fleet fleet.yaml --workloads workloads.yaml --workload chat-serving --chart stack.png"
+        ),
+    )
     def _stack(
         fleet: FleetOpt,
         workloads: OptionalWorkloadsOpt = None,
@@ -279,7 +321,7 @@ def register(app: typer.Typer) -> None:
                     chart if len(result.stacks) == 1 else chart.with_name(f"{chart.stem}.{st.workload}{chart.suffix}")
                 )
                 merit_order_chart(st, path, currency=result.currency)
-                stderr_console().print(f"chart: {path}")
+                log.info(f"chart: {path}")
         if fmt == OutputFormat.json:
             emit_json(result.as_json(), out)
         elif fmt == OutputFormat.markdown:
@@ -287,7 +329,12 @@ def register(app: typer.Typer) -> None:
         else:
             emit_text(_render_stack_table(result), out)
 
-    @app.command("netc")
+    @app.command(
+        "netc",
+        epilog=example(
+            "finops netc --fleet fleet.yaml --workloads workloads.yaml --trace us-east-1f.json --substrate aws-p4d-spot"
+        ),
+    )
     def _netc(
         fleet: FleetOpt,
         workloads: WorkloadsOpt,
@@ -358,7 +405,7 @@ def register(app: typer.Typer) -> None:
 def register_group(app: typer.Typer) -> None:
     """``finops estate …`` subcommands."""
 
-    @app.command("draft")
+    @app.command("draft", epilog=example("finops estate draft --out estate/ --month 2026-10"))
     def _draft(
         out: Annotated[Path, typer.Option("--out", help="Directory for fleet.yaml and workloads.yaml.")],
         store: StoreOpt = None,

@@ -12,8 +12,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import OutOpt
-from finops_cli.cli.output import emit_text, stderr_console, stdout_console
+from finops_cli.cli.output import emit_text, log, stdout_console
 from finops_cli.cli.render import BAD, GOOD, Col, money_table, table_text
 from finops_cli.errors import GateFailed
 
@@ -25,8 +26,8 @@ TEXT_DETAIL_ROWS = 20
 
 
 class GateFormat(StrEnum):
-    text = "text"
-    table = "table"  # alias of text, for symmetry with the other report commands
+    table = "table"
+    text = "text"  # the old name of table, kept so existing CI jobs run unchanged
     json = "json"
     markdown = "markdown"
     github = "github"
@@ -78,7 +79,12 @@ def render_text(result: GateResult) -> RenderableType:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("gate")
+    @app.command(
+        "gate",
+        epilog=example(
+            "finops gate --plan head.json --baseline base.json --max-increase-pct 10 --budget 250000 --format github"
+        ),
+    )
     def _gate(
         plan: Annotated[Path, typer.Option("--plan", help="The new plan JSON (`finops plan --out new.json`).")],
         baseline: Annotated[
@@ -96,7 +102,9 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option("--max-spot-share", help="Fail if spot carries more than this fraction (0-1) of the cost."),
         ] = None,
-        fmt: Annotated[GateFormat, typer.Option("--format", help="Output format.")] = GateFormat.text,
+        fmt: Annotated[
+            GateFormat, typer.Option("--format", help="Output format (text is the old name of table).")
+        ] = GateFormat.table,
         out: OutOpt = None,
     ) -> None:
         """CI cost gate: compare a new plan with a baseline plan and a budget; exit 1 if any rule fails.
@@ -123,5 +131,5 @@ def register(app: typer.Typer) -> None:
         if not result.passed:
             failed = ", ".join(r.name for r in result.failed)
             raise GateFailed(f"{summary_line(result)}; failed: {failed}")
-        if out is not None or fmt is not GateFormat.text:
-            stderr_console().print(summary_line(result))
+        if out is not None or fmt not in (GateFormat.text, GateFormat.table):
+            log.info(summary_line(result))

@@ -7,17 +7,16 @@ is a terminal.
 
 from __future__ import annotations
 
-import sys
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
     Engine,
     EngineOpt,
@@ -28,7 +27,7 @@ from finops_cli.cli.options import (
     SummaryFormat,
     ingest_formats,
 )
-from finops_cli.cli.output import color_disabled, emit_json, emit_text, stderr_console, stdout_console
+from finops_cli.cli.output import emit_json, emit_text, live_progress, log, stderr_console, stdout_console
 from finops_cli.cli.render import money, number, table_text
 
 if TYPE_CHECKING:
@@ -45,7 +44,14 @@ _FORMATS_HELP = "Input format: auto (sniff each file's header), aws-cur, aws-cur
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("billing", help=_HELP)
+    @app.command(
+        "billing",
+        help=_HELP,
+        epilog=example(
+            "finops ingest billing exports/ --input-format auto",
+            "finops ingest billing cur.csv.gz --format json --out ingest.json",
+        ),
+    )
     def _billing(
         paths: Annotated[
             list[Path], typer.Argument(help="Export files (CSV, CSV.gz, Parquet, JSONL) or directories of them.")
@@ -75,7 +81,7 @@ def register(app: typer.Typer) -> None:
                 list(paths), in_fmt, store, progress=progress, engine=engine.value, spark_master=spark_master
             )
         for line in summary.warnings:
-            stderr_console().print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
+            log.warning(line)
         try:
             if output == SummaryFormat.json:
                 emit_json(summary.to_dict(), out)
@@ -119,7 +125,7 @@ class _Bar:
 
 
 def _progress() -> Any:
-    return _Bar() if sys.stderr.isatty() and not color_disabled() else nullcontext(None)
+    return _Bar() if live_progress(stderr_console()) else nullcontext(None)
 
 
 def render_summary(summary: IngestSummary) -> Group:

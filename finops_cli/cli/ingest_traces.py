@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import IngestFormatOpt, JsonFlagOpt, StoreOpt, SummaryFormat, ingest_formats
-from finops_cli.cli.output import emit_json, live_progress, stderr_console, stdout_console
+from finops_cli.cli.output import emit_json, live_progress, log, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money_table
 from finops_cli.errors import InputError
 
@@ -55,7 +55,9 @@ def _short_path(path: str) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("utilization")
+    @app.command(
+        "utilization", epilog=example("finops ingest utilization dcgm-scrapes/ gpu_util.csv --input-format auto")
+    )
     def _utilization(
         paths: Annotated[list[Path], typer.Argument(help="Trace files or directories (dcgm scrapes, JSON, CSV).")],
         input_format: Annotated[
@@ -138,10 +140,9 @@ def register(app: typer.Typer) -> None:
                 replace=replace,
             )
         for r in result.replaced:
-            err.print(
-                f"[yellow]warning:[/] replaced stored source {r['key']} ({escape(str(r['source']))}): it covered "
-                f"{r['devices']:,} of the same GPUs at the same time",
-                soft_wrap=True,
+            log.warning(
+                f"replaced stored source {r['key']} ({r['source']}): it covered "
+                f"{r['devices']:,} of the same GPUs at the same time"
             )
         if output == SummaryFormat.json:
             emit_json(result.to_dict())
@@ -175,9 +176,15 @@ def register(app: typer.Typer) -> None:
         )
         for s in result.sources:
             if s.duplicates_dropped:
-                err.print(f"{s.source}: {s.duplicates_dropped:,} duplicate (device, timestamp) samples dropped")
+                log.info(f"{s.source}: {s.duplicates_dropped:,} duplicate (device, timestamp) samples dropped")
 
-    @app.command("spot-prices")
+    @app.command(
+        "spot-prices",
+        epilog=example(
+            "finops ingest spot-prices --aws-region us-east-1 --instance-type p5.48xlarge",
+            "finops ingest spot-prices --file spot.csv",
+        ),
+    )
     def _spot_prices(
         file: Annotated[
             list[Path] | None,
@@ -223,12 +230,11 @@ def register(app: typer.Typer) -> None:
             gcp=gcp,
             gcp_regions=gcp_region,
         )
-        err = stderr_console()
         for where, reason in result.failures.items():
-            err.print(f"[yellow]warning:[/] {where}: {reason} (skipped; other sources kept)")
+            log.warning(f"{where}: {reason} (skipped; other sources kept)")
         if result.unknown_instance_types:
-            err.print(
-                "[yellow]warning:[/] GPU count unknown (not in finops_cli/pricebooks/instance_types.csv): "
+            log.warning(
+                "GPU count unknown (not in finops_cli/pricebooks/instance_types.csv): "
                 + ", ".join(result.unknown_instance_types)
                 + "; prices per GPU-hour are left empty for them"
             )

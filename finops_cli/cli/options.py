@@ -132,9 +132,9 @@ def ingest_formats(
 
 
 def _warn(message: str) -> None:
-    from finops_cli.cli.output import stderr_console
+    from finops_cli.cli.output import log
 
-    stderr_console().print(f"[yellow]warning:[/] {message}", soft_wrap=True)
+    log.warning(message)
 
 
 class Engine(StrEnum):

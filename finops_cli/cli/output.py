@@ -1,4 +1,8 @@
-"""Where output goes: data to stdout (or ``--out``), logs and progress to stderr.
+"""Where output goes: data to stdout (or ``--out``), diagnostics and progress to stderr.
+
+Diagnostics (notes, warnings, errors) go through the ``finops_cli`` :mod:`logging` logger, never through
+bare prints, so ``-q/--quiet`` and ``-v/--verbose`` govern all of them in one place
+(:func:`configure_logging`); the CLI's handler writes each record as one line on stderr.
 
 Colour and styles follow https://no-color.org: when ``NO_COLOR`` is set to a non-empty value there are
 no escape codes at all (no colour, no bold or italic, no live progress display); when the stream is
@@ -8,12 +12,16 @@ not a terminal (a pipe, a file, CI logs) rich detects it and writes plain text t
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from finops_cli.atomic import write_text
 from finops_cli.cli.terminal import SafeConsole, terminal_safe
@@ -39,8 +47,63 @@ def stdout_console() -> Console:
 
 
 def live_progress(console: Console) -> bool:
-    """Whether to draw a live progress display on ``console``: a terminal, and escape codes allowed."""
-    return console.is_terminal and not color_disabled()
+    """Whether to draw a live progress display on ``console``: a terminal, escape codes allowed, not ``--quiet``."""
+    return console.is_terminal and not color_disabled() and log.isEnabledFor(logging.INFO)
+
+
+#: The package's logger: library modules log under it (``logging.getLogger(__name__)``), the CLI shows it.
+log = logging.getLogger("finops_cli")
+
+_PREFIX = {
+    logging.DEBUG: "[dim]debug:[/] ",
+    logging.WARNING: "[yellow]warning:[/] ",
+    logging.ERROR: "[bold red]error:[/] ",
+    logging.CRITICAL: "[bold red]internal error:[/] ",  # a bug in finops (exit 70)
+}
+
+
+class StderrHandler(logging.Handler):
+    """One line per record on stderr: ``warning:``/``error:``/``debug:`` prefixed (in colour on a terminal),
+    notes as they are; text from the data is escaped and cannot drive the terminal (:class:`SafeConsole`)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            prefix = _PREFIX.get(record.levelno, "")
+            stderr_console().print(prefix + escape(record.getMessage()), soft_wrap=True, highlight=False)
+        except Exception:  # a broken stderr must not turn a diagnostic into a crash
+            self.handleError(record)
+
+
+def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
+    """``-q``: errors only; default: notes and warnings; ``-v``: also debug detail (timings, choices made)."""
+    level = logging.ERROR if quiet else logging.DEBUG if verbose > 0 else logging.INFO
+    for handler in list(log.handlers):
+        if isinstance(handler, StderrHandler):
+            log.removeHandler(handler)
+    log.addHandler(StderrHandler())
+    log.setLevel(level)
+    log.propagate = False
+
+
+@contextmanager
+def status(message: str) -> Iterator[Callable[[str], None]]:
+    """A spinner with ``message`` on stderr while a long step (the solver) runs; only on a terminal.
+
+    Yields ``step(line)``: logs ``line`` as a note and shows it beside the spinner, so a multi-step command
+    (``finops demo``) says where it is. Off a terminal (a pipe, CI), under ``NO_COLOR`` or ``--quiet``
+    there is no spinner; the notes are logged all the same.
+    """
+    console = stderr_console()
+    if not live_progress(console):
+        yield log.info
+        return
+    with console.status(escape(message), spinner="dots") as live:
+
+        def step(line: str) -> None:
+            log.info(line)
+            live.update(escape(f"{message}: {line}"))
+
+        yield step
 
 
 def emit_text(text: str, out: Path | None = None) -> None:

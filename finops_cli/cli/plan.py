@@ -9,14 +9,15 @@ Thin: parse options → :func:`finops_cli.api.plan` → render (rich tables, mar
 from __future__ import annotations
 
 import json
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console, Group
-from rich.markup import escape
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
@@ -30,7 +31,7 @@ from finops_cli.cli.options import (
     output_format,
 )
 from finops_cli.cli.options import Mode as ModeEnum
-from finops_cli.cli.output import emit_text, stderr_console, stdout_console
+from finops_cli.cli.output import emit_text, log, status, stdout_console
 from finops_cli.cli.render import Col, money, money_table, pct, table_text
 from finops_cli.report.escape import md_text
 from finops_cli.report.format import unit_price
@@ -306,7 +307,12 @@ def _markdown(doc: dict) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("plan")
+    @app.command(
+        "plan",
+        epilog=example(
+            "finops plan --fleet fleet.yaml --workloads workloads.yaml --out plan.json --schedule schedule.parquet"
+        ),
+    )
     def _plan(
         fleet: FleetOpt,
         workloads: WorkloadsOpt,
@@ -373,33 +379,35 @@ def register(app: typer.Typer) -> None:
         check_not_an_input(save_plan, fleet, workloads)
         est = api.estate(fleet, workloads)
         st = api.open_store(store) if (store is not None or _store_exists()) else None
-        result = api.plan(
-            est,
-            st,
-            horizon=horizon,
-            blocks=blocks,
-            mode=mode.value,
-            solver=solver.value,
-            time_limit=time_limit,
-            gap=gap,
-            integer_nodes=integer_nodes,
-            fx=parse_fx(fx),
-            tolerance=tolerance,
-        )
-        err = stderr_console()
-        err.print(escape(result.horizon_note), soft_wrap=True)
+        started = time.perf_counter()
+        with status(f"planning {len(est.workloads.workloads)} workloads on {len(est.fleet.substrates)} substrates"):
+            result = api.plan(
+                est,
+                st,
+                horizon=horizon,
+                blocks=blocks,
+                mode=mode.value,
+                solver=solver.value,
+                time_limit=time_limit,
+                gap=gap,
+                integer_nodes=integer_nodes,
+                fx=parse_fx(fx),
+                tolerance=tolerance,
+            )
+        log.debug(f"plan: solved in {time.perf_counter() - started:.2f} s ({solver.value})")
+        log.info(result.horizon_note)
         for w in result.warnings:
-            err.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
+            log.warning(w)
         doc = result.document.model_dump(mode="json")
         text_json = json.dumps(doc, indent=2, allow_nan=False)
         if save_plan is not None:
             emit_text(text_json, save_plan)
-            err.print(f"wrote {save_plan}")
+            log.info(f"wrote {save_plan}")
         if schedule is not None:
             api.write_schedule(result, schedule)
-            err.print(f"wrote {schedule}")
+            log.info(f"wrote {schedule}")
         for note in result.price_notes:
-            err.print(f"price: {note}")
+            log.info(f"price: {note}")
         if fmt == OutputFormat.json:
             emit_text(text_json, out)
         elif fmt == OutputFormat.markdown:
@@ -409,7 +417,7 @@ def register(app: typer.Typer) -> None:
         else:
             render_plan(doc, stdout_console())
         if out is not None:
-            err.print(f"wrote {out}")
+            log.info(f"wrote {out}")
 
 
 def render_plan(doc: dict, console: Console) -> None:

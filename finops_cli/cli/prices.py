@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt, output_format
 from finops_cli.cli.output import emit_json, emit_text, stdout_console
 from finops_cli.cli.render import Col, money_table, table_text
@@ -18,7 +19,9 @@ CAPTION = (
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("prices")
+    @app.command(
+        "prices", epilog=example("finops prices --instance-type p5.48xlarge --region us-east-1 --since 2026-10-01")
+    )
     def _prices(
         instance_type: Annotated[
             list[str] | None, typer.Option("--instance-type", help="Only these instance types (repeatable).")

@@ -7,13 +7,17 @@ from typing import Annotated
 
 import typer
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import FormatOpt, OptionalWorkloadsOpt, OutputFormat, StoreOpt, check_out
-from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
+from finops_cli.cli.output import emit_json, emit_text, log, stdout_console
 from finops_cli.cli.render import Col, money_table
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("report")
+    @app.command(
+        "report",
+        epilog=example("finops report --plan plan.json --fleet fleet.yaml --workloads workloads.yaml --out report.md"),
+    )
     def _report(
         plan: Annotated[Path, typer.Option("--plan", help="The plan JSON (`finops plan --out plan.json`).")],
         store: StoreOpt = None,
@@ -42,15 +46,14 @@ def register(app: typer.Typer) -> None:
 
         check_not_an_input(out, plan, fleet, workloads)
         result = api.report(plan, store, fleet, out, title, workloads)
-        log = stderr_console()
-        log.print(result.horizon_note, markup=False, highlight=False, soft_wrap=True)
+        log.info(result.horizon_note)
         for w in result.warnings:
-            log.print(f"warning: {w}", markup=False, highlight=False, soft_wrap=True)
+            log.warning(w)
         for what in result.unavailable:
-            log.print(f"[yellow]note:[/] not available: {what}", markup=True, highlight=False)
+            log.info(f"note: not available: {what}")
         if out is None and fmt is OutputFormat.markdown:
             emit_text(result.markdown)
-            log.print("note: charts are written only with --out", highlight=False)
+            log.info("note: charts are written only with --out")
             return
         summary = {
             "markdown": None if result.markdown_path is None else str(result.markdown_path),
@@ -71,6 +74,4 @@ def register(app: typer.Typer) -> None:
                 if path is not None:
                     stdout_console().print(f"wrote {path}", highlight=False, soft_wrap=True)
         else:
-            log.print(
-                f"wrote {result.markdown_path} and {len(result.chart_paths)} charts", highlight=False, soft_wrap=True
-            )
+            log.info(f"wrote {result.markdown_path} and {len(result.chart_paths)} charts")

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
@@ -25,7 +26,7 @@ from finops_cli.cli.options import (
     output_format,
 )
 from finops_cli.cli.options import Mode as ModeEnum
-from finops_cli.cli.output import emit_text, stderr_console, stdout_console
+from finops_cli.cli.output import emit_text, log, stdout_console
 from finops_cli.cli.render import Col, money, money_table, number, pct, table_text
 from finops_cli.report.escape import md_table
 
@@ -315,7 +316,12 @@ def _emit_tables(header: list[str], tables: list[Any], out: Path | None) -> None
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("dispatch")
+    @app.command(
+        "dispatch",
+        epilog=example(
+            "finops simulate dispatch --fleet fleet.yaml --workloads workloads.yaml --generate --requests 1000000"
+        ),
+    )
     def _dispatch(
         fleet: FleetOpt,
         workloads: WorkloadsOpt,
@@ -350,13 +356,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Replay requests through the merit order: gate, cheapest current price, congestion, events."""
         fmt = output_format(fmt, out)
-        from rich.markup import escape
 
         from finops_cli import api
         from finops_cli.estate.prices import parse_fx
 
         est = api.estate(fleet, workloads)
-        err = stderr_console()
         result = api.simulate_dispatch(
             est,
             trace,
@@ -369,10 +373,10 @@ def register(app: typer.Typer) -> None:
             store=store,
             window_hours=window_hours,
             fx=parse_fx(fx),
-            log=lambda line: err.print(escape(line), soft_wrap=True),
+            log=log.info,
         )
         if generate and trace is not None:
-            stderr_console().print(f"wrote trace {trace}")
+            log.info(f"wrote trace {trace}")
         doc = result.as_dict()
         currency = est.fleet.currency
         if fmt == OutputFormat.json:
@@ -382,7 +386,10 @@ def register(app: typer.Typer) -> None:
         else:
             _emit_tables(_dispatch_summary(doc, currency), _dispatch_tables(doc, currency), out)
 
-    @app.command("market")
+    @app.command(
+        "market",
+        epilog=example("finops simulate market --scenario samples/market/laissezcloud_two_tenants.yaml --policy all"),
+    )
     def _market(
         scenario: Annotated[
             Path | None, typer.Option("--scenario", help="Scenario YAML: accelerators and tenants.")
@@ -514,5 +521,5 @@ def _experiment(
     markdown = _experiment_markdown(doc)
     write_text(out_dir / f"{name}.json", payload)
     write_text(out_dir / f"{name}.md", markdown)
-    stderr_console().print(f"wrote {out_dir / name}.json, .md and .png", markup=False)
+    log.info(f"wrote {out_dir / name}.json, .md and .png")
     emit_text(payload if fmt == OutputFormat.json else markdown, out)

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import Engine, EngineOpt, FormatOpt, OutputFormat, SparkMasterOpt, StoreOpt
-from finops_cli.cli.output import emit_json, stderr_console, stdout_console
+from finops_cli.cli.output import emit_json, log, stdout_console
 from finops_cli.cli.render import Col, money, money_table
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ _COLUMNS = [
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("list")
+    @app.command("list", epilog=example("finops store list --format json"))
     def _list(store: StoreOpt = None, fmt: FormatOpt = OutputFormat.table) -> None:
         """Every source in the store: dataset, file, content fingerprint, rows, period, money per currency, when.
 
@@ -73,7 +74,7 @@ def register(app: typer.Typer) -> None:
             console.width = max(console.width, 160)  # piped: keep keys whole
         console.print(money_table(f"Sources ({len(infos)})", _COLUMNS, _rows(infos)))
 
-    @app.command("remove")
+    @app.command("remove", epilog=example("finops store remove SOURCE   (a source as finops store list names it)"))
     def _remove(
         source: Annotated[str, typer.Argument(help="Source key (or a unique prefix, or the file it came from).")],
         store: StoreOpt = None,
@@ -90,9 +91,9 @@ def register(app: typer.Typer) -> None:
             emit_json(result.to_dict())
             return
         stdout_console().print(money_table("Removed", _COLUMNS, _rows(result.sources)))
-        stderr_console().print(f"{len(result.files_removed)} file(s) removed")
+        log.info(f"{len(result.files_removed)} file(s) removed")
 
-    @app.command("check")
+    @app.command("check", epilog=example("finops store check --store .finops"))
     def _check(store: StoreOpt = None, fmt: FormatOpt = OutputFormat.table) -> None:
         """Re-read every file; verify the manifest (files, rows) and billing money per currency. Exit 2 if damaged."""
         from finops_cli import api
@@ -108,9 +109,8 @@ def register(app: typer.Typer) -> None:
                 soft_wrap=True,
             )
         if not result.ok:
-            err = stderr_console()
             for p in result.problems:
-                err.print(f"[bold red]error:[/] {escape(str(p))}", soft_wrap=True)
+                log.error(str(p))
             raise typer.Exit(2)
 
     @app.command("aggregate")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
     Engine,
     EngineOpt,
@@ -18,7 +19,7 @@ from finops_cli.cli.options import (
     StoreOpt,
     output_format,
 )
-from finops_cli.cli.output import emit_json, emit_text, stderr_console, stdout_console
+from finops_cli.cli.output import emit_json, emit_text, log, stdout_console
 from finops_cli.cli.render import Col, money_table, table_text
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def render_table(report: WasteReport) -> RenderableType:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("waste")
+    @app.command("waste", epilog=example("finops waste --fleet fleet.yaml --by team --month 2026-10"))
     def _waste(
         by: Annotated[WasteBy, typer.Option("--by", help="Group rows by this.")] = WasteBy.team,
         fleet: Annotated[
@@ -161,7 +162,7 @@ def register(app: typer.Typer) -> None:
                 store=store, by=by.value, fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month
             )
         why = "--month" if month else "latest month with GPU usage in the store"
-        stderr_console().print(f"month: {report.totals.get('month')}: {why}", markup=False, highlight=False)
+        log.info(f"month: {report.totals.get('month')}: {why}")
         if fmt is OutputFormat.json:
             emit_json(report.to_dict(), out)
         elif fmt is OutputFormat.markdown:

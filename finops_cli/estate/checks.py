@@ -7,14 +7,16 @@ unknown ``price_ref``) always raise, because nothing downstream could run with t
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from finops_cli.core.compliance import gate
-from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
-from finops_cli.estate.demand_io import profile_path, read_profile
 from finops_cli.estate.load import Estate
 from finops_cli.estate.prices import resolve_price_ref
+from finops_cli.estate.profiles import parse_profile, profile_path
+
+if TYPE_CHECKING:
+    from finops_cli.core.demand import Horizon
 
 
 def _emit(warnings: list[str], strict: bool) -> list[str]:
@@ -92,7 +94,7 @@ def check_demand_sources(estate: Estate, strict: bool = False) -> list[str]:
     out = []
     for i, w in enumerate(estate.workloads.workloads):
         if w.demand.profile is not None:
-            read_profile(profile_path(estate, w))
+            parse_profile(profile_path(estate, w))
         elif w.demand.from_store is not None:
             out.append(f"{wfile}: workloads[{i}].demand.from_store: resolved from the store at plan time (not checked)")
     return _emit(out, strict)
@@ -125,6 +127,10 @@ def check_estate(estate: Estate, strict: bool = False) -> list[str]:
 
 def check_profile_coverage(estate: Estate, horizon: Horizon, strict: bool = False) -> list[str]:
     """A timestamped profile with no rows inside the horizon means zero demand there: warn, naming both."""
+    import pandas as pd
+
+    from finops_cli.estate.demand_io import read_profile
+
     _, wfile = _names(estate)
     out = []
     for i, w in enumerate(estate.workloads.workloads):

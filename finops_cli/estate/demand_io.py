@@ -16,56 +16,25 @@ import pandas as pd
 from finops_cli.core.demand import Horizon, demand_frame, extend_observed
 from finops_cli.errors import InputError
 from finops_cli.estate.load import Estate
-from finops_cli.files import csv_line, read_csv_text
+from finops_cli.estate.profiles import parse_profile, profile_path
 from finops_cli.schema.estate import Workload
 
 if TYPE_CHECKING:
     from finops_cli.store import Store
 
 
-def profile_path(estate: Estate, workload: Workload) -> Path:
-    """Where ``workload``'s profile CSV lives: relative paths are relative to ``workloads.yaml``."""
-    assert workload.demand.profile is not None
-    p = Path(workload.demand.profile)
-    return p if p.is_absolute() else estate.base_dir / p
-
-
 def read_profile(path: Path) -> pd.DataFrame:
-    """Read a demand profile CSV with columns ``hour,units``; errors name the file, line and column.
+    """A demand profile CSV (:func:`~finops_cli.estate.profiles.parse_profile`) as a frame ``hour,units``.
 
-    ``hour`` is an integer offset (0, 1, …) or an ISO timestamp; ``units`` a number ≥ 0.
+    ``hour`` is int64 offsets or UTC timestamps; errors name the file, line and column.
     """
-    raw = read_csv_text(path, kind="demand profile")
-    missing = [c for c in ("hour", "units") if c not in raw.columns]
-    if missing:
-        raise InputError(f"missing column(s) {missing}; expected a header 'hour,units'", path=path)
-    units = pd.to_numeric(raw["units"].str.strip(), errors="coerce")
-    bad = units.isna() | (units < 0) | (units == float("inf"))  # inf would reach the solver as a demand RHS
-    if bad.any():
-        i = int(bad.to_numpy().argmax())
-        raise InputError(
-            f"units: expected a number >= 0, got {raw['units'].iloc[i]!r}",
-            path=path,
-            where=csv_line(i),
-        )
-    hour_text = raw["hour"].str.strip()
-    as_int = pd.to_numeric(hour_text, errors="coerce")
-    if raw.empty or pd.notna(as_int.iloc[0]):  # the first row decides: integer offsets ...
-        bad = as_int.isna() | (as_int < 0) | (as_int != as_int.round())
-        hour: pd.Series = as_int
-    else:  # ... or ISO timestamps
-        hour = pd.to_datetime(hour_text, utc=True, errors="coerce", format="ISO8601")
-        bad = hour.isna()
-    if bad.any():
-        i = int(bad.to_numpy().argmax())
-        raise InputError(
-            f"hour: expected an integer >= 0 or an ISO timestamp (like the first row), got {hour_text.iloc[i]!r}",
-            path=path,
-            where=csv_line(i),
-        )
-    if pd.api.types.is_numeric_dtype(hour):
-        hour = hour.astype("int64")
-    return pd.DataFrame({"hour": hour, "units": units.astype(float)})
+    profile = parse_profile(path)
+    hour = (
+        pd.to_datetime(pd.Series(profile.hours), utc=True)
+        if profile.timestamped
+        else pd.Series(profile.hours, dtype="int64")
+    )
+    return pd.DataFrame({"hour": hour, "units": pd.Series(profile.units, dtype=float)})
 
 
 def _pick(columns: list[str], *names: str) -> str | None:

@@ -27,11 +27,13 @@ from datetime import date, datetime
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from finops_cli.errors import InputError
 from finops_cli.files import csv_line, read_csv_text
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 REFERENCE_PRICES_FILE = "reference_prices.csv"
 REF_COLUMNS = (
@@ -167,6 +169,8 @@ def _check_reference_rows(frame: pd.DataFrame, path: Path) -> None:
 
 @lru_cache(maxsize=8)
 def _reference_table(layers: tuple[tuple[str, str, int], ...]) -> pd.DataFrame:
+    import pandas as pd  # only a command that reads a reference price pays for it
+
     frames = []
     for path, origin, _ in reversed(layers):  # the user's rows first: they win on (ref, region)
         frame = read_csv_text(Path(path), kind="reference price table")
@@ -273,6 +277,8 @@ def instance_types() -> pd.DataFrame:
 
 @lru_cache(maxsize=8)
 def _instance_frame(layers: tuple[tuple[str, str, int], ...]) -> pd.DataFrame:
+    import pandas as pd
+
     frames = []
     for path, origin, _ in layers:
         frame = read_csv_text(Path(path), kind="instance type table")

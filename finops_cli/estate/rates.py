@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from finops_cli.core.netc import RateEstimate
 from finops_cli.errors import InputError
-from finops_cli.schema.estate import Fleet
+
+if TYPE_CHECKING:
+    from finops_cli.core.netc import RateEstimate
+    from finops_cli.schema.estate import Fleet
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,10 @@ def resolve_rates(fleet: Fleet, fleet_path: Path | str) -> tuple[Fleet, list[Rat
         The trace is missing or malformed (names the fleet file, the field and the trace), or its pool was
         never available.
     """
-    from finops_cli.estate.traces import read_trace
-
     if not any(s.interruption is not None for s in fleet.substrates):
         return fleet, []
+    from finops_cli.estate.traces import read_trace  # numpy and pandas only for a fleet that names a trace
+
     base = Path(fleet_path).parent
     substrates, sources = [], []
     for i, s in enumerate(fleet.substrates):

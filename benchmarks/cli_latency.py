@@ -1,0 +1,99 @@
+"""CLI latency benchmark: wall time of the small commands, as a user's shell runs them (a fresh process each).
+
+Usage::
+
+    python benchmarks/cli_latency.py              # median of 7 runs per command
+    python benchmarks/cli_latency.py --runs 15 --skip-demo
+
+Each command runs ``--runs`` times after one warm-up run (so the OS page cache and ``__pycache__`` are warm);
+the table shows the median wall time, the fastest run, the median CPU time (user + system of the process,
+which a busy machine stretches far less than the wall time) and the target of issue #16. The machine's load
+average is printed before and after: on a shared 2-core machine a load above 2 stretches every wall figure,
+so quote the load with the numbers. ``import pandas`` alone is timed too, as the yardstick the small commands must beat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+PLAN = REPO / "tests" / "report" / "golden" / "sample-plan.json"
+
+
+def _finops() -> list[str]:
+    exe = Path(sys.executable).with_name("finops")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "finops_cli"]
+
+
+def _time(cmd: list[str], runs: int, cwd: Path) -> tuple[list[float], list[float]]:
+    """Wall seconds and CPU seconds (user + system, from ``wait4``) of each run after the warm-up."""
+    walls, cpus = [], []
+    for i in range(runs + 1):  # the first run warms the caches and is not counted
+        with tempfile.TemporaryFile() as err:
+            start = time.perf_counter()
+            proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+            _, status, usage = os.wait4(proc.pid, 0)
+            elapsed = time.perf_counter() - start
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode not in (0, 1):
+                err.seek(0)
+                tail = err.read().decode(errors="replace").strip()[-500:]
+                raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {tail}")
+        if i:
+            walls.append(elapsed)
+            cpus.append(usage.ru_utime + usage.ru_stime)
+    return walls, cpus
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f} (1/5/15 min, {os.cpu_count()} CPUs)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="Timed runs per command (median reported).")
+    parser.add_argument("--demo-runs", type=int, default=3, help="Timed runs of `finops demo`.")
+    parser.add_argument("--skip-demo", action="store_true", help="Leave out `finops demo` (the slow one).")
+    args = parser.parse_args()
+
+    finops = _finops()
+    fleet, workloads = SAMPLES / "fleet.yaml", SAMPLES / "workloads.yaml"
+    validate = [*finops, "validate", "--fleet", str(fleet), "--workloads", str(workloads)]
+    cases: list[tuple[str, list[str], float, int]] = [
+        ("python -c 'import pandas' (yardstick)", [sys.executable, "-c", "import pandas"], float("nan"), args.runs),
+        ("finops --help", [*finops, "--help"], 0.3, args.runs),
+        ("finops --version", [*finops, "--version"], 0.3, args.runs),
+        ("finops validate (samples)", validate, 0.5, args.runs),
+        ("finops gate (sample plan)", [*finops, "gate", "--plan", str(PLAN), "--baseline", str(PLAN)], 0.5, args.runs),
+    ]
+    print(f"load before: {_load()}")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="finops-latency-") as tmp:
+        cwd = Path(tmp)
+        if not args.skip_demo:
+            cases.append(("finops demo (warm)", [*finops, "demo", "--out", str(cwd / "demo")], 3.0, args.demo_runs))
+        for name, cmd, target, runs in cases:
+            walls, cpus = _time(cmd, runs, cwd)
+            rows.append((name, statistics.median(walls), min(walls), statistics.median(cpus), target, runs))
+            shutil.rmtree(cwd / "demo", ignore_errors=True)
+    print(f"load after:  {_load()}")
+    print()
+    print(f"| {'command':<40} | median s | fastest s | CPU s (median) | target s | runs |")
+    print(f"|{'-' * 42}|----------|-----------|----------------|----------|------|")
+    for name, median, fastest, cpu, target, runs in rows:
+        goal = "" if target != target else f"≤ {target:.1f}"
+        print(f"| {name:<40} | {median:8.3f} | {fastest:9.3f} | {cpu:14.3f} | {goal:>8} | {runs:>4} |")
+
+
+if __name__ == "__main__":
+    main()
