@@ -203,5 +203,5 @@ _register()
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point (named ``finops`` however it was started, so completion scripts match)."""
+    app(prog_name="finops")

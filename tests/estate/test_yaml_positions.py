@@ -11,6 +11,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from finops_cli import files
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
 from finops_cli.estate.load import load_fleet, load_workloads
@@ -32,7 +33,24 @@ substrates:
 """
 
 
-def test_a_duplicate_key_is_exit_2_with_both_lines(tmp_path: Path) -> None:
+@pytest.fixture(params=["libyaml", "pure-python"])
+def yaml_loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
+    """Both parsers ``read_yaml_positions`` may use: libyaml's when PyYAML has it, else the pure-Python one."""
+    if request.param == "libyaml":
+        if not hasattr(yaml, "CSafeLoader"):
+            pytest.skip("PyYAML built without libyaml")
+        loader = yaml.CSafeLoader
+    else:
+        loader = yaml.SafeLoader
+    monkeypatch.setattr(files, "_YamlLoader", loader)
+    return loader
+
+
+def test_libyaml_is_used_when_pyyaml_has_it() -> None:
+    assert files._YamlLoader is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def test_a_duplicate_key_is_exit_2_with_both_lines(tmp_path: Path, yaml_loader: type) -> None:
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(FLEET)
     with pytest.raises(InputError) as err:
@@ -50,7 +68,7 @@ def test_a_duplicate_key_is_exit_2_with_both_lines(tmp_path: Path) -> None:
     assert f"line {line + 1}, column 1: duplicate key 'version' (first at line {line})" in result.output
 
 
-def test_merge_keys_and_overrides_are_not_duplicates(tmp_path: Path) -> None:
+def test_merge_keys_and_overrides_are_not_duplicates(tmp_path: Path, yaml_loader: type) -> None:
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(
         "version: 1\n"
@@ -115,3 +133,27 @@ def test_json_schema_accepts_the_samples_and_rejects_typos(name: str) -> None:
     sample[key][0]["gpu"] = 8  # a typo an editor must flag
     with pytest.raises(jsonschema.ValidationError, match="gpu"):
         jsonschema.validate(sample, schema)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("a: " + "[" * 2000 + "]" * 2000 + "\n", "nested more than"),
+        (
+            "a: &a [x]\n"
+            + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 40)}]\n" for p, c in zip("abcde", "bcdef", strict=True)),
+            "expands to more than",
+        ),
+        ("a: 1\nb: &x [*x]\n", "alias"),
+        ("a: 'nul \x00 here'\n", "invalid YAML"),
+        ("a: [1, 2\n", "invalid YAML"),
+    ],
+    ids=["deep", "billion-laughs", "undefined-alias", "control-char", "syntax"],
+)
+def test_both_parsers_refuse_hostile_yaml_with_one_message(
+    tmp_path: Path, yaml_loader: type, text: str, says: str
+) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=says):
+        files.read_yaml_positions(path)
