@@ -73,10 +73,10 @@ def parse_profile(path: Path) -> Profile:
     h, u = header.index("hour"), header.index("units")
     units: list[float] = []
     for i, row in enumerate(rows):
-        value = _number(row[u].strip())
-        if value is None or value < 0 or math.isinf(value):
+        amount = _number(row[u].strip())
+        if amount is None or amount < 0 or math.isinf(amount):
             raise InputError(f"units: expected a number >= 0, got {row[u]!r}", path=path, where=csv_line(i))
-        units.append(value)
+        units.append(amount)
     texts = [row[h].strip() for row in rows]
     offsets = not texts or _number(texts[0]) is not None  # the first row decides: integer offsets or timestamps
     hours: list = []
