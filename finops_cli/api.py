@@ -205,7 +205,22 @@ def waste(
     month: str | None = None,
 ) -> WasteReport:
     """``finops waste``: idle GPU-hours and dollars for one month of utilisation (default: the latest month with
-    GPU usage in the store, the rule every command uses).
+    GPU usage in the store, the rule every command uses). One grouping of :func:`waste_reports`."""
+    return waste_reports(store=store, by=(by,), fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month)[by]
+
+
+def waste_reports(
+    *,
+    store: str | Path | Store | None = None,
+    by: Sequence[str] = ("team",),
+    fleet: str | Path | None = None,
+    price_per_gpu_hour: float | None = None,
+    month: str | None = None,
+) -> dict[str, WasteReport]:
+    """Idle waste of one month grouped each way in ``by``: the month's partition is queried and priced once.
+
+    The leadership report shows waste by team and by substrate; both come from the same device usage,
+    resource costs and histogram, read here once (each grouping is a cheap pass over the per-device rows).
 
     The month's samples and bill are aggregated in DuckDB (:mod:`finops_cli.store.queries`): memory grows
     with devices and resources, not samples or lines. Devices are priced from the billing store of the same
@@ -217,6 +232,7 @@ def waste(
     from finops_cli.estate.load import load_fleet
     from finops_cli.report.waste import (
         GROUP_BYS,
+        GroupBy,
         UtilHistogram,
         billed_gpu_report,
         resource_rates,
@@ -226,8 +242,11 @@ def waste(
     from finops_cli.store import engine
     from finops_cli.store.queries import RESOURCE_COSTS, RESOURCE_COSTS_GROUPED, WASTE_DEVICE_USAGE, WASTE_HISTOGRAM
 
-    if by not in GROUP_BYS:
-        raise InputError(f"--by must be one of {', '.join(GROUP_BYS)}; got {by!r}")
+    groupings: list[GroupBy] = []
+    for group in by:
+        if group not in GROUP_BYS:
+            raise InputError(f"--by must be one of {', '.join(GROUP_BYS)}; got {group!r}")
+        groupings.append(group)
     if month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
         raise InputError(f"--month {month!r}: expected YYYY-MM such as 2026-10")
     st = _store(store)
@@ -259,10 +278,12 @@ def waste(
         currencies = sorted(costs["BillingCurrency"].dropna().unique())
         if len(currencies) > 1:
             raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
+    reports: dict[str, WasteReport] = {}
     if month not in util_months:
-        report = billed_gpu_report(costs, fleet=fl, by=by)
-        report.totals["month"] = month
-        return report
+        for group in groupings:
+            reports[group] = billed_gpu_report(costs, fleet=fl, by=group)
+            reports[group].totals["month"] = month
+        return reports
     groups = engine.run_pandas(st, WASTE_DEVICE_USAGE, {"month": month})
     if groups is None or groups.empty:
         raise InputError(f"no utilisation samples for {month}")
@@ -270,17 +291,18 @@ def waste(
     bins = engine.run_pandas(st, WASTE_HISTOGRAM, {"month": month})
     hist = UtilHistogram.from_bins(bins) if bins is not None else None
     rates = resource_rates(costs, fl)
-    report = waste_report(
-        usage,
-        rates=rates,
-        fleet=fl,
-        price_per_gpu_hour=price_per_gpu_hour,
-        by=by,
-        histogram=hist,
-        span_hours=span_hours,
-    )
-    report.totals["month"] = month
-    return report
+    for group in groupings:
+        reports[group] = waste_report(
+            usage,
+            rates=rates,
+            fleet=fl,
+            price_per_gpu_hour=price_per_gpu_hour,
+            by=group,
+            histogram=hist,
+            span_hours=span_hours,
+        )
+        reports[group].totals["month"] = month
+    return reports
 
 
 def estate_draft(
@@ -965,7 +987,8 @@ def report(
         months = st.partition_values("utilization", "month")
         use = month if month in months else months[-1]
         try:
-            by = {g: waste(store=st, by=g, fleet=fleet, month=use).to_dict() for g in ("team", "substrate")}
+            reports = waste_reports(store=st, by=("team", "substrate"), fleet=fleet, month=use)
+            by = {g: r.to_dict() for g, r in reports.items()}
             inputs.waste = WasteInputs(by, month=use)
             if use != month:
                 inputs.notes.append(f"Idle waste is for {use}, the latest month with utilisation (plan: {month}).")

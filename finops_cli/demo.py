@@ -7,8 +7,10 @@ tool says about the sample company (Kestrel AI, October 2026). Every step goes t
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -18,6 +20,8 @@ from typing import Any
 from finops_cli import api
 from finops_cli.atomic import check_writable, write_text
 from finops_cli.errors import InputError
+
+_log = logging.getLogger(__name__)
 
 
 def default_samples_dir() -> Path:
@@ -82,37 +86,40 @@ def run_demo(
     try:
         store = api.open_store(store_dir)
         steps: list[str] = []
+        clock = [time.perf_counter()]
+
+        def done(step: str) -> None:
+            """Log a finished step (``-v`` adds how long it took: what benchmarks/cli_latency.py's demo row sums)."""
+            now = time.perf_counter()
+            steps.append(step)
+            log(step)
+            _log.debug(f"demo: {step.split(':')[0]} took {now - clock[0]:.2f} s")
+            clock[0] = now
 
         billing = api.ingest_billing([samples / "billing"], store=store)
-        steps.append(f"ingest billing: {billing.rows:,} lines from {len(billing.files)} files")
-        log(steps[-1])
+        done(f"ingest billing: {billing.rows:,} lines from {len(billing.files)} files")
         util = api.ingest_utilization([samples / "utilization"], store=store)
-        steps.append(f"ingest utilization: {util.rows_written:,} samples")
-        log(steps[-1])
+        done(f"ingest utilization: {util.rows_written:,} samples")
         spot_files = sorted(p for p in (samples / "spot_prices").iterdir() if p.is_file())
         spot = api.ingest_spot_prices(store=store, files=spot_files)
-        steps.append(f"ingest spot-prices: {spot.rows_in:,} price points")
-        log(steps[-1])
+        done(f"ingest spot-prices: {spot.rows_in:,} price points")
 
         fleet, workloads = samples / "fleet.yaml", samples / "workloads.yaml"
         estate = api.estate(fleet, workloads)
         stacked = api.stack(fleet, workloads, store=store)
-        steps.append(f"stack: merit order for {len(stacked.stacks)} workloads")
-        log(steps[-1])
+        done(f"stack: merit order for {len(stacked.stacks)} workloads")
 
         result = api.plan(estate, store)
         out_dir.mkdir(parents=True, exist_ok=True)
         plan_path = out_dir / "plan.json"
         write_text(plan_path, result.document.model_dump_json(indent=2))
-        steps.append(f"plan: {result.document.solver.name} {result.document.solver.status} → {plan_path}")
-        log(steps[-1])
+        done(f"plan: {result.document.solver.name} {result.document.solver.status} → {plan_path}")
 
         report = api.report(
             result.document, store=store, fleet=fleet, workloads=workloads, out_path=out_dir / "report.md"
         )
         assert report.markdown_path is not None  # out_path was given
-        steps.append(f"report: {report.markdown_path} with {len(report.chart_paths)} charts")
-        log(steps[-1])
+        done(f"report: {report.markdown_path} with {len(report.chart_paths)} charts")
         return DemoResult(result, plan_path, report.markdown_path, list(report.chart_paths), steps)
     finally:
         if tmp is not None:

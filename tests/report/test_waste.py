@@ -311,3 +311,26 @@ def test_waste_with_an_empty_store_still_exits_2(store: Store) -> None:
     result = CliRunner().invoke(app, ["waste", "--store", str(store.root)])
     assert result.exit_code == 2
     assert "no utilisation and no billing" in result.output
+
+
+def test_report_groupings_query_the_month_once_and_equal_single_reports(
+    tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = _trace(tmp_path / "t.csv", {"g0": ("n1", "ml", [0.25] * 10), "g1": ("n2", "data", [0.5] * 10)})
+    ingest_utilization(store, [f])
+    _billing(store, [{"ResourceId": "n1", "BilledCost": 40.0, "EffectiveCost": 40.0, "x_GpuHours": 10.0}])
+    from finops_cli.store import engine
+
+    calls: list[str] = []
+    real = engine.run_pandas
+
+    def counting(st: Store, query: str, *args: object, **kwargs: object) -> object:
+        calls.append(query)
+        return real(st, query, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "run_pandas", counting)
+    both = api.waste_reports(store=store, by=("team", "substrate"), price_per_gpu_hour=4.0)
+    assert len(calls) == len(set(calls)), "a query of the month ran twice"
+    monkeypatch.setattr(engine, "run_pandas", real)
+    for by in ("team", "substrate"):
+        assert both[by].to_dict() == api.waste(store=store, by=by, price_per_gpu_hour=4.0).to_dict()
