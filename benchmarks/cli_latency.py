@@ -29,9 +29,13 @@ SAMPLES = REPO / "samples"
 PLAN = REPO / "tests" / "report" / "golden" / "sample-plan.json"
 
 
-def _finops() -> list[str]:
+def _finops(source: Path | None) -> list[str]:
+    """How to start ``finops``: the installed script, or the package found in ``source`` (another checkout)."""
+    if source is not None:
+        code = f"import sys; sys.path.insert(0, {str(source)!r}); from finops_cli.cli.app import main; main()"
+        return [sys.executable, "-c", code]
     exe = Path(sys.executable).with_name("finops")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "finops_cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-c", "from finops_cli.cli.app import main; main()"]
 
 
 def _time(cmd: list[str], runs: int, cwd: Path) -> tuple[list[float], list[float]]:
@@ -64,9 +68,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="Timed runs per command (median reported).")
     parser.add_argument("--demo-runs", type=int, default=3, help="Timed runs of `finops demo`.")
     parser.add_argument("--skip-demo", action="store_true", help="Leave out `finops demo` (the slow one).")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        help="Time the finops_cli package of another checkout (e.g. `git worktree add /tmp/old <commit>`), "
+        "for a before/after under the same load.",
+    )
     args = parser.parse_args()
 
-    finops = _finops()
+    finops = _finops(args.source)
     fleet, workloads = SAMPLES / "fleet.yaml", SAMPLES / "workloads.yaml"
     validate = [*finops, "validate", "--fleet", str(fleet), "--workloads", str(workloads)]
     cases: list[tuple[str, list[str], float, int]] = [
