@@ -192,7 +192,10 @@ def _register() -> None:
     )
     app.add_typer(estate_app, name="estate")
     estate.register_group(estate_app)
-    pricebook_app = _new_app(help="Keep list prices current: refresh them from the providers' price APIs, show them.")
+    pricebook_app = _new_app(
+        help="Keep list prices current: refresh them from the providers' price APIs, show them.",
+        epilog=example("finops pricebook refresh", "finops pricebook show"),
+    )
     app.add_typer(pricebook_app, name="pricebook")
     pricebook.register_group(pricebook_app)
     for module in (prices, waste, costs, estate, plan, report, gate, demo):

@@ -22,8 +22,11 @@ PricebookOpt = Annotated[
 ]
 
 
+from finops_cli.cli.helptext import example  # noqa: E402
+
+
 def register_group(app: typer.Typer) -> None:
-    @app.command("refresh")
+    @app.command("refresh", epilog=example("finops pricebook refresh --provider aws"))
     def _refresh(
         provider: Annotated[
             list[str] | None,
@@ -65,7 +68,7 @@ def register_group(app: typer.Typer) -> None:
         for note in result.notes:
             console.print(f"note: {note}", soft_wrap=True, markup=False)
 
-    @app.command("show")
+    @app.command("show", epilog=example("finops pricebook show --provider aws --format json"))
     def _show(
         provider: Annotated[str | None, typer.Option("--provider", help="Only this provider.")] = None,
         fmt: FormatOpt = None,

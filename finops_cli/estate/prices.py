@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Literal
 from finops_cli.errors import InputError
 from finops_cli.estate.load import Estate
 from finops_cli.estate.pricebook import ReferencePrice, reference_price, reference_price_age_days
-from finops_cli.report.prices import DEFAULT_PRODUCTS, FeedStat, NoPriceData, feed_statistic
 from finops_cli.schema.estate import FX_PAIR, Fleet, PriceFeed, Substrate
 
 if TYPE_CHECKING:
+    from finops_cli.report.prices import FeedStat
     from finops_cli.store import Store
 
 PriceMethod = Literal["fixed", "price_feed", "price_ref", "api", "committed"]
@@ -110,6 +110,8 @@ class PriceSource:
 
 def feed_label(feed: PriceFeed) -> str:
     """``aws/us-east-1/p5.48xlarge Linux/UNIX p90 over 30 days`` — how errors and reports name a feed."""
+    from finops_cli.report.prices import DEFAULT_PRODUCTS  # numpy/pandas: only a fleet with feeds pays for them
+
     product = feed.product or DEFAULT_PRODUCTS.get(feed.provider)
     what = f"{feed.provider}/{feed.region}/{feed.instance_type}" + (f" {product}" if product else "")
     return f"{what} {feed.statistic} over {feed.window_days:g} days"
@@ -122,6 +124,8 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
     the per-GPU price recorded at ingest (from the pricebook's instance table). ``end`` is the
     horizon's end (the window rule: see :func:`finops_cli.report.prices.feed_statistic`).
     """
+    from finops_cli.report.prices import NoPriceData, feed_statistic
+
     label = feed_label(feed)
     hint = "ingest spot prices first (finops ingest spot-prices ...) or give price_per_gpu_hour"
     if store is None:

@@ -51,7 +51,14 @@ def test_importing_the_cli_imports_nothing_heavy() -> None:
     "args",
     [
         ["--help"],
-        ["validate", "--fleet", str(SAMPLES / "fleet.yaml"), "--workloads", str(SAMPLES / "workloads.yaml")],
+        # the samples' fleet without its price_ref substrate: a price_ref reads the layered pricebook with pandas
+        [
+            "validate",
+            "--fleet",
+            str(REPO / "tests" / "cli" / "data" / "fleet-fixed-prices.yaml"),
+            "--workloads",
+            str(SAMPLES / "workloads.yaml"),
+        ],
         ["gate", "--plan", str(PLAN), "--baseline", str(PLAN), "--format", "json"],
     ],
     ids=["help", "validate", "gate"],
