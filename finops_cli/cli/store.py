@@ -113,7 +113,7 @@ def register(app: typer.Typer) -> None:
                 log.error(str(p))
             raise typer.Exit(2)
 
-    @app.command("aggregate")
+    @app.command("aggregate", epilog=example("finops store aggregate --engine local"))
     def _aggregate(
         rebuild: Annotated[
             bool, typer.Option("--rebuild", help="Rebuild every aggregate, not only the missing ones.")
