@@ -95,6 +95,91 @@ def generate(path: Path, rows: int, chunk: int = 250_000, seed: int = 7) -> None
             first = False
 
 
+#: CUR 2.0 (Athena-flattened snake_case) columns the ingest maps; the realistic-width case adds sparse
+#: product/pricing/reservation columns around them (as real exports have 120–200) and 16 tag columns.
+WIDE_FILLERS = 84
+WIDE_TAGS = [
+    "name", "team", "workload", "project", "cost_center", "environment", "owner", "application",
+    "service", "component", "stack", "version", "created_by", "business_unit", "ticket", "compliance",
+]
+
+
+def generate_wide(path: Path, rows: int, chunk: int = 200_000, seed: int = 11) -> None:
+    """Write an N-row realistic-width CUR 2.0 CSV: 130 columns, 16 ``resource_tags_user_*`` columns.
+
+    ``resource_tags_user_name`` is high-cardinality (≈ 1 in 4 lines carries one of 200 k user names), other
+    tags repeat a few values and are often empty, as in a real organisation's export.
+    """
+    rng = np.random.default_rng(seed)
+    start = np.datetime64("2026-10-01T00:00:00")
+    first = True
+    with open(path, "wb") as fh:
+        for offset in range(0, rows, chunk):
+            n = min(chunk, rows - offset)
+            idx = np.arange(offset, offset + n)
+            inst = rng.integers(0, len(INSTANCES), n)
+            spot = rng.random(n) < 0.35
+            hour = (idx // 40) % 744
+            t0 = (start + hour.astype("timedelta64[h]")).astype(str)
+            t1 = (start + (hour + 1).astype("timedelta64[h]")).astype(str)
+            types = np.array([i[0] for i in INSTANCES])[inst]
+            rate = np.array([i[1] for i in INSTANCES])[inst] * np.where(spot, 0.45, 1.0)
+            amount = np.round(rng.uniform(0.25, 1.0, n), 4)
+            region = np.array(REGIONS)[rng.integers(0, 2, n)]
+            cols = {
+                "identity_line_item_id": np.char.mod("%016x", idx),
+                "identity_time_interval": np.char.add(np.char.add(t0, "Z/"), np.char.add(t1, "Z")),
+                "bill_invoice_id": np.full(n, "EUINUS26-0042"),
+                "bill_billing_entity": np.full(n, "AWS"),
+                "bill_bill_type": np.full(n, "Anniversary"),
+                "bill_payer_account_id": np.full(n, "111122223333"),
+                "bill_billing_period_start_date": np.full(n, "2026-10-01 00:00:00.000"),
+                "bill_billing_period_end_date": np.full(n, "2026-11-01 00:00:00.000"),
+                "line_item_usage_account_id": np.char.mod("0000%08d", rng.integers(0, 40, n)),
+                "line_item_line_item_type": np.full(n, "Usage"),
+                "line_item_usage_start_date": np.char.add(t0, ".000"),
+                "line_item_usage_end_date": np.char.add(t1, ".000"),
+                "line_item_product_code": np.full(n, "AmazonEC2"),
+                "line_item_usage_type": np.char.add(np.where(spot, "SpotUsage:", "BoxUsage:"), types),
+                "line_item_operation": np.full(n, "RunInstances"),
+                "line_item_availability_zone": np.char.add(region, "a"),
+                "line_item_resource_id": np.char.mod("i-0%016x", rng.integers(0, 20000, n)),
+                "line_item_usage_amount": amount,
+                "line_item_currency_code": np.full(n, "USD"),
+                "line_item_unblended_rate": rate,
+                "line_item_unblended_cost": np.round(rate * amount, 8),
+                "line_item_blended_cost": np.round(rate * amount, 8),
+                "line_item_line_item_description": np.char.add("Linux instance hour ", types),
+                "product_product_name": np.full(n, "Amazon Elastic Compute Cloud"),
+                "product_instance_type": types,
+                "product_region_code": region,
+                "product_sku": np.char.mod("SKU%08d", inst * 10 + spot),
+                "pricing_term": np.where(spot, "Spot", "OnDemand"),
+                "pricing_unit": np.full(n, "Hrs"),
+                "pricing_public_on_demand_cost": np.round(np.array([i[1] for i in INSTANCES])[inst] * amount, 8),
+                "reservation_reservation_a_r_n": np.full(n, ""),
+                "savings_plan_savings_plan_a_r_n": np.full(n, ""),
+            }
+            for i in range(WIDE_FILLERS):  # sparse descriptive columns: mostly empty, a few values when set
+                kind = i % 3
+                if kind == 0:
+                    cols[f"product_attribute_{i:02d}"] = np.full(n, "")
+                elif kind == 1:
+                    cols[f"product_attribute_{i:02d}"] = np.where(rng.random(n) < 0.3, f"value-{i}", "")
+                else:
+                    cols[f"reservation_metric_{i:02d}"] = np.where(rng.random(n) < 0.2, "0", "")
+            for j, tag in enumerate(WIDE_TAGS):
+                if tag == "name":  # high cardinality: one of 200 k user names on a quarter of the lines
+                    values = np.char.mod("user-%06d", rng.integers(0, 200_000, n))
+                    cols["resource_tags_user_name"] = np.where(rng.random(n) < 0.25, values, "")
+                else:
+                    vocab = np.array([""] + [f"{tag}-{k}" for k in range(3 + j * 2)])
+                    cols[f"resource_tags_user_{tag}"] = vocab[rng.integers(0, len(vocab), n)]
+            table = pa.table(cols)
+            pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=first, quoting_style="needed"))
+            first = False
+
+
 # ------------------------------------------------------------------------------------------------ child runs
 def _run_finops(csv: Path, work: Path) -> dict[str, object]:
     from finops_cli import api

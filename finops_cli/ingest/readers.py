@@ -12,6 +12,7 @@ the row and/or column.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -191,6 +193,7 @@ def iter_batches(
     batch_rows: int = BATCH_ROWS,
     csv_block_bytes: int = CSV_BLOCK_BYTES,
     newlines_in_values: bool = True,
+    nested: Mapping[str, pa.DataType] | None = None,
 ) -> Iterator[RowBatch]:
     """Stream ``path`` as record batches.
 
@@ -205,6 +208,12 @@ def iter_batches(
     newlines_in_values
         CSV only: allow line breaks inside quoted values (safe default). Machine-written exports that never
         contain them (AWS CUR) may pass False: the parser is ~25 % faster.
+    nested
+        JSON Lines only: column → list type (e.g. GCP ``credits``, ``labels`` as lists of structs). Given
+        it, the file is decoded by ``pyarrow.json`` (C++, ~10× the Python decoder) with an explicit schema,
+        these columns arrive as Arrow lists instead of JSON text, and a column null in every line of a batch
+        is left out. A file the schema does not fit (a number as text, a BOM, a 20 MB line) continues, from
+        the first row not yet yielded, through the Python decoder, which names the offending row.
     """
     path = Path(path)
     header = read_header(path)
@@ -215,6 +224,8 @@ def iter_batches(
         yield from _iter_csv(path, header, wanted, types, csv_block_bytes, newlines_in_values)
     elif kind == "parquet":
         yield from _iter_parquet(path, wanted, types, batch_rows)
+    elif nested is not None:
+        yield from _iter_jsonl_arrow(path, wanted, types, nested, batch_rows)
     else:
         yield from _iter_jsonl(path, wanted, types, batch_rows)
 
@@ -386,13 +397,151 @@ def _flatten_record(obj: Mapping[str, object], prefix: str = "") -> dict[str, ob
     return out
 
 
-def _iter_jsonl(path: Path, wanted: list[str], types: Mapping[str, pa.DataType], batch_rows: int) -> Iterator[RowBatch]:
+#: bytes per ``pyarrow.json`` block (rows per batch ≈ this / record size)
+JSON_BLOCK_BYTES = 16 << 20
+
+
+def json_schema(
+    wanted: Collection[str], types: Mapping[str, pa.DataType], nested: Mapping[str, pa.DataType]
+) -> pa.Schema:
+    """Explicit ``pyarrow.json`` schema for dotted column names (``service.description`` → struct field)."""
+    tree: dict[str, object] = {}
+    for name in wanted:
+        node = tree
+        *parents, leaf = name.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+            if not isinstance(node, dict):
+                break
+        else:
+            node.setdefault(leaf, nested.get(name) or types.get(name, pa.string()))
+
+    def fields(node: dict[str, object]) -> list[pa.Field]:
+        return [pa.field(k, pa.struct(fields(v)) if isinstance(v, dict) else v) for k, v in node.items()]
+
+    return pa.schema(fields(tree))
+
+
+def _iter_jsonl_arrow(
+    path: Path,
+    wanted: list[str],
+    types: Mapping[str, pa.DataType],
+    nested: Mapping[str, pa.DataType],
+    batch_rows: int,
+) -> Iterator[RowBatch]:
+    """JSON Lines through ``pyarrow.json``; on anything it refuses, the Python decoder takes over (see
+    :func:`iter_batches`)."""
+    import pyarrow.json as pajson
+
+    schema = json_schema(wanted, types, nested)
+    opts = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     row = 1
-    first_row = 1
+    try:
+        raw = gzip.open(path, "rb") if path.name.lower().endswith(".gz") else open(path, "rb")  # noqa: SIM115
+        stream = _GuardedLines(raw)
+        reader = pajson.open_json(
+            stream, read_options=pajson.ReadOptions(block_size=JSON_BLOCK_BYTES), parse_options=opts
+        )
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                break
+            table = pa.Table.from_batches([batch])
+            while any(pa.types.is_struct(f.type) for f in table.schema):
+                table = table.flatten()
+            keep = [
+                i
+                for i, name in enumerate(table.column_names)
+                if name in set(wanted) and table.column(i).null_count < len(table)
+            ]
+            table = table.select(keep)
+            for i, name in enumerate(table.column_names):  # "" is no value, as in the Python decoder
+                c = table.column(i)
+                if pa.types.is_string(c.type):
+                    table = table.set_column(i, name, pc.if_else(pc.equal(c, ""), pa.scalar(None, pa.string()), c))
+            for b in table.combine_chunks().to_batches():
+                if b.num_rows:
+                    yield RowBatch(b, row)
+                    row += b.num_rows
+    except _READ_ERRORS:
+        yield from _iter_jsonl(path, wanted, types, batch_rows, skip=row - 1)
+    finally:
+        with contextlib.suppress(Exception):
+            raw.close()
+
+
+class _Refused(OSError):
+    """A line the Python decoder must see (too long, nested too deep): it names the row and the problem."""
+
+
+class _GuardedLines(io.RawIOBase):
+    """A binary stream for ``pyarrow.json`` that stops at a line longer than :data:`MAX_LINE_BYTES` or
+    brackets nested deeper than :data:`~finops_cli.files.MAX_DEPTH` before the parser allocates it.
+
+    Brackets inside strings count too: a false alarm only costs the Python decoder's speed.
+    """
+
+    _DELTA = np.zeros(256, dtype=np.int16)
+    _DELTA[[ord("["), ord("{")]] = 1
+    _DELTA[[ord("]"), ord("}")]] = -1
+
+    def __init__(self, raw: io.BufferedIOBase) -> None:
+        self.raw = raw
+        self.run = 0  # bytes since the last newline
+        self.depth = 0  # bracket depth at the end of what was read, within the current line
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(min(size, 1 << 20) if size and size > 0 else 1 << 20)
+        if data:
+            self._check(data)
+        return data
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def _check(self, data: bytes) -> None:
+        first, last = data.find(b"\n"), data.rfind(b"\n")
+        if first < 0:
+            self.run += len(data)
+        elif self.run + first > MAX_LINE_BYTES:
+            raise _Refused("line too long")
+        else:
+            self.run = len(data) - last - 1
+        if self.run > MAX_LINE_BYTES:
+            raise _Refused("line too long")
+        buf = np.frombuffer(data, dtype=np.uint8)
+        depth = np.cumsum(self._DELTA[buf], dtype=np.int64)
+        newline = np.flatnonzero(buf == 10)
+        if len(newline):  # depth restarts at each line
+            seg = np.searchsorted(newline, np.arange(len(buf)), side="left")
+            base = np.concatenate([[-self.depth], depth[newline]])[seg]
+            depth = depth - base
+            self.depth = int(depth[-1]) if last != len(data) - 1 else 0
+        else:
+            depth = depth + self.depth
+            self.depth = int(depth[-1])
+        if len(depth) and int(depth.max()) > MAX_DEPTH:
+            raise _Refused("nested too deep")
+
+
+def _iter_jsonl(
+    path: Path, wanted: list[str], types: Mapping[str, pa.DataType], batch_rows: int, skip: int = 0
+) -> Iterator[RowBatch]:
+    row = 1
+    first_row = 1 + skip
     records: list[dict[str, object]] = []
     try:
         with _open_text(path) as fh:
             for line in _bounded_lines(fh, path):
+                if line.strip() and row <= skip:
+                    row += 1
+                    continue
                 if line.strip():
                     obj = _loads_record(line, path, row)
                     if not isinstance(obj, dict):

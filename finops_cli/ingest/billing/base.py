@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -61,6 +62,8 @@ class BillingFormat:
     optional: ClassVar[tuple[str, ...] | None] = ()
     #: CSV: may quoted values contain line breaks? (False parses faster; only for exports that never do)
     newlines_in_values: ClassVar[bool] = True
+    #: JSON Lines: columns that are lists of structs (decoded by ``pyarrow.json``; see ``iter_batches``)
+    nested: ClassVar[Mapping[str, pa.DataType] | None] = None
 
     def columns(self, header: Sequence[str]) -> list[str] | None:
         """Source columns to decode for this header."""
@@ -258,42 +261,104 @@ def tags_from_columns(batch: pa.RecordBatch, columns: Mapping[str, str]) -> pa.A
     """Build Tags JSON text from one-column-per-tag layouts (``resourceTags/user:team`` → ``team``).
 
     ``columns`` maps source column → tag key; empty cells are left out; a row with no tags gets null.
-    Tag columns repeat a handful of values, so rows are keyed by their combination of dictionary
-    indices and each distinct combination is serialised once.
+    The text is the one :func:`tags_json` writes (keys sorted, compact, ASCII escapes), built with Arrow
+    kernels on whole columns: each column becomes ``"key":"value"`` fragments (only distinct values
+    that need JSON escaping go through Python) and the fragments are joined row-wise. When two source
+    columns give the same key, the first non-empty one in (key, column) order wins.
     """
     n = batch.num_rows
-    present = [(key, col(batch, src)) for src, key in sorted(columns.items(), key=lambda kv: kv[1])]
-    present = [(k, v) for k, v in present if v is not None]
-    if not present:
+    by_key: dict[str, list[pa.Array]] = {}
+    for src, key in sorted(columns.items(), key=lambda kv: kv[1]):
+        values = col(batch, src)
+        if values is not None:
+            by_key.setdefault(key, []).append(values)
+    fragments = [_tag_fragments(key, arrays) for key, arrays in sorted(by_key.items())]
+    if not fragments:
         return nulls(n)
-    keys, dictionaries, combined, radix = [], [], None, 1
-    for key, values in present:
-        enc = pc.dictionary_encode(pc.cast(values, pa.string()))
-        words = enc.dictionary.to_pylist()
-        radix *= len(words) + 1
-        if radix > 2**62:  # too many combinations to key by integer: serialise row by row
-            return _tags_rowwise(batch, columns)
-        idx = pc.add(pc.fill_null(pc.cast(enc.indices, pa.int64()), -1), 1)
-        combined = idx if combined is None else pc.add(pc.multiply(combined, len(words) + 1), idx)
-        keys.append(key)
-        dictionaries.append(words)
-    sizes = [len(d) + 1 for d in dictionaries]
-
-    def render(code: int) -> str | None:
-        obj: dict[str, str] = {}
-        for key, words, size in reversed(list(zip(keys, dictionaries, sizes, strict=True))):
-            code, i = divmod(code, size)
-            if i and words[i - 1] != "":
-                obj[key] = words[i - 1]
-        return json.dumps(obj, sort_keys=True, separators=(",", ":")) if obj else None
-
-    return map_unique(combined, render, pa.string())
+    # Each fragment ends with a comma ("" where the tag is empty); the last comma becomes the brace.
+    # (binary_join_element_wise's null_handling="skip" drops all-null rows in pyarrow 26: no nulls here.)
+    joined = pc.binary_join_element_wise("{", *fragments, "")
+    closed = pc.binary_join_element_wise(pc.utf8_slice_codeunits(joined, 0, -1), "}", "")
+    return pc.if_else(pc.equal(joined, "{"), pa.scalar(None, pa.string()), closed)
 
 
-def _tags_rowwise(batch: pa.RecordBatch, columns: Mapping[str, str]) -> pa.Array:
-    names = list(columns)
-    rows = zip(*(col(batch, c).to_pylist() for c in names), strict=True)  # type: ignore[union-attr]
-    return pa.array([tags_json({columns[c]: v for c, v in zip(names, r, strict=True)}) for r in rows], pa.string())
+#: text JSON writes as it is: printable ASCII except ``"`` and ``\`` (json.dumps escapes the rest)
+_JSON_PLAIN = r"^[\x20\x21\x23-\x5b\x5d-\x7e]*$"
+
+
+def _tag_fragments(key: str, arrays: Sequence[pa.Array]) -> pa.Array:
+    """``"key":"value",`` per row (``""`` where the tag is empty), escaped exactly as :func:`json.dumps` does."""
+    values = arrays[0] if len(arrays) == 1 else pc.coalesce(*(_empty_to_null(a) for a in arrays))
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    enc = pc.dictionary_encode(pc.cast(values, pa.string()))
+    words = enc.dictionary
+    prefix = json.dumps(key) + ':"'
+    text = pc.binary_join_element_wise(prefix, words, '",', "")
+    plain = pc.match_substring_regex(words, _JSON_PLAIN)
+    if not pc.all(plain).as_py():  # quotes, backslashes, control or non-ASCII characters: json.dumps them
+        escaped = [
+            w if ok else json.dumps(key) + ":" + json.dumps(v) + ","
+            for w, ok, v in zip(text.to_pylist(), plain.to_pylist(), words.to_pylist(), strict=True)
+        ]
+        text = pa.array(escaped, pa.string())
+    text = pc.if_else(pc.equal(words, ""), pa.scalar("", pa.string()), text)
+    return pc.fill_null(pc.take(text, enc.indices), "")
+
+
+def tags_from_lists(values: pa.Array) -> pa.Array:
+    """Tags JSON from ``list<struct<key, value>>`` (GCP labels in Parquet/JSON Lines), as :func:`tags_json`
+    writes it for the same list: a repeated key keeps its last value, empty values are left out, keys sorted.
+    """
+    n = len(values)
+    flat = pc.list_flatten(values)
+    if len(flat) == 0:
+        return nulls(n)
+    entries = pa.table(
+        {
+            "row": pc.list_parent_indices(values),
+            "key": pc.cast(pc.struct_field(flat, "key"), pa.string()),
+            "value": pc.cast(pc.struct_field(flat, "value"), pa.string()),
+            "pos": pa.array(np.arange(len(flat), dtype=np.int64)),
+        }
+    ).filter(pc.is_valid(pc.struct_field(flat, "key")))
+    entries = entries.take(pc.sort_indices(entries, [("row", "ascending"), ("key", "ascending"), ("pos", "ascending")]))
+    row, key = entries["row"].to_numpy(), entries["key"]
+    last = np.ones(len(row), dtype=bool)  # the last entry of each (row, key) wins, as in a dict
+    if len(row) > 1:
+        same = np.asarray(pc.equal(key[1:], key[:-1]).to_numpy(zero_copy_only=False), dtype=bool)
+        last[:-1] = ~((row[1:] == row[:-1]) & same)
+    keep = pa.array(last) if len(row) else pa.array([], pa.bool_())
+    keep = pc.and_(keep, pc.fill_null(pc.not_equal(entries["value"], ""), False))
+    entries = entries.filter(keep)
+    fragments = _key_value_fragments(entries["key"].combine_chunks(), entries["value"].combine_chunks())
+    counts = np.bincount(entries["row"].to_numpy(), minlength=n)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), fragments), ",")
+    wrapped = pc.binary_join_element_wise("{", joined, "}", "")
+    return pc.if_else(pc.equal(pa.array(counts), 0), pa.scalar(None, pa.string()), wrapped)
+
+
+def _key_value_fragments(keys: pa.Array, values: pa.Array) -> pa.Array:
+    """``"key":"value"`` per entry, escaped as :func:`json.dumps` does (Python only for what needs escaping)."""
+    text = pc.binary_join_element_wise('"', keys, '":"', values, '"', "")
+    plain = pc.and_(pc.match_substring_regex(keys, _JSON_PLAIN), pc.match_substring_regex(values, _JSON_PLAIN))
+    if pc.all(plain).as_py() is False:
+        text = pa.array(
+            [
+                t if ok else json.dumps(k) + ":" + json.dumps(v)
+                for t, ok, k, v in zip(
+                    text.to_pylist(), plain.to_pylist(), keys.to_pylist(), values.to_pylist(), strict=True
+                )
+            ],
+            pa.string(),
+        )
+    return text
+
+
+def _empty_to_null(a: pa.Array) -> pa.Array:
+    a = pc.cast(a, pa.string())
+    return pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a)
 
 
 def finish(columns: Mapping[str, pa.Array | pa.ChunkedArray | None], n: int) -> pa.Table:

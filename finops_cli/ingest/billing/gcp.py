@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,6 +39,7 @@ from finops_cli.ingest.billing.base import (
     isin,
     lookup,
     parse_json_cells,
+    tags_from_lists,
     tags_json,
     where,
 )
@@ -67,6 +69,21 @@ class GcpBilling(BillingFormat):
         "cost": pa.float64(),
         "usage.amount": pa.float64(),
         "currency_conversion_rate": pa.float64(),
+    }
+    nested: ClassVar[Mapping[str, pa.DataType]] = {
+        "credits": pa.list_(
+            pa.struct(
+                [
+                    ("name", pa.string()),
+                    ("amount", pa.float64()),
+                    ("full_name", pa.string()),
+                    ("id", pa.string()),
+                    ("type", pa.string()),
+                ]
+            )
+        ),
+        "labels": pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())])),
+        "system_labels": pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())])),
     }
     optional = (
         "service.id",
@@ -216,13 +233,10 @@ def _credit_sums(values: pa.Array, ctx: BatchContext) -> pa.Array:
         flat = pc.list_flatten(values)
         if len(flat) == 0:
             return pa.repeat(pa.scalar(0.0), n)
-        amounts = pc.fill_null(pc.cast(pc.struct_field(flat, "amount"), pa.float64()), 0.0)
-        parents = pc.list_parent_indices(values)
-        sums = pa.table({"p": parents, "a": amounts}).group_by("p").aggregate([("a", "sum")])
-        out = [0.0] * n
-        for p, a in zip(sums["p"].to_pylist(), sums["a_sum"].to_pylist(), strict=True):
-            out[p] = a
-        return pa.array(out, pa.float64())
+        amounts = pc.fill_null(pc.cast(pc.struct_field(flat, "amount"), pa.float64()), 0.0).to_numpy()
+        parents = pc.list_parent_indices(values).to_numpy()
+        # in list order from 0.0, as the JSON-text path adds them: the same float, bit for bit
+        return pa.array(np.bincount(parents, weights=amounts, minlength=n), pa.float64())
 
     def total(obj: object) -> str | None:
         if not isinstance(obj, list):
@@ -236,9 +250,12 @@ def _credit_sums(values: pa.Array, ctx: BatchContext) -> pa.Array:
 def _has_cud(values: pa.Array, ctx: BatchContext) -> pa.Array:
     """True where a committed-use discount credit covers the line."""
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        return pa.array(
-            [any("COMMITTED_USAGE" in str(c.get("type", "")) for c in (cs or [])) for cs in values.to_pylist()]
-        )
+        flat = pc.list_flatten(values)
+        hit = pc.fill_null(pc.match_substring(pc.struct_field(flat, "type"), "COMMITTED_USAGE"), False)
+        parents = pc.list_parent_indices(values).to_numpy()
+        out = np.zeros(len(values), dtype=bool)
+        out[parents[hit.to_numpy(zero_copy_only=False)]] = True
+        return pa.array(out)
 
     def cud(obj: object) -> str | None:
         return "1" if isinstance(obj, list) and any("COMMITTED_USAGE" in str(c.get("type", "")) for c in obj) else None
@@ -260,5 +277,17 @@ def _labels(values: pa.Array, ctx: BatchContext, column: str, pick: str | None =
         raise ValueError("labels must be a list")
 
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        return pa.array([fn(v) if v else None for v in values.to_pylist()], pa.string())
+        return _pick_label(values, pick) if pick is not None else tags_from_lists(values)
     return parse_json_cells(values, fn, path=ctx.path, column=column, first_row=ctx.first_row)
+
+
+def _pick_label(values: pa.Array, key: str) -> pa.Array:
+    """The value of the first ``{key, value}`` entry named ``key`` in each row's list (null if none)."""
+    flat = pc.list_flatten(values)
+    match = pc.fill_null(pc.equal(pc.struct_field(flat, "key"), key), False).to_numpy(zero_copy_only=False)
+    where_ = np.flatnonzero(match)
+    parents = pc.list_parent_indices(values).to_numpy()[where_]
+    rows, first = np.unique(parents, return_index=True)
+    pos = np.full(len(values), -1, dtype=np.int64)
+    pos[rows] = where_[first]
+    return pc.take(pc.struct_field(flat, "value"), pa.array(pos, mask=pos < 0))

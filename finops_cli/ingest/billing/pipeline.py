@@ -253,6 +253,7 @@ def convert_file(
         columns=parser.columns(header),
         types=parser.types_for(header),
         newlines_in_values=parser.newlines_in_values,
+        nested=parser.nested,
     )
     for rb in batches:
         table = _convert(parser, rb.batch, BatchContext(path, rb.first_row, state), acc)
