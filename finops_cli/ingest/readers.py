@@ -224,10 +224,10 @@ def iter_batches(
         yield from _iter_csv(path, header, wanted, types, csv_block_bytes, newlines_in_values)
     elif kind == "parquet":
         yield from _iter_parquet(path, wanted, types, batch_rows)
-    elif nested is not None:
-        yield from _iter_jsonl_arrow(path, wanted, types, nested, batch_rows)
+    elif nested is not None and columns is not None:  # a key missing from line 1 may come later: ask for all
+        yield from _iter_jsonl_arrow(path, list(columns), types, nested, batch_rows)
     else:
-        yield from _iter_jsonl(path, wanted, types, batch_rows)
+        yield from _iter_jsonl(path, None if columns is None else list(columns), types, batch_rows)
 
 
 # ------------------------------------------------------------------------------------------------- CSV
@@ -434,6 +434,7 @@ def _iter_jsonl_arrow(
     import pyarrow.json as pajson
 
     schema = json_schema(wanted, types, nested)
+    wanted_set = set(wanted)
     opts = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     row = 1
     try:
@@ -453,7 +454,7 @@ def _iter_jsonl_arrow(
             keep = [
                 i
                 for i, name in enumerate(table.column_names)
-                if name in set(wanted) and table.column(i).null_count < len(table)
+                if name in wanted_set and table.column(i).null_count < len(table)
             ]
             table = table.select(keep)
             for i, name in enumerate(table.column_names):  # "" is no value, as in the Python decoder
@@ -531,8 +532,9 @@ class _GuardedLines(io.RawIOBase):
 
 
 def _iter_jsonl(
-    path: Path, wanted: list[str], types: Mapping[str, pa.DataType], batch_rows: int, skip: int = 0
+    path: Path, wanted: list[str] | None, types: Mapping[str, pa.DataType], batch_rows: int, skip: int = 0
 ) -> Iterator[RowBatch]:
+    """JSON Lines through ``json.loads``; ``wanted`` None = every key (of any line, not only the first)."""
     row = 1
     first_row = 1 + skip
     records: list[dict[str, object]] = []
@@ -590,9 +592,14 @@ def _loads_record(line: str, path: Path, row: int) -> object:
 
 
 def _records_to_batch(
-    records: list[dict[str, object]], wanted: list[str], types: Mapping[str, pa.DataType], path: Path, first_row: int
+    records: list[dict[str, object]],
+    wanted: list[str] | None,
+    types: Mapping[str, pa.DataType],
+    path: Path,
+    first_row: int,
 ) -> pa.RecordBatch:
-    names = list(dict.fromkeys(k for r in records for k in r if k in set(wanted)))
+    keep = None if wanted is None else set(wanted)
+    names = list(dict.fromkeys(k for r in records for k in r if keep is None or k in keep))
     arrays = []
     for name in names:
         target = types.get(name, pa.string())

@@ -65,12 +65,15 @@ class BillingFormat:
     #: JSON Lines: columns that are lists of structs (decoded by ``pyarrow.json``; see ``iter_batches``)
     nested: ClassVar[Mapping[str, pa.DataType] | None] = None
 
-    def columns(self, header: Sequence[str]) -> list[str] | None:
-        """Source columns to decode for this header."""
+    def columns(self, header: Sequence[str], *, every_known: bool = False) -> list[str] | None:
+        """Source columns to decode for this header (``every_known``: also the format's columns the header
+        lacks; JSON Lines, whose "header" is the first line's keys, may carry them on later lines)."""
         if self.optional is None:
             return None
-        wanted = set(self.required) | set(self.optional) | set(self.types)
-        return [c for c in header if c in wanted or self.extra_column(c)]
+        wanted = [*self.required, *self.optional, *self.types]
+        known = set(wanted)
+        out = [c for c in header if c in known or self.extra_column(c)]
+        return out + [c for c in dict.fromkeys(wanted) if c not in set(out)] if every_known else out
 
     def extra_column(self, name: str) -> bool:
         """Open-ended columns to read too (tag columns such as ``resourceTags/user:team``)."""

@@ -38,7 +38,7 @@ from finops_cli.files import content_fingerprint
 # Importing the format modules registers them.
 from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, BillingFormat, Converted, finish
-from finops_cli.ingest.readers import discover, first_bad_row, iter_batches, map_unique, read_header
+from finops_cli.ingest.readers import discover, first_bad_row, iter_batches, kind_of, map_unique, read_header
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
 from finops_cli.store import engine as store_engine
@@ -250,7 +250,7 @@ def convert_file(
     rows = 0
     batches = iter_batches(
         path,
-        columns=parser.columns(header),
+        columns=parser.columns(header, every_known=kind_of(path) == "jsonl"),
         types=parser.types_for(header),
         newlines_in_values=parser.newlines_in_values,
         nested=parser.nested,

@@ -1,0 +1,224 @@
+"""The vectorised ingest paths (#15 item 3) store exactly what the per-row Python paths stored.
+
+- tag columns → Tags JSON with Arrow kernels: the text :func:`tags_json` writes, for quotes, backslashes,
+  control and non-ASCII characters, empty cells and repeated keys;
+- GCP JSON Lines through ``pyarrow.json`` (credits and labels as lists of structs): the same store rows and
+  totals as the Python decoder and as the same export in CSV (lists as JSON text), on a messy export with
+  three currencies, missing and repeated labels, escaped strings, credit lists and missing end times;
+- a file ``pyarrow.json`` refuses part-way is finished by the Python decoder from the first row not yet
+  stored: the same result, or the same one-line error naming the row.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from finops_cli.errors import InputError
+from finops_cli.ingest import readers
+from finops_cli.ingest.billing import ingest_billing
+from finops_cli.ingest.billing.base import tags_from_columns, tags_from_lists, tags_json
+from finops_cli.ingest.billing.gcp import GcpBilling
+from finops_cli.store import Store
+
+WORDS = ["", "research", 'say "hi"', "back\\slash", "tab\tand\nnewline", "é-accent", "日本", "🙂", "\x01", "x" * 40]
+SKUS = [
+    ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs in EMEA", "a3-highgpu-8g"),
+    ("Spot Preemptible A3 Instance Core running in EMEA", "a3-highgpu-8g"),
+    ("Nvidia L4 GPU running in Americas", "g2-standard-4"),
+    ("Commitment v1: A2 Cores in Americas for 1 Year", None),
+    ("Storage PD Capacity", None),
+]
+
+
+def test_tag_columns_give_the_text_tags_json_gives() -> None:
+    rng = random.Random(5)
+    n = 3000
+    columns = {f"resourceTags/user:k{i}": [rng.choice([*WORDS, None]) for _ in range(n)] for i in range(5)}
+    columns["resourceTags/user:name"] = [f"user-{rng.randrange(10**6)}" if rng.random() < 0.3 else "" for _ in range(n)]
+    columns["resourceTags/aws:createdBy"] = [rng.choice(WORDS) for _ in range(n)]
+    columns["resourceTags/k0"] = [rng.choice(WORDS) for _ in range(n)]  # a second column for key k0
+    for values in columns.values():  # row 0 has no tag at all: null, not "{}"
+        values[0] = rng.choice(["", None])
+    batch = pa.RecordBatch.from_pydict({k: pa.array(v, pa.string()) for k, v in columns.items()})
+    keys = {c: c.removeprefix("resourceTags/").removeprefix("user:") for c in columns}
+    got = tags_from_columns(batch, keys).to_pylist()
+    for i, text in enumerate(got):
+        row: dict[str, str] = {}
+        for c in sorted(columns, key=lambda c: keys[c]):  # the first non-empty of two columns wins
+            v = columns[c][i]
+            if v and keys[c] not in row:
+                row[keys[c]] = v
+        assert text == tags_json(row), (i, text)
+    assert got[0] is None and len(got) == n
+
+
+def test_label_lists_give_the_text_tags_json_gives() -> None:
+    rng = random.Random(9)
+    rows = []
+    for _ in range(2000):
+        if rng.random() < 0.1:
+            rows.append(None)
+            continue
+        entries = [
+            {"key": rng.choice(["team", "workload", "é", 'q"k', "team"]), "value": rng.choice([*WORDS, None])}
+            for _ in range(rng.randrange(0, 5))
+        ]
+        rows.append(entries)
+    values = pa.array(rows, pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())])))
+    assert tags_from_lists(values).to_pylist() == [tags_json(r) if r else None for r in rows]
+
+
+def _line(rng: random.Random, i: int) -> dict:
+    currency = ["USD", "EUR", "JPY"][i % 3]
+    sku, spec = SKUS[i % len(SKUS)]
+    cost = round(rng.uniform(0.01, 900), 6) if currency != "JPY" else float(rng.randrange(1, 90000))
+    line: dict = {
+        "billing_account_id": f"01A2B3-{currency}",
+        "service": {"id": "6F81", "description": "Compute Engine"},
+        "sku": {"id": f"SKU-{i % 5}", "description": sku},
+        "usage_start_time": f"2026-10-{1 + i % 28:02d} {i % 24:02d}:00:00 UTC",
+        "usage_end_time": f"2026-10-{1 + i % 28:02d} {i % 24:02d}:59:59 UTC",
+        "project": {"id": f"proj-{i % 4}", "name": rng.choice(WORDS[1:])},
+        "location": {"location": "europe-west4", "region": "europe-west4", "zone": "europe-west4-b"},
+        "cost": cost,
+        "currency": currency,
+        "usage": {"amount": 3600.0 * (1 + i % 3), "unit": rng.choice(["seconds", "hour"])},
+        "invoice": {"month": "202610"},
+        "cost_type": rng.choice(["regular"] * 8 + ["tax", "adjustment"]),
+    }
+    kind = i % 6
+    if kind != 0:  # some lines have no labels at all, some an empty list, some repeated keys
+        labels = [{"key": "team", "value": rng.choice(WORDS)}, {"key": "workload", "value": f"wl-{i % 7}"}]
+        if kind == 2:
+            labels = []
+        if kind == 3:
+            labels.append({"key": "team", "value": "overrides"})
+        line["labels"] = labels
+    if spec is not None and kind != 4:
+        line["system_labels"] = [
+            {"key": "compute.googleapis.com/cores", "value": "208"},
+            {"key": "compute.googleapis.com/machine_spec", "value": spec},
+        ]
+    if kind in (1, 3, 5):  # credit lists: several, committed use, a null amount
+        line["credits"] = [
+            {"name": "SUD", "amount": -round(cost * 0.1, 6), "type": "SUSTAINED_USAGE_DISCOUNT"},
+            {"name": "CUD", "amount": -round(cost * 0.2, 6), "type": "COMMITTED_USAGE_DISCOUNT"}
+            if kind == 3
+            else {"name": "promo", "amount": None, "type": "PROMOTION"},
+        ]
+    elif kind == 2:
+        line["credits"] = []
+    if kind == 5:
+        del line["usage_end_time"]
+    return line
+
+
+def _export(tmp_path: Path, n: int = 600, edit: dict[int, dict] | None = None) -> list[dict]:
+    rng = random.Random(11)
+    lines = [_line(rng, i) for i in range(n)]
+    for i, fields in (edit or {}).items():
+        lines[i].update(fields)
+    return lines
+
+
+def _write_jsonl(path: Path, lines: list[dict]) -> Path:
+    text = "\n".join(json.dumps(line) for line in lines[:5]) + "\n\n"  # a blank line is not a row
+    text += "\n".join(json.dumps(line) for line in lines[5:]) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _write_csv(path: Path, lines: list[dict]) -> Path:
+    """The same export as BigQuery's CSV: nested objects dotted, lists as JSON text."""
+    rows = [readers._flatten_record(line) for line in lines]
+    names = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, names)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: json.dumps(v) if isinstance(v, list) else v for k, v in r.items()})
+    return path
+
+
+def _stored(root: Path, lines_path: Path) -> tuple[pa.Table, dict]:
+    summary = ingest_billing([lines_path], "gcp", Store(root))
+    table = Store(root).read("billing")
+    table = table.drop_columns(["x_SourceFile", "x_SourceFormat"]).sort_by("x_SourceRow")
+    totals = summary.to_dict()
+    totals.pop("store"), totals.pop("files"), totals.pop("sources")
+    return table, totals
+
+
+@pytest.fixture
+def python_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(GcpBilling, "nested", None)
+
+
+def test_gcp_jsonl_through_pyarrow_stores_what_the_python_decoder_and_the_csv_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = _export(tmp_path)
+    jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
+    monkeypatch.setattr(readers, "JSON_BLOCK_BYTES", 64 << 10)  # several batches
+    fast, fast_totals = _stored(tmp_path / "fast", jsonl)
+    assert pa.types.is_string(fast.schema.field("Tags").type)
+    with monkeypatch.context() as m:
+        m.setattr(GcpBilling, "nested", None)
+        slow, slow_totals = _stored(tmp_path / "slow", jsonl)
+    via_csv, csv_totals = _stored(tmp_path / "csv", _write_csv(tmp_path / "export.csv", lines))
+    assert fast.num_rows == len(lines)
+    assert fast.equals(slow) and fast_totals == slow_totals
+    assert fast.equals(via_csv) and fast_totals == csv_totals
+    # the messy parts really were there: three currencies, escaped tag text, CUD credits, end = start
+    assert {c["currency"] for c in fast_totals["conservation"]} == {"EUR", "JPY", "USD"}
+    tags = [t for t in fast["Tags"].to_pylist() if t]
+    assert any("\\u" in t for t in tags) and any('\\"' in t for t in tags) and any("overrides" in t for t in tags)
+    assert "Committed" in fast["PricingCategory"].to_pylist()
+
+
+@pytest.mark.parametrize("bad_row", [3, 450])
+def test_a_line_pyarrow_refuses_is_finished_by_the_python_decoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_row: int
+) -> None:
+    """A cost given as text (valid JSON, not what the schema says) after batches were already converted."""
+    lines = _export(tmp_path, edit={bad_row: {"cost": "12.5", "project": {"id": 42}}})
+    jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
+    monkeypatch.setattr(readers, "JSON_BLOCK_BYTES", 16 << 10)
+    fast, fast_totals = _stored(tmp_path / "fast", jsonl)
+    monkeypatch.setattr(GcpBilling, "nested", None)
+    slow, slow_totals = _stored(tmp_path / "slow", jsonl)
+    assert fast.num_rows == len(lines) and fast.equals(slow) and fast_totals == slow_totals
+
+
+def test_a_bad_value_after_the_handover_names_its_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = _export(tmp_path, edit={500: {"cost": "not money"}})
+    jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
+    monkeypatch.setattr(readers, "JSON_BLOCK_BYTES", 16 << 10)
+    store = Store(tmp_path / "store")
+    with pytest.raises(InputError, match=r"row 501, column 'cost'"):  # data row 501 (the blank line is no row)
+        ingest_billing([jsonl], "gcp", store)
+    assert not (store.root / "billing").exists()
+
+
+def test_credit_sums_from_lists_equal_the_json_text_sums() -> None:
+    rng = random.Random(3)
+    rows = [
+        [{"amount": rng.choice([None, -rng.uniform(0, 1e6), -0.1, -0.2])} for _ in range(rng.randrange(0, 4))]
+        if rng.random() > 0.1
+        else None
+        for _ in range(3000)
+    ]
+    from finops_cli.ingest.billing.base import BatchContext
+    from finops_cli.ingest.billing.gcp import _credit_sums
+
+    ctx = BatchContext(Path("x.jsonl"), 1)
+    typed = _credit_sums(pa.array(rows, pa.list_(pa.struct([("amount", pa.float64())]))), ctx)
+    text = _credit_sums(pa.array([json.dumps(r) if r is not None else None for r in rows], pa.string()), ctx)
+    assert pc.all(pc.equal(typed, text)).as_py()
