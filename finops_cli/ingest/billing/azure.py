@@ -126,7 +126,8 @@ class AzureCost(BillingFormat):
     name = "azure"
     required = ("BillingAccountId", "Date", "Cost", "BillingCurrency", "ChargeType")
 
-    def columns(self, header: Sequence[str]) -> list[str] | None:
+    def columns(self, header: Sequence[str], *, every_known: bool = False) -> list[str] | None:
+        """The header's spelling of each column (Azure varies the case): always from the header itself."""
         return list(_resolve(header).values())
 
     def check_header(self, header: Sequence[str], path: Path) -> None:
