@@ -222,3 +222,82 @@ def test_credit_sums_from_lists_equal_the_json_text_sums() -> None:
     typed = _credit_sums(pa.array(rows, pa.list_(pa.struct([("amount", pa.float64())]))), ctx)
     text = _credit_sums(pa.array([json.dumps(r) if r is not None else None for r in rows], pa.string()), ctx)
     assert pc.all(pc.equal(typed, text)).as_py()
+
+
+# ---------------------------------------------------------------------------------------- DCGM scrapes
+def _scrape_text(rng: random.Random, f: int, *, line_ts: bool = False) -> str:
+    """A messy dcgm-exporter scrape: other metrics, comments, blank lines, missing and escaped labels,
+    both utilisation metrics for some devices, a repeated sample, optional millisecond timestamps."""
+    out = ["# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).", "# TYPE DCGM_FI_DEV_GPU_UTIL gauge", ""]
+    for host in range(3):
+        for gpu in range(4):
+            labels = [f'gpu="{gpu}"', f'modelName="NVIDIA {rng.choice(["H100 80GB HBM3", "A100-SXM4-80GB"])}"']
+            if (host + gpu) % 3:
+                labels.append(f'UUID="GPU-{host}-{gpu}"')
+            if host != 2:
+                labels.append(f'Hostname="node-{host}"')
+            if gpu == 1:
+                labels.append('pod="train \\"big\\" \\\\ run\\nx"')  # escaped quote, backslash, newline
+            if gpu == 2:
+                labels += ['team="research"', 'namespace="ignored"', 'resource_id="i-0abc"']
+            text = "{" + ",".join(labels) + ("," if gpu == 3 else "") + "}"
+            ts = f" {1793491200000 + f * 60000 + rng.randrange(0, 999)}" if line_ts else ""
+            out.append(f"DCGM_FI_DEV_GPU_UTIL{text} {rng.randrange(0, 101)}{ts}")
+            out.append(f"DCGM_FI_DEV_FB_USED{text} {rng.randrange(0, 80000)}")
+            if gpu % 2 == 0:
+                out.append(f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{text} {rng.random():.6f}{ts}")
+            if gpu == 3:
+                out.append(f"DCGM_FI_DEV_GPU_UTIL{text} {rng.randrange(0, 100)}.5{ts}")  # repeated: last wins
+    out.append("go_goroutines 42")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("line_ts", [False, True])
+def test_dcgm_vectorised_parse_gives_prometheus_clients_rows(line_ts: bool) -> None:
+    from finops_cli.ingest.utilization.dcgm import parse_scrape, parse_scrapes, timestamp_from_name
+
+    rng = random.Random(2)
+    group = []
+    for f in range(5):
+        path = Path(f"scrape-2026-10-01T00-{f:02d}-00Z.prom")
+        group.append((path, _scrape_text(rng, f, line_ts=line_ts), timestamp_from_name(path.name)))
+    fast = parse_scrapes(group)
+    assert fast is not None  # the messy but valid scrapes stay on the vectorised path
+    expected: dict[str, list] = {}
+    for path, text, ts in group:
+        for k, v in parse_scrape(text, path, ts).items():
+            expected.setdefault(k, []).extend(v)
+    assert {k: v.to_pylist() for k, v in fast.items()} == expected
+    assert any("\n" in (w or "") for w in expected["workload"]) and None in expected["host"]
+
+
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 140', "expected a utilisation"),
+        ('DCGM_FI_DEV_GPU_UTIL{gpu="0"} NaN', "expected a utilisation"),
+        ('DCGM_FI_DEV_GPU_UTIL{gpu="0" 5', "not Prometheus text"),
+        ('DCGM_FI_DEV_FB_USED{gpu="0"} lots', "not Prometheus text"),
+        ('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 5 -99999999999999999', "expected Unix epoch seconds"),
+    ],
+)
+def test_dcgm_problems_are_named_as_before(tmp_path: Path, line: str, says: str) -> None:
+    """What the vectorised path does not vouch for goes to prometheus_client, which names it."""
+    from finops_cli.ingest.utilization.dcgm import iter_dcgm
+
+    rng = random.Random(4)
+    d = tmp_path / "scrapes"
+    d.mkdir()
+    (d / "scrape-2026-10-01T00-00-00Z.prom").write_text(_scrape_text(rng, 0))
+    (d / "scrape-2026-10-01T00-01-00Z.prom").write_text(_scrape_text(rng, 1) + line + "\n")
+    with pytest.raises(InputError, match=says):
+        list(iter_dcgm(d))
+
+
+def test_a_counter_typed_utilisation_metric_is_left_to_prometheus_client() -> None:
+    from finops_cli.ingest.utilization.dcgm import parse_scrape, parse_scrapes
+
+    text = '# TYPE DCGM_FI_DEV_GPU_UTIL counter\nDCGM_FI_DEV_GPU_UTIL{UUID="a"} 5\n'
+    path = Path("scrape-1793491200.prom")
+    assert parse_scrapes([(path, text, 1793491200 * 10**9)]) is None
+    assert parse_scrape(text, path, 1793491200 * 10**9)["device_id"] == []  # renamed *_total: not ours
