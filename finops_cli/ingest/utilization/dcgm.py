@@ -177,6 +177,11 @@ _LABELS = r'\{(?:\s*[a-zA-Z_][a-zA-Z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"\s*,?)*\s*\}'
 _NUMBER = r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:inf|infinity|nan))"
 _SAMPLE = rf"^(?P<name>{_NAME})(?P<labels>{_LABELS})?[ \t]+(?P<value>{_NUMBER})(?:[ \t]+(?P<ts>-?[0-9]+))?$"
 _OURS = "|".join(_METRICS)
+#: value and optional time at the end of a validated sample line
+_TAIL = rf"[ \t]+(?P<value>{_NUMBER})(?:[ \t]+(?P<ts>-?[0-9]+))?$"
+#: label set text → its facts: the same devices report in every scrape, so each set is parsed once
+_FACT_CACHE: dict[str, tuple] = {}
+_FACT_CACHE_SIZE = 200_000
 
 
 def parse_scrapes(group: list[tuple[Path, str, int | None]]) -> dict[str, pa.Array] | None:
@@ -204,11 +209,9 @@ def parse_scrapes(group: list[tuple[Path, str, int | None]]) -> dict[str, pa.Arr
         return None
     ours = pc.and_(samples, pc.match_substring_regex(lines, rf"^({_OURS})[{{ \t]"))
     idx = np.flatnonzero(ours.to_numpy(zero_copy_only=False))
-    parts = pc.extract_regex(pc.take(lines, idx), _SAMPLE)
+    mine = pc.take(lines, idx)  # lines already validated: cheap patterns split them
     file_of = file_of_line[idx]
-    name = pc.struct_field(parts, "name")
-    if not pc.all(pc.is_in(name, value_set=pa.array(_METRICS))).as_py():
-        return None
+    parts = pc.extract_regex(mine, _TAIL)
     try:
         value = pc.cast(pc.struct_field(parts, "value"), pa.float64()).to_numpy(zero_copy_only=False)
         ms_text = pc.struct_field(parts, "ts")  # "" where the line has no time (RE2 gives "" for a missing group)
@@ -226,20 +229,26 @@ def parse_scrapes(group: list[tuple[Path, str, int | None]]) -> dict[str, pa.Arr
     ts = np.where(has_ts, np.nan_to_num(secs * 1e9).astype(np.int64), file_ts)
     if (ts[~has_ts] < 0).any():
         return None
-    labels = pc.dictionary_encode(pc.struct_field(parts, "labels"))
+    label_text = pc.replace_substring_regex(pc.replace_substring_regex(mine, _TAIL, ""), rf"^({_OURS})", "")
+    labels = pc.dictionary_encode(label_text)
     facts = []
     try:
         for text in labels.dictionary.to_pylist():
-            parsed = parse_labels(text[1:-1]) if text else {}
-            if "__name__" in parsed:
-                return None
-            facts.append(_label_facts(parsed))
+            fact = _FACT_CACHE.get(text)
+            if fact is None:
+                parsed = parse_labels(text[1:-1]) if text else {}
+                if "__name__" in parsed:
+                    return None
+                fact = _label_facts(parsed)
+                if len(_FACT_CACHE) < _FACT_CACHE_SIZE:
+                    _FACT_CACHE[text] = fact
+            facts.append(fact)
     except ValueError:
         return None
     codes = labels.indices.to_numpy(zero_copy_only=False)
     device_of_set = pc.dictionary_encode(pa.array([f[0] for f in facts], pa.string()))
     device = device_of_set.indices.to_numpy(zero_copy_only=False)[codes]
-    rank = np.where(pc.equal(name, PROF_GR_ENGINE_ACTIVE).to_numpy(zero_copy_only=False), 0, 1)
+    rank = np.where(pc.starts_with(mine, PROF_GR_ENGINE_ACTIVE).to_numpy(zero_copy_only=False), 0, 1)
     row = np.arange(len(idx))
     # per (file, device, time): the preferred metric, and of it the last sample (prometheus_client's dict)
     order = np.lexsort((-row, rank, ts, device, file_of))
