@@ -496,9 +496,9 @@ class _GuardedLines(io.RawIOBase):
         return True
 
     def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(min(size, 1 << 20) if size and size > 0 else 1 << 20)
-        if data:
-            self._check(data)
+        data = self.raw.read(size if size and size > 0 else JSON_BLOCK_BYTES)
+        for at in range(0, len(data), 1 << 20):  # checked a MiB at a time: bounded scratch memory
+            self._check(data[at : at + (1 << 20)])
         return data
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
@@ -517,17 +517,16 @@ class _GuardedLines(io.RawIOBase):
         if self.run > MAX_LINE_BYTES:
             raise _Refused("line too long")
         buf = np.frombuffer(data, dtype=np.uint8)
-        depth = np.cumsum(self._DELTA[buf], dtype=np.int64)
+        # depth relative to the start of the line each byte is on; the current line starts at 0
+        depth = np.cumsum(self._DELTA[buf], dtype=np.int64) + self.depth
         newline = np.flatnonzero(buf == 10)
-        if len(newline):  # depth restarts at each line
-            seg = np.searchsorted(newline, np.arange(len(buf)), side="left")
-            base = np.concatenate([[-self.depth], depth[newline]])[seg]
-            depth = depth - base
-            self.depth = int(depth[-1]) if last != len(data) - 1 else 0
-        else:
-            depth = depth + self.depth
-            self.depth = int(depth[-1])
-        if len(depth) and int(depth.max()) > MAX_DEPTH:
+        starts = depth[newline]  # later lines start where their newline left the running sum
+        self.depth = int(depth[-1] - (starts[-1] if len(starts) else 0)) if len(depth) else self.depth
+        if not len(depth) or int(depth.max()) - min(0, int(starts.min()) if len(starts) else 0) <= MAX_DEPTH:
+            return  # a bound on every line's depth: balanced lines rarely need the exact pass below
+        seg = np.searchsorted(newline, np.arange(len(buf)), side="left")
+        exact = depth - np.concatenate([[0], starts])[seg]
+        if int(exact.max()) > MAX_DEPTH:
             raise _Refused("nested too deep")
 
 
