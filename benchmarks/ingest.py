@@ -99,8 +99,22 @@ def generate(path: Path, rows: int, chunk: int = 250_000, seed: int = 7) -> None
 #: product/pricing/reservation columns around them (as real exports have 120–200) and 16 tag columns.
 WIDE_FILLERS = 84
 WIDE_TAGS = [
-    "name", "team", "workload", "project", "cost_center", "environment", "owner", "application",
-    "service", "component", "stack", "version", "created_by", "business_unit", "ticket", "compliance",
+    "name",
+    "team",
+    "workload",
+    "project",
+    "cost_center",
+    "environment",
+    "owner",
+    "application",
+    "service",
+    "component",
+    "stack",
+    "version",
+    "created_by",
+    "business_unit",
+    "ticket",
+    "compliance",
 ]
 
 
