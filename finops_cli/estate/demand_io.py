@@ -107,84 +107,64 @@ class ObservedDemand:
         return f"{text}, observed in {self.observed_hours} of {self.horizon_hours} hours; {how}"
 
 
+#: utilisation columns a ``from_store`` tag can name (the store's device-group columns)
+UTILIZATION_TAG_COLUMNS = ("team", "workload")
+#: the ``billing_hourly`` column holding a Tags key (the other keys are read from the detail lines' ``Tags``)
+BILLING_HOURLY_TAGS = {"team": "team"}
+
+
+def _query_params(horizon: Horizon) -> dict[str, object]:
+    last = horizon.end - timedelta(microseconds=1)
+    return {
+        "start": horizon.start,
+        "end": horizon.end,
+        "first_month": f"{horizon.start:%Y-%m}",
+        "last_month": f"{last:%Y-%m}",
+        "first_period": f"{horizon.start:%Y-%m}",
+    }
+
+
 def _observed_from_utilization(
     store: Store, tag: str, value: str, horizon: Horizon, quantity: str
 ) -> pd.DataFrame | None:
-    table = store.read("utilization")
-    if table is None:
-        return None
-    cols = table.column_names
-    tag_col = _pick(cols, tag, f"x_{tag}")
-    ts_col = _pick(cols, "timestamp", "ts", "time")
-    util_col = _pick(cols, "utilization", "util", "gpu_utilization")
-    if tag_col is None or ts_col is None or util_col is None:
-        return None
-    frame = table.to_pandas()
-    frame = frame[frame[tag_col].astype(str) == value]
-    if frame.empty:
-        return None
-    ival_col = _pick(cols, "interval_s", "interval_seconds", "seconds")
-    seconds = frame[ival_col].astype(float) if ival_col else pd.Series(3600.0, index=frame.index)
-    busy = frame[util_col].astype(float) if quantity == "busy_gpu_hours" else 1.0
-    start = pd.to_datetime(frame[ts_col], utc=True)
-    out = pd.DataFrame(
-        {
-            "timestamp": start,
-            "end": start + pd.to_timedelta(seconds.to_numpy(), unit="s"),
-            "gpu_hours": busy * seconds / 3600,
-        }
-    )
-    acc_col = _pick(cols, "accelerator", "x_acceleratortype", "accelerator_type")
-    if acc_col:
-        out["accelerator"] = frame[acc_col].astype(str).to_numpy()
-    return out
+    """Busy or allocated GPU-hours per hour × accelerator of the devices whose ``tag`` column is ``value``.
 
+    Summed in DuckDB from ``utilization_hourly`` (thousands of rows a month), else from the samples of the
+    horizon's month partitions; what reaches pandas is one row per hour and accelerator.
+    """
+    from finops_cli.store import engine
+    from finops_cli.store.queries import DEMAND_FROM_UTILIZATION, DEMAND_FROM_UTILIZATION_HOURLY
 
-def _tag_value(tags: object, tag: str) -> str | None:
-    if isinstance(tags, dict):
-        v = tags.get(tag)
-    elif isinstance(tags, list):  # pyarrow map -> list of (key, value)
-        v = dict(tags).get(tag)
-    elif isinstance(tags, str) and tags:
-        import json
-
-        try:
-            v = json.loads(tags).get(tag)
-        except (ValueError, AttributeError):
-            return None
-    else:
+    column = _pick(list(UTILIZATION_TAG_COLUMNS), tag, f"x_{tag}")
+    if column is None or not store.has("utilization"):
         return None
-    return None if v is None else str(v)
+    hourly = store.has_aggregate("utilization", ("observed_until",))
+    query = DEMAND_FROM_UTILIZATION_HOURLY if hourly else DEMAND_FROM_UTILIZATION
+    params = {**_query_params(horizon), "value": value}
+    frame = engine.run_pandas(store, query, params, tag_column=engine.quote_identifier(column))
+    if frame is None or frame.empty:
+        return None
+    return frame.assign(gpu_hours=frame[quantity].fillna(0.0))
 
 
 def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon, quantity: str) -> pd.DataFrame | None:
-    """Allocated GPU-hours billed (a bill knows how long GPUs were held, not how busy they were)."""
-    table = store.read("billing")
-    if table is None:
+    """Allocated GPU-hours billed (a bill knows how long GPUs were held, not how busy they were).
+
+    ``Σ ConsumedQuantity × x_GpuCount`` per hour × accelerator of the GPU lines whose ``Tags`` carry
+    ``tag = value``, summed in DuckDB: from ``billing_hourly`` for the team tag, else from the horizon's
+    billing partitions with the tag read by ``json_extract_string`` in the engine.
+    """
+    from finops_cli.store import engine
+    from finops_cli.store.queries import DEMAND_FROM_BILLING, DEMAND_FROM_BILLING_HOURLY
+
+    if not store.has("billing"):
         return None
-    cols = table.column_names
-    need = ("Tags", "ChargePeriodStart", "ConsumedQuantity", "x_GpuCount")
-    if any(c not in cols for c in need):
-        return None
-    extra = [c for c in ("x_AcceleratorType", "ChargePeriodEnd") if c in cols]
-    frame = table.select([*need, *extra]).to_pandas()
-    mask = frame["Tags"].map(lambda t: _tag_value(t, tag) == value)
-    frame = frame[mask.astype(bool)]
-    frame = frame[frame["x_GpuCount"].notna() & (frame["x_GpuCount"].astype(float) > 0)]
-    if frame.empty:
-        return None
-    start = pd.to_datetime(frame["ChargePeriodStart"], utc=True)
-    end = pd.to_datetime(frame["ChargePeriodEnd"], utc=True) if "ChargePeriodEnd" in extra else start
-    out = pd.DataFrame(
-        {
-            "timestamp": start,
-            "end": end.where(end > start, start + pd.Timedelta(hours=1)),
-            "gpu_hours": frame["ConsumedQuantity"].astype(float) * frame["x_GpuCount"].astype(float),
-        }
-    )
-    if "x_AcceleratorType" in extra:
-        out["accelerator"] = frame["x_AcceleratorType"].astype(str).to_numpy()
-    return out
+    params = {**_query_params(horizon), "value": value}
+    if tag in BILLING_HOURLY_TAGS and store.has_aggregate("billing", ("observed_until",)):
+        frame = engine.run_pandas(store, DEMAND_FROM_BILLING_HOURLY, params)
+    else:
+        frame = engine.run_pandas(store, DEMAND_FROM_BILLING, {**params, "tag_path": engine.json_path(tag)})
+    return None if frame is None or frame.empty else frame
 
 
 def observe(store: Store, workload: Workload, horizon: Horizon) -> ObservedDemand | None:
@@ -193,7 +173,8 @@ def observe(store: Store, workload: Workload, horizon: Horizon) -> ObservedDeman
     Busy GPU-hours come from the utilisation dataset (``Σ utilization × interval``) for devices whose
     ``tag`` column equals the value; allocated GPU-hours from it too (``Σ interval``). Without a matching
     trace, GPU-hours billed (ConsumedQuantity × x_GpuCount, allocated) for billing lines whose ``Tags``
-    carry it, whichever quantity was asked: :meth:`ObservedDemand.note` says so.
+    carry it, whichever quantity was asked: :meth:`ObservedDemand.note` says so. Both are summed per hour
+    and accelerator in the engine (:mod:`finops_cli.store.queries`), never read line by line.
     """
     spec = workload.demand.from_store
     assert spec is not None
@@ -203,16 +184,12 @@ def observe(store: Store, workload: Workload, horizon: Horizon) -> ObservedDeman
         if frame is None or frame.empty:
             continue
         idx = horizon.hour_index(frame["timestamp"])
-        inside = (idx >= 0) & (idx < horizon.hours)
-        frame, idx = frame[inside], idx[inside]
-        if frame.empty:
-            continue
-        last = horizon.hour_index(frame["end"] - pd.Timedelta(microseconds=1))
+        last = horizon.hour_index(pd.to_datetime(frame["observed_until"], utc=True) - pd.Timedelta(microseconds=1))
         return ObservedDemand(
             workload=workload.id,
             tag=spec.tag,
             value=spec.value,
-            frame=frame.drop(columns="end").reset_index(drop=True),
+            frame=frame[["timestamp", "gpu_hours", "accelerator"]].reset_index(drop=True),
             quantity=spec.quantity if source == "utilization" else "allocated_gpu_hours",
             source=source,
             first_hour=int(idx.min()),

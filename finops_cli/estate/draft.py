@@ -86,9 +86,15 @@ def _jurisdiction(region: str | None) -> str:
 
 
 def _tags(value: object) -> dict[str, str]:
-    from finops_cli.estate.demand_io import _tag_value
+    import json
 
-    return {k: v for k in ("workload", "team") if (v := _tag_value(value, k)) is not None}
+    try:
+        tags = json.loads(value) if isinstance(value, str) and value else {}
+    except ValueError:
+        tags = {}
+    if not isinstance(tags, dict):
+        return {}
+    return {k: str(v) for k in ("workload", "team") if (v := tags.get(k)) is not None}
 
 
 def peak_concurrent_gpus(lines: pd.DataFrame) -> float:

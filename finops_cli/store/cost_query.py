@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from finops_cli.store.engine import json_path
 from finops_cli.store.store import Store
 
 #: user-facing dimension → billing column (anything else is a tag key, e.g. ``team``)
@@ -35,10 +36,6 @@ NONE = "(none)"
 
 def _tag_expr(param: str) -> str:
     return f"CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, ${param}) END"
-
-
-def _json_path(key: str) -> str:
-    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def cost_groups(
@@ -69,7 +66,7 @@ def cost_groups(
         if col is not None:
             return f"CAST({engine.quote_identifier(col)} AS VARCHAR)"
         key = f"tag{len(params)}"
-        params[key] = _json_path(name)
+        params[key] = json_path(name)
         return _tag_expr(key)
 
     groups = "".join(f'COALESCE({expr(c)}, $none) AS "g{i}", ' for i, c in enumerate(columns))

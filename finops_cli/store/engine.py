@@ -84,6 +84,12 @@ def render(query: Query, **slots: str) -> str:
     return query.sql.format(**{n: slots.get(n, "") for n in names})
 
 
+def json_path(key: str) -> str:
+    """The JSON path of one top-level key (``$."team"``), for ``json_extract_string(Tags, $param)``: any key
+    text (dots, quotes) names exactly that key, and travels as a parameter, never spliced into SQL."""
+    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def column_list(columns: Iterable[str]) -> str:
     """``, "a", "b"`` for a ``{match_columns}`` slot (already-checked names)."""
     return "".join(f", {quote_identifier(c)}" for c in columns)

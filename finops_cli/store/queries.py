@@ -110,14 +110,18 @@ GROUP BY provider, RegionId, x_InstanceType, PricingCategory, BillingCurrency{ma
 """,
 )
 
-#: Busy GPU-hours per hour and accelerator of the devices whose ``{tag_column}`` (team or workload) equals
-#: ``$value``: demand ``from_store`` when utilisation carries the tag.
+#: Busy and allocated GPU-hours per hour and accelerator of the devices whose ``{tag_column}`` (team or
+#: workload) equals ``$value``: demand ``from_store`` when utilisation carries the tag. A sample counts in the
+#: hour it starts; ``observed_until`` is the latest sample end (``timestamp + interval_s``), which bounds the
+#: hours the observations cover.
 DEMAND_FROM_UTILIZATION = Query(
     "demand_from_utilization",
     ("utilization",),
     """
 SELECT date_trunc('hour', "timestamp") AS "timestamp", accelerator,
-       sum(utilization * interval_s) / 3600.0 AS gpu_hours
+       sum(utilization * interval_s) / 3600.0 AS busy_gpu_hours,
+       sum(interval_s) / 3600.0 AS allocated_gpu_hours,
+       max("timestamp" + to_microseconds(CAST(round(interval_s * 1e6) AS BIGINT))) AS observed_until
 FROM utilization
 WHERE month >= $first_month AND month <= $last_month
   AND {tag_column} = $value
@@ -127,18 +131,21 @@ GROUP BY date_trunc('hour', "timestamp"), accelerator
 )
 
 #: Billed GPU-hours (``ConsumedQuantity × x_GpuCount``) per hour and accelerator of the lines whose
-#: ``Tags`` carry ``$tag_path = $value``: demand ``from_store`` without matching utilisation.
+#: ``Tags`` carry ``$tag_path = $value`` (evaluated in the engine): demand ``from_store`` without matching
+#: utilisation. ``observed_until`` is the latest charge period end (a line without a later end counts one hour).
 DEMAND_FROM_BILLING = Query(
     "demand_from_billing",
     ("billing",),
     """
 SELECT date_trunc('hour', ChargePeriodStart) AS "timestamp", x_AcceleratorType AS accelerator,
-       sum(ConsumedQuantity * x_GpuCount) AS gpu_hours
+       sum(ConsumedQuantity * x_GpuCount) AS gpu_hours,
+       max(CASE WHEN ChargePeriodEnd > ChargePeriodStart THEN ChargePeriodEnd
+                ELSE ChargePeriodStart + INTERVAL 1 HOUR END) AS observed_until
 FROM billing
 WHERE billing_period >= $first_period
   AND ChargePeriodStart >= $start AND ChargePeriodStart < $end
   AND x_GpuCount > 0 AND ConsumedQuantity IS NOT NULL
-  AND json_extract_string(Tags, $tag_path) = $value
+  AND CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, $tag_path) END = $value
 GROUP BY date_trunc('hour', ChargePeriodStart), x_AcceleratorType
 """,
 )
@@ -171,6 +178,9 @@ SELECT date_trunc('hour', ChargePeriodStart) AS hour,
        count(*) AS lines,
        sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
        sum(CASE WHEN x_GpuCount > 0 THEN ConsumedQuantity * x_GpuCount END) AS consumed_gpu_hours,
+       max(CASE WHEN x_GpuCount > 0 AND ConsumedQuantity IS NOT NULL
+                THEN CASE WHEN ChargePeriodEnd > ChargePeriodStart THEN ChargePeriodEnd
+                          ELSE ChargePeriodStart + INTERVAL 1 HOUR END END) AS observed_until,
        sum(BilledCost) AS billed_cost,
        sum(EffectiveCost) AS effective_cost
 FROM billing
@@ -181,7 +191,8 @@ ORDER BY ALL
 )
 
 #: ``utilization_hourly``: busy and allocated GPU-hours per hour × device group (accelerator, team,
-#: workload) of one detail file. A sample counts in the hour it starts, as in the detail queries.
+#: workload) of one detail file. A sample counts in the hour it starts, as in the detail queries;
+#: ``observed_until`` is the latest sample end, as in :data:`DEMAND_FROM_UTILIZATION`.
 UTILIZATION_HOURLY = Query(
     "utilization_hourly",
     ("utilization",),
@@ -189,7 +200,8 @@ UTILIZATION_HOURLY = Query(
 SELECT date_trunc('hour', "timestamp") AS hour, accelerator, team, workload,
        count(utilization) AS samples,
        sum(utilization * interval_s) / 3600.0 AS busy_gpu_hours,
-       sum(interval_s) / 3600.0 AS allocated_gpu_hours
+       sum(interval_s) / 3600.0 AS allocated_gpu_hours,
+       max("timestamp" + to_microseconds(CAST(round(interval_s * 1e6) AS BIGINT))) AS observed_until
 FROM utilization
 GROUP BY date_trunc('hour', "timestamp"), accelerator, team, workload
 ORDER BY ALL
@@ -221,7 +233,10 @@ DEMAND_FROM_UTILIZATION_HOURLY = Query(
     "demand_from_utilization_hourly",
     ("utilization_hourly",),
     """
-SELECT hour AS "timestamp", accelerator, sum(busy_gpu_hours) AS gpu_hours
+SELECT hour AS "timestamp", accelerator,
+       sum(busy_gpu_hours) AS busy_gpu_hours,
+       sum(allocated_gpu_hours) AS allocated_gpu_hours,
+       max(observed_until) AS observed_until
 FROM utilization_hourly
 WHERE month >= $first_month AND month <= $last_month
   AND {tag_column} = $value
@@ -235,7 +250,9 @@ DEMAND_FROM_BILLING_HOURLY = Query(
     "demand_from_billing_hourly",
     ("billing_hourly",),
     """
-SELECT hour AS "timestamp", x_AcceleratorType AS accelerator, sum(consumed_gpu_hours) AS gpu_hours
+SELECT hour AS "timestamp", x_AcceleratorType AS accelerator,
+       sum(consumed_gpu_hours) AS gpu_hours,
+       max(observed_until) AS observed_until
 FROM billing_hourly
 WHERE billing_period >= $first_period
   AND hour >= $start AND hour < $end

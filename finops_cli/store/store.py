@@ -241,16 +241,26 @@ class Store:
         """Whether the data file ``rel`` (relative to the root) is in the store."""
         return (self.root / rel).exists()
 
-    def has_aggregate(self, detail: str) -> bool:
-        """Whether every file of ``detail`` has its aggregate (stores written before the aggregates have none)."""
+    def has_aggregate(self, detail: str, columns: Iterable[str] = ()) -> bool:
+        """Whether every file of ``detail`` has its aggregate (stores written before the aggregates have none)
+        and every aggregate file has ``columns`` (an aggregate written before a column was added lacks it)."""
         from finops_cli.store.queries import AGGREGATES
 
         if detail not in AGGREGATES:
             return False
         aggregate = AGGREGATES[detail][0]
         have = {p.relative_to(self.dataset_dir(detail)) for p in self.files(detail)}
-        built = {p.relative_to(self.dataset_dir(aggregate)) for p in self.files(aggregate)}
-        return bool(have) and have <= built
+        files = self.files(aggregate)
+        built = {p.relative_to(self.dataset_dir(aggregate)) for p in files}
+        if not have or not have <= built:
+            return False
+        need = set(columns)
+        try:
+            return not need or all(
+                need <= set(pq.read_schema(self.locate(p), filesystem=self.filesystem).names) for p in files
+            )
+        except (pa.ArrowException, OSError):
+            return False  # a damaged aggregate: the detail files answer (and name a damaged detail file)
 
     def manifest(self) -> list[dict[str, Any]]:
         path = self.root / _MANIFEST

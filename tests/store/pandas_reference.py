@@ -142,14 +142,20 @@ def billed_baseline(billing: pd.DataFrame, fleet: Fleet, start: datetime, end: d
     return cost, len(matched), len(inside)
 
 
-def observed_from_utilization(store: Store, tag: str, value: str, horizon: Horizon) -> pd.DataFrame:
-    """One row per matching sample: ``timestamp, gpu_hours, accelerator`` (whole dataset read)."""
+def observed_from_utilization(
+    store: Store, tag: str, value: str, horizon: Horizon, quantity: str = "busy_gpu_hours"
+) -> pd.DataFrame:
+    """One row per matching sample: ``timestamp, end, gpu_hours, accelerator`` (whole dataset read)."""
     frame = store.read("utilization").to_pandas()
     frame = frame[frame[tag].astype(str) == value]
+    seconds = frame["interval_s"].astype(float)
+    busy = frame["utilization"].astype(float) if quantity == "busy_gpu_hours" else 1.0
+    start = pd.to_datetime(frame["timestamp"], utc=True)
     out = pd.DataFrame(
         {
-            "timestamp": pd.to_datetime(frame["timestamp"], utc=True),
-            "gpu_hours": frame["utilization"].astype(float) * frame["interval_s"].astype(float) / 3600,
+            "timestamp": start,
+            "end": start + pd.to_timedelta(seconds.to_numpy(), unit="s"),
+            "gpu_hours": busy * seconds / 3600,
             "accelerator": frame["accelerator"].astype(str).to_numpy(),
         }
     )
@@ -158,16 +164,33 @@ def observed_from_utilization(store: Store, tag: str, value: str, horizon: Horiz
 
 
 def observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon) -> pd.DataFrame:
-    """One row per matching line: ``timestamp, gpu_hours, accelerator`` (``Tags`` parsed line by line)."""
+    """One row per matching line: ``timestamp, end, gpu_hours, accelerator`` (``Tags`` parsed line by line)."""
     frame = billing_lines(store)
     frame = frame[frame["Tags"].map(lambda t: _tag(t, tag) == value).astype(bool)]
     frame = frame[frame["x_GpuCount"].notna() & (frame["x_GpuCount"].astype(float) > 0)]
+    start = pd.to_datetime(frame["ChargePeriodStart"], utc=True)
+    end = pd.to_datetime(frame["ChargePeriodEnd"], utc=True)
     out = pd.DataFrame(
         {
-            "timestamp": pd.to_datetime(frame["ChargePeriodStart"], utc=True),
+            "timestamp": start,
+            "end": end.where(end > start, start + pd.Timedelta(hours=1)),
             "gpu_hours": frame["ConsumedQuantity"].astype(float) * frame["x_GpuCount"].astype(float),
             "accelerator": frame["x_AcceleratorType"].astype(str).to_numpy(),
         }
     )
     idx = horizon.hour_index(out["timestamp"])
     return out[(idx >= 0) & (idx < horizon.hours)]
+
+
+def observe(store: Store, tag: str, value: str, horizon: Horizon, quantity: str) -> tuple[str, pd.DataFrame, int, int]:
+    """The old ``observe``: source, sample/line rows, first observed hour, end hour (exclusive)."""
+    frame, source = pd.DataFrame(), ""
+    if tag in ("team", "workload"):
+        frame, source = observed_from_utilization(store, tag, value, horizon, quantity), "utilization"
+    if frame.empty:
+        frame, source = observed_from_billing(store, tag, value, horizon), "billing"
+    if frame.empty:
+        return "", frame, 0, 0
+    first = int(horizon.hour_index(frame["timestamp"]).min())
+    last = horizon.hour_index(frame["end"] - pd.Timedelta(microseconds=1))
+    return source, frame.drop(columns="end"), first, int(min(last.max() + 1, horizon.hours))

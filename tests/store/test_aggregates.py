@@ -77,3 +77,27 @@ def test_an_aborted_ingest_leaves_no_aggregate(store: Store) -> None:
     assert store.has_aggregate("billing")
     (row,) = pq.read_table(store.files("billing_hourly")[0]).to_pylist()
     assert row["lines"] == 1 and row["effective_cost"] == 1.0 and row["team"] is None
+
+
+def test_an_aggregate_without_a_newer_column_is_not_used_for_it(sample_ingested: Store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Aggregates written before ``observed_until`` existed lack it: demand then reads the detail files."""
+    import shutil
+
+    from finops_cli.core.demand import Horizon
+    from finops_cli.estate.demand_io import observe
+    from finops_cli.schema.estate import Workload
+
+    st = Store(tmp_path / "store")
+    shutil.copytree(sample_ingested.root, st.root)
+    w = Workload.model_validate(
+        {"id": "w", "unit": "u", "demand": {"from_store": {"tag": "team", "value": "research"}}}
+    )
+    before = observe(st, w, Horizon.parse("2026-10"))
+    assert st.has_aggregate("utilization", ("observed_until",))
+    for path in st.files("utilization_hourly"):
+        pq.write_table(pq.read_table(path).drop_columns(["observed_until"]), path)
+    assert st.has_aggregate("utilization") and not st.has_aggregate("utilization", ("observed_until",))
+    after = observe(st, w, Horizon.parse("2026-10"))
+    assert before is not None and after is not None
+    assert (after.first_hour, after.end_hour) == (before.first_hour, before.end_hour)
+    assert after.frame["gpu_hours"].sum() == pytest.approx(before.frame["gpu_hours"].sum())

@@ -21,12 +21,13 @@ import pytest
 
 from finops_cli import api
 from finops_cli.core.baseline import billed_baseline
-from finops_cli.core.demand import Horizon
+from finops_cli.core.demand import Horizon, observed_demand
+from finops_cli.estate.demand_io import observe
 from finops_cli.estate.load import load_fleet
 from finops_cli.ingest.utilization.common import STORE_SCHEMA
 from finops_cli.report.waste import GROUP_BYS, waste_report
 from finops_cli.schema.billing import BILLING_SCHEMA
-from finops_cli.schema.estate import Fleet
+from finops_cli.schema.estate import Fleet, Workload
 from finops_cli.store import Store, engine
 from tests.conftest import SAMPLES
 from tests.store import pandas_reference as ref
@@ -115,6 +116,11 @@ def _billing(rng: np.random.Generator, month: str, n: int, *, eur: bool) -> pa.T
             "SubAccountId": pa.array([f"proj-{i % 9}" for i in res]),
             "BillingPeriodStart": pa.array([start] * n, pa.timestamp("us", tz="UTC")),
             "ChargePeriodStart": pa.array(charge, pa.timestamp("us", tz="UTC")),
+            # hourly lines, some daily ones (their end bounds the hours observed), some without an end
+            "ChargePeriodEnd": pa.array(
+                (charge + pd.to_timedelta(np.where(rng.random(n) < 0.05, 24, 1), unit="h")).where(rng.random(n) > 0.02),
+                pa.timestamp("us", tz="UTC"),
+            ),
             "BilledCost": pa.array(cost),
             "EffectiveCost": pa.array(np.round(cost * 0.97, 6)),
             "BillingCurrency": pa.array(currency, pa.string()),
@@ -293,3 +299,80 @@ def test_waste_groups_add_up_to_the_totals(generated_store: Store, by: str, tmp_
     t = report["totals"]
     assert sum(g["device_hours"] for g in report["groups"]) == pytest.approx(t["device_hours"])
     assert sum(g["idle_cost"] or 0.0 for g in report["groups"]) == pytest.approx(t["idle_cost"])
+
+
+def _observed(st: Store, tag: str, value: str, horizon: Horizon, quantity: str) -> dict | None:
+    """What ``observe`` answers, in GPU-hours per hour of the horizon (throughput 1 on one accelerator and
+    0.5 on the rest, so the accelerator split counts too)."""
+    w = Workload.model_validate(
+        {"id": "w", "unit": "u", "throughput": {"H100": 1.0, "A100": 0.5},
+         "demand": {"from_store": {"tag": tag, "value": value, "quantity": quantity, "extend": "zero"}}}
+    )  # fmt: skip
+    obs = observe(st, w, horizon)
+    if obs is None:
+        return None
+    hourly = observed_demand(w, obs.frame, horizon)
+    return {"source": obs.source, "first": obs.first_hour, "end": obs.end_hour, "hourly": hourly.tolist(),
+            "gpu_hours": float(obs.frame["gpu_hours"].sum())}  # fmt: skip
+
+
+def _reference_observed(st: Store, tag: str, value: str, horizon: Horizon, quantity: str) -> dict | None:
+    source, frame, first, end = ref.observe(st, tag, value, horizon, quantity)
+    if not source:
+        return None
+    w = Workload.model_validate(
+        {"id": "w", "unit": "u", "throughput": {"H100": 1.0, "A100": 0.5}, "demand": {"total": 1}}
+    )
+    hourly = observed_demand(w, frame, horizon)
+    return {"source": source, "first": first, "end": end, "hourly": hourly.tolist(),
+            "gpu_hours": float(frame["gpu_hours"].sum())}  # fmt: skip
+
+
+GEN_DEMANDS = [
+    ("team", "research", "2026-10", "busy_gpu_hours"),  # utilisation_hourly
+    ("team", "data.science", "2026-11", "allocated_gpu_hours"),
+    ("workload", "chat", "2026-10-02T05:00:48", "busy_gpu_hours"),
+    ("team", "product", "2026-10-08T00:00:300", "busy_gpu_hours"),  # no trace there: billing_hourly (team)
+    ("workload", "eval", "2026-10-08T00:00:300", "allocated_gpu_hours"),  # billing detail, tag in the engine
+    ("cost-center", "cc-3", "2026-11", "busy_gpu_hours"),  # a tag only the bill carries
+    ("team", "nobody", "2026-10", "busy_gpu_hours"),
+]
+
+
+@pytest.mark.parametrize(("tag", "value", "horizon", "quantity"), GEN_DEMANDS)
+def test_demand_from_store_on_generated_months(
+    generated_stores: tuple[Store, Store], tag: str, value: str, horizon: str, quantity: str
+) -> None:
+    st, detail = generated_stores
+    hz = Horizon.parse(horizon)
+    old = _reference_observed(st, tag, value, hz, quantity)
+    for store in (st, detail):  # from the aggregates, and from the detail files of a store without them
+        new = _observed(store, tag, value, hz, quantity)
+        if value == "nobody":
+            assert new is None and old is None
+            continue
+        assert new is not None and new["gpu_hours"] > 0
+        assert (new["source"], new["first"], new["end"]) == (old["source"], old["first"], old["end"])
+        assert new["hourly"] == pytest.approx(old["hourly"], abs=1e-9)
+        assert new["gpu_hours"] == pytest.approx(old["gpu_hours"], abs=1e-9)
+
+
+def test_demand_sources_cover_both_paths_and_partial_windows(generated_stores: tuple[Store, Store]) -> None:
+    """The cases above reach every reader, and some observed windows end early or late (``observed_until``)."""
+    st, _ = generated_stores
+    seen = [_observed(st, *case[:2], Horizon.parse(case[2]), case[3]) for case in GEN_DEMANDS[:-1]]
+    assert {s["source"] for s in seen if s} == {"utilization", "billing"}
+    assert any(s["end"] < Horizon.parse(c[2]).hours for s, c in zip(seen, GEN_DEMANDS, strict=False) if s)
+
+
+@pytest.mark.parametrize(("tag", "value"), [("team", "research"), ("workload", "chat-serving"), ("team", "product")])
+def test_demand_from_store_on_the_sample_estate(sample_stores: tuple[Store, Store], tag: str, value: str) -> None:
+    st, detail = sample_stores
+    hz = Horizon.parse("2026-10")
+    old = _reference_observed(st, tag, value, hz, "busy_gpu_hours")
+    assert old is not None
+    for store in (st, detail):
+        new = _observed(store, tag, value, hz, "busy_gpu_hours")
+        assert new is not None
+        assert (new["source"], new["first"], new["end"]) == (old["source"], old["first"], old["end"])
+        assert new["hourly"] == pytest.approx(old["hourly"], abs=1e-9)
