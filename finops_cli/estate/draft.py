@@ -28,7 +28,6 @@ import yaml
 
 from finops_cli.core.baseline import PRICING_CATEGORY_KIND
 from finops_cli.errors import InputError
-from finops_cli.schema.billing import gpu_line_mask
 from finops_cli.store.store import Store
 
 #: The key a draft substrate groups GPU lines by (store columns).
@@ -36,19 +35,6 @@ SUBSTRATE_KEY = ["provider", "BillingAccountId", "RegionId", "x_InstanceType", "
 #: A spot substrate's preemption rate when nothing measured it (per hour); written with NOT INFERRED.
 ASSUMED_SPOT_INTERRUPTIONS_PER_HOUR = 0.02
 UNTAGGED = "untagged"
-_BILLING_COLUMNS = [
-    *SUBSTRATE_KEY,
-    "x_GpuHours",
-    "x_GpuCount",
-    "x_AcceleratorType",
-    "ChargeCategory",
-    "EffectiveCost",
-    "BilledCost",
-    "BillingCurrency",
-    "ChargePeriodStart",
-    "ChargePeriodEnd",
-    "Tags",
-]
 #: Region prefixes → jurisdiction (a guess the draft marks as such).
 _JURISDICTIONS = (
     (r"^(us|usgov|eastus|westus|centralus|northcentralus|southcentralus|westcentralus)", "US"),
@@ -85,20 +71,12 @@ def _jurisdiction(region: str | None) -> str:
     return "unknown"
 
 
-def _tags(value: object) -> dict[str, str]:
-    import json
-
-    try:
-        tags = json.loads(value) if isinstance(value, str) and value else {}
-    except ValueError:
-        tags = {}
-    if not isinstance(tags, dict):
-        return {}
-    return {k: str(v) for k in ("workload", "team") if (v := tags.get(k)) is not None}
-
-
 def peak_concurrent_gpus(lines: pd.DataFrame) -> float:
-    """Highest number of GPUs billed at once: each line's GPU-hours spread evenly over its charge period."""
+    """Highest number of GPUs billed at once: each line's GPU-hours spread evenly over its charge period.
+
+    ``lines``: ``ChargePeriodStart``, ``ChargePeriodEnd``, ``x_GpuHours`` (one row per line). The draft itself
+    gets the same events already summed per instant from the engine (:func:`peak_from_events`).
+    """
     start = pd.to_datetime(lines["ChargePeriodStart"], utc=True)
     end = pd.to_datetime(lines["ChargePeriodEnd"], utc=True)
     hours = ((end - start).dt.total_seconds() / 3600.0).where(lambda h: h > 0, 1.0).fillna(1.0)
@@ -107,13 +85,22 @@ def peak_concurrent_gpus(lines: pd.DataFrame) -> float:
     events = pd.DataFrame(
         {"t": pd.concat([start, end], ignore_index=True), "d": pd.concat([rate, -rate], ignore_index=True)}
     )
-    # at the same instant, a period ending frees its GPUs before the next one starts
-    events = events.sort_values(["t", "d"], kind="stable")
-    return float(max(events["d"].cumsum().max(), 0.0))
+    return peak_from_events(events.groupby("t", as_index=False)["d"].sum())
 
 
-def _gpu_lines(store: Store, month: str | None, currency: str | None) -> tuple[pd.DataFrame, str, str]:
-    import pyarrow.dataset as ds
+def peak_from_events(events: pd.DataFrame) -> float:
+    """The peak of the running sum of GPUs started (+) and ended (−), one row per instant ``t`` (net ``d``).
+
+    Netting an instant first is what "a period ending frees its GPUs before the next one starts" means.
+    """
+    running = events.sort_values("t", kind="stable")["d"].cumsum()
+    return float(max(running.max(), 0.0)) if len(running) else 0.0
+
+
+def _params(store: Store, month: str | None, currency: str | None) -> tuple[str, str]:
+    """The month (default: the latest billing period) and the currency of its GPU lines; exit 2 if ambiguous."""
+    from finops_cli.store import engine
+    from finops_cli.store.queries import DRAFT_CURRENCIES
 
     periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
     if not periods:
@@ -121,17 +108,10 @@ def _gpu_lines(store: Store, month: str | None, currency: str | None) -> tuple[p
     month = month or periods[-1]
     if month not in periods:
         raise InputError(f"--month {month}: no billing for it in the store (have {', '.join(periods)})")
-    table = store.read("billing", filter=ds.field("billing_period") == month)
-    assert table is not None
-    have = set(table.column_names)
-    frame = table.select([c for c in _BILLING_COLUMNS if c in have]).to_pandas()
-    for col in _BILLING_COLUMNS:
-        if col not in frame:
-            frame[col] = None
-    gpu = frame[gpu_line_mask(frame)].copy()
-    if not (gpu["x_GpuHours"].fillna(0.0).astype(float) > 0).any():
+    found = engine.run_pandas(store, DRAFT_CURRENCIES, {"month": month})
+    if found is None or not (found["max_gpu_hours"] > 0).any():
         raise InputError(f"no billing line of {month} carries GPU-hours (x_GpuHours); nothing to draft from")
-    currencies = sorted(gpu["BillingCurrency"].dropna().astype(str).unique())
+    currencies = sorted(found["currency"].dropna().astype(str))
     if currency is None:
         if len(currencies) > 1:
             raise InputError(
@@ -141,47 +121,66 @@ def _gpu_lines(store: Store, month: str | None, currency: str | None) -> tuple[p
         currency = currencies[0] if currencies else "USD"
     elif currency not in currencies:
         raise InputError(f"--currency {currency}: no GPU line of {month} is in it (have {', '.join(currencies)})")
-    gpu = gpu[gpu["BillingCurrency"].astype(str) == currency]
-    return gpu.reset_index(drop=True), month, currency
+    return month, currency
 
 
 def _busy_hours(store: Store, month: str) -> pd.Series:
     """Busy GPU-hours per workload id (``workload`` column, else ``team``) in ``month``'s utilisation."""
-    import pyarrow.dataset as ds
+    from finops_cli.store import engine
+    from finops_cli.store.queries import DRAFT_BUSY_HOURS
 
     if not store.has("utilization") or month not in store.partition_values("utilization", "month"):
         return pd.Series(dtype=float)
-    data = store.dataset("utilization")
-    assert data is not None
-    cols = [c for c in ("team", "workload", "utilization", "interval_s") if c in data.schema.names]
-    if "utilization" not in cols or "interval_s" not in cols:
+    frame = engine.run_pandas(store, DRAFT_BUSY_HOURS, {"month": month, "untagged": UNTAGGED})
+    if frame is None:
         return pd.Series(dtype=float)
-    frame = data.to_table(columns=cols, filter=ds.field("month") == month).to_pandas()
-    key = pd.Series(UNTAGGED, index=frame.index, dtype=object)
-    for col in ("team", "workload"):  # workload wins over team
-        if col in frame:
-            key = frame[col].astype(object).where(frame[col].notna(), key)
-    busy = frame["utilization"].astype(float).clip(0, 1) * frame["interval_s"].astype(float) / 3600.0
-    return busy.groupby(key.astype(str)).sum()
+    return frame.set_index("workload")["busy_hours"].astype(float).fillna(0.0)
 
 
-def _substrate_rows(gpu: pd.DataFrame, hours: int) -> list[dict]:
-    key = gpu[SUBSTRATE_KEY].astype(object).where(gpu[SUBSTRATE_KEY].notna(), None)
-    gpu = gpu.assign(_key=list(map(tuple, key.to_numpy())))
+def _key(frame: pd.DataFrame) -> pd.Series:
+    """Each row's substrate key as one tuple (None for missing parts)."""
+    key = frame[SUBSTRATE_KEY].astype(object).where(frame[SUBSTRATE_KEY].notna(), None)
+    return pd.Series(list(map(tuple, key.to_numpy())), index=frame.index, dtype=object)
+
+
+def _most_frequent(frame: pd.DataFrame, by: str, value: str, count: str) -> dict:
+    """Per ``by``: the ``value`` with the highest ``count``, the smallest one on a tie (as ``Series.mode``)."""
+    if frame.empty:
+        return {}
+    ordered = frame.sort_values([count, value], ascending=[False, True], kind="stable")
+    return ordered.drop_duplicates(by).set_index(by)[value].to_dict()
+
+
+def _substrate_rows(store: Store, month: str, currency: str, hours: int) -> list[dict]:
+    from finops_cli.store import engine
+    from finops_cli.store.queries import DRAFT_ACCELERATORS, DRAFT_GPU_EVENTS, DRAFT_SUBSTRATES
+
+    params = {"month": month, "currency": currency}
+    subs = engine.run_pandas(store, DRAFT_SUBSTRATES, params)
+    if subs is None or subs.empty:
+        return []
+    accs = engine.run_pandas(store, DRAFT_ACCELERATORS, params)
+    events = engine.run_pandas(store, DRAFT_GPU_EVENTS, params)
+    assert accs is not None and events is not None
+    accelerator = _most_frequent(accs.assign(skey=_key(accs)), "skey", "accelerator", "lines")
+    events = events.assign(skey=_key(events))
+    peaks = {k: round(peak_from_events(e), 3) for k, e in events.groupby("skey", sort=False)}
+    subs = subs.assign(skey=_key(subs))
+    # a substrate with no region or instance type matches more broadly: last, so it only takes the rest;
+    # ids are handed out in this order (costliest first), so a clash always suffixes the same one
+    broad = subs["RegionId"].isna() | subs["x_InstanceType"].isna()
+    subs = subs.assign(broad=broad, order=subs["skey"].map(str)).sort_values(
+        ["broad", "effective_cost", "order"], ascending=[True, False, True], kind="stable"
+    )
     rows, used = [], set()
-    for k, lines in gpu.groupby("_key", sort=False):
-        provider, account, region, itype, category = k
+    for r in subs.itertuples(index=False):
+        provider, account, region, itype, category = r.skey
         kind = PRICING_CATEGORY_KIND.get(str(category), "on_demand")
-        gpu_hours = float(lines["x_GpuHours"].astype(float).fillna(0.0).sum())
-        if not gpu_hours > 0:  # usage of a GPU type with no GPU-hours under this key: nothing to price per GPU-hour
-            continue
-        cost = float(lines["EffectiveCost"].astype(float).sum())
-        acc = lines["x_AcceleratorType"].dropna()
+        gpu_hours, cost, peak = float(r.gpu_hours), float(r.effective_cost), peaks.get(r.skey, 0.0)
         sid = _slug("-".join(str(p) for p in (provider, itype or "gpu", region or "", kind) if p))
         if sid in used:
             sid = f"{sid}-{_slug(str(account))}"
         used.add(sid)
-        per_node = lines["x_GpuCount"].dropna().astype(float)
         rows.append(
             {
                 "id": sid,
@@ -191,19 +190,17 @@ def _substrate_rows(gpu: pd.DataFrame, hours: int) -> list[dict]:
                 "instance_type": itype,
                 "category": category,
                 "kind": kind,
-                "accelerator": str(acc.mode().iloc[0]) if len(acc) else str(itype or "GPU"),
-                "gpus": round(peak_concurrent_gpus(lines), 3),
-                "gpus_per_node": float(per_node.median()) if len(per_node) else None,
+                "accelerator": str(accelerator.get(r.skey, itype or "GPU")),
+                "gpus": peak,
+                "gpus_per_node": None if pd.isna(r.gpus_per_node) else float(r.gpus_per_node),
                 "gpu_hours": gpu_hours,
                 "effective_cost": cost,
-                "billed_cost": float(lines["BilledCost"].astype(float).fillna(0).sum()),
+                "billed_cost": float(r.billed_cost),
                 "rate": cost / gpu_hours,
-                "committed": cost / (round(peak_concurrent_gpus(lines), 3) * hours),
-                "lines": len(lines),
+                "committed": cost / (peak * hours),
+                "lines": int(r.lines),
             }
         )
-    # a substrate with no region or instance type matches more broadly: put it last so it only takes the rest
-    rows.sort(key=lambda r: (r["region"] is None or r["instance_type"] is None, -r["effective_cost"]))
     return rows
 
 
@@ -263,12 +260,16 @@ def _fleet_yaml(rows: list[dict], month: str, currency: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _workload_rows(gpu: pd.DataFrame, busy: pd.Series) -> list[dict]:
-    tags = gpu["Tags"].map(_tags)
-    key = tags.map(lambda t: t.get("workload") or t.get("team") or UNTAGGED)
-    team = tags.map(lambda t: t.get("team") or "unassigned")
-    billed = gpu["x_GpuHours"].astype(float).fillna(0.0).groupby(key).sum()
-    teams = team.groupby(key).agg(lambda s: s.mode().iloc[0])
+def _workload_rows(store: Store, month: str, currency: str, busy: pd.Series) -> list[dict]:
+    from finops_cli.store import engine
+    from finops_cli.store.queries import DRAFT_WORKLOAD_TEAMS
+
+    groups = engine.run_pandas(
+        store, DRAFT_WORKLOAD_TEAMS, {"month": month, "currency": currency, "untagged": UNTAGGED}
+    )
+    assert groups is not None
+    billed = groups.groupby("workload")["gpu_hours"].sum()
+    teams = _most_frequent(groups.assign(team=groups["team"].fillna("unassigned")), "workload", "team", "lines")
     names = sorted(set(billed.index) | set(busy.index))
     rows, used = [], set()
     for name in names:
@@ -321,10 +322,10 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
     """Draft fleet.yaml and workloads.yaml from ``store``'s GPU billing lines (and utilisation) of ``month``."""
     from finops_cli.core.demand import Horizon
 
-    gpu, month, currency = _gpu_lines(store, month, currency)
+    month, currency = _params(store, month, currency)
     hours = Horizon.month(month).hours
-    subs = _substrate_rows(gpu, hours)
-    work = _workload_rows(gpu, _busy_hours(store, month))
+    subs = _substrate_rows(store, month, currency, hours)
+    work = _workload_rows(store, month, currency, _busy_hours(store, month))
     accelerators = sorted({r["accelerator"] for r in subs})
     return Draft(
         fleet_yaml=_fleet_yaml(subs, month, currency),
@@ -333,7 +334,7 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
         currency=currency,
         substrates=len(subs),
         workloads=len(work),
-        gpu_effective_cost=float(sum(r["effective_cost"] for r in subs)),
+        gpu_effective_cost=sum(r["effective_cost"] for r in subs),
         demand_basis={r["id"]: r["basis"] for r in work},
     )
 

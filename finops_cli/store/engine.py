@@ -4,7 +4,10 @@ Each dataset a query names becomes a view over the store's Parquet files with th
 as strings, so filters on ``billing_period``/``month`` prune whole files before a byte is read, only the
 columns a query names are decoded, and aggregation runs in DuckDB on every core. DuckDB keeps to
 ``memory_limit`` (``$FINOPS_DUCKDB_MEMORY``, default 1 GB) and spills to a private temporary directory
-beyond it, so what reaches Python is the aggregated result, whatever the size of the month.
+beyond it, so what reaches Python is the aggregated result, whatever the size of the month: with the
+interpreter, pandas and the planner that keeps a command well under 2 GB (docs/performance.md). Threads
+default to DuckDB's own (one per core); ``$FINOPS_DUCKDB_THREADS`` caps them on a shared machine.
+
 
 :func:`using` is the engine seam: inside ``with using("spark"):`` every query (the commands' analyses and
 the ingest aggregates built at commit) runs the same SQL text on Spark SQL instead
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 
 MEMORY_ENV = "FINOPS_DUCKDB_MEMORY"
 DEFAULT_MEMORY = "1GB"
+THREADS_ENV = "FINOPS_DUCKDB_THREADS"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: the engine :func:`run_files` runs queries on ("local" = DuckDB in this process, "spark")
 _ENGINE: ContextVar[str] = ContextVar("finops_store_engine", default="local")
@@ -195,13 +199,10 @@ def connect() -> Iterator[Any]:
 
     tmp = tempfile.mkdtemp(prefix="finops-duckdb-")
     try:
-        con = duckdb.connect(
-            config={
-                "memory_limit": os.environ.get(MEMORY_ENV, DEFAULT_MEMORY),
-                "temp_directory": tmp,
-                "preserve_insertion_order": False,
-            }
-        )
+        try:
+            con = duckdb.connect(config=_config(tmp))
+        except duckdb.Error as exc:
+            raise InputError(f"${MEMORY_ENV}/${THREADS_ENV}: {str(exc).splitlines()[0]}") from None
         try:
             con.execute("SET TimeZone = 'UTC'")  # date_trunc('hour', …) on UTC hours, whatever the machine's zone
             yield con
@@ -223,6 +224,21 @@ def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table
 
         return per_file_on_spark(query, dataset, paths)
     return [run_files(query, {dataset: [p]}) for p in paths]
+
+
+def _config(tmp: str) -> dict[str, Any]:
+    """DuckDB settings: bounded memory spilling to ``tmp``, threads capped by ``$FINOPS_DUCKDB_THREADS`` if set."""
+    config: dict[str, Any] = {
+        "memory_limit": os.environ.get(MEMORY_ENV, DEFAULT_MEMORY),
+        "temp_directory": tmp,
+        "preserve_insertion_order": False,
+    }
+    threads = os.environ.get(THREADS_ENV, "").strip()
+    if threads:
+        if not threads.isdigit() or int(threads) < 1:
+            raise InputError(f"${THREADS_ENV}={threads!r}: expected a whole number of threads >= 1")
+        config["threads"] = int(threads)
+    return config
 
 
 def create_view(

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from finops_cli.schema.billing import GPU_LINE_SQL
+
 
 @dataclass(frozen=True)
 class Query:
@@ -324,6 +326,106 @@ WHERE gpu_hours > 0
 """,
 )
 
+# ------------------------------------------------------------------------------ estate draft
+#: ``finops estate draft`` reads one billing period's GPU lines (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`:
+#: GPU-hours, or usage of a GPU instance type) of one currency, grouped by the draft's substrate key; every query
+#: below is one aggregate of those lines.
+_DRAFT_GPU_LINES = f"""
+FROM billing
+WHERE billing_period = $month AND {GPU_LINE_SQL}"""
+
+#: The currencies of the period's GPU lines (a fleet has one: the draft asks for ``--currency`` if several).
+DRAFT_CURRENCIES = Query(
+    "draft_currencies",
+    ("billing",),
+    "SELECT BillingCurrency AS currency, count(*) AS lines, max(COALESCE(x_GpuHours, 0.0)) AS max_gpu_hours"
+    + _DRAFT_GPU_LINES
+    + "\nGROUP BY BillingCurrency\n",
+)
+
+_DRAFT_KEY = "provider, BillingAccountId, RegionId, x_InstanceType, PricingCategory"
+
+#: Per draft substrate: GPU-hours, effective and billed cost, median GPUs per line, lines (keys whose GPU
+#: lines carry no GPU-hours have nothing to price per GPU-hour and are left out).
+DRAFT_SUBSTRATES = Query(
+    "draft_substrates",
+    ("billing",),
+    f"""
+SELECT {_DRAFT_KEY},
+       sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
+       COALESCE(sum(EffectiveCost), 0.0) AS effective_cost,
+       COALESCE(sum(BilledCost), 0.0) AS billed_cost,
+       median(x_GpuCount) AS gpus_per_node,
+       count(*) AS lines{_DRAFT_GPU_LINES} AND BillingCurrency = $currency
+GROUP BY {_DRAFT_KEY}
+HAVING sum(COALESCE(x_GpuHours, 0.0)) > 0
+""",
+)
+
+#: Lines per draft substrate × accelerator (the substrate's accelerator is the most frequent one).
+DRAFT_ACCELERATORS = Query(
+    "draft_accelerators",
+    ("billing",),
+    f"""
+SELECT {_DRAFT_KEY}, x_AcceleratorType AS accelerator, count(*) AS lines{_DRAFT_GPU_LINES}
+  AND BillingCurrency = $currency AND x_AcceleratorType IS NOT NULL
+GROUP BY {_DRAFT_KEY}, x_AcceleratorType
+""",
+)
+
+#: GPUs starting (+) and ending (−) per draft substrate and instant: each line's GPU-hours spread evenly over
+#: its charge period (one hour when it has no later end); a running sum over time gives GPUs billed at once.
+DRAFT_GPU_EVENTS = Query(
+    "draft_gpu_events",
+    ("billing",),
+    f"""
+WITH lines AS (
+  SELECT {_DRAFT_KEY}, ChargePeriodStart AS s,
+         CASE WHEN ChargePeriodEnd > ChargePeriodStart THEN ChargePeriodEnd
+              ELSE ChargePeriodStart + INTERVAL 1 HOUR END AS e,
+         COALESCE(x_GpuHours, 0.0) / CASE WHEN ChargePeriodEnd > ChargePeriodStart
+                           THEN date_diff('microsecond', ChargePeriodStart, ChargePeriodEnd) / 3600000000.0
+                           ELSE 1.0 END AS gpus{_DRAFT_GPU_LINES} AND BillingCurrency = $currency
+)
+SELECT {_DRAFT_KEY}, t, sum(d) AS d
+FROM (SELECT {_DRAFT_KEY}, s AS t, gpus AS d FROM lines
+      UNION ALL
+      SELECT {_DRAFT_KEY}, e AS t, -gpus AS d FROM lines) AS events
+GROUP BY {_DRAFT_KEY}, t
+""",
+)
+
+#: Billed GPU-hours and lines per draft workload (``workload`` tag, else ``team``, else untagged) × team tag.
+DRAFT_WORKLOAD_TEAMS = Query(
+    "draft_workload_teams",
+    ("billing",),
+    f"""
+WITH tagged AS (
+  SELECT COALESCE(x_GpuHours, 0.0) AS x_GpuHours,
+         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.workload') END, '') AS workload,
+         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.team') END, '') AS team{_DRAFT_GPU_LINES}
+    AND BillingCurrency = $currency
+)
+SELECT COALESCE(workload, team, $untagged) AS workload, team, sum(x_GpuHours) AS gpu_hours, count(*) AS lines
+FROM tagged
+GROUP BY COALESCE(workload, team, $untagged), team
+""",
+)
+
+#: Busy GPU-hours (utilisation clipped to [0, 1] × interval) per draft workload: the ``workload`` column,
+#: else ``team``, else untagged; NaN utilisation is left out.
+DRAFT_BUSY_HOURS = Query(
+    "draft_busy_hours",
+    ("utilization",),
+    """
+SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS workload,
+       sum(LEAST(GREATEST(utilization, 0.0), 1.0) * interval_s) / 3600.0 AS busy_hours
+FROM utilization
+WHERE month = $month AND NOT isnan(utilization)
+GROUP BY COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged)
+""",
+)
+
 QUERIES: dict[str, Query] = {
     q.name: q
     for q in (
@@ -343,5 +445,11 @@ QUERIES: dict[str, Query] = {
         LATEST_BILLED_GPU_MONTH_HOURLY,
         COST_GROUPS,
         USAGE_GROUPS,
+        DRAFT_CURRENCIES,
+        DRAFT_SUBSTRATES,
+        DRAFT_ACCELERATORS,
+        DRAFT_GPU_EVENTS,
+        DRAFT_WORKLOAD_TEAMS,
+        DRAFT_BUSY_HOURS,
     )
 }

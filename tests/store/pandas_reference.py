@@ -194,3 +194,28 @@ def observe(store: Store, tag: str, value: str, horizon: Horizon, quantity: str)
     first = int(horizon.hour_index(frame["timestamp"]).min())
     last = horizon.hour_index(frame["end"] - pd.Timedelta(microseconds=1))
     return source, frame.drop(columns="end"), first, int(min(last.max() + 1, horizon.hours))
+
+
+def draft_numbers(store: Store, month: str, currency: str) -> tuple[dict, dict]:
+    """The old draft's per-substrate numbers and billed GPU-hours per workload tag, from every line in pandas."""
+    from finops_cli.estate.draft import SUBSTRATE_KEY, peak_concurrent_gpus
+    from finops_cli.schema.billing import gpu_line_mask
+
+    lines = billing_lines(store, month)
+    gpu = lines[gpu_line_mask(lines) & (lines["BillingCurrency"] == currency)]
+    key = gpu[SUBSTRATE_KEY].astype(object).where(gpu[SUBSTRATE_KEY].notna(), None)
+    gpu = gpu.assign(_key=list(map(tuple, key.to_numpy())))
+    subs = {}
+    for k, g in gpu.groupby("_key", sort=False):
+        if not g["x_GpuHours"].fillna(0.0).sum() > 0:
+            continue
+        subs[k] = {
+            "gpu_hours": float(g["x_GpuHours"].fillna(0.0).sum()),
+            "effective_cost": float(g["EffectiveCost"].astype(float).sum()),
+            "billed_cost": float(g["BilledCost"].astype(float).fillna(0).sum()),
+            "gpus": round(peak_concurrent_gpus(g), 3),
+            "lines": len(g),
+        }
+    tags = gpu["Tags"].map(lambda t: {k: v for k in ("workload", "team") if (v := _tag(t, k))})
+    workload = tags.map(lambda t: t.get("workload") or t.get("team") or "untagged")
+    return subs, gpu["x_GpuHours"].astype(float).fillna(0.0).groupby(workload).sum().to_dict()

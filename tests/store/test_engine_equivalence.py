@@ -376,3 +376,25 @@ def test_demand_from_store_on_the_sample_estate(sample_stores: tuple[Store, Stor
         assert new is not None
         assert (new["source"], new["first"], new["end"]) == (old["source"], old["first"], old["end"])
         assert new["hourly"] == pytest.approx(old["hourly"], abs=1e-9)
+
+
+@pytest.mark.parametrize("which", ["sample", "generated"])
+def test_estate_draft_on_the_engine_matches_the_line_by_line_draft(
+    sample_store: Store, generated_store: Store, which: str
+) -> None:
+    from finops_cli.estate.draft import _substrate_rows, _workload_rows
+
+    st = sample_store if which == "sample" else generated_store
+    month, currency = "2026-10", "USD"
+    old_subs, old_billed = ref.draft_numbers(st, month, currency)
+    rows = _substrate_rows(st, month, currency, Horizon.month(month).hours)
+    new_subs = {
+        (r["provider"], r["account"], r["region"], r["instance_type"], r["category"]): {
+            k: r[k] for k in ("gpu_hours", "effective_cost", "billed_cost", "gpus", "lines")
+        }
+        for r in rows
+    }
+    assert len(new_subs) >= 3 and any(s["lines"] > 100 for s in new_subs.values())
+    _assert_same(new_subs, old_subs)
+    work = _workload_rows(st, month, currency, pd.Series(dtype=float))  # billed GPU-hours only
+    assert {r["tag"]: r["billed"] for r in work} == pytest.approx({k: v for k, v in old_billed.items() if v > 0})
