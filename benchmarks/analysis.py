@@ -184,7 +184,7 @@ def _utilization_chunk(m0: int, m1: int, devices: int, rng: np.random.Generator)
     cols = {
         "timestamp": pa.array(
             start_us + np.repeat(minutes, devices).astype(np.int64) * 60_000_000, STORE_SCHEMA[0].type
-        ),  # noqa: E501
+        ),
         "interval_s": pa.array(np.full(n, 60.0)),
         "device_id": per_device([f"{x}/gpu{gpus[k % len(gpus)][1]}" for k, x in zip(d, rid, strict=True)]),
         "host": per_device(rid),
