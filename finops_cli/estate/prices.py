@@ -132,8 +132,11 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
         raise InputError(f"substrate {substrate_id}: price_feed {label} needs the spot-price store; {hint}")
     import pyarrow.dataset as ds
 
-    table = store.read("spot_prices", filter=ds.field("provider") == feed.provider)
-    if table is None or table.num_rows == 0:
+    # only the feed's provider partition and instance type are read (a feed history can be millions of rows)
+    wanted = (ds.field("provider") == feed.provider) & (ds.field("instance_type") == feed.instance_type)
+    table = store.read("spot_prices", filter=wanted)
+    has_provider = store.has("spot_prices") and feed.provider in store.partition_values("spot_prices", "provider")
+    if table is None or not has_provider:
         raise InputError(
             f"substrate {substrate_id}: price_feed {label}: the store {store.location} has no {feed.provider} "
             "spot prices; "
