@@ -168,7 +168,8 @@ ORDER BY provider
 #: ``billing_hourly``: one row per hour × (account, region, instance type, accelerator, pricing category,
 #: currency, team tag) of one detail file, written beside it in the same transaction. ``gpu_hours`` is
 #: ``Σ x_GpuHours``; ``consumed_gpu_hours`` is ``Σ ConsumedQuantity × x_GpuCount`` over GPU lines (what
-#: ``from_store`` demand counts); ``lines`` keeps line counts exact. Rows are sorted (``ORDER BY ALL``: a parallel
+#: ``from_store`` demand counts) and ``observed_until`` the latest charge period end of those lines (as in
+#: :data:`DEMAND_FROM_BILLING`); ``lines`` keeps line counts exact. Rows are sorted (``ORDER BY ALL``: a parallel
 #: GROUP BY has no order), so a re-ingest of the same file writes the same aggregate file.
 BILLING_HOURLY = Query(
     "billing_hourly",
