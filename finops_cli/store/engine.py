@@ -8,7 +8,6 @@ beyond it, so what reaches Python is the aggregated result, whatever the size of
 interpreter, pandas and the planner that keeps a command well under 2 GB (docs/performance.md). Threads
 default to DuckDB's own (one per core); ``$FINOPS_DUCKDB_THREADS`` caps them on a shared machine.
 
-
 :func:`using` is the engine seam: inside ``with using("spark"):`` every query (the commands' analyses and
 the ingest aggregates built at commit) runs the same SQL text on Spark SQL instead
 (:mod:`finops_cli.spark.sql`).
