@@ -167,37 +167,28 @@ def _register() -> None:
         waste,
     )
 
-    ingest_app = _new_app(
-        help="Load billing exports, utilisation traces and spot prices into the store.",
-        epilog=example("finops ingest billing exports/ && finops ingest utilization dcgm-scrapes/"),
-    )
-    app.add_typer(ingest_app, name="ingest")
-    ingest.register(ingest_app)
-    ingest_traces.register(ingest_app)
-    simulate_app = _new_app(
-        help="Request-level dispatch and continuous-renegotiation market simulators.",
-        epilog=example("finops simulate market --experiment contention --size full --out-dir market"),
-    )
-    app.add_typer(simulate_app, name="simulate")
-    simulate.register(simulate_app)
-    store_app = _new_app(
-        help="See what is in the store, remove one source, check every file against the manifest.",
-        epilog=example("finops store list", "finops store check"),
-    )
-    app.add_typer(store_app, name="store")
-    store.register(store_app)
-    estate_app = _new_app(
-        help="Draft fleet.yaml and workloads.yaml from what the store has seen.",
-        epilog=example("finops estate draft --out estate/"),
-    )
-    app.add_typer(estate_app, name="estate")
-    estate.register_group(estate_app)
-    pricebook_app = _new_app(
-        help="Keep list prices current: refresh them from the providers' price APIs, show them.",
-        epilog=example("finops pricebook refresh", "finops pricebook show"),
-    )
-    app.add_typer(pricebook_app, name="pricebook")
-    pricebook.register_group(pricebook_app)
+    groups = (
+        ("ingest", "Load billing exports, utilisation traces and spot prices into the store.",
+         ("finops ingest billing exports/ && finops ingest utilization dcgm-scrapes/",),
+         (ingest.register, ingest_traces.register)),
+        ("simulate", "Request-level dispatch and continuous-renegotiation market simulators.",
+         ("finops simulate market --experiment contention --size full --out-dir market",),
+         (simulate.register,)),
+        ("store", "See what is in the store, remove one source, check every file against the manifest.",
+         ("finops store list", "finops store check"),
+         (store.register,)),
+        ("estate", "Draft fleet.yaml and workloads.yaml from what the store has seen.",
+         ("finops estate draft --out estate/",),
+         (estate.register_group,)),
+        ("pricebook", "Keep list prices current: refresh them from the providers' price APIs, show them.",
+         ("finops pricebook refresh", "finops pricebook show"),
+         (pricebook.register_group,)),
+    )  # fmt: skip
+    for name, help_text, examples, registrars in groups:
+        group = _new_app(help=help_text, epilog=example(*examples))
+        app.add_typer(group, name=name)
+        for register in registrars:
+            register(group)
     for module in (prices, waste, costs, estate, plan, report, gate, demo):
         module.register(app)
 
