@@ -81,6 +81,13 @@ def _tags(r: object, copy: int, instance: int) -> str:
     return json.dumps(tags, sort_keys=True, separators=(",", ":"))
 
 
+def _chunk_no(first_instance: int) -> int:
+    """The export file (and billing account) of a block of instances: one per :data:`BILLING_ROWS_PER_TX` lines."""
+    from company import MONTH_HOURS
+
+    return first_instance // max(1, BILLING_ROWS_PER_TX // MONTH_HOURS)
+
+
 def _billing_chunk(first: int, count: int, rng: np.random.Generator) -> pa.Table:
     """Lines of instances ``first … first+count-1``: one per hour of the month, every exported column filled."""
     from company import MONTH, MONTH_HOURS, MONTH_START, RESOURCES
@@ -102,7 +109,7 @@ def _billing_chunk(first: int, count: int, rng: np.random.Generator) -> pa.Table
     rid = [f"{r.resource_id}-{c}" for r, c in zip(tmpl, copy, strict=True)]
     months_us = (MONTH_HOURS * 3_600_000_000) + start_us
     cols = {
-        "BillingAccountId": _take([f"acct-{r.provider}" for r in tmpl], row_inst),
+        "BillingAccountId": _take([f"acct-{r.provider}-{_chunk_no(first):04d}" for r in tmpl], row_inst),
         "BillingAccountName": _take([f"Kestrel AI {r.provider}" for r in tmpl], row_inst),
         "SubAccountId": _take([f"sub-{c % 50}" for c in copy], row_inst),
         "SubAccountName": _take([f"project {c % 50}" for c in copy], row_inst),
@@ -146,7 +153,7 @@ def _billing_chunk(first: int, count: int, rng: np.random.Generator) -> pa.Table
         "x_AcceleratorType": _take([r.accelerator for r in tmpl], row_inst),
         "x_GpuHours": pa.array(gpus.astype(float)),
         "x_SourceFormat": _take(["focus-1.0"], np.zeros(n, dtype=np.int64)),
-        "x_SourceFile": _take([f"export-{first // BILLING_ROWS_PER_TX:04d}.csv.gz"], np.zeros(n, dtype=np.int64)),
+        "x_SourceFile": _take([f"export-{_chunk_no(first):04d}.parquet"], np.zeros(n, dtype=np.int64)),
         "x_SourceRow": pa.array(np.arange(n, dtype=np.int64) + 2),
     }
     arrays = [cols.get(f.name, pa.nulls(n, f.type)) for f in BILLING_SCHEMA]
@@ -228,6 +235,56 @@ def generate(store_dir: Path, lines: int, samples: int, seed: int = 15) -> None:
     api.ingest_spot_prices(store=store, files=sorted((SAMPLES / "spot_prices").iterdir()))
 
 
+#: store-only columns an export does not carry (ingest writes them)
+_NOT_IN_EXPORT = {"x_GpuHours", "x_SourceFormat", "x_SourceFile", "x_SourceRow", "provider", "billing_period"}
+#: columns of a generic utilisation trace (ingest infers ``interval_s``, sets ``metric`` and ``source``)
+_TRACE_COLUMNS = ["timestamp", "device_id", "host", "accelerator", "utilization", "team", "workload", "resource_id"]
+
+
+def write_inputs(inputs: Path, lines: int, samples: int, seed: int = 15) -> None:
+    """Write the month as exports: FOCUS Parquet billing files (one billing account each, so each file is
+    its own source) and generic utilisation traces as Parquet (a time slice of every GPU each), zstd.
+
+    The same generated rows as :func:`generate`, less the columns ingest computes; ``ingest`` then runs the
+    real ``finops ingest`` on them.
+    """
+    import pyarrow.parquet as pq
+    from company import MONTH_HOURS
+
+    rng = np.random.default_rng(seed)
+    (inputs / "billing").mkdir(parents=True, exist_ok=True)
+    (inputs / "utilization").mkdir(parents=True, exist_ok=True)
+    instances = max(1, math.ceil(lines / MONTH_HOURS))
+    per_tx = max(1, BILLING_ROWS_PER_TX // MONTH_HOURS)
+    for first in range(0, instances, per_tx):
+        table = _billing_chunk(first, min(per_tx, instances - first), rng)
+        table = table.select([c for c in table.column_names if c not in _NOT_IN_EXPORT])
+        pq.write_table(table, inputs / "billing" / f"focus-{_chunk_no(first):04d}.parquet", compression="zstd")
+        print(f"  billing export: {first + table.num_rows // MONTH_HOURS:,} of {instances:,} instances", flush=True)
+    minutes = MONTH_HOURS * MINUTES_PER_HOUR
+    devices = max(1, math.ceil(samples / minutes))
+    step = max(1, SAMPLES_PER_TX // devices)
+    for m0 in range(0, minutes, step):
+        table = _utilization_chunk(m0, min(m0 + step, minutes), devices, rng).select(_TRACE_COLUMNS)
+        pq.write_table(table, inputs / "utilization" / f"trace-{m0:06d}.parquet", compression="zstd")
+        print(f"  utilisation trace: minute {min(m0 + step, minutes):,} of {minutes:,} ({devices:,} GPUs)", flush=True)
+
+
+def ingest(store: Path, inputs: Path) -> None:
+    """``finops ingest billing`` and ``finops ingest utilization`` on the exports, one file per command (each
+    is its own source), then the sample spot prices; times and peak RSS printed per command."""
+    finops = str(Path(sys.executable).with_name("finops"))
+    for kind, fmt in (("billing", ["--input-format", "focus"]), ("utilization", ["--input-format", "csv"])):
+        for path in sorted((inputs / kind).glob("*.parquet")):
+            result = run([finops, "ingest", kind, str(path), *fmt, "--store", str(store)])
+            print(json.dumps({"what": f"ingest {kind}", "file": path.name, **result}), flush=True)
+            if result["exit"]:
+                raise SystemExit(f"ingest of {path} failed")
+    from finops_cli import api
+
+    api.ingest_spot_prices(store=store, files=sorted((SAMPLES / "spot_prices").iterdir()))
+
+
 def estate_files(workdir: Path) -> tuple[Path, Path]:
     """The sample fleet, and the sample workloads with three demands read from the store (module docstring)."""
     import yaml
@@ -281,13 +338,31 @@ def main() -> None:
     ap.add_argument("--only", choices=["waste", "plan", "report"], action="append")
     ap.add_argument("--runs", type=int, default=1, help="runs of each command (interleaved)")
     ap.add_argument("--generate-only", action="store_true")
+    ap.add_argument(
+        "--via-ingest",
+        action="store_true",
+        help="write the month as export files (FOCUS Parquet, utilisation Parquet) and run the real finops ingest",
+    )
+    ap.add_argument("--keep-inputs", action="store_true", help="keep the export files after ingest")
     args = ap.parse_args()
-    store = args.workdir / f"store-{args.lines}-{args.samples}"
+    store = args.workdir / f"store-{args.lines}-{args.samples}{'-ingested' if args.via_ingest else ''}"
     if not (store / "manifest.json").exists():
         if store.exists():
             shutil.rmtree(store)
         t = time.perf_counter()
-        generate(store, args.lines, args.samples)
+        if args.via_ingest:
+            inputs = args.workdir / f"inputs-{args.lines}-{args.samples}"
+            if not (inputs / "DONE").exists():
+                write_inputs(inputs, args.lines, args.samples)
+                (inputs / "DONE").write_text("")
+            size = sum(f.stat().st_size for f in inputs.rglob("*.parquet"))
+            print(f"inputs {inputs}: {size / 1e9:.2f} GB in {time.perf_counter() - t:.0f} s", flush=True)
+            t = time.perf_counter()
+            ingest(store, inputs)
+            if not args.keep_inputs:
+                shutil.rmtree(inputs)
+        else:
+            generate(store, args.lines, args.samples)
         print(f"generated {store} in {time.perf_counter() - t:.0f} s (load {os.getloadavg()[0]:.1f})", flush=True)
     parquet = sum(f.stat().st_size for f in store.rglob("*.parquet"))
     detail = {d: sum(f.stat().st_size for f in (store / d).rglob("*.parquet")) for d in ("billing", "utilization")}

@@ -223,9 +223,12 @@ def waste_reports(
     resource costs and histogram, read here once (each grouping is a cheap pass over the per-device rows).
 
     The month's samples and bill are aggregated in DuckDB (:mod:`finops_cli.store.queries`): memory grows
-    with devices and resources, not samples or lines. Devices are priced from the billing store of the same
-    month, else ``fleet``, else ``price_per_gpu_hour``. A month with billing but no utilisation (the default
-    when the store has no utilisation at all) gives billed GPU spend and GPU-hours per group
+    with devices and resources, not samples or lines. The samples are read from the ingest aggregates
+    ``utilization_devices`` and ``utilization_histogram`` (one row per device and file, ≤ 1000 bins per file)
+    when every utilisation file has them, else from the samples themselves: the same figures either way.
+    Devices are priced from the billing store of the same month, else ``fleet``, else ``price_per_gpu_hour``.
+    A month with billing but no utilisation (the default when the store has no utilisation at all) gives
+    billed GPU spend and GPU-hours per group
     (:func:`~finops_cli.report.waste.billed_gpu_report`, ``basis="billing"``): idle needs a trace.
     """
     from finops_cli.errors import InputError
@@ -240,7 +243,14 @@ def waste_reports(
         waste_report,
     )
     from finops_cli.store import engine
-    from finops_cli.store.queries import RESOURCE_COSTS, RESOURCE_COSTS_GROUPED, WASTE_DEVICE_USAGE, WASTE_HISTOGRAM
+    from finops_cli.store.queries import (
+        RESOURCE_COSTS,
+        RESOURCE_COSTS_GROUPED,
+        WASTE_DEVICE_USAGE,
+        WASTE_DEVICE_USAGE_AGGREGATE,
+        WASTE_HISTOGRAM,
+        WASTE_HISTOGRAM_AGGREGATE,
+    )
 
     groupings: list[GroupBy] = []
     for group in by:
@@ -284,11 +294,15 @@ def waste_reports(
             reports[group] = billed_gpu_report(costs, fleet=fl, by=group)
             reports[group].totals["month"] = month
         return reports
-    groups = engine.run_pandas(st, WASTE_DEVICE_USAGE, {"month": month})
+    aggregated = st.has_aggregate("utilization_devices") and st.has_aggregate("utilization_histogram")
+    usage_query, histogram_query = (WASTE_DEVICE_USAGE, WASTE_HISTOGRAM)
+    if aggregated:
+        usage_query, histogram_query = (WASTE_DEVICE_USAGE_AGGREGATE, WASTE_HISTOGRAM_AGGREGATE)
+    groups = engine.run_pandas(st, usage_query, {"month": month})
     if groups is None or groups.empty:
         raise InputError(f"no utilisation samples for {month}")
     usage, span_hours = usage_from_groups(groups)
-    bins = engine.run_pandas(st, WASTE_HISTOGRAM, {"month": month})
+    bins = engine.run_pandas(st, histogram_query, {"month": month})
     hist = UtilHistogram.from_bins(bins) if bins is not None else None
     rates = resource_rates(costs, fl)
     for group in groupings:

@@ -123,7 +123,7 @@ def register(app: typer.Typer) -> None:
         spark_master: SparkMasterOpt = None,
         fmt: FormatOpt = OutputFormat.table,
     ) -> None:
-        """Build the hourly aggregates (billing_hourly, utilization_hourly) that detail files lack, atomically.
+        """Build the ingest aggregates (billing_hourly, utilization_hourly/_devices/_histogram) files lack, atomically.
 
         Ingest writes them at commit; this builds them for stores written before, or rebuilds them
         (--rebuild), on this machine or on Spark (--engine spark) from the same SQL.

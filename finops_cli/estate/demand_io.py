@@ -138,7 +138,7 @@ def _observed_from_utilization(
     column = _pick(list(UTILIZATION_TAG_COLUMNS), tag, f"x_{tag}")
     if column is None or not store.has("utilization"):
         return None
-    hourly = store.has_aggregate("utilization", ("observed_until",))
+    hourly = store.has_aggregate("utilization_hourly", ("observed_until",))
     query = DEMAND_FROM_UTILIZATION_HOURLY if hourly else DEMAND_FROM_UTILIZATION
     params = {**_query_params(horizon), "value": value}
     frame = engine.run_pandas(store, query, params, tag_column=engine.quote_identifier(column))
@@ -160,7 +160,7 @@ def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon,
     if not store.has("billing"):
         return None
     params = {**_query_params(horizon), "value": value}
-    if tag in BILLING_HOURLY_TAGS and store.has_aggregate("billing", ("observed_until",)):
+    if tag in BILLING_HOURLY_TAGS and store.has_aggregate("billing_hourly", ("observed_until",)):
         frame = engine.run_pandas(store, DEMAND_FROM_BILLING_HOURLY, params)
     else:
         frame = engine.run_pandas(store, DEMAND_FROM_BILLING, {**params, "tag_path": engine.json_path(tag)})

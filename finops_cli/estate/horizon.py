@@ -40,7 +40,7 @@ def latest_billed_gpu_month(store: Store) -> str | None:
     from finops_cli.store import engine
     from finops_cli.store.queries import LATEST_BILLED_GPU_MONTH, LATEST_BILLED_GPU_MONTH_HOURLY
 
-    hourly = store.has_aggregate("billing")
+    hourly = store.has_aggregate("billing_hourly")
     table = engine.run(store, LATEST_BILLED_GPU_MONTH_HOURLY if hourly else LATEST_BILLED_GPU_MONTH)
     month = table.column("month")[0].as_py() if table is not None and table.num_rows else None
     return None if month is None else str(month)

@@ -131,7 +131,7 @@ def baseline_groups(store: Store, fleet: Fleet, start: datetime, end: datetime) 
     from finops_cli.store.queries import BILLED_BASELINE, BILLED_BASELINE_HOURLY, BILLING_HOURLY_MATCHABLE
 
     extra = match_column_names(fleet)
-    hourly = store.has_aggregate("billing") and set(extra) <= BILLING_HOURLY_MATCHABLE
+    hourly = store.has_aggregate("billing_hourly") and set(extra) <= BILLING_HOURLY_MATCHABLE
     params = {"first_period": f"{start:%Y-%m}", "start": start, "end": end}
     return run_pandas(
         store, BILLED_BASELINE_HOURLY if hourly else BILLED_BASELINE, params, match_columns=column_list(extra)

@@ -2,7 +2,8 @@
 
 Each :class:`Query` is one question (waste per device, the billed baseline, demand from a tag, …) in a
 portable dialect: plain ``SELECT … FROM <dataset> WHERE … GROUP BY …`` over the tables ``billing``,
-``utilization``, ``spot_prices`` (and the ingest aggregates ``billing_hourly``, ``utilization_hourly``),
+``utilization``, ``spot_prices`` (and the ingest aggregates ``billing_hourly``, ``utilization_hourly``,
+``utilization_devices``, ``utilization_histogram``),
 with named parameters ``$name`` for values. :mod:`finops_cli.store.engine` runs them on DuckDB over the
 Hive-partitioned Parquet store; a cluster runs the same text on Spark SQL (sqlglot transpiles the few
 dialect functions: ``json_extract_string``, ``date_trunc``).
@@ -211,6 +212,74 @@ ORDER BY ALL
 """,
 )
 
+#: ``utilization_devices``: one row per device × team × workload (the six columns waste groups by) of one detail
+#: file, with the sums and extremes :data:`WASTE_DEVICE_USAGE` takes, in seconds (exact on whole-second
+#: intervals): a month's waste reads one row per device and file, not one per sample. The partition is the
+#: month, so summing a month's files gives :data:`WASTE_DEVICE_USAGE` (``sum``, ``min``, ``max`` compose).
+UTILIZATION_DEVICES = Query(
+    "utilization_devices",
+    ("utilization",),
+    """
+SELECT device_id, resource_id, host, team, workload, accelerator,
+       count(utilization) AS samples,
+       CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zero_samples,
+       sum(interval_s) AS device_seconds,
+       sum(utilization * interval_s) AS busy_seconds,
+       min("timestamp") AS first_ts,
+       max("timestamp") AS last_ts,
+       max(interval_s) AS max_interval_s
+FROM utilization
+GROUP BY device_id, resource_id, host, team, workload, accelerator
+ORDER BY ALL
+""",
+)
+
+#: ``utilization_histogram``: :data:`WASTE_HISTOGRAM`'s bins of one detail file (≤ 1000 rows; counts add up).
+UTILIZATION_HISTOGRAM = Query(
+    "utilization_histogram",
+    ("utilization",),
+    """
+SELECT LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999) AS bin,
+       count(*) AS samples,
+       CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zeros
+FROM utilization
+WHERE utilization BETWEEN -1.0e308 AND 1.0e308
+GROUP BY LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999)
+ORDER BY ALL
+""",
+)
+
+#: :data:`WASTE_DEVICE_USAGE` from ``utilization_devices``: the same groups and figures from thousands of rows.
+WASTE_DEVICE_USAGE_AGGREGATE = Query(
+    "waste_device_usage_aggregate",
+    ("utilization_devices",),
+    """
+SELECT device_id, resource_id, host, team, workload, accelerator,
+       sum(samples) AS samples,
+       CAST(sum(zero_samples) AS BIGINT) AS zero_samples,
+       sum(device_seconds) / 3600.0 AS device_hours,
+       sum(busy_seconds) / 3600.0 AS busy_hours,
+       min(first_ts) AS first_ts,
+       max(last_ts) AS last_ts,
+       max(max_interval_s) AS max_interval_s
+FROM utilization_devices
+WHERE month = $month
+GROUP BY device_id, resource_id, host, team, workload, accelerator
+""",
+)
+
+#: :data:`WASTE_HISTOGRAM` from ``utilization_histogram``.
+WASTE_HISTOGRAM_AGGREGATE = Query(
+    "waste_histogram_aggregate",
+    ("utilization_histogram",),
+    """
+SELECT bin, sum(samples) AS samples, CAST(sum(zeros) AS BIGINT) AS zeros
+FROM utilization_histogram
+WHERE month = $month
+GROUP BY bin
+""",
+)
+
 #: columns of ``billing_hourly`` a fleet ``match`` rule may name (beyond provider, region, type, category)
 BILLING_HOURLY_MATCHABLE = frozenset({"SubAccountId"})
 
@@ -299,11 +368,20 @@ GROUP BY ALL
 """,
 )
 
-#: detail dataset -> (its aggregate dataset, the query that builds one aggregate file from one detail file)
+#: aggregate dataset -> (the detail dataset it summarises, the query that builds one aggregate file from one
+#: detail file); each aggregate file has its detail file's partition and name
 AGGREGATES: dict[str, tuple[str, Query]] = {
-    "billing": ("billing_hourly", BILLING_HOURLY),
-    "utilization": ("utilization_hourly", UTILIZATION_HOURLY),
+    "billing_hourly": ("billing", BILLING_HOURLY),
+    "utilization_hourly": ("utilization", UTILIZATION_HOURLY),
+    "utilization_devices": ("utilization", UTILIZATION_DEVICES),
+    "utilization_histogram": ("utilization", UTILIZATION_HISTOGRAM),
 }
+
+
+def aggregates_of(detail: str) -> list[str]:
+    """The aggregate datasets built from each file of ``detail`` (none for datasets without aggregates)."""
+    return [name for name, (source, _) in AGGREGATES.items() if source == detail]
+
 
 #: The latest billing period with GPU-hours (what every command's default month rests on).
 LATEST_BILLED_GPU_MONTH = Query(
@@ -441,6 +519,10 @@ QUERIES: dict[str, Query] = {
         SPOT_FEED_LATEST,
         BILLING_HOURLY,
         UTILIZATION_HOURLY,
+        UTILIZATION_DEVICES,
+        UTILIZATION_HISTOGRAM,
+        WASTE_DEVICE_USAGE_AGGREGATE,
+        WASTE_HISTOGRAM_AGGREGATE,
         BILLED_BASELINE_HOURLY,
         DEMAND_FROM_UTILIZATION_HOURLY,
         DEMAND_FROM_BILLING_HOURLY,

@@ -250,22 +250,25 @@ class AggregateResult:
 
 
 def build_aggregates(store: Store, *, rebuild: bool = False) -> AggregateResult:
-    """Build the ingest aggregates (``billing_hourly``, ``utilization_hourly``) that detail files lack
+    """Build the ingest aggregates (:data:`~finops_cli.store.queries.AGGREGATES`) that detail files lack
     (every one with ``rebuild``), in one transaction, on the engine in force
-    (:func:`finops_cli.store.engine.using`: ``finops store aggregate --engine spark``)."""
+    (:func:`finops_cli.store.engine.using`: ``finops store aggregate --engine spark``). A detail file lacking
+    any of its aggregates has all of them rebuilt (an aggregate is a function of its file alone)."""
     from finops_cli.store.engine import current_engine
-    from finops_cli.store.queries import AGGREGATES
+    from finops_cli.store.queries import AGGREGATES, aggregates_of
 
     if store.filesystem is not None:
         raise InputError("store aggregate builds a directory store's aggregates; a bucket store's are built at ingest")
     built: dict[str, int] = {}
     with store.transaction() as tx:
-        for detail, (aggregate, _) in AGGREGATES.items():
-            have = {p.relative_to(store.root / aggregate) for p in store.files(aggregate)}
+        for detail in dict.fromkeys(source for source, _ in AGGREGATES.values()):
+            names = aggregates_of(detail)
+            have = [{p.relative_to(store.root / a) for p in store.files(a)} for a in names]
             todo = [
                 p.relative_to(store.root)
                 for p in store.checked_files(detail)
-                if rebuild or p.relative_to(store.root / detail) not in have
+                if rebuild or any(p.relative_to(store.root / detail) not in h for h in have)
             ]
-            built[detail] = len(tx.rebuild_aggregates(todo))
+            tx.rebuild_aggregates(todo)
+            built[detail] = len(todo)
     return AggregateResult(str(store.root), current_engine(), built)

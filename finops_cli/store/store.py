@@ -56,6 +56,8 @@ DATASETS: dict[str, tuple[str, ...]] = {
     # ingest aggregates: one file per detail file, same partition and name, written at commit
     "billing_hourly": ("provider", "billing_period"),
     "utilization_hourly": ("month",),
+    "utilization_devices": ("month",),
+    "utilization_histogram": ("month",),
 }
 
 DEFAULT_STORE_DIR = ".finops"
@@ -241,14 +243,19 @@ class Store:
         """Whether the data file ``rel`` (relative to the root) is in the store."""
         return (self.root / rel).exists()
 
-    def has_aggregate(self, detail: str, columns: Iterable[str] = ()) -> bool:
-        """Whether every file of ``detail`` has its aggregate (stores written before the aggregates have none)
-        and every aggregate file has ``columns`` (an aggregate written before a column was added lacks it)."""
+    def has_aggregate(self, name: str, columns: Iterable[str] = ()) -> bool:
+        """Whether every file of the detail dataset has aggregate ``name`` (stores written before an aggregate
+        existed lack it) and every file of that aggregate has ``columns`` (one written before a column was
+        added lacks it). A detail dataset's name asks for all of its aggregates."""
+        from finops_cli.store.queries import AGGREGATES, aggregates_of
+
+        names = [name] if name in AGGREGATES else aggregates_of(name)
+        return bool(names) and all(self._has_one_aggregate(a, columns) for a in names)
+
+    def _has_one_aggregate(self, aggregate: str, columns: Iterable[str]) -> bool:
         from finops_cli.store.queries import AGGREGATES
 
-        if detail not in AGGREGATES:
-            return False
-        aggregate = AGGREGATES[detail][0]
+        detail = AGGREGATES[aggregate][0]
         have = {p.relative_to(self.dataset_dir(detail)) for p in self.files(detail)}
         files = self.files(aggregate)
         built = {p.relative_to(self.dataset_dir(aggregate)) for p in files}
@@ -442,13 +449,11 @@ def _apply_journal(root: Path, journal: Path) -> None:
     journal.unlink(missing_ok=True)
 
 
-def _aggregate_of(rel: Path) -> Path | None:
-    """``billing/p=…/k.parquet`` → ``billing_hourly/p=…/k.parquet`` (None for datasets without an aggregate)."""
-    from finops_cli.store.queries import AGGREGATES
+def _aggregates_of(rel: Path) -> list[Path]:
+    """``billing/p=…/k.parquet`` → ``[billing_hourly/p=…/k.parquet]`` (empty for datasets without aggregates)."""
+    from finops_cli.store.queries import aggregates_of
 
-    if not rel.parts or rel.parts[0] not in AGGREGATES:
-        return None
-    return Path(AGGREGATES[rel.parts[0]][0], *rel.parts[1:])
+    return [Path(a, *rel.parts[1:]) for a in aggregates_of(rel.parts[0])] if rel.parts else []
 
 
 def _remove_if_empty(directory: Path) -> None:
@@ -621,11 +626,11 @@ class Transaction:
         from finops_cli.store.queries import AGGREGATES
 
         built: list[Path] = []
-        for dataset, (_, query) in AGGREGATES.items():
+        for aggregate, (dataset, query) in AGGREGATES.items():
             rels = [rel for rel in staged if rel.parts and rel.parts[0] == dataset]
             tables = engine.run_per_file(query, dataset, [(source or self.staging) / rel for rel in rels])
             for rel, table in zip(rels, tables, strict=True):
-                target = Path(AGGREGATES[dataset][0], *rel.parts[1:])
+                target = Path(aggregate, *rel.parts[1:])
                 path = self.staging / target
                 path.parent.mkdir(parents=True, exist_ok=True)
                 pq.write_table(table, path, compression="zstd")
@@ -645,7 +650,7 @@ class Transaction:
         for part in self._replace:
             deletes += [rel for rel in self.store.partition_files(part) if rel not in written]
         deletes += [rel for rel in self._remove if rel not in written and self.store.has_file(rel)]
-        deletes += [a for d in deletes if (a := _aggregate_of(d)) is not None and a not in written]
+        deletes += [a for d in deletes for a in _aggregates_of(d) if a not in written]
         manifest = [
             e for e in self.store.manifest() if e.get("source_key") not in self._drop_sources
         ] + self._manifest_entries

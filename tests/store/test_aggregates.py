@@ -93,10 +93,10 @@ def test_an_aggregate_without_a_newer_column_is_not_used_for_it(sample_ingested:
         {"id": "w", "unit": "u", "demand": {"from_store": {"tag": "team", "value": "research"}}}
     )
     before = observe(st, w, Horizon.parse("2026-10"))
-    assert st.has_aggregate("utilization", ("observed_until",))
+    assert st.has_aggregate("utilization_hourly", ("observed_until",))
     for path in st.files("utilization_hourly"):
         pq.write_table(pq.read_table(path).drop_columns(["observed_until"]), path)
-    assert st.has_aggregate("utilization") and not st.has_aggregate("utilization", ("observed_until",))
+    assert st.has_aggregate("utilization") and not st.has_aggregate("utilization_hourly", ("observed_until",))
     after = observe(st, w, Horizon.parse("2026-10"))
     assert before is not None and after is not None
     assert (after.first_hour, after.end_hour) == (before.first_hour, before.end_hour)

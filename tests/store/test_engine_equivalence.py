@@ -29,6 +29,7 @@ from finops_cli.report.waste import GROUP_BYS, waste_report
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.estate import Fleet, Workload
 from finops_cli.store import Store, engine
+from finops_cli.store.queries import AGGREGATES, WASTE_DEVICE_USAGE_AGGREGATE, WASTE_HISTOGRAM_AGGREGATE
 from tests.conftest import SAMPLES
 from tests.store import pandas_reference as ref
 
@@ -39,7 +40,7 @@ def _without_aggregates(st: Store) -> Store:
     """A copy of ``st`` as a store written before the ingest aggregates existed (detail files only)."""
     copy = st.root.parent / (st.root.name + "-detail")
     shutil.copytree(st.root, copy)
-    for name in ("billing_hourly", "utilization_hourly"):
+    for name in AGGREGATES:
         shutil.rmtree(copy / name)
     return Store(copy)
 
@@ -144,8 +145,11 @@ def _billing(rng: np.random.Generator, month: str, n: int, *, eur: bool) -> pa.T
     )
 
 
-def _utilization(rng: np.random.Generator, month: str, devices: int, samples_per_device: int) -> pa.Table:
-    start = pd.Timestamp(f"{month}-01", tz="UTC")
+def _utilization(
+    rng: np.random.Generator, month: str, devices: int, samples_per_device: int, *, day: int = 1, retag: int = 0
+) -> pa.Table:
+    """Samples of ``devices`` GPUs from ``day`` of ``month`` on; ``retag`` shifts the teams (a GPU handed over)."""
+    start = pd.Timestamp(f"{month}-{day:02d}", tz="UTC")
     frames = []
     for d in range(devices):
         step = [60, 300, 900][d % 3]
@@ -161,7 +165,7 @@ def _utilization(rng: np.random.Generator, month: str, devices: int, samples_per
                     "host": f"host-{d // 2}",
                     "accelerator": None if d % 11 == 0 else ("H100" if d % 3 else "A100"),
                     "utilization": util,
-                    "team": TEAMS[d % len(TEAMS)],
+                    "team": TEAMS[(d + retag * (d % 2)) % len(TEAMS)],
                     "workload": WORKLOADS[d % len(WORKLOADS)],
                     "resource_id": None if d % 13 == 0 else f"i-{d // 2:04d}",
                     "metric": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
@@ -182,6 +186,11 @@ def generated_stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, S
         with st.transaction() as tx:
             tx.write_partitioned("billing", _billing(rng, month, 6_000, eur=eur), key=f"gen-{month}")
             tx.write_partitioned("utilization", _utilization(rng, month, 48, 400), key=f"gen-{month}")
+    # a later trace of the same GPUs in October, half of them with another team: a device's figures span two
+    # files (the aggregates are per file) and some devices have a group in each
+    with st.transaction() as tx:
+        tx.write_partitioned("utilization", _utilization(rng, "2026-10", 48, 300, day=12, retag=1), key="gen-late")
+    assert len(st.files("utilization")) == 3
     return st, _without_aggregates(st)
 
 
@@ -226,21 +235,70 @@ def _sort(report: dict) -> dict:
     return report
 
 
+def _waste(st: Store, by: str, fleet: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict, set[str]]:
+    """``api.waste`` of October and the names of the queries it ran."""
+    ran: set[str] = set()
+    run = engine.run
+
+    def spy(store: Store, query: engine.Query, *args: object, **kwargs: str) -> pa.Table | None:
+        ran.add(query.name)
+        return run(store, query, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "run", spy)
+    report = api.waste(store=st, by=by, fleet=fleet, month="2026-10").to_dict()
+    monkeypatch.setattr(engine, "run", run)
+    return report, ran
+
+
+_AGGREGATE_QUERIES = {WASTE_DEVICE_USAGE_AGGREGATE.name, WASTE_HISTOGRAM_AGGREGATE.name}
+
+
 @pytest.mark.parametrize("by", GROUP_BYS)
-def test_waste_on_the_sample_estate(sample_store: Store, by: str) -> None:
+def test_waste_on_the_sample_estate(
+    sample_stores: tuple[Store, Store], by: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the ingest aggregates and, in a store without them, from the samples: both equal the reference."""
     fleet = load_fleet(SAMPLES / "fleet.yaml")
-    new = api.waste(store=sample_store, by=by, fleet=SAMPLES / "fleet.yaml", month="2026-10").to_dict()
-    assert new["totals"]["idle_cost"] > 0 and new["totals"]["samples"] > 1000
-    _assert_same(_sort(new), _sort(_reference_waste(sample_store, "2026-10", by, fleet)))
+    old = _sort(_reference_waste(sample_stores[0], "2026-10", by, fleet))
+    for st, aggregated in zip(sample_stores, (True, False), strict=True):
+        new, ran = _waste(st, by, SAMPLES / "fleet.yaml", monkeypatch)
+        assert (ran >= _AGGREGATE_QUERIES) is aggregated
+        assert new["totals"]["idle_cost"] > 0 and new["totals"]["samples"] > 1000
+        _assert_same(_sort(new), old)
 
 
 @pytest.mark.parametrize("by", GROUP_BYS)
-def test_waste_on_a_generated_month(generated_store: Store, by: str, tmp_path: Path) -> None:
+def test_waste_on_a_generated_month(
+    generated_stores: tuple[Store, Store], by: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fleet_path = tmp_path / "fleet.yaml"
     fleet_path.write_text(json.dumps(GEN_FLEET.model_dump(mode="json", exclude_none=True)))
-    new = api.waste(store=generated_store, by=by, fleet=fleet_path, month="2026-10").to_dict()
-    assert new["unobserved"] and new["priced_by"]["billing"] > 0
-    _assert_same(_sort(new), _sort(_reference_waste(generated_store, "2026-10", by, GEN_FLEET)))
+    old = _sort(_reference_waste(generated_stores[0], "2026-10", by, GEN_FLEET))
+    for st, aggregated in zip(generated_stores, (True, False), strict=True):
+        new, ran = _waste(st, by, fleet_path, monkeypatch)
+        assert (ran >= _AGGREGATE_QUERIES) is aggregated
+        assert new["unobserved"] and new["priced_by"]["billing"] > 0
+        _assert_same(_sort(new), old)
+
+
+def test_a_store_missing_a_new_aggregate_reads_the_samples(
+    generated_stores: tuple[Store, Store], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store ingested before ``utilization_devices`` existed (it has ``utilization_hourly`` only) reads the
+    samples for waste, then the aggregates once ``finops store aggregate`` built them: the same report."""
+    st = Store(tmp_path / "store")
+    shutil.copytree(generated_stores[0].root, st.root)
+    for name in ("utilization_devices", "utilization_histogram"):
+        shutil.rmtree(st.root / name)
+    (st.root / "utilization_histogram").mkdir()  # an emptied aggregate directory is not a built aggregate
+    fleet_path = tmp_path / "fleet.yaml"
+    fleet_path.write_text(json.dumps(GEN_FLEET.model_dump(mode="json", exclude_none=True)))
+    before, ran = _waste(st, "device", fleet_path, monkeypatch)
+    assert not ran & _AGGREGATE_QUERIES and st.has_aggregate("utilization_hourly")
+    assert api.store_aggregate(st).built == {"billing": 0, "utilization": 3}
+    after, ran = _waste(st, "device", fleet_path, monkeypatch)
+    assert ran >= _AGGREGATE_QUERIES
+    _assert_same(_sort(after), _sort(before))
 
 
 def _baselines(stores: tuple[Store, Store], fleet: Fleet, horizon: Horizon) -> tuple[dict, dict, dict]:

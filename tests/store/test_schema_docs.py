@@ -22,7 +22,8 @@ def _duckdb_statements() -> list[str]:
 def test_the_docs_have_duckdb_examples_for_the_detail_and_the_aggregates() -> None:
     statements = _duckdb_statements()
     assert len(statements) >= 5
-    assert any("billing_hourly" in s for s in statements) and any("utilization_hourly" in s for s in statements)
+    for aggregate in ("billing_hourly", "utilization_hourly", "utilization_devices", "utilization_histogram"):
+        assert any(aggregate in s for s in statements), aggregate
 
 
 @pytest.mark.parametrize("statement", _duckdb_statements(), ids=lambda s: " ".join(s.split())[:60])
