@@ -56,18 +56,21 @@ GROUP BY device_id, resource_id, host, team, workload, accelerator
 """,
 )
 
+#: a sample's bin of the waste histogram: utilisation × 1000, floored, clipped to 0 … 999
+_UTIL_BIN = "LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999)"
+
 #: Sample utilisation in 1000 bins over [0, 1] plus exact zeros: deciles and the share at 0 %.
 #: Non-finite values are left out (``BETWEEN`` is false for NaN and ±inf in DuckDB and Spark alike).
 WASTE_HISTOGRAM = Query(
     "waste_histogram",
     ("utilization",),
-    """
-SELECT LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999) AS bin,
+    f"""
+SELECT {_UTIL_BIN} AS bin,
        count(*) AS samples,
        CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zeros
 FROM utilization
 WHERE month = $month AND utilization BETWEEN -1.0e308 AND 1.0e308
-GROUP BY LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999)
+GROUP BY {_UTIL_BIN}
 """,
 )
 
@@ -213,8 +216,8 @@ ORDER BY ALL
 )
 
 #: ``utilization_devices``: one row per device × team × workload (the six columns waste groups by) of one detail
-#: file, with the sums and extremes :data:`WASTE_DEVICE_USAGE` takes, in seconds (exact on whole-second
-#: intervals): a month's waste reads one row per device and file, not one per sample. The partition is the
+#: file, with the sums and extremes :data:`WASTE_DEVICE_USAGE` takes, in seconds (sums of whole-second
+#: intervals are exact): a month's waste reads one row per device and file, not one per sample. The partition is the
 #: month, so summing a month's files gives :data:`WASTE_DEVICE_USAGE` (``sum``, ``min``, ``max`` compose).
 UTILIZATION_DEVICES = Query(
     "utilization_devices",
@@ -238,13 +241,13 @@ ORDER BY ALL
 UTILIZATION_HISTOGRAM = Query(
     "utilization_histogram",
     ("utilization",),
-    """
-SELECT LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999) AS bin,
+    f"""
+SELECT {_UTIL_BIN} AS bin,
        count(*) AS samples,
        CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zeros
 FROM utilization
 WHERE utilization BETWEEN -1.0e308 AND 1.0e308
-GROUP BY LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999)
+GROUP BY {_UTIL_BIN}
 ORDER BY ALL
 """,
 )
