@@ -298,6 +298,7 @@ def waste_reports(
     usage_query, histogram_query = (WASTE_DEVICE_USAGE, WASTE_HISTOGRAM)
     if aggregated:
         usage_query, histogram_query = (WASTE_DEVICE_USAGE_AGGREGATE, WASTE_HISTOGRAM_AGGREGATE)
+        st.checked_files("utilization")  # footers only: a damaged sample file is named, as on the samples' path
     groups = engine.run_pandas(st, usage_query, {"month": month})
     if groups is None or groups.empty:
         raise InputError(f"no utilisation samples for {month}")
