@@ -12,6 +12,9 @@ EXIT_INVALID_INPUT = 2
 EXIT_INFEASIBLE = 3
 #: A bug in finops, not the user's input (``EX_SOFTWARE`` in BSD ``sysexits.h``).
 EXIT_INTERNAL_ERROR = 70
+#: stdout's reader left early (``finops … | head``): no message, and the status rich and click already exit
+#: with when their own output meets the closed pipe (so every path through the CLI agrees).
+EXIT_BROKEN_PIPE = 1
 
 
 class FinopsError(Exception):

@@ -4,12 +4,14 @@ Exit codes: 0 ok; 1 gate failed; 2 invalid input or usage; 3 infeasible; 70 inte
 ``EX_SOFTWARE`` of ``sysexits.h``). A user's mistake is a :class:`~finops_cli.errors.FinopsError` and
 prints one clear message, never a traceback. Anything else is a bug in finops: one line naming the
 exception and how to see the traceback (``--debug`` or ``FINOPS_DEBUG=1``), exit 70, so a CI job can
-tell a crash from a failed gate.
+tell a crash from a failed gate. When stdout's reader leaves early (``finops … | head``) finops stops
+quietly with 1, as rich and click do on their own writes.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import typer
@@ -20,7 +22,7 @@ from finops_cli import __version__
 from finops_cli.atomic import guard_inputs
 from finops_cli.cli.helptext import example, reflow_help
 from finops_cli.cli.output import color_disabled, configure_logging, log, stderr_console
-from finops_cli.errors import EXIT_INTERNAL_ERROR, FinopsError
+from finops_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL_ERROR, FinopsError
 
 #: Set by ``--debug`` (or ``FINOPS_DEBUG=1``): internal errors print their traceback.
 _DEBUG_ENV = "FINOPS_DEBUG"
@@ -79,6 +81,9 @@ class _ErrorMappingGroup(TyperGroup):
         except Exception as exc:
             if ctx.parent is not None:  # let the outermost group report it, once
                 raise
+            if isinstance(exc, BrokenPipeError) and stdout_closed():
+                quiet_stdout()  # the reader (`| head`) has what it wanted: nothing to report
+                raise typer.Exit(EXIT_BROKEN_PIPE) from None
             if ctx.params.get("debug") or debug_enabled():
                 import traceback
 
@@ -89,6 +94,28 @@ class _ErrorMappingGroup(TyperGroup):
                 f"(a bug in finops; run again with --debug or {_DEBUG_ENV}=1 to see the traceback)"
             )
             raise typer.Exit(EXIT_INTERNAL_ERROR) from None
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (``finops … | head``): the one broken pipe that is no bug
+    (a socket's, to S3 or Spark, still reports as an internal error)."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's captured output)
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what is still buffered cannot fail
+    ("Exception ignored … BrokenPipeError") after the exit code is chosen."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _new_app(*, add_completion: bool = False, **kwargs: Any) -> typer.Typer:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from typer.testing import CliRunner
 
 from finops_cli import api
 from finops_cli.cli.app import app
-from finops_cli.errors import EXIT_GATE_FAILED, EXIT_INTERNAL_ERROR
+from finops_cli.errors import EXIT_BROKEN_PIPE, EXIT_GATE_FAILED, EXIT_INTERNAL_ERROR
 from tests.conftest import SAMPLES
 
 runner = CliRunner()
@@ -45,6 +47,45 @@ def test_debug_shows_the_traceback(how: str, monkeypatch: pytest.MonkeyPatch, tm
     result = runner.invoke(app, args)
     assert result.exit_code == EXIT_INTERNAL_ERROR
     assert "Traceback (most recent call last)" in result.output and "_boom" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["waste", "--help"],
+        ["costs", "--store", "{store}"],
+        ["validate", "--fleet", str(SAMPLES / "fleet.yaml"), "--workloads", str(SAMPLES / "workloads.yaml"),
+         "--format", "json"],
+    ],
+    ids=["help", "costs", "validate-json"],
+)  # fmt: skip
+def test_output_into_a_closed_pipe_stops_quietly(args: list[str], tmp_path: Path) -> None:
+    """``finops … | head -1``: the reader left, so finops stops with no message (it printed "internal error:
+    BrokenPipeError", exit 70). The read end is closed before the child has written anything."""
+    store = tmp_path / "store"
+    if "{store}" in args:
+        api.ingest_billing([SAMPLES / "billing" / "focus-2026-10.csv"], store=store)
+    run = [sys.executable, "-c", "from finops_cli.cli.app import main; main()"]
+    proc = subprocess.Popen(
+        [*run, *(a.format(store=store) for a in args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == EXIT_BROKEN_PIPE, err
+    assert "internal error" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_still_a_bug(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Only stdout's closed reader is quiet: a broken socket (to S3, to Spark) stays an internal error."""
+
+    def _broken_socket(**_: object) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(api, "waste", _broken_socket)
+    result = runner.invoke(app, ["waste", "--store", str(tmp_path / "s")])
+    assert result.exit_code == EXIT_INTERNAL_ERROR
+    assert result.output.startswith("internal error: BrokenPipeError")
 
 
 def test_usage_errors_and_help_keep_their_codes(tmp_path: Path) -> None:

@@ -169,7 +169,24 @@ class Renegotiate(Policy):
         return best
 
     def place(self, i: int, t: float) -> None:
-        """Find tenant ``i`` (not running) a home now: its preferred type if it can, else a fallback."""
+        """Find tenant ``i`` (not running) a home now: its preferred type if it can, else a fallback.
+
+        A tenant that already won an accelerator (displaced from its fallback before the holder left) keeps
+        that claim and does not bid again: a second win would leave the first accelerator reserved for it
+        after it moved elsewhere, and when that one came free it restarted the tenant — even a finished one.
+        """
+        r = self.reserved_acc[i]
+        if r >= 0:
+            if self.holder[r] < 0:
+                self.move_in(i, r, t)
+                return
+            for j in self.pref[i][1:]:  # run on a free fallback until the holder leaves at its checkpoint
+                a = self.take_free(j)
+                if a >= 0:
+                    self.start(i, a, t)
+                    return
+            self.enqueue(i)
+            return
         self.challenge(i, t)
         if self.on[i] >= 0:
             return
