@@ -296,8 +296,8 @@ def estate_files(workdir: Path) -> tuple[Path, Path]:
     shutil.copy(SAMPLES / "fleet.yaml", est / "fleet.yaml")
     doc = yaml.safe_load((SAMPLES / "workloads.yaml").read_text())
     from_store = {
-        "finetune-eu": {"tag": "workload", "value": "finetune-eu"},
-        "batch-embeddings": {"tag": "team", "value": "data", "quantity": "allocated_gpu_hours"},
+        "finetune-eu": {"tag": "workload", "value": "finetune-eu", "extend": "repeat"},
+        "batch-embeddings": {"tag": "team", "value": "data", "quantity": "allocated_gpu_hours", "extend": "repeat"},
         "eval-sweeps": {"tag": "user_name", "value": "u7", "extend": "repeat"},
     }
     for w in doc["workloads"]:
@@ -308,7 +308,7 @@ def estate_files(workdir: Path) -> tuple[Path, Path]:
 
 
 def run(argv: list[str]) -> dict[str, object]:
-    """Run one CLI command in its own process: wall seconds, peak RSS (MB), exit code, load before it.
+    """Run one CLI command in its own process: wall and CPU seconds, peak RSS (MB), exit code, load before it.
 
     Peak RSS is GNU time's ``%M`` (the command's ``ru_maxrss``): measured through the small ``time`` process
     rather than ``wait4`` from this one, because Linux counts a child's pre-``exec`` memory (a fork of this
@@ -316,12 +316,13 @@ def run(argv: list[str]) -> dict[str, object]:
     """
     load = os.getloadavg()[0]
     t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "MAXRSS_KB %M", *argv], capture_output=True, text=True)
+    proc = subprocess.run(["/usr/bin/time", "-f", "MAXRSS_KB %M %U %S", *argv], capture_output=True, text=True)
     seconds = time.perf_counter() - t
-    rss_kb = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("MAXRSS_KB ")]
+    rss = [line.split()[1:] for line in proc.stderr.splitlines() if line.startswith("MAXRSS_KB ")]
     result: dict[str, object] = {
         "seconds": round(seconds, 1),
-        "peak_rss_mb": round(rss_kb[-1] / 1024) if rss_kb else None,
+        "cpu_seconds": round(float(rss[-1][1]) + float(rss[-1][2]), 1) if rss else None,
+        "peak_rss_mb": round(int(rss[-1][0]) / 1024) if rss else None,
         "exit": proc.returncode,
         "load_before": round(load, 1),
     }
@@ -377,6 +378,7 @@ def main() -> None:
     fleet, workloads = estate_files(args.workdir)
     out = args.workdir / "out"
     out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").unlink(missing_ok=True)  # report reads this run's plan, never an earlier size's
     finops = [str(Path(sys.executable).with_name("finops"))]
     commands = {
         "waste": [*finops, "waste", "--store", str(store), "--fleet", str(fleet), "--format", "json"],
