@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,43 @@ def _no_ambient_pricebook(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.delenv(PRICEBOOK_ENV, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     use_pricebook(None)
+
+
+# --- xdist: which tests share a worker --------------------------------------------------------------------------
+# ``--dist loadgroup`` (pyproject.toml) is a no-op with pytest >= 9.2: pytest-xdist 3.8 renames a grouped test by
+# assigning ``item._nodeid``, which pytest 9.2 no longer reads, so the Spark tests started a JVM in both workers
+# and every module-scoped fixture (the demo run, the wheel, the experiments) was built once per worker. The
+# scheduler below groups from the test files themselves, through xdist's public scheduler hook.
+
+_GROUP_MARK = re.compile(r"""^pytestmark\s*=\s*pytest\.mark\.xdist_group\(\s*(?:name\s*=\s*)?["']([^"']+)["']""", re.M)
+_SHARED_FIXTURE = re.compile(r"""@pytest\.fixture\(\s*scope\s*=\s*["'](?:module|session)["']""")
+
+
+@cache
+def _module_scope(path: str) -> str | None:
+    """The unit a test module's tests are sent as: its ``xdist_group`` (``pytestmark = pytest.mark.xdist_group(
+    "spark")``), the module itself when it defines a module- or session-scoped fixture (built once, not once per
+    worker), else None (each test on its own)."""
+    try:
+        text = (REPO / path).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    group = _GROUP_MARK.search(text)
+    if group:
+        return f"group:{group.group(1)}"
+    return path if _SHARED_FIXTURE.search(text) else None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``-n N`` (load or loadgroup): a module that shares a fixture runs whole in one worker, an xdist group in
+    one worker, every other test on its own; the biggest units go first so the workers finish together."""
+    if config.getoption("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _module_scope(nodeid.split("::", 1)[0]) or nodeid
+
+    return SharedFixtureScheduling(config, log)  # type: ignore[arg-type]

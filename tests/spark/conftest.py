@@ -1,7 +1,7 @@
 """One local Spark session for every Spark test (starting a JVM costs seconds; the suite pays it once).
 
-The tests of this directory share an xdist group (``pytestmark`` in each module; ``--dist loadgroup`` in
-pyproject.toml), so under ``pytest -n 2`` they run in one worker and that worker starts one session:
+The tests of this directory share an xdist group (``pytestmark`` in each module, read by the scheduler in
+tests/conftest.py), so under ``pytest -n 2`` they run in one worker and that worker starts one session:
 ``local[2]``, two shuffle partitions, no UI.
 """
 
