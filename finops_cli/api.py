@@ -13,8 +13,6 @@ from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from finops_cli.estate import Estate, load_estate
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from datetime import datetime
@@ -27,6 +25,7 @@ if TYPE_CHECKING:
     from finops_cli.core.stack import Stack
     from finops_cli.estate.demand_io import ObservedDemand
     from finops_cli.estate.horizon import HorizonChoice
+    from finops_cli.estate.load import Estate
     from finops_cli.estate.prices import PriceSource
     from finops_cli.ingest.billing import IngestSummary
     from finops_cli.ingest.spot import SpotIngest
@@ -58,6 +57,8 @@ def _store(store: str | Path | Store | None) -> Store:
 
 def estate(fleet: str | Path, workloads: str | Path) -> Estate:
     """Load and validate ``fleet.yaml`` and ``workloads.yaml``."""
+    from finops_cli.estate.load import load_estate
+
     return load_estate(fleet, workloads)
 
 
@@ -518,7 +519,7 @@ def validate(fleet: str | Path, workloads: str | Path | None = None, *, strict: 
     a workload with no compliant destination raises :class:`~finops_cli.core.compliance.NoCompliantDestination`.
     """
     from finops_cli.estate.checks import check_estate, check_price_refs, check_reserved_capacity, check_spot_rates
-    from finops_cli.estate.load import load_fleet
+    from finops_cli.estate.load import Estate, load_estate, load_fleet
     from finops_cli.schema.estate import Workloads
 
     if workloads is not None:
@@ -651,7 +652,7 @@ def stack(
     """
     from finops_cli.core.stack import build_stack
     from finops_cli.errors import InputError
-    from finops_cli.estate.load import load_fleet
+    from finops_cli.estate.load import load_estate, load_fleet
 
     if workloads is None:
         if workload is not None:
@@ -713,6 +714,7 @@ def netc(
     """
     from finops_cli.core.netc_report import netc_rows
     from finops_cli.errors import InputError
+    from finops_cli.estate.load import load_estate
     from finops_cli.estate.traces import read_trace
 
     est = load_estate(fleet, workloads)

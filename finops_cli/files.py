@@ -18,18 +18,21 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
+    import yaml
 
-try:  # libyaml's parser: ~6x faster on a large scenario; PyYAML without it falls back to pure Python
-    from yaml import CSafeLoader as _YamlLoader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _YamlLoader  # type: ignore[assignment]
+
+def _yaml_loader() -> type[yaml.SafeLoader]:
+    """libyaml's parser (~6x faster on a large scenario), else PyYAML's pure-Python one when it was built
+    without libyaml. PyYAML is imported here: a command that reads no YAML does not pay for it."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 #: Whole-file inputs (YAML, plan JSON, Prometheus and spot JSON, traces, scrapes, profiles) are read into
 #: memory: one larger than this once decompressed is refused (a 4 MB gzip can hold 4 GiB; ``/dev/zero``
@@ -143,10 +146,12 @@ def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, 
     first (libyaml's ``CSafeLoader`` when PyYAML has it, else the pure-Python ``SafeLoader``: the same
     safe constructors either way), the nodes checked, then constructed.
     """
+    import yaml
+
     text = read_text(path, kind=kind)
     loader: Any = None
     try:
-        loader = _YamlLoader(text)  # the reader refuses NUL and other control characters right here
+        loader = _yaml_loader()(text)  # the reader refuses NUL and other control characters right here
         node = loader.get_single_node()
         positions: Positions = {}
         if node is None:
@@ -179,10 +184,11 @@ def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, pat
         return
     visited.add(id(node))
     positions[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    if isinstance(node, yaml.MappingNode):
+    # a PyYAML node's ``id`` names its kind (the nodes of both parsers are yaml.nodes' classes)
+    if node.id == "mapping":
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+            if key_node.tag == "tag:yaml.org,2002:merge" or key_node.id != "scalar":
                 continue
             key = key_node.value
             line = key_node.start_mark.line + 1
@@ -194,7 +200,7 @@ def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, pat
                 )
             seen[key] = line
             _walk(value_node, (*loc, key), positions, path, visited)
-    elif isinstance(node, yaml.SequenceNode):
+    elif node.id == "sequence":
         for i, item in enumerate(node.value):
             _walk(item, (*loc, i), positions, path, visited)
 

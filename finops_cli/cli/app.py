@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import typer
 from rich.markup import escape
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from finops_cli import __version__
 from finops_cli.atomic import guard_inputs
-from finops_cli.cli.helptext import example, reflow_help
+from finops_cli.cli.helptext import example, reflow_help, typer_help
 from finops_cli.cli.output import color_disabled, configure_logging, log, stderr_console
 from finops_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL_ERROR, FinopsError
 
@@ -34,12 +35,10 @@ def _pass_through() -> tuple[type[BaseException], ...]:
     kinds: set[type[BaseException]] = {typer.Exit, typer.Abort, KeyboardInterrupt}
     if hasattr(typer, "TyperException"):
         kinds.add(typer.TyperException)
-    try:
+    if not hasattr(typer, "_click"):  # click itself (~0.1 s to import) only where typer does not vendor it
         import click
 
         kinds |= {click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort}
-    except ImportError:
-        pass
     return tuple(kinds)
 
 
@@ -54,18 +53,17 @@ class _ErrorMappingGroup(TyperGroup):
     """Turn domain errors into a one-line message and their exit code, at every nesting level; turn any
     other exception into exit 70 with one line (the traceback only with ``--debug``)."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
         # Typer draws --help and usage errors with its own rich console: no styles under NO_COLOR either.
-        # Its rich_utils module costs ~60 ms to import (rich.markdown): only touch it when it matters.
-        import sys
-
+        # Its rich_utils module is only imported when it matters, and for help without what it never uses here.
+        argv = sys.argv[1:] if args is None else list(args)
+        if "--help" in argv or len(argv) < 2:  # help, or a group's or a command's usage without arguments
+            typer_help()
         if color_disabled() or "typer.rich_utils" in sys.modules:
-            import typer.rich_utils
-
-            typer.rich_utils.COLOR_SYSTEM = None if color_disabled() else "auto"
+            typer_help().COLOR_SYSTEM = None if color_disabled() else "auto"
         reflow_help(self)
         configure_logging()  # until the root callback applies -v/-q: errors before it still print
-        return super().main(*args, **kwargs)
+        return super().main(args, *rest, **kwargs)
 
     # Typer always hands its groups a typer.Context (click's Context subclass, the type click declares here).
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
@@ -118,9 +116,9 @@ def quiet_stdout() -> None:
     os.close(devnull)
 
 
-def _new_app(*, add_completion: bool = False, **kwargs: Any) -> typer.Typer:
+def _new_app(*, add_completion: bool = False, cls: type[TyperGroup] = _ErrorMappingGroup, **kwargs: Any) -> typer.Typer:
     return typer.Typer(
-        cls=_ErrorMappingGroup,
+        cls=cls,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=add_completion,
@@ -129,20 +127,12 @@ def _new_app(*, add_completion: bool = False, **kwargs: Any) -> typer.Typer:
     )
 
 
-app = _new_app(
-    add_completion=True,  # --install-completion / --show-completion on the root command only
-    help="GPU-fleet FinOps: what you wasted, one merit-order supply curve, and the cheapest compliant plan.",
-    epilog=example("finops demo", "finops validate --fleet fleet.yaml --workloads workloads.yaml"),
-)
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"finops {__version__}")
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
     debug: bool = typer.Option(
@@ -177,50 +167,120 @@ def _root(
     use_pricebook(pricebook or None)
 
 
-def _register() -> None:
-    from finops_cli.cli import (
-        costs,
-        demo,
-        estate,
-        gate,
-        ingest,
-        ingest_traces,
-        plan,
-        pricebook,
-        prices,
-        report,
-        simulate,
-        store,
-        waste,
-    )
+#: Top-level commands: name → (module of finops_cli.cli whose ``register`` defines it, the line ``finops --help``
+#: lists for it). The line is the first paragraph of the command's own help (a test keeps the two equal): the
+#: root lists every command from here, without importing its module or building its options.
+_COMMANDS: dict[str, tuple[str, str]] = {
+    "prices": ("prices", "Spot-price statistics per provider × region/zone × instance type × product: changes, min, "
+               "mean, p50, p90, max, latest and the mean per GPU-hour. Time-weighted: each price holds until the next "
+               "change."),
+    "waste": ("waste", "Idle GPU waste: device-hours, busy hours (Σ util × interval), idle hours and idle dollars."),
+    "costs": ("costs", "GPU spend from the store by any dimension or tag; month over month; chargeback to teams."),
+    "validate": ("estate", "Check fleet.yaml (and workloads.yaml) before any math: exit 0 if valid, 2 if not."),
+    "stack": ("estate", "The merit-order supply curve: compliant substrates by cost per unit of usable output."),
+    "netc": ("estate", "Net Expected Training Cost of interruptible work on each compliant spot substrate."),
+    "plan": ("plan", "Plan the cheapest compliant substrate mix for the workloads' demand, with savings against the "
+             "bill."),
+    "report": ("report", "Leadership report: executive summary, idle waste, supply curve, the plan, spot/NETC, "
+               "risks."),
+    "gate": ("gate", "CI cost gate: compare a new plan with a baseline plan and a budget; exit 1 if any rule fails."),
+    "demo": ("demo", "Ingest the sample exports, traces and spot prices, then stack, plan and report (Kestrel AI, "
+             "Oct 2026)."),
+}  # fmt: skip
 
-    groups = (
-        ("ingest", "Load billing exports, utilisation traces and spot prices into the store.",
-         ("finops ingest billing exports/ && finops ingest utilization dcgm-scrapes/",),
-         (ingest.register, ingest_traces.register)),
-        ("simulate", "Request-level dispatch and continuous-renegotiation market simulators.",
-         ("finops simulate market --experiment contention --size full --out-dir market",),
-         (simulate.register,)),
-        ("store", "See what is in the store, remove one source, check every file against the manifest.",
-         ("finops store list", "finops store check"),
-         (store.register,)),
-        ("estate", "Draft fleet.yaml and workloads.yaml from what the store has seen.",
-         ("finops estate draft --out estate/",),
-         (estate.register_group,)),
-        ("pricebook", "Keep list prices current: refresh them from the providers' price APIs, show them.",
-         ("finops pricebook refresh", "finops pricebook show"),
-         (pricebook.register_group,)),
-    )  # fmt: skip
-    for name, help_text, examples, registrars in groups:
-        group = _new_app(help=help_text, epilog=example(*examples))
-        app.add_typer(group, name=name)
-        for register in registrars:
-            register(group)
-    for module in (prices, waste, costs, estate, plan, report, gate, demo):
-        module.register(app)
+#: Command groups: name → (help, example command lines, registrars as ``module.function`` of finops_cli.cli).
+_GROUPS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "ingest": ("Load billing exports, utilisation traces and spot prices into the store.",
+               ("finops ingest billing exports/ && finops ingest utilization dcgm-scrapes/",),
+               ("ingest.register", "ingest_traces.register")),
+    "simulate": ("Request-level dispatch and continuous-renegotiation market simulators.",
+                 ("finops simulate market --experiment contention --size full --out-dir market",),
+                 ("simulate.register",)),
+    "store": ("See what is in the store, remove one source, check every file against the manifest.",
+              ("finops store list", "finops store check"),
+              ("store.register",)),
+    "estate": ("Draft fleet.yaml and workloads.yaml from what the store has seen.",
+               ("finops estate draft --out estate/",),
+               ("estate.register_group",)),
+    "pricebook": ("Keep list prices current: refresh them from the providers' price APIs, show them.",
+                  ("finops pricebook refresh", "finops pricebook show"),
+                  ("pricebook.register_group",)),
+}  # fmt: skip
 
 
-_register()
+def _registrar(spec: str) -> Any:
+    """``register`` function named ``module.function`` under finops_cli.cli (importing the module)."""
+    import importlib
+
+    module, function = spec.split(".")
+    return getattr(importlib.import_module(f"finops_cli.cli.{module}"), function)
+
+
+def _build(name: str) -> Any:
+    """The click command (or group) ``name``: its module imported and only its own options built."""
+    import typer.main
+
+    if name in _GROUPS:
+        help_text, examples, registrars = _GROUPS[name]
+        holder = _new_app(name=name, help=help_text, epilog=example(*examples))
+        for spec in registrars:
+            _registrar(spec)(holder)
+        return typer.main.get_group(holder)
+    holder = _new_app()
+    _registrar(f"{_COMMANDS[name][0]}.register")(holder)
+    holder.registered_commands = [info for info in holder.registered_commands if info.name == name]
+    built = typer.main.get_command(holder)  # one command and no callback: typer returns the command itself
+    return built.commands[name] if isinstance(built, TyperGroup) else built
+
+
+class _RootGroup(_ErrorMappingGroup):
+    """The ``finops`` group: a command's module is imported and its options built only when that command runs
+    or shows its own help. ``finops --help`` (and ``finops`` alone) list every command from the tables above, so
+    they import no command module: typer builds each option by evaluating its annotations, ~0.2 s for all."""
+
+    _listing = False
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
+        return [*_COMMANDS, *_GROUPS]
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:  # type: ignore[override]
+        if cmd_name in self.commands or cmd_name not in (*_COMMANDS, *_GROUPS):
+            return self.commands.get(cmd_name)
+        if self._listing:  # a stand-in that carries the listed line only
+            summary = _COMMANDS[cmd_name][1] if cmd_name in _COMMANDS else _GROUPS[cmd_name][0]
+            return TyperCommand(name=cmd_name, help=summary)
+        command = _build(cmd_name)
+        reflow_help(command)
+        self.commands[cmd_name] = command
+        return command
+
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:  # type: ignore[override]
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+app = _new_app(
+    cls=_RootGroup,
+    add_completion=True,  # --install-completion / --show-completion on the root command only
+    help="GPU-fleet FinOps: what you wasted, one merit-order supply curve, and the cheapest compliant plan.",
+    epilog=example("finops demo", "finops validate --fleet fleet.yaml --workloads workloads.yaml"),
+)
+_root = app.callback()(_root)
+
+
+def every_command() -> TyperGroup:
+    """The whole command tree, every command built (for tests and documentation that walk it)."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    assert isinstance(root, TyperGroup)
+    ctx = typer.Context(root)
+    for name in root.list_commands(ctx):
+        root.get_command(ctx, name)
+    return root
 
 
 def main() -> None:

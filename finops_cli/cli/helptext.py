@@ -9,7 +9,10 @@ their lines are commands to copy.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import sys
+import types
 from typing import Any
 
 #: What starts every command's epilog: ``finops COMMAND --help`` ends with a command line to copy.
@@ -46,3 +49,53 @@ def example(*commands: str) -> str:
     from rich.markup import escape
 
     return EXAMPLE + "\n" + "\n".join(f"  {escape(c)}" for c in commands)
+
+
+#: What typer's help module imports but never uses with ``rich_markup_mode="rich"`` and pretty exceptions off:
+#: markdown (markdown-it), pretty tracebacks (pygments, rich.pretty, attrs): ~0.1 s of a ~0.3 s ``--help``.
+_UNUSED_BY_HELP = {"rich.markdown": "Markdown", "rich.traceback": "Traceback"}
+
+
+class _Deferred(type):
+    """A stand-in for a rich class: the real module is imported the first time the class is used."""
+
+    def _real(cls) -> Any:
+        return getattr(importlib.import_module(cls.__module__), cls.__name__)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return cls._real()(*args, **kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(cls._real(), name)
+
+
+def typer_help() -> types.ModuleType:
+    """typer's help renderer (``typer.rich_utils``), imported without markdown and pretty tracebacks.
+
+    ``typer.rich_utils`` imports ``rich.markdown`` and ``rich.traceback`` at the top for two modes finops does
+    not use (markdown help, pretty exceptions). While it imports, those two modules are placeholders holding a
+    :class:`_Deferred` stand-in for the one class it takes from each; the placeholders are gone from
+    ``sys.modules`` afterwards, so any later import gets the real module, and so does the stand-in if it is
+    ever called. If a typer version takes more from them, the plain import runs instead.
+    """
+    if "typer.rich_utils" in sys.modules:
+        return sys.modules["typer.rich_utils"]
+    placeholders = {}
+    for name, cls in _UNUSED_BY_HELP.items():
+        if name not in sys.modules:
+            module = placeholders[name] = types.ModuleType(name)
+            setattr(module, cls, _Deferred(cls, (), {"__module__": name}))
+            sys.modules[name] = module
+    try:
+        import typer.rich_utils
+    except ImportError:
+        sys.modules.pop("typer.rich_utils", None)
+        for name in placeholders:
+            sys.modules.pop(name, None)
+        placeholders = {}
+        import typer.rich_utils
+    finally:
+        for name, module in placeholders.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+    return typer.rich_utils

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from finops_cli.errors import InputError
-from finops_cli.files import csv_line, read_csv_text
+from finops_cli.files import csv_line, read_csv_rows, read_csv_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -144,12 +144,12 @@ class ReferencePrice:
         return f"reference price {self.ref}{where} from the {book}: {self.source}, {when}"
 
 
-def _check_reference_rows(frame: pd.DataFrame, path: Path) -> None:
-    missing = [c for c in REF_COLUMNS if c not in frame.columns]
+def _check_reference_rows(header: list[str], rows: list[dict[str, str]], path: Path) -> None:
+    missing = [c for c in REF_COLUMNS if c not in header]
     if missing:
         raise InputError(f"missing column(s) {missing}", path=path)
-    for i, row in frame.iterrows():
-        where = csv_line(int(i))
+    for i, row in enumerate(rows):
+        where = csv_line(i)
         try:
             datetime.strptime(row["read_on"], "%Y-%m-%d")
         except ValueError:
@@ -167,21 +167,26 @@ def _check_reference_rows(frame: pd.DataFrame, path: Path) -> None:
                 raise InputError(f"{col}: expected a number >= 0, got {row[col]!r}", path=path, where=where)
 
 
-@lru_cache(maxsize=8)
-def _reference_table(layers: tuple[tuple[str, str, int], ...]) -> pd.DataFrame:
-    import pandas as pd  # only a command that reads a reference price pays for it
+#: The columns of the overlaid reference table: the file's, when each row was fetched, ``origin`` and ``ref``.
+_TABLE_COLUMNS = (*REF_COLUMNS, FETCHED_AT, "origin", "ref")
 
-    frames = []
+
+@lru_cache(maxsize=8)
+def _reference_table(layers: tuple[tuple[str, str, int], ...]) -> tuple[dict[str, str], ...]:
+    """The overlaid rows as strings (the standard library's csv: looking up a ``price_ref`` imports no pandas)."""
+    table: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()
     for path, origin, _ in reversed(layers):  # the user's rows first: they win on (ref, region)
-        frame = read_csv_text(Path(path), kind="reference price table")
-        _check_reference_rows(frame, Path(path))
-        if FETCHED_AT not in frame.columns:
-            frame[FETCHED_AT] = ""
-        frame["origin"] = origin
-        frames.append(frame[[*REF_COLUMNS, FETCHED_AT, "origin"]])
-    table = pd.concat(frames, ignore_index=True)
-    table["ref"] = table["provider"] + "/" + table["offering"] + "/" + table["term"]
-    return table.drop_duplicates(["ref", "region"], keep="first").reset_index(drop=True)
+        header, cells = read_csv_rows(Path(path), kind="reference price table")
+        rows = [dict(zip(header, row, strict=True)) for row in cells]
+        _check_reference_rows(header, rows, Path(path))
+        for row in rows:
+            ref = f"{row['provider']}/{row['offering']}/{row['term']}"
+            if (ref, row["region"]) not in seen:
+                seen.add((ref, row["region"]))
+                table.append({**{c: row[c] for c in REF_COLUMNS}, FETCHED_AT: row.get(FETCHED_AT, ""),
+                              "origin": origin, "ref": ref})  # fmt: skip
+    return tuple(table)
 
 
 def _reference_layers(path: Path | None) -> tuple[tuple[str, str, int], ...]:
@@ -193,7 +198,9 @@ def _reference_layers(path: Path | None) -> tuple[tuple[str, str, int], ...]:
 def reference_prices(path: Path | None = None) -> pd.DataFrame:
     """The reference price table, shipped rows overlaid by the user pricebook's (strings as read, plus ``ref``
     ``provider/offering/term`` and ``origin``). ``path``: read that one file only."""
-    return _reference_table(_reference_layers(path)).copy()
+    import pandas as pd
+
+    return pd.DataFrame(list(_reference_table(_reference_layers(path))), columns=list(_TABLE_COLUMNS), dtype=str)
 
 
 def _num(text: str | None) -> float | None:
@@ -211,17 +218,15 @@ def reference_price(ref: str, path: Path | None = None, *, region: str | None = 
     parts = ref.split("/")
     if len(parts) == 4:
         key, pinned = "/".join(parts[:3]), parts[3]
-    rows = table[table["ref"] == key]
-    if pinned is not None:
-        rows = rows[rows["region"] == pinned]
-    if rows.empty:
-        close = difflib.get_close_matches(ref, table["ref"].unique().tolist(), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(table['ref'].head(6))}, …"
+    rows = [r for r in table if r["ref"] == key and (pinned is None or r["region"] == pinned)]
+    if not rows:
+        refs = list(dict.fromkeys(r["ref"] for r in table))
+        close = difflib.get_close_matches(ref, refs, n=3, cutoff=0.5)
+        known = ", ".join(r["ref"] for r in table[:6])
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {known}, …"
         where = "the pricebook" if path is None else str(path)
         raise InputError(f"price_ref {ref!r} is not in {where} ({REFERENCE_PRICES_FILE}){hint}")
-    if region and (rows["region"] == region).any():
-        rows = rows[rows["region"] == region]
-    row = rows.iloc[0]
+    row = next((r for r in rows if region and r["region"] == region), rows[0])
     return ReferencePrice(
         ref=key,
         provider=row["provider"],

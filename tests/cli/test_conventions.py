@@ -14,12 +14,12 @@ import pytest
 import typer.main
 from typer.testing import CliRunner
 
-from finops_cli.cli.app import app
+from finops_cli.cli.app import app, every_command
 from finops_cli.cli.helptext import EXAMPLE, reflow, walk
 from tests.conftest import REPO, SAMPLES
 
 runner = CliRunner()
-HEAVY = ("pandas", "pyarrow", "duckdb", "pulp", "highspy", "matplotlib", "boto3", "numpy")
+HEAVY = ("pandas", "pyarrow", "duckdb", "pulp", "highspy", "matplotlib", "boto3", "numpy", "markdown_it", "pygments")
 PLAN = REPO / "tests" / "report" / "golden" / "sample-plan.json"
 FLEET = """\
 version: 1
@@ -51,7 +51,9 @@ def test_importing_the_cli_imports_nothing_heavy() -> None:
     "args",
     [
         ["--help"],
-        # the samples' fleet without its price_ref substrate: a price_ref reads the layered pricebook with pandas
+        ["--version"],
+        # the samples' fleet prices a substrate from the pricebook (price_ref): read without pandas
+        ["validate", "--fleet", str(SAMPLES / "fleet.yaml"), "--workloads", str(SAMPLES / "workloads.yaml")],
         [
             "validate",
             "--fleet",
@@ -61,7 +63,7 @@ def test_importing_the_cli_imports_nothing_heavy() -> None:
         ],
         ["gate", "--plan", str(PLAN), "--baseline", str(PLAN), "--format", "json"],
     ],
-    ids=["help", "validate", "gate"],
+    ids=["help", "version", "validate-samples", "validate-fixed-prices", "gate"],
 )
 def test_small_commands_import_no_dataframe_or_solver_library(args: list[str]) -> None:
     code = (
@@ -71,9 +73,31 @@ def test_small_commands_import_no_dataframe_or_solver_library(args: list[str]) -
 
 
 def _tree() -> list[tuple[tuple[str, ...], object]]:
-    root = typer.main.get_command(app)
+    root = every_command()
     root.main(["--help"], prog_name="finops", standalone_mode=False)  # main() reflows the whole tree's help
     return walk(root)
+
+
+def test_the_root_help_lists_each_command_with_its_own_first_paragraph() -> None:
+    """``finops --help`` lists commands from app.py's tables (no command module imported): the same words as
+    each command's own help, and every command there is."""
+    listed = runner.invoke(app, ["--help"], env={"COLUMNS": "400"}).stdout
+    for path, command in _tree():
+        if len(path) == 1:
+            first = reflow(command.help or "").split("\n\n")[0]  # type: ignore[attr-defined]
+            assert f"│ {path[0]} " in listed and first in listed, (path, first)
+    assert set(every_command().commands) == set(typer.main.get_command(app).list_commands(None))  # type: ignore[arg-type]
+
+
+def test_small_commands_import_only_their_own_command_module() -> None:
+    code = (
+        "from finops_cli.cli.app import app\ntry:\n    app(['gate', '--help'])\nexcept SystemExit as e:\n"
+        "    assert not e.code\nimport sys\nprint('loaded:', *sorted(m for m in sys.modules if m.startswith("
+        "'finops_cli.cli.') and m not in ('finops_cli.cli.app', 'finops_cli.cli.helptext', 'finops_cli.cli.output',"
+        " 'finops_cli.cli.terminal', 'finops_cli.cli.options', 'finops_cli.cli.render')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.splitlines()[-1].split()[1:] == ["finops_cli.cli.gate"]
 
 
 def test_every_command_has_an_example_of_itself() -> None:

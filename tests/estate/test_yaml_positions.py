@@ -42,12 +42,12 @@ def yaml_loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         loader = yaml.CSafeLoader
     else:
         loader = yaml.SafeLoader
-    monkeypatch.setattr(files, "_YamlLoader", loader)
+    monkeypatch.setattr(files, "_yaml_loader", lambda: loader)
     return loader
 
 
 def test_libyaml_is_used_when_pyyaml_has_it() -> None:
-    assert files._YamlLoader is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    assert files._yaml_loader() is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def test_a_duplicate_key_is_exit_2_with_both_lines(tmp_path: Path, yaml_loader: type) -> None:
