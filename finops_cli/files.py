@@ -184,11 +184,11 @@ def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, pat
         return
     visited.add(id(node))
     positions[loc] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    # a PyYAML node's ``id`` names its kind (the nodes of both parsers are yaml.nodes' classes)
-    if node.id == "mapping":
+    kind = getattr(node, "id", "")  # yaml.nodes' classes name their kind: "mapping", "sequence" or "scalar"
+    if kind == "mapping":
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge" or key_node.id != "scalar":
+            if key_node.tag == "tag:yaml.org,2002:merge" or getattr(key_node, "id", "") != "scalar":
                 continue
             key = key_node.value
             line = key_node.start_mark.line + 1
@@ -200,7 +200,7 @@ def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, pat
                 )
             seen[key] = line
             _walk(value_node, (*loc, key), positions, path, visited)
-    elif node.id == "sequence":
+    elif kind == "sequence":
         for i, item in enumerate(node.value):
             _walk(item, (*loc, i), positions, path, visited)
 

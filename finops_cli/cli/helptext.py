@@ -69,7 +69,7 @@ class _Deferred(type):
         return getattr(cls._real(), name)
 
 
-def typer_help() -> types.ModuleType:
+def typer_help() -> Any:
     """typer's help renderer (``typer.rich_utils``), imported without markdown and pretty tracebacks.
 
     ``typer.rich_utils`` imports ``rich.markdown`` and ``rich.traceback`` at the top for two modes finops does
