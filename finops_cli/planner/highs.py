@@ -89,29 +89,43 @@ def _new_highs(time_limit: float | None, gap: float | None):
     return h
 
 
-def pass_matrix(h, mx: PlanMatrix, *, integers: bool = True) -> None:
-    """Hand ``mx`` to the ``Highs`` instance ``h`` as column-wise arrays."""
+def pass_matrix(h, mx: PlanMatrix, *, integers: bool = True, columns: np.ndarray | None = None) -> None:
+    """Hand ``mx`` to the ``Highs`` instance ``h`` as column-wise arrays (only ``columns``, in that order, if
+    given: a working set whose other columns are priced out by the caller)."""
     import highspy
 
+    cost, col_lower, col_upper, start, index, value = mx.cost, mx.col_lower, mx.col_upper, mx.start, mx.index, mx.value
+    integer = mx.integer
+    if columns is not None:
+        cost, col_lower, col_upper, integer = cost[columns], col_lower[columns], col_upper[columns], integer[columns]
+        start, index, value = column_slices(mx, columns)
     lp = highspy.HighsLp()
-    lp.num_col_ = mx.n_cols
+    lp.num_col_ = len(cost)
     lp.num_row_ = mx.n_rows
-    lp.col_cost_ = mx.cost
-    lp.col_lower_ = mx.col_lower
-    lp.col_upper_ = mx.col_upper
+    lp.col_cost_ = cost
+    lp.col_lower_ = col_lower
+    lp.col_upper_ = col_upper
     lp.row_lower_ = mx.row_lower
     lp.row_upper_ = mx.row_upper
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = mx.start.astype(np.int32)
-    lp.a_matrix_.index_ = mx.index.astype(np.int32)
-    lp.a_matrix_.value_ = mx.value
-    lp.a_matrix_.num_col_ = mx.n_cols
+    lp.a_matrix_.start_ = start.astype(np.int32)
+    lp.a_matrix_.index_ = index.astype(np.int32)
+    lp.a_matrix_.value_ = value
+    lp.a_matrix_.num_col_ = len(cost)
     lp.a_matrix_.num_row_ = mx.n_rows
-    if integers and mx.has_integers:
+    if integers and integer.any():
         lp.integrality_ = [
-            highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in mx.integer
+            highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in integer
         ]
     h.passModel(lp)
+
+
+def column_slices(mx: PlanMatrix, columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSC ``start``, ``index``, ``value`` of ``columns`` of ``mx`` (in that order)."""
+    counts = mx.start[columns + 1] - mx.start[columns]
+    start = np.concatenate([[0], np.cumsum(counts)])
+    pos = np.repeat(mx.start[columns] - start[:-1], counts) + np.arange(int(start[-1]))
+    return start, mx.index[pos], mx.value[pos]
 
 
 def _read(h, started: float, *, mip: bool) -> HighsRun:

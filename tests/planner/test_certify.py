@@ -106,6 +106,26 @@ def test_bounds_bracket_the_hourly_optimum_and_the_schedule_is_feasible(estate):
         assert money == pytest.approx(cert.upper_bound, rel=1e-6, abs=1e-6)
 
 
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(estates())
+def test_held_out_promise_the_plan_is_within_its_certified_gap_of_an_independent_hourly_optimum(estate):
+    # the promise a held-out check holds plans to, at the defaults `finops plan` uses (tolerance 0.1 %, MIP
+    # gap 1e-4): the schedule (what an operator runs) costs at most the certified gap above the hourly optimum
+    # solved independently (one block per hour), and the lower bound is never above that optimum
+    f, ws, d, n_blocks = estate
+    hourly = plan_demand(f, ws, d, n_blocks=len(d), gap=0, duals=False, allow_unserved=True, certify_plan=False)
+    optimum = hourly.solution.solve.objective
+    out = plan_demand(f, ws, d, n_blocks=n_blocks, allow_unserved=True)
+    cert = out.certificate
+    scale = 1e-6 * max(1.0, abs(optimum))
+    assert cert.lower_bound <= optimum + scale
+    assert cert.upper_bound - optimum <= cert.gap * cert.upper_bound + scale
+    if cert.certified:
+        assert cert.upper_bound - optimum <= cert.tolerance * cert.upper_bound + scale
+    if cert.unserved_units <= 1e-6:
+        assert_schedule_feasible(f, ws, d, out)
+
+
 def test_refinement_closes_the_gap_where_averaging_hides_a_peak():
     # 6 owned GPUs; demand 10 in one hour and 2 in the other three: one block averages to 4 (fits), the hour
     # of 10 does not fit; the schedule re-plans it on on-demand and the refinement gives it its own block
@@ -160,3 +180,56 @@ def test_cheap_repair_moves_dropped_work_to_spare_capacity_of_the_hour_before_th
     assert_schedule_feasible(f, ws, d, out)
     h1 = cert.schedule[cert.schedule["hour"] == 1].set_index(["workload", "substrate"])["gpus"]
     assert h1[("b", "own2")] == pytest.approx(1 + 1 / 7) and h1[("a", "od")] == pytest.approx(6 / 7)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_hourly_lps_on_a_working_set_equal_the_lps_over_every_column(seed):
+    # many substrates, few used by the block plan: the working set starts small and pricing must pull in the
+    # columns each hour needs, so every hour's optimum equals the LP's over every compliant column
+    from finops_cli.planner.build import build_model
+    from finops_cli.planner.certify import _group_hourly, _replan_hours, _template
+    from finops_cli.planner.frame import build_frame
+    from finops_cli.planner.matrix import build_matrix
+    from finops_cli.planner.solve import solve_model
+
+    rng = np.random.default_rng(seed)
+    subs = [
+        {
+            "id": f"s{i}",
+            "kind": ["owned", "spot", "reserved"][i % 3],
+            "accelerator": ["H100", "A100"][i % 2],
+            "jurisdiction": JURIS[int(rng.integers(2))],
+            "gpus": int(rng.integers(1, 6)),
+            "price_per_gpu_hour": float(rng.uniform(0.2, 3.0)),
+            **({"interruptions_per_hour": 0.05} if i % 3 == 1 else {}),
+            **({"purchasable": {"block_gpus": 2, "price_per_gpu_hour": 0.9, "max_blocks": 2}} if i == 2 else {}),
+        }
+        for i in range(12)
+    ]
+    f = fleet(*subs, {"id": "od", "kind": "on_demand", "price_per_gpu_hour": 6.0})
+    ws = [
+        workload(
+            f"w{j}",
+            throughput={"H100": 1.0, "A100": float(rng.uniform(0.3, 0.9))},
+            requires={"jurisdictions": ["US"] if j % 2 else JURIS},
+            deferrable=j == 3,
+            interruptible=True,
+        )
+        for j in range(6)
+    ]
+    d = demand(**{w.id: rng.uniform(0.0, 8.0, 24) for w in ws})
+    frame = build_frame(f, ws, d, n_blocks=2)
+    model = build_model(frame)
+    solved = solve_model(model, "highs", duals=False, gap=0)
+    template, base = _template(frame)
+    t_mx = build_matrix(template)
+    groups, d_gh = _group_hourly(frame, d)
+    gpos = {g: i for i, g in enumerate(groups)}
+    x = np.where(solved.values[: model.matrix.n_x] > 1e-9, solved.values[: model.matrix.n_x], 0.0)
+    hours = np.arange(len(d))
+    args = (frame, model.matrix, t_mx, solved.values, hours, x, base, gpos, d_gh)
+    small = list(_replan_hours(*args))
+    full = list(_replan_hours(*args, working_set=False))
+    assert len(np.unique(base[x > 0])) < len(template.rows) / 2  # the working set is a real subset
+    for (h1, c1, _x1), (h2, c2, _x2) in zip(small, full, strict=True):
+        assert h1 == h2 and c1 == pytest.approx(c2, rel=1e-9, abs=1e-9)
