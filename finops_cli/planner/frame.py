@@ -123,17 +123,60 @@ class PlanFrame:
         return sorted(set(self.rows["group"]))
 
 
-def _capacity_shares(substrate: Substrate, workload: Workload, fleet: Fleet, mode: Mode) -> list:
-    """Segments of ``substrate`` priced for ``workload``, with capacity per GPU of the substrate's size."""
-    if substrate.kind == "api" or (substrate.gpus is None and substrate.purchasable is None):
-        return segments(substrate, workload, fleet, mode)
-    unit = substrate.model_copy(update={"gpus": 1.0})
-    return segments(unit, workload, fleet, mode)
+def _pricing_key(workload: Workload) -> tuple:
+    """What of a workload :func:`~finops_cli.core.pricing.segments` and ``spot_multiplier`` read: its unit
+    (API prices), interruptibility and checkpoints (NETC multiplier) and SLO (reliability penalty)."""
+    cp = workload.checkpoint
+    return (
+        workload.unit,
+        workload.interruptible,
+        workload.slo,
+        None if cp is None else (cp.interval_minutes, cp.write_minutes),
+    )
 
 
-def _priced_rows(workload: Workload, fleet: Fleet, mode: Mode) -> tuple[list[tuple], dict[str, list[str]]]:
+class _SegmentCache:
+    """:func:`~finops_cli.core.pricing.segments` per (substrate, workload's pricing key), computed once.
+
+    With hundreds of distinct workloads most share a pricing key (a handful of units, SLOs and checkpoint
+    policies), so the core's price function runs once per substrate and key instead of once per pair (it
+    stays the one place prices are computed; this only remembers its answers). Capacity is per GPU of the
+    substrate's size (a copy with ``gpus = 1``, made once per substrate)."""
+
+    def __init__(self, fleet: Fleet, mode: Mode) -> None:
+        self.fleet, self.mode = fleet, mode
+        self.unit: dict[str, Substrate] = {}
+        self.seen: dict[tuple, list] = {}
+        self.walls: dict[tuple, float] = {}
+
+    def __call__(self, substrate: Substrate, workload: Workload) -> list:
+        key = (substrate.id, _pricing_key(workload))
+        got = self.seen.get(key)
+        if got is None:
+            if substrate.kind == "api" or (substrate.gpus is None and substrate.purchasable is None):
+                got = segments(substrate, workload, self.fleet, self.mode)
+            else:
+                unit = self.unit.get(substrate.id)
+                if unit is None:
+                    unit = self.unit[substrate.id] = substrate.model_copy(update={"gpus": 1.0})
+                got = segments(unit, workload, self.fleet, self.mode)
+            self.seen[key] = got
+        return got
+
+    def wall(self, substrate: Substrate, workload: Workload) -> float:
+        key = (substrate.id, _pricing_key(workload))
+        got = self.walls.get(key)
+        if got is None:
+            got = self.walls[key] = spot_multiplier(substrate, workload)
+        return got
+
+
+def _priced_rows(
+    workload: Workload, fleet: Fleet, mode: Mode, cache: _SegmentCache | None = None
+) -> tuple[list[tuple], dict[str, list[str]]]:
     """(substrate, segment, usd, penalty, units/GPU-hour, share-of-capacity or None, is_api) per compliant row."""
-    priced, excluded = priced_destinations(workload, fleet, lambda s: _capacity_shares(s, workload, fleet, mode))
+    cache = cache or _SegmentCache(fleet, mode)
+    priced, excluded = priced_destinations(workload, fleet, lambda s: cache(s, workload))
     rows: list[tuple] = []
     for s, segs in priced:
         thr = units_per_gpu_hour(s, workload)
@@ -216,8 +259,9 @@ def build_frame(
     )
     priced: dict[str, list[tuple]] = {}
     refused: dict[str, list[str]] = {}
+    cache = _SegmentCache(fleet, mode)
     for w in workloads:
-        rows, excluded = _priced_rows(w, fleet, mode)
+        rows, excluded = _priced_rows(w, fleet, mode, cache)
         refused.update({f"{w.id}→{sid}": r for sid, r in excluded.items() if r and r[0].startswith("spot refused")})
         priced[w.id] = _prune(rows, fleet, node_ids) if prune and w.max_parallel_gpus is None else rows
 
@@ -276,7 +320,7 @@ def build_frame(
     base = []
     for gid in dict.fromkeys(group_of.values()):
         for sid, k, usd, pen, thr, _cap in priced[gid]:
-            wall = spot_multiplier(substrates[sid], by_id[gid])
+            wall = cache.wall(substrates[sid], by_id[gid])
             base.append((gid, sid, k, usd, pen, thr, wall, substrates[sid].kind == "api"))
     base_df = pd.DataFrame(
         base,
@@ -337,7 +381,7 @@ def build_frame(
 
     sunk = sum(s.committed_per_gpu_hour * (s.gpus or 0.0) for s in fleet.substrates) * horizon_hours
     max_parallel = {w.id: float(w.max_parallel_gpus) for w in workloads if w.max_parallel_gpus is not None}
-    used = set(rows["substrate"])
+    used = set(base_df["substrate"])
     node_rows = []
     for sid in sorted(node_ids & used):
         s = substrates[sid]
