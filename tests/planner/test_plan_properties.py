@@ -11,6 +11,7 @@ from planner_helpers import demand, fleet, workload
 
 from finops_cli.core.compliance import exclusion_reasons
 from finops_cli.planner import plan_demand
+from finops_cli.planner.frame import MIN_BUDGET_BLOCKS
 
 JURIS = ["US", "EU"]
 
@@ -102,5 +103,5 @@ def test_default_blocks_shrink_to_the_column_budget_and_an_explicit_count_is_kep
     d = demand(**{f"w{i}": list(rng.uniform(1.0, 9.0, 48)) for i in range(3)})  # 48 different hours
     assert build_frame(f, ws, d, n_blocks=20).blocks.n > 6
     assert build_frame(f, ws, d, n_blocks=20, column_budget=36).blocks.n <= 6  # 6 columns a block
-    assert build_frame(f, ws, d, n_blocks=20, column_budget=1).blocks.n <= 4  # never below 4 (MIN_BUDGET_BLOCKS)
+    assert build_frame(f, ws, d, n_blocks=20, column_budget=1).blocks.n <= MIN_BUDGET_BLOCKS  # the fewest it leaves
     assert build_frame(f, ws, d, n_blocks=48, column_budget=1).blocks.n == 48  # full resolution asked: kept
