@@ -1,18 +1,23 @@
 """Billing ingest throughput and memory: ``finops ingest billing`` vs a bare pyarrow CSV → Parquet conversion.
 
-Generates an N-row CUR-like CSV (legacy ``lineItem/…`` layout, 32 columns, hourly GPU lines with tags), then
-runs, each in its own subprocess so peak RSS is measured separately:
+Cases (``--case``):
 
-- ``finops``: :func:`finops_cli.api.ingest_billing` into a fresh store (parse, FOCUS mapping, pricebook
-  lookups, conservation check, atomic commit);
-- ``bare-stream``: ``pyarrow.csv.open_csv`` (same explicit string schema, ``use_threads=False``) →
-  ``ParquetWriter`` — the same bounded-memory reading with no transformation;
-- ``bare-dataset``: ``pyarrow.dataset.write_dataset`` over the CSV (multi-threaded; context only).
+- ``cur``: an N-row CUR-like CSV (legacy ``lineItem/…`` layout, 32 columns, two tag columns);
+- ``wide``: a realistic-width CUR 2.0 CSV (132 columns, 16 ``resource_tags_user_*`` columns, a
+  high-cardinality ``resource_tags_user_name``; see :func:`generate_wide`);
+- ``gcp``: a GCP BigQuery billing export as JSON Lines (credits and labels as lists of objects);
+- ``parallel``: the ``cur`` rows split into ``--files`` files of one export, ingested with ``--jobs 1``
+  and with ``--jobs 2`` (the parallel ingest).
 
-Prints rows/s, MB/s and peak RSS per run and the finops / bare-stream time ratio. Usage::
+Each run is its own subprocess (peak RSS = the child's VmHWM; CPU = user + sys of the child and its workers,
+imports included). ``--pairs K`` runs K interleaved (bare, finops) pairs and prints the median ratio; the
+bare run is ``pyarrow.csv.open_csv`` (explicit string schema, ``use_threads=False``) → ``ParquetWriter``
+(for ``gcp``: ``pyarrow.json.open_json`` → ``ParquetWriter``). Usage::
 
-    python benchmarks/ingest.py                 # 5 M rows (≈2.4 GB CSV)
-    python benchmarks/ingest.py --rows 1000000 --keep /tmp/cur.csv
+    python benchmarks/ingest.py --case cur --rows 5000000 --pairs 5
+    python benchmarks/ingest.py --case wide --rows 1000000 --pairs 5 --keep /tmp/wide.csv
+    python benchmarks/ingest.py --case gcp --rows 500000 --pairs 3
+    python benchmarks/ingest.py --case parallel --rows 4000000 --files 8 --pairs 3
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -194,17 +200,118 @@ def generate_wide(path: Path, rows: int, chunk: int = 200_000, seed: int = 11) -
             first = False
 
 
+GCP_SKUS = [
+    ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in Americas", "a3-highgpu-8g"),
+    ("A3 Instance Core running in Americas", "a3-highgpu-8g"),
+    ("Nvidia L4 GPU running in Americas", "g2-standard-8"),
+    ("Storage PD Capacity", None),
+]
+
+
+def generate_gcp(path: Path, rows: int, seed: int = 13) -> None:
+    """Write an N-line GCP billing export as JSON Lines (BigQuery's JSON layout: nested objects, credits and
+    labels as lists of objects, system labels with the machine spec)."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    with open(path, "w", encoding="utf-8") as fh:
+        for start in range(0, rows, 50_000):
+            n = min(50_000, rows - start)
+            sku = rng.integers(0, len(GCP_SKUS), n)
+            cost = np.round(rng.uniform(0.01, 40.0, n), 6)
+            hour = rng.integers(0, 744, n)
+            team = rng.integers(0, 6, n)
+            lines = []
+            for i in range(n):
+                desc, spec = GCP_SKUS[sku[i]]
+                h = int(hour[i])
+                t0 = f"2026-10-{1 + h // 24:02d} {h % 24:02d}:00:00 UTC"
+                t1 = f"2026-10-{1 + h // 24:02d} {h % 24:02d}:59:59 UTC"
+                credits = (
+                    [{"name": "Sustained use", "amount": -round(cost[i] * 0.2, 6), "full_name": "SUD",
+                      "id": "sud", "type": "SUSTAINED_USAGE_DISCOUNT"}]
+                    if i % 3 == 0 else []
+                )  # fmt: skip
+                record = {
+                    "billing_account_id": "01A2B3-C4D5E6-F7A8B9",
+                    "service": {"id": "6F81-5844-456A", "description": "Compute Engine"},
+                    "sku": {"id": f"SKU-{sku[i]}", "description": desc},
+                    "usage_start_time": t0,
+                    "usage_end_time": t1,
+                    "project": {"id": f"proj-{team[i]}", "name": f"Project {team[i]}", "labels": []},
+                    "labels": [{"key": "team", "value": f"team-{team[i]}"}, {"key": "user", "value": f"u{i % 997}"}],
+                    "system_labels": [{"key": "compute.googleapis.com/machine_spec", "value": spec}] if spec else [],
+                    "location": {"location": "us-central1", "country": "US", "region": "us-central1",
+                                 "zone": "us-central1-a"},
+                    "export_time": "2026-11-02 06:00:00.000000 UTC",
+                    "cost": float(cost[i]),
+                    "currency": "USD",
+                    "currency_conversion_rate": 1.0,
+                    "usage": {"amount": 3600.0, "unit": "seconds", "amount_in_pricing_units": 1.0,
+                              "pricing_unit": "hour"},
+                    "credits": credits,
+                    "invoice": {"month": "202610"},
+                    "cost_type": "regular",
+                }  # fmt: skip
+                lines.append(json.dumps(record))
+            fh.write("\n".join(lines) + "\n")
+
+
+def split_csv(source: Path, directory: Path, files: int) -> list[Path]:
+    """Split a CSV into ``files`` parts (header repeated), as a large CUR is delivered."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(source, "rb") as fh:
+        header = fh.readline()
+        body = fh.read()
+    cuts = [0]
+    for k in range(1, files):
+        at = body.index(b"\n", len(body) * k // files) + 1
+        cuts.append(at)
+    cuts.append(len(body))
+    out = []
+    for k in range(files):
+        part = directory / f"cur-{k + 1:05d}.csv"
+        part.write_bytes(header + body[cuts[k] : cuts[k + 1]])
+        out.append(part)
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ child runs
-def _run_finops(csv: Path, work: Path) -> dict[str, object]:
+def _run_finops(csv: Path, work: Path, jobs: int | None = None) -> dict[str, object]:
     from finops_cli import api
 
-    summary = api.ingest_billing([csv], "aws-cur", work / "store")
+    summary = api.ingest_billing([csv], "auto", work / "store", jobs=jobs)
     return {"rows": summary.rows}
 
 
-def _run_bare_stream(csv: Path, work: Path) -> dict[str, object]:
+def _run_finops_1(csv: Path, work: Path) -> dict[str, object]:
+    return _run_finops(csv, work, jobs=1)
+
+
+def _run_finops_2(csv: Path, work: Path) -> dict[str, object]:
+    return _run_finops(csv, work, jobs=2)
+
+
+def _run_bare_json(path: Path, work: Path) -> dict[str, object]:
+    import pyarrow.json as pajson
+
+    reader = pajson.open_json(path, read_options=pajson.ReadOptions(block_size=16 << 20))
+    return _to_parquet(reader, work)
+
+
+def _to_parquet(reader: pa.RecordBatchReader, work: Path) -> dict[str, object]:
+    """The bare baselines' whole work after reading: every batch to one zstd Parquet file."""
     import pyarrow.parquet as pq
 
+    rows = 0
+    with pq.ParquetWriter(work / "bare.parquet", reader.schema, compression="zstd") as writer:
+        for batch in reader:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    return {"rows": rows}
+
+
+def _run_bare_stream(csv: Path, work: Path) -> dict[str, object]:
     from finops_cli.ingest.readers import read_header
 
     header = read_header(csv)
@@ -215,12 +322,7 @@ def _run_bare_stream(csv: Path, work: Path) -> dict[str, object]:
         read_options=pacsv.ReadOptions(use_threads=False, block_size=8 << 20),
         convert_options=pacsv.ConvertOptions(column_types=types),
     )
-    rows = 0
-    with pq.ParquetWriter(work / "bare.parquet", reader.schema, compression="zstd") as writer:
-        for batch in reader:
-            writer.write_batch(batch)
-            rows += batch.num_rows
-    return {"rows": rows}
+    return _to_parquet(reader, work)
 
 
 def _run_bare_dataset(csv: Path, work: Path) -> dict[str, object]:
@@ -247,15 +349,24 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-RUNS = {"finops": _run_finops, "bare-stream": _run_bare_stream, "bare-dataset": _run_bare_dataset}
+RUNS = {
+    "finops": _run_finops,
+    "finops-jobs1": _run_finops_1,
+    "finops-jobs2": _run_finops_2,
+    "bare-stream": _run_bare_stream,
+    "bare-json": _run_bare_json,
+    "bare-dataset": _run_bare_dataset,
+}
 
 
 def _child(name: str, csv: Path, work: Path) -> None:
     t0 = time.perf_counter()
     out = RUNS[name](csv, work)
     out["seconds"] = time.perf_counter() - t0
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    out["cpu_seconds"] = usage.ru_utime + usage.ru_stime  # includes imports; steadier than wall time on a busy box
+    usage, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    out["cpu_seconds"] = (
+        usage.ru_utime + usage.ru_stime + kids.ru_utime + kids.ru_stime
+    )  # includes imports; steadier than wall time on a busy box
     out["peak_rss_mb"] = _peak_rss_mb()
     print(json.dumps(out))
 
@@ -276,44 +387,71 @@ def _measure(name: str, csv: Path) -> dict[str, object]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _line(name: str, r: dict[str, object], rows: int, size_mb: float) -> str:
+    secs = float(r["seconds"])  # type: ignore[arg-type]
+    return (
+        f"{name:<13} {secs:7.1f} s  {rows / secs:>11,.0f} rows/s  {size_mb / secs:7.1f} MB/s  "
+        f"CPU {float(r['cpu_seconds']):6.1f} s  peak RSS {float(r['peak_rss_mb']):,.0f} MB"  # type: ignore[arg-type]
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--case", choices=["cur", "wide", "gcp", "parallel"], default="cur")
     ap.add_argument("--rows", type=int, default=5_000_000)
-    ap.add_argument("--keep", type=Path, help="write the CSV here and keep it (reused if it exists)")
-    ap.add_argument("--runs", default="bare-stream,finops,bare-dataset", help="comma list of runs, in order")
+    ap.add_argument("--files", type=int, default=8, help="parallel case: files of the export")
+    ap.add_argument("--pairs", type=int, default=1, help="interleaved (baseline, finops) pairs; median ratio")
+    ap.add_argument("--keep", type=Path, help="write the input here and keep it (reused if it exists)")
     ap.add_argument("--child", choices=sorted(RUNS), help=argparse.SUPPRESS)
     ap.add_argument("--csv", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    unknown = [n for n in args.runs.split(",") if n not in RUNS]
-    if unknown:
-        ap.error(f"--runs: unknown {', '.join(unknown)}; choose a comma list of {', '.join(sorted(RUNS))}")
     if args.child:
         _child(args.child, args.csv, args.work)
         return
     tmp = Path(tempfile.mkdtemp(prefix="finops-bench-"))
-    csv = args.keep or tmp / "cur.csv"
+    suffix = ".jsonl" if args.case == "gcp" else ".csv"
+    source = args.keep or tmp / f"{args.case}{suffix}"
     try:
-        if not csv.exists():
+        if not source.exists():
             t0 = time.perf_counter()
-            generate(csv, args.rows)
-            print(
-                f"generated {args.rows:,} rows, {csv.stat().st_size / 1e6:,.0f} MB in {time.perf_counter() - t0:.1f} s"
+            {"cur": generate, "parallel": generate, "wide": generate_wide, "gcp": generate_gcp}[args.case](
+                source, args.rows
             )
-        size_mb = csv.stat().st_size / 1e6
-        results = {}
-        for name in args.runs.split(","):
-            r = _measure(name, csv)
-            results[name] = r
-            secs = float(r["seconds"])  # type: ignore[arg-type]
+            mb = source.stat().st_size / 1e6
+            print(f"generated {args.rows:,} rows, {mb:,.0f} MB in {time.perf_counter() - t0:.1f} s")
+        target = source
+        if args.case == "parallel":
+            target = tmp / "export"
+            split_csv(source, target, args.files)
+        size_mb = source.stat().st_size / 1e6
+        base, mine = {
+            "cur": ("bare-stream", "finops"),
+            "wide": ("bare-stream", "finops"),
+            "gcp": ("bare-json", "finops"),
+            "parallel": ("finops-jobs1", "finops-jobs2"),
+        }[args.case]
+        ratios, cpu_ratios = [], []
+        for pair in range(args.pairs):
+            a = _measure(base, target)
+            b = _measure(mine, target)
+            print(f"pair {pair + 1}: " + _line(base, a, args.rows, size_mb))
+            print(f"pair {pair + 1}: " + _line(mine, b, args.rows, size_mb))
+            ratios.append(float(b["seconds"]) / float(a["seconds"]))  # type: ignore[arg-type]
+            cpu_ratios.append(float(b["cpu_seconds"]) / float(a["cpu_seconds"]))  # type: ignore[arg-type]
+        load = os.getloadavg()
+        if args.case == "parallel":  # the target is a speed-up: one process's time over two workers'
+            speedups = sorted(1 / r for r in ratios)
             print(
-                f"{name:<13} {secs:7.1f} s  {args.rows / secs:>11,.0f} rows/s  {size_mb / secs:7.1f} MB/s  "
-                f"CPU {float(r['cpu_seconds']):6.1f} s  peak RSS {float(r['peak_rss_mb']):,.0f} MB"  # type: ignore[arg-type]
+                f"speed-up --jobs 2 over --jobs 1: median {statistics.median(speedups):.2f}x "
+                f"(range {speedups[0]:.2f}-{speedups[-1]:.2f}, {len(speedups)} pairs; target >= 1.7x)"
             )
-        if "finops" in results and "bare-stream" in results:
-            ratio = float(results["finops"]["seconds"]) / float(results["bare-stream"]["seconds"])  # type: ignore[arg-type]
-            cpu = float(results["finops"]["cpu_seconds"]) / float(results["bare-stream"]["cpu_seconds"])  # type: ignore[arg-type]
-            print(f"finops / bare-stream: wall {ratio:.2f}x, CPU {cpu:.2f}x (target <= 1.4x); cores: {os.cpu_count()}")
+        print(
+            f"{mine} / {base}: median wall {statistics.median(ratios):.2f}x "
+            f"(range {min(ratios):.2f}-{max(ratios):.2f}, {len(ratios)} pairs), median CPU "
+            f"{statistics.median(cpu_ratios):.2f}x; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
+            f"cores {os.cpu_count()}"
+        )
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)

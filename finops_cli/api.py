@@ -72,6 +72,7 @@ def ingest_billing(
     progress: Callable[[Path, int, int, int], None] | None = None,
     engine: str = "local",
     spark_master: str | None = None,
+    jobs: int | None = None,
 ) -> IngestSummary:
     """Ingest billing exports (AWS CUR / CUR 2.0, GCP, Azure, FOCUS) into the store's ``billing`` dataset.
 
@@ -80,13 +81,17 @@ def ingest_billing(
     name or ``auto`` (sniff each file's header). ``progress(file, rows_done, file_index, file_count)``.
     Paths may be ``s3://``/``gs://`` objects or prefixes (:func:`finops_cli.uri.local_inputs`).
     ``engine="spark"`` runs the conversion and writes as Spark tasks (``spark_master``): the same store.
+    ``jobs``: worker processes converting the files in parallel (default: one per core for a multi-file
+    export of 64 MB or more); the store's contents do not depend on it.
     """
     from finops_cli.ingest.billing import ingest_billing as _ingest
     from finops_cli.uri import local_inputs, origin_fields
 
     st = _store(store)
     with local_inputs(paths) as local:
-        return origin_fields(_ingest(local, fmt, st, progress=progress, engine=engine, spark_master=spark_master))
+        return origin_fields(
+            _ingest(local, fmt, st, progress=progress, engine=engine, spark_master=spark_master, jobs=jobs)
+        )
 
 
 # --- the store: list, remove, check ------------------------------------------------------------------

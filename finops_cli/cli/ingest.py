@@ -50,6 +50,7 @@ def register(app: typer.Typer) -> None:
         epilog=example(
             "finops ingest billing exports/ --input-format auto",
             "finops ingest billing cur.csv.gz --format json --out ingest.json",
+            "finops ingest billing cur-export/ --jobs 2",
         ),
     )
     def _billing(
@@ -65,6 +66,17 @@ def register(app: typer.Typer) -> None:
         out: OutOpt = None,
         engine: EngineOpt = Engine.local,
         spark_master: SparkMasterOpt = None,
+        jobs: Annotated[
+            int | None,
+            typer.Option(
+                "--jobs",
+                "-j",
+                min=1,
+                help="Worker processes converting the export's files in parallel (default: one per core for a "
+                "multi-file export of 64 MB or more, else 1). The store gets the same bytes whatever it is.",
+                show_default=False,
+            ),
+        ] = None,
     ) -> None:
         """Load billing exports into the store (see the command help)."""
         from finops_cli import api
@@ -78,7 +90,13 @@ def register(app: typer.Typer) -> None:
 
         with _progress() as progress:
             summary = api.ingest_billing(
-                list(paths), in_fmt, store, progress=progress, engine=engine.value, spark_master=spark_master
+                list(paths),
+                in_fmt,
+                store,
+                progress=progress,
+                engine=engine.value,
+                spark_master=spark_master,
+                jobs=jobs,
             )
         for line in summary.warnings:
             log.warning(line)

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from finops_cli.errors import InputError
-from finops_cli.store.store import DATASETS, Store
+from finops_cli.store.store import DATASETS, Store, file_source_key
 
 #: datasets whose manifest entries own the files named by their key
 OWNING = ("billing", "utilization")
@@ -84,7 +84,7 @@ def _stored_counts(store: Store) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
     for dataset in OWNING:
         for path in store.files(dataset):
-            counts[path.stem] += 1
+            counts[file_source_key(path.stem)] += 1
     return counts
 
 
@@ -209,14 +209,15 @@ def check_store(store: Store) -> CheckResult:
             result.rows += table.num_rows
             if dataset not in OWNING:
                 continue
-            if path.stem not in owners:
+            key = file_source_key(path.stem)
+            if key not in owners:
                 result.problems.append(Problem(rel, "belongs to no source in the manifest"))
                 continue
-            rows[path.stem] += table.num_rows
+            rows[key] += table.num_rows
             if dataset == "billing" and {"BilledCost", "BillingCurrency"} <= set(table.column_names):
                 sums = table.group_by("BillingCurrency").aggregate([("BilledCost", "sum")])
                 for c, v in zip(sums["BillingCurrency"].to_pylist(), sums["BilledCost_sum"].to_pylist(), strict=True):
-                    money[path.stem][str(c)].append(float(v or 0.0))
+                    money[key][str(c)].append(float(v or 0.0))
     for e in entries:
         if e.get("dataset") not in OWNING:
             continue

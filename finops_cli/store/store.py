@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -213,8 +214,8 @@ class Store:
         return sorted(p for p in d.rglob("*.parquet") if not p.name.startswith((".", "_"))) if d.is_dir() else []
 
     def source_files(self, name: str, key: str) -> list[Path]:
-        """Every file of dataset ``name`` written under idempotency key ``key`` (one per partition)."""
-        return [p for p in self.files(name) if p.stem == key]
+        """Every file of dataset ``name`` written under idempotency key ``key`` (one per partition and part)."""
+        return [p for p in self.files(name) if file_source_key(p.stem) == key]
 
     def partition_values(self, name: str, key: str) -> list[str]:
         """Sorted distinct values of partition column ``key`` (e.g. the months in ``utilization``), from paths."""
@@ -456,6 +457,50 @@ def _aggregates_of(rel: Path) -> list[Path]:
     return [Path(a, *rel.parts[1:]) for a in aggregates_of(rel.parts[0])] if rel.parts else []
 
 
+#: a source written from several input files keeps one store file per input file: ``<key>``, ``<key>-part1``, …
+PART_SEPARATOR = "-part"
+_PART = re.compile(rf"{PART_SEPARATOR}[1-9][0-9]*$")
+
+
+def part_key(key: str, ordinal: int) -> str:
+    """The store file (key) of the ``ordinal``-th input file holding lines of source ``key`` (command order).
+
+    Each input file writes its own part, so the files of one export convert in parallel (worker processes
+    or Spark tasks) and the store's bytes do not depend on how many; a source from one file keeps ``key``.
+    """
+    return key if ordinal == 0 else f"{key}{PART_SEPARATOR}{ordinal}"
+
+
+def file_source_key(stem: str) -> str:
+    """The idempotency key a store file (its name without ``.parquet``) belongs to: the name less any part."""
+    return _PART.sub("", stem)
+
+
+def stage_aggregates(staging: Path, staged: list[Path], source: Path | None = None) -> list[Path]:
+    """Build each staged detail file's aggregate (:data:`~finops_cli.store.queries.AGGREGATES`) beside it,
+    under ``staging`` (detail files read from ``source``, default ``staging``); the aggregates' paths.
+
+    The aggregate is computed from exactly the staged file and committed with it, so the two never
+    disagree; a file deleted on commit takes its aggregate with it. The query runs on the engine in
+    force (:func:`finops_cli.store.engine.using`). A transaction calls it at commit for the files it wrote;
+    a worker process of a parallel ingest for its own (handed over with :meth:`Transaction.adopt`).
+    """
+    from finops_cli.store import engine
+    from finops_cli.store.queries import AGGREGATES
+
+    built: list[Path] = []
+    for aggregate, (dataset, query) in AGGREGATES.items():
+        rels = [rel for rel in staged if rel.parts and rel.parts[0] == dataset]
+        tables = engine.run_per_file(query, dataset, [(source or staging) / rel for rel in rels])
+        for rel, table in zip(rels, tables, strict=True):
+            target = Path(aggregate, *rel.parts[1:])
+            path = staging / target
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, path, compression="zstd")
+            built.append(target)
+    return built
+
+
 def _remove_if_empty(directory: Path) -> None:
     """Drop ``.staging`` once no transaction uses it, so a refused ingest leaves the store byte-identical."""
     with suppress(OSError):
@@ -512,6 +557,8 @@ class Transaction:
     txid: str
     _writer: StagedWriter | None = None
     _adopted: list[Path] = field(default_factory=list)
+    #: files another process staged together with their aggregates (both listed)
+    _adopted_aggregates: list[Path] = field(default_factory=list)
     _replace: set[Path] = field(default_factory=set)
     _manifest_entries: list[dict[str, Any]] = field(default_factory=list)
     _drop_sources: set[str] = field(default_factory=set)
@@ -539,12 +586,21 @@ class Transaction:
     def lock(self) -> None:
         """The writer lock is held from the transaction's start; kept so callers say where it must be held."""
 
-    def adopt(self, rel_paths: Iterable[Path], rows: int = 0) -> None:
-        """Commit files another process wrote under :attr:`staging` (call :meth:`lock` before it starts)."""
-        for rel in rel_paths:
+    def adopt(self, rel_paths: Iterable[Path], rows: int = 0, aggregates: Iterable[Path] | None = None) -> None:
+        """Commit files another process wrote under :attr:`staging` (call :meth:`lock` before it starts).
+
+        ``aggregates``: the aggregates that process built for them (:func:`stage_aggregates`); None: built
+        here at commit.
+        """
+        rels = [Path(r) for r in rel_paths]
+        built = None if aggregates is None else [Path(a) for a in aggregates]
+        for rel in [*rels, *(built or [])]:
             if not (self.staging / rel).is_file():
                 raise RuntimeError(f"staged file {rel} is missing")
-            self._adopted.append(Path(rel))
+        if built is None:
+            self._adopted += rels
+        else:
+            self._adopted_aggregates += [*rels, *built]
         self.rows_written += rows
 
     def write_partitioned(self, dataset: str, data: pa.Table | pa.RecordBatch, key: str) -> list[dict[str, str]]:
@@ -616,33 +672,16 @@ class Transaction:
         return built
 
     def _stage_aggregates(self, staged: list[Path], source: Path | None = None) -> list[Path]:
-        """Build each staged detail file's aggregate (:data:`~finops_cli.store.queries.AGGREGATES`) beside it.
-
-        The aggregate is computed from exactly the staged file and committed with it, so the two never
-        disagree; a file deleted on commit takes its aggregate with it. The query runs on the engine in
-        force (:func:`finops_cli.store.engine.using`).
-        """
-        from finops_cli.store import engine
-        from finops_cli.store.queries import AGGREGATES
-
-        built: list[Path] = []
-        for aggregate, (dataset, query) in AGGREGATES.items():
-            rels = [rel for rel in staged if rel.parts and rel.parts[0] == dataset]
-            tables = engine.run_per_file(query, dataset, [(source or self.staging) / rel for rel in rels])
-            for rel, table in zip(rels, tables, strict=True):
-                target = Path(aggregate, *rel.parts[1:])
-                path = self.staging / target
-                path.parent.mkdir(parents=True, exist_ok=True)
-                pq.write_table(table, path, compression="zstd")
-                built.append(target)
-        return built
+        """Build each staged detail file's aggregate beside it (:func:`stage_aggregates`)."""
+        return stage_aggregates(self.staging, staged, source)
 
     def _plan(self) -> tuple[list[Path], list[Path], list[dict[str, Any]]] | None:
         """Close the staged files and work out the commit: (files to publish, files to delete, new manifest),
         all relative to the store root; None when the transaction changes nothing."""
         staged = (self._writer.close() if self._writer is not None else []) + self._adopted
         self._adopted = []
-        staged += self._stage_aggregates(staged)
+        staged += self._stage_aggregates(staged) + self._adopted_aggregates
+        self._adopted_aggregates = []
         if not (staged or self._manifest_entries or self._replace or self._remove or self._drop_sources):
             return None
         written = set(staged)

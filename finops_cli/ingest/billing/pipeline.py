@@ -14,13 +14,23 @@ Idempotency key = ``<format>-<period>-<sha256(format, billing account, period)[:
 export twice rewrites the same file; a corrected re-export of the period replaces it; other accounts'
 files in the same ``provider/billing_period`` partition are untouched. Give all files of one export (e.g. a
 CUR split into parts) in one command: a later ingest of the same account and period replaces it wholly.
+
+Each input file is staged on its own by :func:`stage_file` (convert, write, tally), in this process, in
+worker processes (``jobs``) or in Spark tasks (``engine="spark"``): the same function everywhere. So the
+second input file holding lines of a key writes ``<key>-part1`` (:func:`~finops_cli.store.store.part_key`),
+and the store's bytes do not depend on how many processes converted the files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import signal
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from decimal import Context, Decimal
 from pathlib import Path
@@ -33,7 +43,7 @@ import pyarrow.compute as pc
 from finops_cli.core.currency import is_iso4217
 from finops_cli.errors import InputError
 from finops_cli.estate.pricebook import instance_gpu_facts
-from finops_cli.files import content_fingerprint
+from finops_cli.files import content_fingerprint, file_digest
 
 # Importing the format modules registers them.
 from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
@@ -42,6 +52,7 @@ from finops_cli.ingest.readers import discover, first_bad_row, iter_batches, kin
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
 from finops_cli.store import engine as store_engine
+from finops_cli.store.store import StagedWriter, file_source_key, part_key, stage_aggregates
 
 DATASET = "billing"
 #: half a cent, in the nano-units of :func:`exact_sum`
@@ -187,60 +198,246 @@ def ingest_billing(
     progress: Progress | None = None,
     engine: str = "local",
     spark_master: str | None = None,
+    jobs: int | None = None,
 ) -> IngestSummary:
     """Ingest billing exports into ``store`` atomically; see the module docstring for the promises.
 
-    ``engine="spark"`` converts and writes the files as Spark tasks (``spark_master``, default: a local or
-    the spark-submit session) through the same functions; the checks and the commit stay here.
+    ``jobs`` worker processes stage the files in parallel (default :func:`worker_count`: one per core for a
+    multi-file export of at least :data:`PARALLEL_MIN_BYTES`, else this process); ``engine="spark"`` stages
+    them as Spark tasks (``spark_master``, default: a local or the spark-submit session). Either way each
+    file goes through :func:`stage_file` and hands back its tallies; the checks and the commit stay here.
     """
     if store is None:
         from finops_cli.store import open_store
 
         store = open_store()
+    if jobs is not None and engine != "local":
+        raise InputError(f"--jobs applies to --engine local; --engine {engine} runs one task per file")
     files = discover(paths, what="billing export")
-    plan: list[tuple[Path, BillingFormat, bool, list[str]]] = []
-    for path in files:
+    plan: list[FileJob] = []
+    for index, path in enumerate(files):
         header = read_header(path)
         entry, sniffed = BILLING_FORMATS.resolve(fmt, header, path)
         entry.obj.check_header(header, path)
-        plan.append((path, entry.obj, sniffed, header))
+        plan.append(FileJob(index, path, entry.obj.name, sniffed, header))
+    workers = worker_count(jobs, files)
 
     acc = _Acc()
     # on Spark, the aggregates built at commit run there too (the same SQL text)
     with store_engine.using(engine, spark_master), store.transaction() as tx:
         # read under the writer lock: another ingest's entries cannot change between this and the commit
         previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
-        if engine == "spark":  # the same conversion and writes, run as Spark tasks (finops_cli/spark/billing.py)
+        if engine == "spark":  # the same staging function, run as Spark tasks (finops_cli/spark/billing.py)
             from finops_cli.spark.billing import stage_billing
 
-            summaries = stage_billing(plan, tx, acc, master=spark_master)
+            results: Iterable[FileResult] = stage_billing(plan, tx.staging, master=spark_master)
         else:
-            summaries = _stage_files(plan, tx, acc, progress)
+            results = _run(plan, tx.staging, workers, progress)
+        summaries, digests = _adopt(results, tx, acc)
         azure_kinds: dict[str, tuple[str, str]] = {}
         for f in summaries:
             if f.format == "azure":
                 _check_azure_kinds(azure_kinds, acc, Path(f.path), f.azure_export or "unknown")
         _check_conservation(acc)
         _check_currencies(acc)
-        _record_sources(tx, acc, previous)
+        _record_sources(tx, acc, previous, store, digests)
     return _summary(store, summaries, acc, previous)
 
 
-def _stage_files(
-    plan: Sequence[tuple[Path, BillingFormat, bool, list[str]]], tx: Any, acc: _Acc, progress: Progress | None
-) -> list[FileSummary]:
-    """Convert every file in this process and stage its lines in ``tx`` (the local engine)."""
-    summaries: list[FileSummary] = []
-    for index, (path, parser, sniffed, header) in enumerate(plan):
-        rows, state = 0, dict[str, Any]()
-        for table in convert_file(path, parser, header, acc, state):
-            _write(tx, table, parser.name, acc, path)
-            rows += table.num_rows
+@dataclass(frozen=True)
+class FileJob:
+    """One input file to stage: its place in the command, path, format name, how it was chosen, header."""
+
+    index: int
+    path: Path
+    format: str
+    sniffed: bool
+    header: list[str]
+
+
+@dataclass
+class FileResult:
+    """What staging one file hands back to the committing process (picklable: from a worker or Spark task)."""
+
+    index: int
+    summary: FileSummary
+    acc: _Acc
+    #: relative paths under the staging directory, named ``<key>-file<index>`` until :func:`_adopt` names them
+    staged: list[str]
+    rows_staged: int
+    #: SHA-1 of the file's bytes (:func:`~finops_cli.files.file_digest`), hashed while it was parsed
+    digest: str
+    #: the staged files' aggregates, named as they are; None: built at commit (on Spark, by Spark SQL)
+    aggregates: list[str] | None = None
+
+
+#: a file's share of a key is staged as ``<key>-file<index>``; the committing process names it (:func:`_adopt`)
+_FILE = "-file"
+#: exports smaller than this are staged in the calling process by default (a worker costs ~1 s to start)
+PARALLEL_MIN_BYTES = 64 << 20
+
+
+def worker_count(jobs: int | None, files: Sequence[Path]) -> int:
+    """Processes to stage ``files`` with: ``jobs`` (at most one per file) when given; else one per usable
+    core for a multi-file export of at least :data:`PARALLEL_MIN_BYTES` (below that, starting workers costs
+    more than it saves), else 1."""
+    if jobs is not None:
+        if jobs < 1:
+            raise InputError(f"--jobs {jobs}: expected an integer >= 1")
+        return max(1, min(jobs, len(files)))
+    if len(files) < 2 or sum(p.stat().st_size for p in files) < PARALLEL_MIN_BYTES:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, len(files)))
+
+
+def stage_file(
+    job: FileJob, staging: Path, progress: Progress | None = None, n_files: int = 1, aggregates: bool = True
+) -> FileResult:
+    """Convert one input file and stage its lines under ``staging``: the step every engine runs per file.
+
+    :func:`convert_file` → :func:`_write` into a :class:`~finops_cli.store.store.StagedWriter`, with Parquet
+    encoded on a second thread while the next batch parses, and the file hashed on a third (pyarrow and
+    hashlib release the GIL). Memory is bounded as before: one batch converting, one writing, at most
+    :data:`ROW_GROUP_ROWS` rows buffered per output file. With ``aggregates`` the staged files' hourly
+    aggregates are built here too (by DuckDB, in this process: in parallel when this is a worker).
+    """
+    parser = BILLING_FORMATS.from_str(job.format).obj
+    acc, state, rows = _Acc(), dict[str, Any](), 0
+    writer = StagedWriter(staging)
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="stage") as threads:
+        digest = threads.submit(file_digest, job.path)
+        out = WriteBehind(writer, threads)
+        try:
+            for table in convert_file(job.path, parser, job.header, acc, state):
+                _write(out, table, parser.name, acc, job.path, f"{_FILE}{job.index}")
+                rows += table.num_rows
+                if progress is not None:
+                    progress(job.path, rows, job.index, n_files)
+            _flush(out, acc)
+            out.drain()
+            staged = writer.close()
+        except BaseException:
+            out.drain(quiet=True)
+            writer.discard()
+            raise
+        built = [str(p) for p in stage_aggregates(staging, staged)] if aggregates else None
+        summary = FileSummary(str(job.path), parser.name, job.sniffed, rows, state.get("azure_kind"))
+        return FileResult(
+            job.index, summary, acc, [str(p) for p in staged], writer.rows_written, digest.result(), built
+        )
+
+
+class WriteBehind:
+    """A :class:`~finops_cli.store.store.StagedWriter` whose :meth:`write` encodes and compresses Parquet on
+    another thread while the caller converts the next batch: one write in flight at a time, in order, so
+    memory stays bounded and the files' bytes are those of writing inline. :meth:`drain` before closing."""
+
+    def __init__(self, writer: StagedWriter, threads: ThreadPoolExecutor) -> None:
+        self.writer, self.threads = writer, threads
+        self.pending: Future[Path] | None = None
+
+    def write(self, dataset: str, partition: dict[str, str], key: str, data: pa.Table) -> None:
+        self.drain()
+        self.pending = self.threads.submit(self.writer.write, dataset, partition, key, data)
+
+    def drain(self, quiet: bool = False) -> None:
+        """Wait for the write in flight; raise its error (e.g. a full disk) unless ``quiet`` (already failing)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            try:
+                pending.result()
+            except Exception:
+                if not quiet:
+                    raise
+
+
+def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progress | None) -> Iterator[FileResult]:
+    """Stage every file (in a pool of ``workers`` spawned processes when more than one); results in file order."""
+    if workers <= 1:
+        for job in plan:
+            yield stage_file(job, staging, progress, len(plan))
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    # spawn, not fork: a forked child would inherit pyarrow's and DuckDB's thread pools mid-flight
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    )
+    try:
+        futures = [pool.submit(stage_file, job, staging) for job in plan]
+        for job, future in zip(plan, futures, strict=True):
+            try:
+                result = future.result()
+            except BrokenProcessPool:
+                raise InputError(
+                    f"a worker process died (killed, or out of memory?) while {workers} converted the export's "
+                    "files; nothing was written (run it again, or with --jobs 1)",
+                    path=job.path,
+                ) from None
             if progress is not None:
-                progress(path, rows, index, len(plan))
-        summaries.append(FileSummary(str(path), parser.name, sniffed, rows, state.get("azure_kind")))
-    _flush(tx, acc)
-    return summaries
+                progress(job.path, result.summary.rows, job.index, len(plan))
+            yield result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # no worker writes into staging after an abort
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker start: be killed with the committing process (Linux), so a killed ingest leaves no writer behind."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it died before the line above ran
+        os._exit(1)
+
+
+def _adopt(results: Iterable[FileResult], tx: Any, acc: _Acc) -> tuple[list[FileSummary], dict[str, str]]:
+    """Take each file's staged parts into ``tx`` (named :func:`~finops_cli.store.store.part_key` in file order:
+    ``results`` come in file order) and add its tallies to ``acc``; the file summaries and each file's digest."""
+    files_of_key: dict[str, int] = defaultdict(int)
+    order: dict[str, int] = {}
+    summaries: list[FileSummary] = []
+    digests: dict[str, str] = {}
+    for result in results:
+        suffix = f"{_FILE}{result.index}"
+        order[result.summary.path] = result.index
+        names: dict[str, str] = {}
+        for rel in map(Path, result.staged):
+            key = rel.stem.removesuffix(suffix)
+            if key not in names:
+                names[key] = part_key(key, files_of_key[key])
+                files_of_key[key] += 1
+
+        staged = _rename(tx.staging, result.staged, names, suffix)
+        built = None if result.aggregates is None else _rename(tx.staging, result.aggregates, names, suffix)
+        tx.adopt(staged, result.rows_staged, built)
+        acc.merge(result.acc, order)
+        summaries.append(result.summary)
+        digests[result.summary.path] = result.digest
+    return summaries, digests
+
+
+def _rename(staging: Path, rels: list[str], names: dict[str, str], suffix: str) -> list[Path]:
+    """Staged files ``<key><suffix>.parquet`` renamed ``<names[key]>.parquet``; their new relative paths."""
+    out = []
+    for rel in map(Path, rels):
+        if not (staging / rel).is_file():
+            raise InputError(
+                f"staged file {rel} is not where this process can see it; the store must be on storage "
+                "every worker shares (see docs/scale.md)",
+                path=staging,
+            )
+        new = rel.with_name(f"{names[rel.stem.removesuffix(suffix)]}.parquet")
+        os.replace(staging / rel, staging / new)
+        out.append(new)
+    return out
 
 
 def convert_file(
@@ -265,14 +462,19 @@ def convert_file(
         acc.unknown_gpu_types[name] = acc.unknown_gpu_types.get(name, 0) + lines
 
 
-def _record_sources(tx: Any, acc: _Acc, previous: dict[Any, dict[str, Any]]) -> None:
-    """One manifest entry per idempotency key written; drop partitions a re-export no longer has."""
+def _record_sources(
+    tx: Any, acc: _Acc, previous: dict[Any, dict[str, Any]], store: Store, digests: dict[str, str]
+) -> None:
+    """One manifest entry per idempotency key written; drop every earlier file of the key not rewritten."""
     for key, info in acc.keys.items():
-        # Partitions this key wrote before but not now (a re-export that lost a provider): drop them.
+        # The parts of an earlier export with more files, and the partitions of a re-export that lost a
+        # provider, go; files this transaction writes are kept (Transaction.remove).
         old = previous.get(key)
-        if old is not None:
-            for prov in set(old.get("providers", [])) - info["providers"]:
-                tx.remove(DATASET, {"provider": prov, "billing_period": info["billing_period"]}, key)
+        for prov in info["providers"] | set(old.get("providers", []) if old is not None else []):
+            partition = {"provider": prov, "billing_period": info["billing_period"]}
+            for stem in store.file_keys(DATASET, partition):
+                if file_source_key(stem) == key:
+                    tx.remove(DATASET, partition, stem)
         tx.forget_source(key)
         tx.record(
             {
@@ -285,7 +487,7 @@ def _record_sources(tx: Any, acc: _Acc, previous: dict[Any, dict[str, Any]]) -> 
                 "files": sorted(info["files"]),
                 "rows": info["rows"],
                 "billed_cost": {c: round(v, 6) for c, v in info["billed"].items()},
-                "fingerprint": content_fingerprint(Path(f) for f in info["files"]),
+                "fingerprint": content_fingerprint((Path(f) for f in info["files"]), digests),
             }
         )
 
@@ -453,7 +655,8 @@ def _require(table: pa.Table, ctx: BatchContext, names: Iterable[str]) -> None:
             raise InputError(f"{name} is empty", path=ctx.path, where=f"row {ctx.first_row + idx}")
 
 
-def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
+def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path, suffix: str = "") -> None:
+    """Buffer ``table``'s lines for their store files (idempotency key + ``suffix``); tally what is written."""
     body = BILLING_SCHEMA.names
     groups = table.group_by(["provider", "billing_period", "BillingAccountId", "BillingCurrency"]).aggregate(
         [("BilledCost", "sum"), ("EffectiveCost", "sum"), ("BilledCost", "count")]
@@ -471,7 +674,7 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path) -> None:
             pc.and_(pc.equal(table["BillingAccountId"], account), pc.equal(table["BillingCurrency"], currency)),
         )
         part = table.filter(mask) if len(groups) > 1 else table
-        _buffer(tx, acc, (prov, period, key), part.select(body))
+        _buffer(tx, acc, (prov, period, key + suffix), part.select(body))
         info = acc.keys.setdefault(
             key,
             {
