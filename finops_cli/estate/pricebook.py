@@ -284,26 +284,37 @@ def instance_types() -> pd.DataFrame:
 def _instance_frame(layers: tuple[tuple[str, str, int], ...]) -> pd.DataFrame:
     import pandas as pd
 
-    frames = []
+    frames = [pd.DataFrame(rows, columns=header, dtype=str).assign(origin=origin) for header, rows, origin in
+              _instance_rows(layers)]  # fmt: skip
+    return pd.concat(frames, ignore_index=True)
+
+
+@lru_cache(maxsize=8)
+def _instance_rows(layers: tuple[tuple[str, str, int], ...]) -> list[tuple[list[str], list[list[str]], str]]:
+    """Each layer's (header, rows, origin), shipped then the user's, every row checked; all cells text.
+
+    Read with the standard library (:func:`~finops_cli.files.read_csv_rows`): billing ingest looks GPU facts
+    up here and should not import pandas for a table of a few hundred rows.
+    """
+    out = []
     for path, origin, _ in layers:
-        frame = read_csv_text(Path(path), kind="instance type table")
-        missing = [c for c in INSTANCE_COLUMNS if c not in frame.columns]
+        header, rows = read_csv_rows(Path(path), kind="instance type table")
+        missing = [c for c in INSTANCE_COLUMNS if c not in header]
         if missing:
             raise InputError(f"missing column(s) {missing}", path=Path(path))
-        for i, row in frame.iterrows():
-            if not (row["gpus"].isdigit() and int(row["gpus"]) > 0):
-                raise InputError(
-                    f"gpus: expected a whole number > 0, got {row['gpus']!r}", path=Path(path), where=csv_line(int(i))
-                )
-            if row["kind"] not in ("instance", "gpu_sku") or not row["accelerator"] or not row["instance_type"]:
+        at = {c: header.index(c) for c in INSTANCE_COLUMNS}
+        for i, cells in enumerate(rows):
+            gpus, kind, name, accelerator = (cells[at[c]] for c in ("gpus", "kind", "instance_type", "accelerator"))
+            if not (gpus.isdigit() and int(gpus) > 0):
+                raise InputError(f"gpus: expected a whole number > 0, got {gpus!r}", path=Path(path), where=csv_line(i))
+            if kind not in ("instance", "gpu_sku") or not accelerator or not name:
                 raise InputError(
                     "expected kind instance or gpu_sku, an instance_type and an accelerator",
                     path=Path(path),
-                    where=csv_line(int(i)),
+                    where=csv_line(i),
                 )
-        frame["origin"] = origin
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+        out.append((header, rows, origin))
+    return out
 
 
 def _instance_table() -> tuple[dict[tuple[str, str], tuple[int, str]], list[tuple[str, str]]]:
@@ -316,11 +327,14 @@ def _instance_index(
 ) -> tuple[dict[tuple[str, str], tuple[int, str]], list[tuple[str, str]]]:
     instances: dict[tuple[str, str], tuple[int, str]] = {}
     skus: dict[str, str] = {}
-    for row in _instance_frame(layers).itertuples(index=False):  # later (user) rows win
-        if row.kind == "gpu_sku":
-            skus[row.instance_type.lower()] = row.accelerator
-        else:
-            instances[(row.provider.lower(), row.instance_type.lower())] = (int(row.gpus), row.accelerator)
+    for header, rows, _ in _instance_rows(layers):  # later (user) rows win
+        at = {c: header.index(c) for c in INSTANCE_COLUMNS}
+        for cells in rows:
+            provider, kind, name, gpus, accelerator = (cells[at[c]] for c in INSTANCE_COLUMNS)
+            if kind == "gpu_sku":
+                skus[name.lower()] = accelerator
+            else:
+                instances[(provider.lower(), name.lower())] = (int(gpus), accelerator)
     # Longest stem first so "Nvidia H100 80GB Mega GPU" wins over "Nvidia H100 80GB GPU".
     return instances, sorted(skus.items(), key=lambda s: -len(s[0]))
 

@@ -256,6 +256,7 @@ def connect() -> Iterator[Any]:
         con = _database().cursor()
     try:
         con.execute("SET TimeZone = 'UTC'")  # date_trunc('hour', …) on UTC hours, whatever the machine's zone
+        con.execute("SET enable_progress_bar = false")  # else DuckDB draws one on stderr, inside our output
         yield con
     finally:
         con.close()
