@@ -212,14 +212,18 @@ def test_focus_sample_shape_null_literals_and_sku_fallback(tmp_path: Path, store
 
 
 def test_cur_legacy_gzip_part_files_in_one_command(tmp_path: Path, store: Store) -> None:
-    """A CUR split into parts lands under one key; ingesting the parts together keeps every line."""
+    """A CUR split into parts lands under one key (one store file per part: ``<key>``, ``<key>-part1``, so
+    parts convert in parallel); ingesting the parts together keeps every line."""
     raw = gzip.decompress((BILLING / "aws-cur-2026-10.csv.gz").read_bytes()).decode().splitlines()
     header, body = raw[0], raw[1:]
     half = len(body) // 2
     for i, chunk in enumerate((body[:half], body[half:]), start=1):
         (tmp_path / f"kestrel-{i}.csv.gz").write_bytes(gzip.compress(("\n".join([header, *chunk]) + "\n").encode()))
     summary = ingest_billing([tmp_path], "aws-cur", store)
-    assert summary.rows == len(body) and len(store.files("billing")) == 1
+    assert summary.rows == len(body) and len(summary.sources) == 1
+    key = summary.sources[0]["key"]
+    assert sorted(p.stem for p in store.files("billing")) == [key, f"{key}-part1"]
+    assert len(store.source_files("billing", key)) == 2
 
 
 def test_gcp_parquet_export_with_nested_columns(tmp_path: Path, store: Store) -> None:
