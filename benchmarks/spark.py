@@ -28,7 +28,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest import generate  # the sibling benchmark's CUR generator
 
 
-def _child(engine: str, parts: Path, store: Path, master: str) -> None:
+def _tree_cpu_seconds() -> float:
+    """CPU seconds of this process and every live descendant (the JVM, Spark's Python workers), plus what
+    reaped children used: read from /proc (Linux), so the Spark figure is not only the driver's."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, list[str]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stats[int(d.name)] = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+    parent = {pid: int(f[1]) for pid, f in stats.items()}
+    mine, total = os.getpid(), 0.0
+    for pid, f in stats.items():
+        p = pid
+        while p > 1 and p != mine:
+            p = parent.get(p, 0)
+        if p == mine:  # utime, stime, cutime, cstime
+            total += sum(int(x) for x in f[11:15]) / tick
+    return total
+
+
+def _child(engine: str, parts: Path, store: Path, master: str, warm: bool, jobs: int | None) -> None:
     from finops_cli import api
     from finops_cli.store import Store
 
@@ -37,11 +59,18 @@ def _child(engine: str, parts: Path, store: Path, master: str) -> None:
         from finops_cli.spark.session import get_session
 
         t0 = time.perf_counter()
-        get_session(master, conf={"spark.driver.memory": "6g", "spark.sql.shuffle.partitions": "4"})
+        get_session(master, conf={"spark.driver.memory": "4g"})
         out["startup_seconds"] = time.perf_counter() - t0
+    cpu0 = _tree_cpu_seconds()
     t0 = time.perf_counter()
-    summary = api.ingest_billing([parts], "aws-cur", store, engine=engine, spark_master=master)
+    local = {"jobs": jobs} if engine == "local" else {}
+    summary = api.ingest_billing([parts], "aws-cur", store, engine=engine, spark_master=master, **local)
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = _tree_cpu_seconds() - cpu0
+    if warm:  # again, in the same session: the Python workers are up and the JVM's code is compiled
+        t0 = time.perf_counter()
+        api.ingest_billing([parts], "aws-cur", store, engine=engine, spark_master=master, **local)
+        out["warm_seconds"] = time.perf_counter() - t0
     out["rows"] = summary.rows
     out["conservation"] = summary.conservation
     table = Store(store).read("billing", columns=["BilledCost"])
@@ -49,11 +78,12 @@ def _child(engine: str, parts: Path, store: Path, master: str) -> None:
     print(json.dumps(out))
 
 
-def _run(engine: str, parts: Path, work: Path, master: str) -> dict[str, object]:
+def _run(engine: str, parts: Path, work: Path, master: str, warm: bool, jobs: int | None) -> dict[str, object]:
     store = work / f"store-{engine}"
     shutil.rmtree(store, ignore_errors=True)
     cmd = [sys.executable, __file__, "--child", engine, "--parts", str(parts), "--store", str(store)]
-    proc = subprocess.run([*cmd, "--master", master], capture_output=True, text=True, check=False)
+    cmd += ["--master", master] + (["--warm"] if warm else []) + (["--jobs", str(jobs)] if jobs else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{engine} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -66,12 +96,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--keep", type=Path, help="generate the parts here and keep them (reused if present)")
     ap.add_argument("--engines", default="local,spark")
+    ap.add_argument("--warm", action="store_true", help="ingest twice per engine; report the second run too")
+    ap.add_argument("--jobs", type=int, help="the local engine's worker processes (default: its own choice)")
     ap.add_argument("--child", choices=["local", "spark"], help=argparse.SUPPRESS)
     ap.add_argument("--parts", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        _child(args.child, args.parts, args.store, args.master)
+        _child(args.child, args.parts, args.store, args.master, args.warm, args.jobs)
         return
     tmp = Path(tempfile.mkdtemp(prefix="finops-spark-bench-"))
     parts = args.keep or tmp / "parts"
@@ -88,9 +120,11 @@ def main(argv: list[str] | None = None) -> None:
         results = {}
         for engine in args.engines.split(","):
             load_before = os.getloadavg()[0]
-            r = _run(engine, parts, tmp, args.master)
+            r = _run(engine, parts, tmp, args.master, args.warm, args.jobs)
             results[engine] = r
             extra = f"  (+ {float(r['startup_seconds']):.1f} s session start)" if "startup_seconds" in r else ""
+            extra += f"  CPU {float(r['cpu_seconds']):.1f} s"  # type: ignore[arg-type]
+            extra += f"  warm rerun {float(r['warm_seconds']):.1f} s" if "warm_seconds" in r else ""  # type: ignore[arg-type]
             secs = float(r["seconds"])  # type: ignore[arg-type]
             print(
                 f"{engine:<6} {secs:8.1f} s  {int(r['rows']) / secs:>10,.0f} lines/s{extra}  "  # type: ignore[call-overload]

@@ -146,10 +146,13 @@ def ingest_utilization(
     util_scale: float | None = None,
     on_rows: Callable[[int], None] | None = None,
     replace: bool = False,
+    engine: str = "local",
+    spark_master: str | None = None,
 ) -> UtilizationIngest:
     """Ingest utilisation traces (dcgm scrapes, Prometheus range JSON, generic CSV) into ``utilization``.
 
     A source overlapping a stored one (same device, overlapping time) is refused unless ``replace``.
+    ``engine="spark"`` ingests each source as a Spark task (``spark_master``): the same store.
     """
     from finops_cli.ingest.utilization import ingest_utilization as _ingest
     from finops_cli.uri import local_inputs, origin_fields
@@ -157,7 +160,17 @@ def ingest_utilization(
     st = _store(store)
     with local_inputs(paths) as local:
         sources: list[str | Path] = [Path(p) for p in local]
-        result = _ingest(st, sources, fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows, replace=replace)
+        result = _ingest(
+            st,
+            sources,
+            fmt=fmt,
+            mapping=mapping,
+            util_scale=util_scale,
+            on_rows=on_rows,
+            replace=replace,
+            engine=engine,
+            spark_master=spark_master,
+        )
         return origin_fields(result)
 
 

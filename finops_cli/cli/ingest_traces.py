@@ -14,7 +14,16 @@ from typing import Annotated
 import typer
 
 from finops_cli.cli.helptext import example
-from finops_cli.cli.options import IngestFormatOpt, JsonFlagOpt, StoreOpt, SummaryFormat, ingest_formats
+from finops_cli.cli.options import (
+    Engine,
+    EngineOpt,
+    IngestFormatOpt,
+    JsonFlagOpt,
+    SparkMasterOpt,
+    StoreOpt,
+    SummaryFormat,
+    ingest_formats,
+)
 from finops_cli.cli.output import emit_json, live_progress, log, stderr_console, stdout_console
 from finops_cli.cli.render import Col, money_table
 from finops_cli.errors import InputError
@@ -99,6 +108,8 @@ def register(app: typer.Typer) -> None:
         ] = False,
         store: StoreOpt = None,
         as_json: JsonFlagOpt = False,
+        engine: EngineOpt = Engine.local,
+        spark_master: SparkMasterOpt = None,
     ) -> None:
         """Load GPU utilisation traces into the store (dataset utilization, partitioned by month).
 
@@ -138,6 +149,8 @@ def register(app: typer.Typer) -> None:
                 util_scale=util_scale,
                 on_rows=lambda n: progress.advance(task, n),
                 replace=replace,
+                engine=engine.value,
+                spark_master=spark_master,
             )
         for r in result.replaced:
             log.warning(

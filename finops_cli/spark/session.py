@@ -7,15 +7,23 @@ UTC whatever the machine's; Arrow carries batches between the JVM and the Python
 
 from __future__ import annotations
 
+import functools
 import os
+import pickle
 import shutil
 import sys
-from typing import TYPE_CHECKING, Any
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from finops_cli.errors import InputError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 #: ``--spark-master`` when none is given and no session is active: every core of this machine
 DEFAULT_MASTER = "local[*]"
@@ -28,6 +36,8 @@ CONF: dict[str, str] = {
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
+    # a session finops starts ends with the command: nobody opens its web UI, and starting it costs seconds
+    "spark.ui.enabled": "false",
 }
 
 
@@ -68,6 +78,8 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None) -
         # local workers run this interpreter (the one with finops installed), not whatever python3 is on PATH
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # pyspark warns about pandas 3 on every import; finops passes Arrow, not pandas, between the engines
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     for key, value in {**CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     try:
@@ -92,3 +104,82 @@ def task_error(exc: BaseException) -> InputError | None:
     if at < 0:
         return None
     return InputError(text[at + len(marker) :].splitlines()[0].strip())
+
+
+def run_tasks(spark: SparkSession, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[fn(item) for item in items]``, one Spark task per item (in that order of scheduling); the results
+    in ``items``' order. A user's error in a task is re-raised here as its one line (:func:`task_error`).
+
+    ``items`` travel with the task's closure and results come back pickled: both are small (file names,
+    tallies). ``spark.range`` with one partition per item, then ``mapInArrow``: no RDD API, so it also
+    runs where only the DataFrame API is allowed (Spark Connect, shared Databricks clusters).
+    """
+    if not items:
+        return []
+    n = len(items)
+    df = spark.range(0, n, 1, n).mapInArrow(functools.partial(_task, fn, list(items)), "id long, payload binary")
+    try:
+        rows = df.collect()
+    except Exception as exc:
+        err = task_error(exc)
+        if err is None:
+            raise
+        raise err from None
+    return [pickle.loads(r["payload"]) for r in sorted(rows, key=lambda r: r["id"])]
+
+
+def _task(fn: Callable[[Any], Any], items: list[Any], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """On an executor: the items this partition names (one, by construction), each result pickled."""
+    import pyarrow as pa
+
+    for batch in batches:
+        ids = batch.column(0).to_pylist()
+        out = [pickle.dumps(fn(items[i])) for i in ids]
+        yield pa.RecordBatch.from_arrays([pa.array(ids, pa.int64()), pa.array(out, pa.binary())], ["id", "payload"])
+
+
+def task_staging(spark: SparkSession, tx: Any) -> str:
+    """The transaction's staging directory, where tasks write; refused (one line) where executors cannot reach it.
+
+    A bucket store's transaction stages on this machine's disk and uploads at commit (the store's own
+    protocol): Spark tasks can write there only in local mode. A directory store's staging is inside the
+    store, so a cluster needs the store on a file system every executor shares.
+    """
+    from finops_cli.store.remote import ObjectStore
+
+    if isinstance(tx.store, ObjectStore) and not str(spark.sparkContext.master).startswith("local"):
+        raise InputError(
+            f"--engine spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
+            "its transaction stages on this machine's disk, which a cluster's executors cannot write; on a cluster "
+            "use a store on a file system every executor shares (docs/scale.md)"
+        )
+    return str(tx.staging)
+
+
+def adopt(tx: Any, staged: Sequence[str], rows: int, aggregates: Sequence[str]) -> None:
+    """Commit with ``tx`` the files (and their aggregates) a task staged, after checking this driver sees them."""
+    from pathlib import Path
+
+    missing = [r for r in [*staged, *aggregates] if not (tx.staging / r).is_file()]
+    if missing:
+        raise InputError(
+            f"Spark tasks wrote {missing[0]} where this driver cannot see it; the store must be on storage "
+            "every executor shares (docs/scale.md)",
+            path=tx.staging,
+        )
+    tx.adopt([Path(r) for r in staged], rows, [Path(a) for a in aggregates])
+
+
+def close_and_aggregate(writer: Any, staging: str) -> tuple[list[str], list[str]]:
+    """In a task: close ``writer`` (a :class:`~finops_cli.store.store.StagedWriter`) and build the aggregate of
+    each file it wrote, with DuckDB in this task, from the same SQL (so the commit need not read every new
+    line again in one Spark SQL job: at 10 M lines that job was 40 % of the ingest). (files, aggregates)."""
+    from pathlib import Path
+
+    from finops_cli.store.engine import using
+    from finops_cli.store.store import stage_aggregates
+
+    written = writer.close()
+    with using("local"):
+        built = stage_aggregates(Path(staging), written)
+    return [str(p) for p in written], [str(p) for p in built]

@@ -223,14 +223,14 @@ def ingest_billing(
     workers = worker_count(jobs, files)
 
     acc = _Acc()
-    # on Spark, the aggregates built at commit run there too (the same SQL text)
+    # on Spark, any aggregate not built in a task runs there too (the same SQL text)
     with store_engine.using(engine, spark_master), store.transaction() as tx:
         # read under the writer lock: another ingest's entries cannot change between this and the commit
         previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
         if engine == "spark":  # the same staging function, run as Spark tasks (finops_cli/spark/billing.py)
             from finops_cli.spark.billing import stage_billing
 
-            results: Iterable[FileResult] = stage_billing(plan, tx.staging, master=spark_master)
+            results: Iterable[FileResult] = stage_billing(plan, tx, master=spark_master)
         else:
             results = _run(plan, tx.staging, workers, progress)
         summaries, digests = _adopt(results, tx, acc)

@@ -34,6 +34,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,6 +51,7 @@ from finops_cli.ingest.utilization.csv import DEFAULTS, CsvMapping, iter_csv, ut
 from finops_cli.ingest.utilization.dcgm import SCRAPE_SUFFIXES, iter_dcgm
 from finops_cli.ingest.utilization.prometheus import iter_prometheus_range
 from finops_cli.store import Store
+from finops_cli.store import engine as store_engine
 from finops_cli.store.store import Transaction
 
 DATASET = "utilization"
@@ -209,6 +211,8 @@ def ingest_utilization(
     default_interval_s: float = DEFAULT_INTERVAL_S,
     on_rows: Callable[[int], None] | None = None,
     replace: bool = False,
+    engine: str = "local",
+    spark_master: str | None = None,
 ) -> UtilizationIngest:
     """Ingest utilisation traces into the store's ``utilization`` dataset (partitioned by month).
 
@@ -226,86 +230,138 @@ def ingest_utilization(
     replace
         Remove stored sources whose samples overlap a new source's (same device, overlapping time)
         instead of refusing (see the module docstring).
+    engine
+        ``spark``: each source is one Spark task (``spark_master``) running :func:`ingest_source`, the
+        function the local engine runs here; the overlap check, manifest and commit stay in this process,
+        and the aggregates built at commit run on Spark SQL (as for billing).
     """
     mapping = mapping or CsvMapping()
     if util_scale is not None and util_scale not in (1, 100):
         raise InputError(f"--util-scale must be 1 or 100; got {util_scale:g}")
+    options = SourceOptions(fmt, mapping, util_scale, max_gap_factor, default_interval_s)
     sources = _sources([Path(p) for p in paths])
-    summaries: list[SourceSummary] = []
-    spans: list[pd.DataFrame] = []
-    with store.transaction() as tx:
-        for i, src in enumerate(sources):
-            columns = _columns_for_sniffing(src)
-            mapped = mapping != CsvMapping() and not columns & {_PROM_TEXT, _PROM_RANGE}
-            # column-mapping flags only make sense for the generic CSV: they decide ``auto``
-            entry, _ = UTILIZATION_FORMATS.resolve("csv" if fmt == "auto" and mapped else fmt, columns, src)
-            name = entry.name
-            options = {
-                "mapping": asdict(mapping) if name == "csv" else None,
-                "util_scale": util_scale,
-                "max_gap_factor": max_gap_factor,
-            }
-            key, fingerprint = _content_key(src, name, options)
-            summary = SourceSummary(source=str(src), format=name, key=key)
-            batches = _parse(src, name, mapping)
-            hint = util_scale if util_scale is not None else (util_scale_hint(src, mapping) if name == "csv" else 1.0)
-            spill_dir = tx.staging / "_spill" / str(i)
-            n_buckets = max(1, math.ceil(_size(src) / BUCKET_BYTES))
-            codes = _Codes()
-            max_util = _spill(batches, spill_dir, n_buckets, summary, codes, on_rows)
-            if summary.samples == 0:
-                raise InputError("no utilisation samples found", path=src)
-            if hint is None:
-                scale, summary.util_scale_detected = (100.0 if max_util > 1.0 else 1.0), True
-            else:
-                scale, summary.util_scale_detected = float(hint), util_scale is None
-            if max_util / scale > 1.0 + 1e-9:
-                raise InputError(
-                    f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass --util-scale 100", path=src
-                )
-            summary.util_scale = scale
-            months: set[str] = set()
-            devices = 0
-            buckets = [spill_dir / f"bucket-{b}.arrows" for b in range(n_buckets)]
-            fallback = codes.cadence(default_interval_s)
-            source_spans: list[pd.DataFrame] = []
-            for b in range(n_buckets):
-                bucket = buckets[b]
-                if not bucket.exists():
-                    continue
-                for part in _split_bucket(bucket, n_buckets):
-                    table = _read_bucket(part)
-                    devices += _write_bucket(
-                        tx,
-                        table,
-                        key,
-                        str(src),
-                        scale,
-                        max_gap_factor,
-                        fallback,
-                        summary,
-                        months,
-                        codes,
-                        source_spans,
-                    )
-                    part.unlink()
-            summary.devices = devices
-            summary.months = sorted(months)
-            spans.append(pd.concat(source_spans, ignore_index=True).assign(key=key, source=str(src)))
-            tx.forget_source(key)
-            tx.record(
-                {
-                    "dataset": DATASET,
-                    "source_key": key,
-                    **{k: v for k, v in asdict(summary).items() if k != "key"},
-                    "coverage": summary.coverage,
-                    "fingerprint": fingerprint,
-                }
-            )
-            summaries.append(summary)
-        replaced = _check_overlaps(store, tx, pd.concat(spans, ignore_index=True), replace=replace)
+    with store_engine.using(engine, spark_master), store.transaction() as tx:
+        if engine == "spark":  # one Spark task per source, the same function (finops_cli/spark/utilization.py)
+            from finops_cli.spark.utilization import stage_utilization
+
+            done = stage_utilization(sources, options, tx, master=spark_master)
+        else:
+            done = [ingest_source(tx, i, src, options, tx.staging, on_rows) for i, src in enumerate(sources)]
+        for d in done:
+            tx.forget_source(d.summary.key)
+            tx.record(d.entry())
+        spans = pd.concat([d.spans for d in done], ignore_index=True)
+        replaced = _check_overlaps(store, tx, spans, replace=replace)
         rows = tx.rows_written
-    return UtilizationIngest(summaries, rows, replaced)
+    return UtilizationIngest([d.summary for d in done], rows, replaced)
+
+
+@dataclass
+class SourceOptions:
+    """The options of one ingest that every source is read with (see :func:`ingest_utilization`)."""
+
+    fmt: str = "auto"
+    mapping: CsvMapping = field(default_factory=CsvMapping)
+    util_scale: float | None = None
+    max_gap_factor: float = MAX_GAP_FACTOR
+    default_interval_s: float = DEFAULT_INTERVAL_S
+
+
+@dataclass
+class SourceDone:
+    """One source ingested (:func:`ingest_source`): its summary, the time it covers per device (for the
+    overlap check), its content fingerprint, and the files (and their aggregates) it staged when a task
+    wrote them."""
+
+    summary: SourceSummary
+    spans: pd.DataFrame
+    fingerprint: str
+    staged: list[str] = field(default_factory=list)
+    aggregates: list[str] = field(default_factory=list)
+    rows: int = 0
+
+    def entry(self) -> dict:
+        """Its manifest entry."""
+        return {
+            "dataset": DATASET,
+            "source_key": self.summary.key,
+            **{k: v for k, v in asdict(self.summary).items() if k != "key"},
+            "coverage": self.summary.coverage,
+            "fingerprint": self.fingerprint,
+        }
+
+
+def ingest_source(
+    writer: Any,
+    i: int,
+    src: Path,
+    options: SourceOptions,
+    staging: Path,
+    on_rows: Callable[[int], None] | None = None,
+) -> SourceDone:
+    """Source ``i`` of an ingest → its store files through ``writer`` (a transaction, or a
+    :class:`~finops_cli.store.store.StagedWriter` in a Spark task); its spill goes under ``staging``.
+
+    Every engine runs this per source: the local engine in this process, the Spark engine as one task each.
+    """
+    mapping = options.mapping
+    columns = _columns_for_sniffing(src)
+    mapped = mapping != CsvMapping() and not columns & {_PROM_TEXT, _PROM_RANGE}
+    # column-mapping flags only make sense for the generic CSV: they decide ``auto``
+    fmt = options.fmt
+    entry, _ = UTILIZATION_FORMATS.resolve("csv" if fmt == "auto" and mapped else fmt, columns, src)
+    name = entry.name
+    util_scale = options.util_scale
+    key_options = {
+        "mapping": asdict(mapping) if name == "csv" else None,
+        "util_scale": util_scale,
+        "max_gap_factor": options.max_gap_factor,
+    }
+    key, fingerprint = _content_key(src, name, key_options)
+    summary = SourceSummary(source=str(src), format=name, key=key)
+    batches = _parse(src, name, mapping)
+    hint = util_scale if util_scale is not None else (util_scale_hint(src, mapping) if name == "csv" else 1.0)
+    spill_dir = staging / "_spill" / str(i)
+    n_buckets = max(1, math.ceil(_size(src) / BUCKET_BYTES))
+    codes = _Codes()
+    max_util = _spill(batches, spill_dir, n_buckets, summary, codes, on_rows)
+    if summary.samples == 0:
+        raise InputError("no utilisation samples found", path=src)
+    if hint is None:
+        scale, summary.util_scale_detected = (100.0 if max_util > 1.0 else 1.0), True
+    else:
+        scale, summary.util_scale_detected = float(hint), util_scale is None
+    if max_util / scale > 1.0 + 1e-9:
+        raise InputError(f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass --util-scale 100", path=src)
+    summary.util_scale = scale
+    months: set[str] = set()
+    devices = 0
+    buckets = [spill_dir / f"bucket-{b}.arrows" for b in range(n_buckets)]
+    fallback = codes.cadence(options.default_interval_s)
+    source_spans: list[pd.DataFrame] = []
+    for bucket in buckets:
+        if not bucket.exists():
+            continue
+        for part in _split_bucket(bucket, n_buckets):
+            table = _read_bucket(part)
+            devices += _write_bucket(
+                writer,
+                table,
+                key,
+                str(src),
+                scale,
+                options.max_gap_factor,
+                fallback,
+                summary,
+                months,
+                codes,
+                source_spans,
+            )
+            part.unlink()
+    summary.devices = devices
+    summary.months = sorted(months)
+    spans = pd.concat(source_spans, ignore_index=True).assign(key=key, source=str(src))
+    return SourceDone(summary, spans, fingerprint)
 
 
 def _parse(src: Path, name: str, mapping: CsvMapping) -> Iterator[pa.RecordBatch]:
@@ -482,7 +538,7 @@ def _device_cadences(codes: np.ndarray, ts: np.ndarray) -> pd.Series:
 
 
 def _write_bucket(
-    tx: Transaction,
+    tx: Any,
     table: pa.Table,
     key: str,
     source: str,

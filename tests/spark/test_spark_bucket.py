@@ -1,0 +1,70 @@
+"""``--engine spark`` into a bucket store (``s3://…``, moto's server mode on 127.0.0.1): with a local master the
+tasks stage on this machine's disk, the driver uploads and commits by the store's conditional PUT; the
+bucket then holds what the local engine puts there. A cluster master with a bucket store is refused in one
+line (its executors cannot write the driver's staging)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow.parquet as pq
+import pytest
+
+from finops_cli import api
+from finops_cli.errors import InputError
+from finops_cli.spark.session import task_staging
+from finops_cli.store import open_store
+from finops_cli.store.remote import ObjectStore
+from tests.spark.cur_parts import write_parts
+from tests.spark.test_spark_utilization import write_traces
+from tests.store.test_object_store import bucket, s3_server  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+def _contents(store: ObjectStore, dataset: str) -> dict[str, object]:
+    out = {}
+    for path in store.files(dataset):
+        rel = str(Path(path).relative_to(store.root))
+        out[rel] = pq.read_table(store.locate(path), filesystem=store.filesystem)
+    return out
+
+
+def _manifest(store: ObjectStore) -> list[dict]:
+    drop = ("ingested_at", "txid", "billed_cost")
+    return sorted(({k: v for k, v in e.items() if k not in drop} for e in store.manifest()), key=str)
+
+
+def test_spark_ingest_into_a_bucket_store_gives_the_local_engines_store(
+    spark: object,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    parts = write_parts(tmp_path / "cur", rows_per_part=400, parts_per_export=2)
+    traces = write_traces(tmp_path / "traces", sources=2, samples=60)
+    for engine in ("local", "spark"):
+        uri = f"s3://{bucket}/{engine}"
+        api.ingest_billing(parts, "aws-cur", uri, engine=engine)
+        api.ingest_utilization(traces, store=uri, engine=engine)
+    local, on_spark = open_store(f"s3://{bucket}/local"), open_store(f"s3://{bucket}/spark")
+    assert isinstance(on_spark, ObjectStore) and on_spark.state().generation == 2  # one commit per ingest
+    for dataset in ("billing", "utilization"):
+        a, b = _contents(local, dataset), _contents(on_spark, dataset)  # type: ignore[arg-type]
+        assert a and list(a) == list(b), dataset
+        for rel in a:
+            assert a[rel].equals(b[rel]), rel  # type: ignore[attr-defined]
+    for dataset in ("billing_hourly", "utilization_hourly"):
+        assert list(_contents(local, dataset)) == list(_contents(on_spark, dataset))  # type: ignore[arg-type]
+    assert _manifest(local) == _manifest(on_spark)  # type: ignore[arg-type]
+
+
+def test_a_cluster_master_with_a_bucket_store_is_one_line(bucket: str) -> None:  # noqa: F811
+    store = open_store(f"s3://{bucket}/cluster")
+    cluster = SimpleNamespace(sparkContext=SimpleNamespace(master="spark://head:7077"))
+    with store.transaction() as tx, pytest.raises(InputError, match="only with a local master") as err:
+        task_staging(cluster, tx)  # type: ignore[arg-type]
+    assert "\n" not in str(err.value)
+    local = SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]"))
+    with store.transaction() as tx:
+        assert task_staging(local, tx) == str(tx.staging)  # type: ignore[arg-type]
