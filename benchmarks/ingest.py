@@ -32,7 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,24 +45,49 @@ REGIONS = ["us-east-1", "us-west-2"]
 TEAMS = ["research", "product", "data", "platform"]
 
 
+def _cur_lines(rng: np.random.Generator, rows: int, chunk: int) -> Iterator[tuple[Any, ...]]:
+    """Per chunk of ``rows``, the line facts both CUR generators share, drawn from ``rng`` in one order:
+    ``(n, idx, inst, spot, t0, t1, types, rate, amount, region)`` (40 lines an hour over October)."""
+    start = np.datetime64("2026-10-01T00:00:00")
+    for offset in range(0, rows, chunk):
+        n = min(chunk, rows - offset)
+        idx = np.arange(offset, offset + n)
+        inst = rng.integers(0, len(INSTANCES), n)
+        spot = rng.random(n) < 0.35
+        hour = (idx // 40) % 744
+        t0 = (start + hour.astype("timedelta64[h]")).astype(str)
+        t1 = (start + (hour + 1).astype("timedelta64[h]")).astype(str)
+        types = np.array([i[0] for i in INSTANCES])[inst]
+        rate = np.array([i[1] for i in INSTANCES])[inst] * np.where(spot, 0.45, 1.0)
+        amount = np.round(rng.uniform(0.25, 1.0, n), 4)
+        region = np.array(REGIONS)[rng.integers(0, 2, n)]
+        yield n, idx, inst, spot, t0, t1, types, rate, amount, region
+
+
+class _CsvChunks:
+    """A CSV file written a chunk of columns at a time, the header with the first chunk only."""
+
+    def __init__(self, path: Path) -> None:
+        self._path, self._first = path, True
+
+    def __enter__(self) -> _CsvChunks:
+        self._fh = open(self._path, "wb")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._fh.close()
+
+    def write(self, cols: dict[str, Any]) -> None:
+        options = pacsv.WriteOptions(include_header=self._first, quoting_style="needed")
+        pacsv.write_csv(pa.table(cols), self._fh, options)
+        self._first = False
+
+
 def generate(path: Path, rows: int, chunk: int = 250_000, seed: int = 7) -> None:
     """Write an N-row CUR-like CSV in chunks (bounded memory)."""
     rng = np.random.default_rng(seed)
-    start = np.datetime64("2026-10-01T00:00:00")
-    first = True
-    with open(path, "wb") as fh:
-        for offset in range(0, rows, chunk):
-            n = min(chunk, rows - offset)
-            idx = np.arange(offset, offset + n)
-            inst = rng.integers(0, len(INSTANCES), n)
-            spot = rng.random(n) < 0.35
-            hour = (idx // 40) % 744
-            t0 = (start + hour.astype("timedelta64[h]")).astype(str)
-            t1 = (start + (hour + 1).astype("timedelta64[h]")).astype(str)
-            types = np.array([i[0] for i in INSTANCES])[inst]
-            rate = np.array([i[1] for i in INSTANCES])[inst] * np.where(spot, 0.45, 1.0)
-            amount = np.round(rng.uniform(0.25, 1.0, n), 4)
-            region = np.array(REGIONS)[rng.integers(0, 2, n)]
+    with _CsvChunks(path) as out:
+        for n, idx, inst, spot, t0, t1, types, rate, amount, region in _cur_lines(rng, rows, chunk):
             usage_type = np.char.add(np.where(spot, "SpotUsage:", "BoxUsage:"), types)
             cols = {
                 "identity/LineItemId": np.char.mod("%016x", idx),
@@ -96,9 +123,7 @@ def generate(path: Path, rows: int, chunk: int = 250_000, seed: int = 7) -> None
                 "resourceTags/user:team": np.array(TEAMS)[rng.integers(0, len(TEAMS), n)],
                 "resourceTags/user:workload": np.char.mod("wl-%02d", rng.integers(0, 12, n)),
             }
-            table = pa.table(cols)
-            pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=first, quoting_style="needed"))
-            first = False
+            out.write(cols)
 
 
 #: CUR 2.0 (Athena-flattened snake_case) columns the ingest maps; the realistic-width case adds sparse
@@ -131,21 +156,8 @@ def generate_wide(path: Path, rows: int, chunk: int = 200_000, seed: int = 11) -
     tags repeat a few values and are often empty, as in a real organisation's export.
     """
     rng = np.random.default_rng(seed)
-    start = np.datetime64("2026-10-01T00:00:00")
-    first = True
-    with open(path, "wb") as fh:
-        for offset in range(0, rows, chunk):
-            n = min(chunk, rows - offset)
-            idx = np.arange(offset, offset + n)
-            inst = rng.integers(0, len(INSTANCES), n)
-            spot = rng.random(n) < 0.35
-            hour = (idx // 40) % 744
-            t0 = (start + hour.astype("timedelta64[h]")).astype(str)
-            t1 = (start + (hour + 1).astype("timedelta64[h]")).astype(str)
-            types = np.array([i[0] for i in INSTANCES])[inst]
-            rate = np.array([i[1] for i in INSTANCES])[inst] * np.where(spot, 0.45, 1.0)
-            amount = np.round(rng.uniform(0.25, 1.0, n), 4)
-            region = np.array(REGIONS)[rng.integers(0, 2, n)]
+    with _CsvChunks(path) as out:
+        for n, idx, inst, spot, t0, t1, types, rate, amount, region in _cur_lines(rng, rows, chunk):
             cols = {
                 "identity_line_item_id": np.char.mod("%016x", idx),
                 "identity_time_interval": np.char.add(np.char.add(t0, "Z/"), np.char.add(t1, "Z")),
@@ -195,9 +207,7 @@ def generate_wide(path: Path, rows: int, chunk: int = 200_000, seed: int = 11) -
                 else:
                     vocab = np.array([""] + [f"{tag}-{k}" for k in range(3 + j * 2)])
                     cols[f"resource_tags_user_{tag}"] = vocab[rng.integers(0, len(vocab), n)]
-            table = pa.table(cols)
-            pacsv.write_csv(table, fh, pacsv.WriteOptions(include_header=first, quoting_style="needed"))
-            first = False
+            out.write(cols)
 
 
 GCP_SKUS = [
