@@ -35,14 +35,18 @@ class Query:
     sql: str
 
 
+#: The device group waste reports by (one GPU, its host and resource, its team/workload tags, its accelerator):
+#: the raw query, the ingest aggregate and the query over that aggregate must group by exactly these.
+_DEVICE_GROUP = "device_id, resource_id, host, team, workload, accelerator"
+
 #: Utilisation per device × team × workload for one month: the waste report's input (hours, not seconds).
 #: ``samples`` counts non-null utilisation values; ``first_ts``/``last_ts``/``max_interval_s`` give each
 #: device's observed span (``last − first + longest interval``).
 WASTE_DEVICE_USAGE = Query(
     "waste_device_usage",
     ("utilization",),
-    """
-SELECT device_id, resource_id, host, team, workload, accelerator,
+    f"""
+SELECT {_DEVICE_GROUP},
        count(utilization) AS samples,
        CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zero_samples,
        sum(interval_s) / 3600.0 AS device_hours,
@@ -52,7 +56,7 @@ SELECT device_id, resource_id, host, team, workload, accelerator,
        max(interval_s) AS max_interval_s
 FROM utilization
 WHERE month = $month
-GROUP BY device_id, resource_id, host, team, workload, accelerator
+GROUP BY {_DEVICE_GROUP}
 """,
 )
 
@@ -222,8 +226,8 @@ ORDER BY ALL
 UTILIZATION_DEVICES = Query(
     "utilization_devices",
     ("utilization",),
-    """
-SELECT device_id, resource_id, host, team, workload, accelerator,
+    f"""
+SELECT {_DEVICE_GROUP},
        count(utilization) AS samples,
        CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zero_samples,
        sum(interval_s) AS device_seconds,
@@ -232,7 +236,7 @@ SELECT device_id, resource_id, host, team, workload, accelerator,
        max("timestamp") AS last_ts,
        max(interval_s) AS max_interval_s
 FROM utilization
-GROUP BY device_id, resource_id, host, team, workload, accelerator
+GROUP BY {_DEVICE_GROUP}
 ORDER BY ALL
 """,
 )
@@ -256,8 +260,8 @@ ORDER BY ALL
 WASTE_DEVICE_USAGE_AGGREGATE = Query(
     "waste_device_usage_aggregate",
     ("utilization_devices",),
-    """
-SELECT device_id, resource_id, host, team, workload, accelerator,
+    f"""
+SELECT {_DEVICE_GROUP},
        sum(samples) AS samples,
        CAST(sum(zero_samples) AS BIGINT) AS zero_samples,
        sum(device_seconds) / 3600.0 AS device_hours,
@@ -267,7 +271,7 @@ SELECT device_id, resource_id, host, team, workload, accelerator,
        max(max_interval_s) AS max_interval_s
 FROM utilization_devices
 WHERE month = $month
-GROUP BY device_id, resource_id, host, team, workload, accelerator
+GROUP BY {_DEVICE_GROUP}
 """,
 )
 
