@@ -2,10 +2,10 @@
 
 - tag columns → Tags JSON with Arrow kernels: the text :func:`tags_json` writes, for quotes, backslashes,
   control and non-ASCII characters, empty cells and repeated keys;
-- GCP JSON Lines through ``pyarrow.json`` (credits and labels as lists of structs): the same store rows and
+- GCP JSON Lines through DuckDB's ``read_json`` (credits and labels as lists of structs): the same store rows and
   totals as the Python decoder and as the same export in CSV (lists as JSON text), on a messy export with
   three currencies, missing and repeated labels, escaped strings, credit lists and missing end times;
-- a file ``pyarrow.json`` refuses part-way is finished by the Python decoder from the first row not yet
+- a file DuckDB refuses part-way is finished by the Python decoder from the first row not yet
   stored: the same result, or the same one-line error naming the row.
 """
 
@@ -166,7 +166,7 @@ def test_gcp_jsonl_through_pyarrow_stores_what_the_python_decoder_and_the_csv_st
 ) -> None:
     lines = _export(tmp_path)
     jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
-    monkeypatch.setattr(readers, "JSON_BLOCK_BYTES", 64 << 10)  # several batches
+    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 97)  # several batches
     fast, fast_totals = _stored(tmp_path / "fast", jsonl)
     assert pa.types.is_string(fast.schema.field("Tags").type)
     with monkeypatch.context() as m:
@@ -183,24 +183,99 @@ def test_gcp_jsonl_through_pyarrow_stores_what_the_python_decoder_and_the_csv_st
     assert "Committed" in fast["PricingCategory"].to_pylist()
 
 
+def _handovers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rows DuckDB had already handed over each time the Python decoder took a file over."""
+    skips: list[int] = []
+    python_decoder = readers._iter_jsonl
+
+    def spy(path: Path, wanted: list[str] | None, types: dict, batch_rows: int, skip: int = 0) -> object:
+        skips.append(skip)
+        return python_decoder(path, wanted, types, batch_rows, skip=skip)
+
+    monkeypatch.setattr(readers, "_iter_jsonl", spy)
+    return skips
+
+
 @pytest.mark.parametrize("bad_row", [3, 450])
-def test_a_line_pyarrow_refuses_is_finished_by_the_python_decoder(
+def test_a_line_duckdb_refuses_is_finished_by_the_python_decoder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad_row: int
 ) -> None:
-    """A cost given as text (valid JSON, not what the schema says) after batches were already converted."""
-    lines = _export(tmp_path, edit={bad_row: {"cost": "12.5", "project": {"id": 42}}})
+    """Labels as one object (valid JSON, not the list the schema says; the Python decoder dots it away);
+    a cost as text and a number as a project id (which both decoders take alike) on the way."""
+    edit: dict[int, dict] = {bad_row: {"labels": {"team": "obj-form"}}, 2: {"cost": "12.5", "project": {"id": 42}}}
+    lines = _export(tmp_path, edit=edit)
     jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
-    monkeypatch.setattr(readers, "JSON_BLOCK_BYTES", 16 << 10)
+    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 50)
+    skips = _handovers(monkeypatch)
     fast, fast_totals = _stored(tmp_path / "fast", jsonl)
+    # DuckDB parses a buffer (≥ 16 MiB) before it hands any row over: here the whole file goes to Python
+    assert len(skips) == 1 and skips[0] <= bad_row, skips
     monkeypatch.setattr(GcpBilling, "nested", None)
     slow, slow_totals = _stored(tmp_path / "slow", jsonl)
     assert fast.num_rows == len(lines) and fast.equals(slow) and fast_totals == slow_totals
 
 
+def test_a_duckdb_error_after_batches_were_handed_over_continues_at_the_next_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a file larger than DuckDB's buffer the error comes after earlier rows were converted: the Python
+    decoder must take over at the first row not yet handed over, none twice and none lost."""
+    import duckdb
+
+    jsonl = _write_jsonl(tmp_path / "export.jsonl", _export(tmp_path))
+    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 50)
+    batches = 0
+    json_table = readers._json_table
+
+    def failing_third(*args: object) -> pa.Table:
+        nonlocal batches
+        batches += 1
+        if batches == 3:
+            raise duckdb.InvalidInputException("Malformed JSON (as if in a later buffer)")
+        return json_table(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(readers, "_json_table", failing_third)
+    skips = _handovers(monkeypatch)
+    fast, fast_totals = _stored(tmp_path / "fast", jsonl)
+    assert skips == [100]
+    monkeypatch.setattr(GcpBilling, "nested", None)
+    slow, slow_totals = _stored(tmp_path / "slow", jsonl)
+    assert fast.num_rows == 600 and fast.equals(slow) and fast_totals == slow_totals
+
+
+def test_credits_and_labels_first_seen_late_with_varying_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole batches without credits, labels or system labels (the columns are left out of those batches),
+    then lists of every shape: empty, one entry, keys that vary from line to line, a null key's value."""
+    rng = random.Random(4)
+    lines = _export(tmp_path, n=500)
+    for i, line in enumerate(lines):
+        if i < 230:
+            for key in ("credits", "labels", "system_labels"):
+                line.pop(key, None)
+        elif i % 4 == 0:
+            line["labels"] = [
+                {"key": f"k{rng.randrange(40)}", "value": rng.choice([*WORDS, None])} for _ in range(i % 5)
+            ]
+    jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
+    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 64)
+    skips = _handovers(monkeypatch)
+    fast, fast_totals = _stored(tmp_path / "fast", jsonl)
+    assert skips == []  # DuckDB read all of it
+    with monkeypatch.context() as m:
+        m.setattr(GcpBilling, "nested", None)
+        slow, slow_totals = _stored(tmp_path / "slow", jsonl)
+    via_csv, csv_totals = _stored(tmp_path / "csv", _write_csv(tmp_path / "export.csv", lines))
+    assert fast.equals(slow) and fast_totals == slow_totals
+    assert fast.equals(via_csv) and fast_totals == csv_totals
+    tags = fast["Tags"].to_pylist()
+    assert tags[:230] == [None] * 230 and sum(t is not None and '"k' in t for t in tags) >= 40
+    assert fast["BilledCost"].to_pylist() != fast["ListCost"].to_pylist()  # the late credits were counted
+
+
 def test_a_bad_value_after_the_handover_names_its_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _export(tmp_path, edit={500: {"cost": "not money"}})
     jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
-    monkeypatch.setattr(readers, "JSON_BLOCK_BYTES", 16 << 10)
+    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 50)
     store = Store(tmp_path / "store")
     with pytest.raises(InputError, match=r"row 501, column 'cost'"):  # data row 501 (the blank line is no row)
         ingest_billing([jsonl], "gcp", store)

@@ -309,37 +309,47 @@ def _tag_fragments(key: str, arrays: Sequence[pa.Array]) -> pa.Array:
     return pc.fill_null(pc.take(text, enc.indices), "")
 
 
-def tags_from_lists(values: pa.Array) -> pa.Array:
+def tags_from_lists(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Tags JSON from ``list<struct<key, value>>`` (GCP labels in Parquet/JSON Lines), as :func:`tags_json`
     writes it for the same list: a repeated key keeps its last value, empty values are left out, keys sorted.
+
+    Keys and values are dictionary-encoded: entries are ordered by (row, key rank) with integer sorts, and
+    each distinct ``"key":"value"`` pair is built (and escaped) once.
     """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
     n = len(values)
     flat = pc.list_flatten(values)
     if len(flat) == 0:
         return nulls(n)
-    entries = pa.table(
-        {
-            "row": pc.list_parent_indices(values),
-            "key": pc.cast(pc.struct_field(flat, "key"), pa.string()),
-            "value": pc.cast(pc.struct_field(flat, "value"), pa.string()),
-            "pos": pa.array(np.arange(len(flat), dtype=np.int64)),
-        }
-    ).filter(pc.is_valid(pc.struct_field(flat, "key")))
-    entries = entries.take(pc.sort_indices(entries, [("row", "ascending"), ("key", "ascending"), ("pos", "ascending")]))
-    row, key = entries["row"].to_numpy(), entries["key"]
-    last = np.ones(len(row), dtype=bool)  # the last entry of each (row, key) wins, as in a dict
-    if len(row) > 1:
-        same = np.asarray(pc.equal(key[1:], key[:-1]).to_numpy(zero_copy_only=False), dtype=bool)
-        last[:-1] = ~((row[1:] == row[:-1]) & same)
-    keep = pa.array(last) if len(row) else pa.array([], pa.bool_())
-    keep = pc.and_(keep, pc.fill_null(pc.not_equal(entries["value"], ""), False))
-    entries = entries.filter(keep)
-    fragments = _key_value_fragments(entries["key"].combine_chunks(), entries["value"].combine_chunks())
-    counts = np.bincount(entries["row"].to_numpy(), minlength=n)
+    keys = pc.dictionary_encode(pc.cast(pc.struct_field(flat, "key"), pa.string()))
+    vals = pc.dictionary_encode(pc.cast(pc.struct_field(flat, "value"), pa.string()))
+    n_keys, n_vals = len(keys.dictionary), len(vals.dictionary)
+    rank = np.empty(n_keys, dtype=np.int64)  # a key's place in sorted order (bytes = code points: as json sorts)
+    rank[pc.sort_indices(keys.dictionary).to_numpy()] = np.arange(n_keys)
+    key_code = pc.fill_null(keys.indices, -1).to_numpy().astype(np.int64)
+    val_code = pc.fill_null(vals.indices, -1).to_numpy().astype(np.int64)
+    rows = pc.list_parent_indices(values).to_numpy().astype(np.int64)
+    sel = np.flatnonzero(key_code >= 0)  # an entry without a key is no tag
+    slot = rows[sel] * n_keys + rank[key_code[sel]]
+    order = np.argsort(slot, kind="stable")  # by row, then key, entries of one key in list order
+    sel, slot = sel[order], slot[order]
+    last = np.ones(len(sel), dtype=bool)  # the last entry of each (row, key) wins, as in a dict
+    last[:-1] = slot[1:] != slot[:-1]
+    sel = sel[last]
+    filled = np.append(pc.fill_null(pc.not_equal(vals.dictionary, ""), False).to_numpy(zero_copy_only=False), False)
+    sel = sel[filled[val_code[sel]]]  # empty and null values are left out (-1 picks the False appended)
+    pair = key_code[sel] * n_vals + val_code[sel]
+    distinct, which = np.unique(pair, return_inverse=True)
+    texts = _key_value_fragments(
+        pc.take(keys.dictionary, distinct // n_vals), pc.take(vals.dictionary, distinct % n_vals)
+    )
+    fragments = pc.take(texts, pa.array(which.reshape(-1)))
+    counts = np.bincount(rows[sel], minlength=n)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), fragments), ",")
     wrapped = pc.binary_join_element_wise("{", joined, "}", "")
-    return pc.if_else(pc.equal(pa.array(counts), 0), pa.scalar(None, pa.string()), wrapped)
+    return pc.if_else(pa.array(counts == 0), pa.scalar(None, pa.string()), wrapped)
 
 
 def _key_value_fragments(keys: pa.Array, values: pa.Array) -> pa.Array:
