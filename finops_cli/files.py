@@ -65,7 +65,11 @@ def read_bytes(path: Path, *, kind: str, missing: str = "file not found", limit:
 
 def read_text(path: Path, *, kind: str = "a text file", missing: str = "file not found") -> str:
     """The file's UTF-8 text (at most :data:`MAX_TEXT_BYTES`); ``missing`` is the message when it is absent."""
-    data = read_bytes(path, kind=kind, missing=missing)
+    return decode_text(read_bytes(path, kind=kind, missing=missing), path, kind=kind)
+
+
+def decode_text(data: bytes, path: Path, *, kind: str = "a text file") -> str:
+    """``data`` as UTF-8 text, or the one-line error :func:`read_text` gives for bytes that are not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

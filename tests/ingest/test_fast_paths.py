@@ -376,3 +376,86 @@ def test_a_counter_typed_utilisation_metric_is_left_to_prometheus_client() -> No
     path = Path("scrape-1793491200.prom")
     assert parse_scrapes([(path, text, 1793491200 * 10**9)]) is None
     assert parse_scrape(text, path, 1793491200 * 10**9)["device_id"] == []  # renamed *_total: not ours
+
+
+def _prometheus_rows(d: Path) -> dict[str, list]:
+    from finops_cli.ingest.utilization.dcgm import parse_scrape, scrape_files, timestamp_from_name
+
+    expected: dict[str, list] = {}
+    for path in scrape_files(d):
+        for k, v in parse_scrape(path.read_text(), path, timestamp_from_name(path.name)).items():
+            expected.setdefault(k, []).extend(v)
+    return expected
+
+
+def test_dcgm_groups_parsed_on_threads_come_in_file_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many small groups on two parser threads, CRLF files and indented lines among them (lines that need
+    trimming): the rows prometheus_client gives file by file, in file order, and at most two groups parsed
+    at once."""
+    from finops_cli.ingest.utilization import dcgm
+
+    rng = random.Random(6)
+    d = tmp_path / "scrapes"
+    d.mkdir()
+    for f in range(12):
+        text = _scrape_text(rng, f)
+        if f % 4 == 1:
+            text = text.replace("\n", "\r\n")
+        if f % 4 == 2:
+            text = "\n".join(("  " + line + " \t") if line.startswith("DCGM") else line for line in text.split("\n"))
+        (d / f"scrape-2026-10-01T00-{f:02d}-00Z.prom").write_bytes(text.encode())
+    monkeypatch.setattr(dcgm, "_GROUP_CHARS", 3000)  # a group per file or two
+    running, most = 0, 0
+    parse = dcgm.parse_scrapes
+
+    def counted(group: list) -> object:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        try:
+            return parse(group)
+        finally:
+            running -= 1
+
+    monkeypatch.setattr(dcgm, "parse_scrapes", counted)
+    batches = list(dcgm.iter_dcgm(d))
+    assert len(batches) >= 6 and most <= 2
+    got: dict[str, list] = {}
+    for b in batches:
+        for k, v in b.to_pydict().items():
+            got.setdefault(k, []).extend(v)
+    assert got == _prometheus_rows(d)
+
+
+def test_dcgm_whitespace_edged_lines_stay_on_the_vectorised_path() -> None:
+    from finops_cli.ingest.utilization.dcgm import parse_scrape, parse_scrapes
+
+    rng = random.Random(8)
+    text = _scrape_text(rng, 0).replace("\n", "\r\n")
+    path = Path("scrape-2026-10-01T00-00-00Z.prom")
+    fast = parse_scrapes([(path, text.encode(), 1793491200 * 10**9)])
+    assert fast is not None
+    assert {k: v.to_pylist() for k, v in fast.items()} == parse_scrape(text, path, 1793491200 * 10**9)
+
+
+def test_dcgm_bad_utf8_and_an_unreadable_file_are_named_in_file_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first bad file in name order is the one named, whichever parser thread or read comes first."""
+    from finops_cli.ingest.utilization import dcgm
+
+    rng = random.Random(9)
+    d = tmp_path / "scrapes"
+    d.mkdir()
+    for f in range(6):
+        (d / f"scrape-2026-10-01T00-{f:02d}-00Z.prom").write_text(_scrape_text(rng, f))
+    (d / "scrape-2026-10-01T00-02-00Z.prom").write_bytes(
+        _scrape_text(rng, 2).encode() + b'DCGM_FI_DEV_GPU_UTIL{gpu="\xff"} 5\n'
+    )
+    (d / "scrape-2026-10-01T00-04-00Z.prom.gz").write_bytes(b"not gzip at all")
+    monkeypatch.setattr(dcgm, "_GROUP_CHARS", 3000)
+    with pytest.raises(InputError, match=r"00-02-00Z\.prom: not UTF-8 text \(byte \d+\)"):
+        list(dcgm.iter_dcgm(d))
+    (d / "scrape-2026-10-01T00-02-00Z.prom").write_text(_scrape_text(rng, 2))
+    with pytest.raises(InputError, match=r"00-04-00Z\.prom\.gz: cannot read"):
+        list(dcgm.iter_dcgm(d))

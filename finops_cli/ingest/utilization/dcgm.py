@@ -13,9 +13,11 @@ and ``workload`` (else ``pod``).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from functools import reduce
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
-from finops_cli.files import read_text
+from finops_cli.files import decode_text, read_bytes
 from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
     EPOCH_MAX_S,
@@ -131,34 +133,66 @@ def iter_dcgm(path: Path) -> Iterator[pa.RecordBatch]:
     Values are normalised to 0–1 here (each metric has a known scale), so the pipeline's scale
     detection sees fractions. Scrapes are parsed in groups on the vectorised path
     (:func:`parse_scrapes`); a group it does not vouch for goes through prometheus_client file by file,
-    which gives the same rows or names the problem.
+    which gives the same rows or names the problem. Groups are parsed on :data:`_PARSERS` threads (Arrow's
+    kernels release the GIL) while the next files are read; batches, and a file's error, come in file order.
     """
-    group: list[tuple[Path, str, int | None]] = []
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    def parsed(group: list[tuple[Path, bytes, int | None]]) -> list[pa.RecordBatch]:
+        return list(_parse_group(group))
+
+    workers = max(1, min(_PARSERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dcgm") as pool:
+        pending: deque[Future[list[pa.RecordBatch]]] = deque()
+        try:
+            for group in _groups(path):
+                pending.append(pool.submit(parsed, group))
+                if len(pending) >= workers:
+                    yield from pending.popleft().result()
+        except InputError as exc:  # an unreadable file: raised after the groups before it, as in file order
+            failed: Future[list[pa.RecordBatch]] = Future()
+            failed.set_exception(exc)
+            pending.append(failed)
+        try:
+            while pending:
+                yield from pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _groups(path: Path) -> Iterator[list[tuple[Path, bytes, int | None]]]:
+    """The scrape files read into groups of about :data:`_GROUP_CHARS` bytes."""
+    group: list[tuple[Path, bytes, int | None]] = []
     chars = 0
     for file in scrape_files(path):
-        text = read_text(file, kind="a dcgm-exporter scrape (Prometheus text format)")
-        group.append((file, text, timestamp_from_name(file.name)))
-        chars += len(text)
+        data = read_bytes(file, kind=_KIND)  # UTF-8 is checked by Arrow on the group (and named per file if not)
+        group.append((file, data, timestamp_from_name(file.name)))
+        chars += len(data)
         if chars >= _GROUP_CHARS:
-            yield from _parse_group(group)
+            yield group
             group, chars = [], 0
     if group:
-        yield from _parse_group(group)
+        yield group
 
 
-#: text parsed per vectorised pass (≈ 150 k sample lines)
-_GROUP_CHARS = 32 << 20
+#: groups parsed at once (each holds ≈ 3× its text in memory while it parses)
+_PARSERS = 2
+#: text parsed per vectorised pass (≈ 75 k sample lines)
+_GROUP_CHARS = 16 << 20
+_KIND = "a dcgm-exporter scrape (Prometheus text format)"
 
 
-def _parse_group(group: list[tuple[Path, str, int | None]]) -> Iterator[pa.RecordBatch]:
+def _parse_group(group: list[tuple[Path, bytes, int | None]]) -> Iterator[pa.RecordBatch]:
     fast = parse_scrapes(group)
     if fast is not None:
         if len(fast["timestamp_ns"]):
             yield raw_batch(fast)
         return
     buffer: dict[str, list] | None = None
-    for file, text, file_ts in group:
-        cols = parse_scrape(text, file, file_ts)
+    for file, data, file_ts in group:
+        cols = parse_scrape(decode_text(data, file, kind=_KIND), file, file_ts)
         if buffer is None:
             buffer = cols
         else:
@@ -184,7 +218,7 @@ _FACT_CACHE: dict[str, tuple] = {}
 _FACT_CACHE_SIZE = 200_000
 
 
-def parse_scrapes(group: list[tuple[Path, str, int | None]]) -> dict[str, pa.Array] | None:
+def parse_scrapes(group: list[tuple[Path, bytes | str, int | None]]) -> dict[str, pa.Array] | None:
     """Scrapes → columns of :data:`RAW_SCHEMA` with Arrow kernels on all lines at once, or None when a line
     needs prometheus_client's judgement (anything unusual: a malformed line, a value outside 0–100, no time).
 
@@ -193,25 +227,32 @@ def parse_scrapes(group: list[tuple[Path, str, int | None]]) -> dict[str, pa.Arr
     """
     from prometheus_client.parser import parse_labels
 
-    texts = pa.array([text for _, text, _ in group], pa.large_string())
+    blobs = [text.encode() if isinstance(text, str) else text for _, text, _ in group]
+    try:  # bytes → Arrow text without a Python str per file; Arrow checks the UTF-8 (SIMD)
+        texts = pa.array(blobs, pa.large_binary()).cast(pa.large_string())
+    except pa.ArrowInvalid:
+        return None  # the file by file path names the file and the byte
     split = pc.split_pattern(texts, "\n")
     file_of_line = pc.list_parent_indices(split).to_numpy()
-    lines = pc.utf8_trim_whitespace(pc.list_flatten(split))
-    skip = pc.or_(pc.equal(lines, ""), pc.starts_with(lines, "#"))
-    typed = pc.match_substring_regex(lines, rf"^#[ \t]+TYPE[ \t]+({_OURS})[ \t]")
-    if (
-        pc.any(typed).as_py()
-        and not pc.all(pc.match_substring_regex(pc.filter(lines, typed), r"[ \t](gauge|untyped)$")).as_py()
-    ):
+    lines = _trimmed(pc.list_flatten(split))
+    comment = pc.starts_with(lines, "#")
+    skip = pc.or_(pc.equal(lines, ""), comment)
+    comments = pc.filter(lines, comment)  # a few per metric: the patterns below run on these only
+    typed = pc.filter(comments, pc.match_substring_regex(comments, rf"^#[ \t]+TYPE[ \t]+({_OURS})[ \t]"))
+    if len(typed) and not pc.all(pc.match_substring_regex(typed, r"[ \t](gauge|untyped)$")).as_py():
         return None  # a counter is renamed *_total by prometheus_client: let it decide
     samples = pc.invert(skip)
-    if not pc.all(pc.match_substring_regex(pc.filter(lines, samples), _SAMPLE)).as_py():
+    # every sample line, of any metric, must be one prometheus_client reads without complaint (comments and
+    # blank lines pass through the "or": no copy of the sample lines is made)
+    if not pc.all(pc.or_(skip, pc.match_substring_regex(lines, _SAMPLE))).as_py():
         return None
-    ours = pc.and_(samples, pc.match_substring_regex(lines, rf"^({_OURS})[{{ \t]"))
-    idx = np.flatnonzero(ours.to_numpy(zero_copy_only=False))
-    mine = pc.take(lines, idx)  # lines already validated: cheap patterns split them
+    # ours: a cheap prefix test on every line, the exact pattern on the few that pass it
+    prefixed = pc.and_(samples, reduce(pc.or_, (pc.starts_with(lines, name) for name in _METRICS)))
+    idx = np.flatnonzero(prefixed.to_numpy(zero_copy_only=False))
+    idx = idx[pc.match_substring_regex(pc.take(lines, idx), rf"^({_OURS})[{{ \t]").to_numpy(zero_copy_only=False)]
+    mine = pc.take(lines, idx)
     file_of = file_of_line[idx]
-    parts = pc.extract_regex(mine, _TAIL)
+    parts = pc.extract_regex(mine, _TAIL)  # lines already validated: cheap patterns split them
     try:
         value = pc.cast(pc.struct_field(parts, "value"), pa.float64()).to_numpy(zero_copy_only=False)
         ms_text = pc.struct_field(parts, "ts")  # "" where the line has no time (RE2 gives "" for a missing group)
@@ -229,6 +270,7 @@ def parse_scrapes(group: list[tuple[Path, str, int | None]]) -> dict[str, pa.Arr
     ts = np.where(has_ts, np.nan_to_num(secs * 1e9).astype(np.int64), file_ts)
     if (ts[~has_ts] < 0).any():
         return None
+    # (one extract_regex with a group for the labels too is ~5× slower: RE2 captures long groups slowly)
     label_text = pc.replace_substring_regex(pc.replace_substring_regex(mine, _TAIL, ""), rf"^({_OURS})", "")
     labels = pc.dictionary_encode(label_text)
     facts = []
@@ -269,6 +311,28 @@ def parse_scrapes(group: list[tuple[Path, str, int | None]]) -> dict[str, pa.Arr
     out["utilization"] = pa.array(util, pa.float64())
     out["metric"] = pc.take(pa.array(list(_METRICS), pa.string()), pa.array(rank[chosen], pa.int64()))
     return out
+
+
+#: bytes that may begin or end a line utf8_trim_whitespace would change: ASCII white space, and any byte of a
+#: multi-byte character (some are Unicode white space: such lines are trimmed, not judged here)
+_EDGE = np.zeros(256, dtype=bool)
+_EDGE[[9, 10, 11, 12, 13, 32]] = True
+_EDGE[128:] = True
+
+
+def _trimmed(lines: pa.Array) -> pa.Array:
+    """``utf8_trim_whitespace(lines)``, without the copy of every line when no line starts or ends in white
+    space (a machine-written scrape: every line but a CRLF file's)."""
+    n = len(lines)
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset : lines.offset + n + 1]
+    data = (
+        np.frombuffer(lines.buffers()[2], dtype=np.uint8) if lines.buffers()[2] is not None else np.zeros(0, np.uint8)
+    )
+    starts, ends = offsets[:-1], offsets[1:]
+    full = ends > starts
+    if lines.null_count or _EDGE[data[starts[full]]].any() or _EDGE[data[ends[full] - 1]].any():
+        return pc.utf8_trim_whitespace(lines)
+    return lines
 
 
 #: the columns :func:`_label_facts` gives, in its order
