@@ -17,6 +17,7 @@ import csv
 import gzip
 import io
 import json
+import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -457,7 +458,11 @@ def _iter_jsonl_duckdb(
         with contextlib.ExitStack() as stack:
             source = _globless(path, stack)
             # its own database: file order needs preserve_insertion_order, which the shared one turns off
-            con = stack.enter_context(duckdb.connect(config={"preserve_insertion_order": True}))
+            config: dict[str, str | bool | int | float | list[str]] = {"preserve_insertion_order": True}
+            threads = os.environ.get("FINOPS_DUCKDB_THREADS", "").strip()
+            if threads.isdigit() and int(threads) >= 1:  # a parallel ingest's worker: its share of the cores
+                config["threads"] = int(threads)
+            con = stack.enter_context(duckdb.connect(config=config))
             rel = con.read_json(
                 str(source),
                 columns=columns,
@@ -466,7 +471,8 @@ def _iter_jsonl_duckdb(
                 maximum_object_size=MAX_LINE_BYTES,
                 compression="gzip" if path.name.lower().endswith(".gz") else "none",
             )
-            reader = rel.to_arrow_reader(JSON_BATCH_ROWS)
+            # nested objects flattened to dotted names and "" read as no value by DuckDB, on its threads
+            reader = rel.project(_flat_select(schema, wanted_set)).to_arrow_reader(JSON_BATCH_ROWS)
             tables = (_json_table(pa.Table.from_batches([batch]), wanted_set) for batch in reader)
             for table in _read_ahead(tables, stack):
                 for b in table.to_batches():
@@ -503,20 +509,36 @@ def _globless(path: Path, stack: contextlib.ExitStack) -> Path:
     return link
 
 
+def _flat_select(schema: pa.Schema, wanted: set[str]) -> str:
+    """DuckDB select list: each wanted leaf of ``schema`` as its dotted name, text ``""`` as NULL (as the
+    Python decoder reads a record)."""
+
+    def quoted(name: str) -> str:
+        return '"' + name.replace('"', '""') + '"'
+
+    out: list[str] = []
+
+    def walk(fields: Iterable[pa.Field], path: list[str]) -> None:
+        for f in fields:
+            at = [*path, f.name]
+            if pa.types.is_struct(f.type):
+                walk(list(f.type), at)
+            elif ".".join(at) in wanted:
+                expr = quoted(at[0]) + "".join("['" + part.replace("'", "''") + "']" for part in at[1:])
+                if pa.types.is_string(f.type):
+                    expr = f"NULLIF({expr}, '')"
+                out.append(f"{expr} AS {quoted('.'.join(at))}")
+
+    walk(schema, [])
+    return ", ".join(out)
+
+
 def _json_table(table: pa.Table, wanted: set[str]) -> pa.Table:
-    """A decoded JSON batch as the Python decoder gives it: nested objects flattened to dotted names,
-    columns null in every line left out, ``""`` as no value."""
-    while any(pa.types.is_struct(f.type) for f in table.schema):
-        table = table.flatten()
+    """A decoded JSON batch with the columns null in every line left out (as the Python decoder does)."""
     keep = [
         i for i, name in enumerate(table.column_names) if name in wanted and table.column(i).null_count < len(table)
     ]
-    table = table.select(keep)
-    for i, name in enumerate(table.column_names):
-        c = table.column(i)
-        if pa.types.is_string(c.type):
-            table = table.set_column(i, name, pc.if_else(pc.equal(c, ""), pa.scalar(None, pa.string()), c))
-    return table.combine_chunks()
+    return table.select(keep).combine_chunks()
 
 
 def _iter_jsonl(
