@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
@@ -218,7 +218,7 @@ _FACT_CACHE: dict[str, tuple] = {}
 _FACT_CACHE_SIZE = 200_000
 
 
-def parse_scrapes(group: list[tuple[Path, bytes | str, int | None]]) -> dict[str, pa.Array] | None:
+def parse_scrapes(group: Sequence[tuple[Path, bytes | str, int | None]]) -> dict[str, pa.Array] | None:
     """Scrapes → columns of :data:`RAW_SCHEMA` with Arrow kernels on all lines at once, or None when a line
     needs prometheus_client's judgement (anything unusual: a malformed line, a value outside 0–100, no time).
 
