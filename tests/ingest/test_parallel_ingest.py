@@ -253,3 +253,23 @@ def test_jobs_with_spark_is_refused(tmp_path: Path) -> None:
     files = _export(tmp_path / "export", files=2, rows=20)
     with pytest.raises(InputError, match="--jobs applies to --engine local"):
         ingest_billing(files, "auto", Store(tmp_path / "s"), engine="spark", jobs=2)
+
+
+@pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])
+def test_a_worker_sizes_its_thread_pools_to_its_share_of_the_cores(
+    monkeypatch: pytest.MonkeyPatch, given: str | None, expected: str
+) -> None:
+    """Two workers on two cores: pyarrow's pool and DuckDB one thread each, unless the user set DuckDB's."""
+    import pyarrow as pa
+
+    from finops_cli.store.engine import THREADS_ENV
+
+    calls: list[int] = []
+    monkeypatch.setattr(pipeline, "_die_with_parent", lambda parent: None)
+    monkeypatch.setattr(pa, "set_cpu_count", calls.append)
+    if given is None:
+        monkeypatch.delenv(THREADS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(THREADS_ENV, given)
+    pipeline._start_worker(12345, 1)
+    assert calls == [1] and os.environ[THREADS_ENV] == expected

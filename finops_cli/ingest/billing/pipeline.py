@@ -287,8 +287,7 @@ def worker_count(jobs: int | None, files: Sequence[Path]) -> int:
         return max(1, min(jobs, len(files)))
     if len(files) < 2 or sum(p.stat().st_size for p in files) < PARALLEL_MIN_BYTES:
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, len(files)))
+    return max(1, min(_cores(), len(files)))
 
 
 def stage_file(
@@ -366,8 +365,8 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
-        initializer=_die_with_parent,
-        initargs=(os.getpid(),),
+        initializer=_start_worker,
+        initargs=(os.getpid(), max(1, _cores() // workers)),
     )
     try:
         futures = [pool.submit(stage_file, job, staging) for job in plan]
@@ -387,8 +386,24 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
         pool.shutdown(wait=True, cancel_futures=True)  # no worker writes into staging after an abort
 
 
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _start_worker(parent: int, threads: int) -> None:
+    """Worker start: die with the parent; pyarrow's and DuckDB's thread pools sized to this worker's share of
+    the cores (``$FINOPS_DUCKDB_THREADS`` still wins), so N workers on N cores do not run N² threads."""
+    _die_with_parent(parent)
+    import pyarrow as pa
+
+    from finops_cli.store.engine import THREADS_ENV
+
+    pa.set_cpu_count(threads)
+    os.environ.setdefault(THREADS_ENV, str(threads))
+
+
 def _die_with_parent(parent: int) -> None:
-    """Worker start: be killed with the committing process (Linux), so a killed ingest leaves no writer behind."""
+    """Be killed with the committing process (Linux), so a killed ingest leaves no writer behind."""
     if sys.platform.startswith("linux"):
         import ctypes
 
