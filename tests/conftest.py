@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import subprocess
+import sys
+import venv
 from functools import cache
 from pathlib import Path
 
@@ -101,3 +105,78 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return _module_scope(nodeid.split("::", 1)[0]) or nodeid
 
     return SharedFixtureScheduling(config, log)  # type: ignore[arg-type]
+
+
+# --- the wheel, installed, and its demo: built once per run -------------------------------------------------------
+# tests/packaging/test_wheel.py checks the wheel and the installed tool; tests/cli/test_demo.py checks what the demo
+# writes. Both read the ONE demo run below (from the installed wheel, outside the source tree): the demo is the
+# suite's costliest end-to-end, so it runs once, not once in process and again from the wheel. Both modules are in
+# the xdist group "wheel", so one worker builds all three fixtures.
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel, built once per run: pip builds in the source tree, so two xdist workers building at once
+    collide in ``build/``; the first takes a lock in the run's shared temp dir, the other reuses its wheel."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # common to this run's workers only
+    out = shared / "finops-wheel"
+    with open(shared / "finops-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not list(out.glob("*.whl")):
+            proc = subprocess.run(
+                [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert proc.returncode == 0, proc.stderr[-3000:]
+    (built,) = out.glob("*.whl")
+    return built
+
+
+def docs_install_line() -> list[str]:
+    """The arguments of docs/ci.md's pinned install line: ``pip install gpu-fleet-finops==0.1.0`` → that spec."""
+    text = (REPO / "docs/ci.md").read_text(encoding="utf-8")
+    (line,) = re.findall(r"^\s*pip install ([A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-]+)\s*$", text, flags=re.M)
+    return line.split()
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv holding the wheel, installed by docs/ci.md's line; dependencies come from this interpreter."""
+    env_dir = tmp_path_factory.mktemp("venv") / "env"
+    venv.create(env_dir, system_site_packages=True, with_pip=False)
+    python = env_dir / "bin" / "python"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--ignore-installed",
+         "--quiet", "--no-index", "--find-links", str(wheel.parent), *docs_install_line()],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return env_dir
+
+
+def installed_env(env_dir: Path, home: Path) -> dict[str, str]:
+    """The environment a user's shell gives the installed ``finops``: its venv on PATH, no checkout in sight."""
+    return {"NO_COLOR": "1", "PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": str(home)}
+
+
+@pytest.fixture(scope="session")
+def demo_out(installed_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """``finops demo --out out`` run once by the installed wheel's ``finops`` in a directory outside the source
+    tree: the output directory and what the demo printed on stdout."""
+    cwd = tmp_path_factory.mktemp("demo")
+    demo = subprocess.run(
+        [str(installed_wheel / "bin" / "finops"), "demo", "--out", "out"],
+        cwd=cwd,
+        env=installed_env(installed_wheel, cwd),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    assert "Traceback" not in demo.stdout + demo.stderr
+    return cwd / "out", demo.stdout

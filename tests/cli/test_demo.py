@@ -1,4 +1,9 @@
-"""The README's main-job command end to end: samples → store → stack → plan → report, all agreeing."""
+"""The README's main-job command end to end: samples → store → stack → plan → report, all agreeing.
+
+``demo_out`` is the one ``finops demo`` run of the suite (tests/conftest.py): the installed wheel's command, run
+outside the source tree, which tests/packaging/test_wheel.py needs anyway; running it again in process would
+check the same code twice.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +13,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from typer.testing import CliRunner
-
-from finops_cli.cli.app import app
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def demo_out(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    out = tmp_path_factory.mktemp("demo")
-    result = CliRunner().invoke(app, ["demo", "--out", str(out)], env={"NO_COLOR": "1"})
-    assert result.exit_code == 0, result.output
-    return out, result.output
+pytestmark = pytest.mark.xdist_group("wheel")  # with tests/packaging/test_wheel.py: one worker runs the demo
 
 
 def test_readme_names_the_demo_command() -> None:
@@ -29,6 +24,16 @@ def test_readme_names_the_demo_command() -> None:
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
     test_cmd = re.search(r"pip install -e '\.\[test\]' && python -m pytest[^\n`]*", ci)
     assert test_cmd is not None and test_cmd.group(0) in readme
+
+
+def test_demo_in_a_checkout_reads_the_checkouts_samples() -> None:
+    """``pip install -e . && finops demo`` (the README's line): an editable install ships no ``_samples`` copy, so
+    the demo reads ``samples/`` of the checkout, which holds every input the wheel's run above read."""
+    from finops_cli.demo import default_samples_dir
+
+    assert default_samples_dir() == REPO / "samples"
+    for name in ("fleet.yaml", "workloads.yaml", "billing", "utilization", "spot_prices"):
+        assert (REPO / "samples" / name).exists(), name
 
 
 def test_demo_writes_a_valid_plan_and_prints_its_savings(demo_out: tuple[Path, str]) -> None:
