@@ -19,6 +19,15 @@ from finops_cli.store import Store
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
 
+# Bytecode. With PYTHONDONTWRITEBYTECODE set (as in some shells and CI images) every process of a run -- each xdist
+# worker, each ``finops`` or ``python -c`` subprocess a test starts -- compiles finops_cli from source again, and
+# pytest rewrites the asserts of every test module again in each worker (~5 CPU-s a worker). The run writes
+# bytecode as Python does by default (``__pycache__/``, ignored by git), so each module is compiled once; the
+# workers and subprocesses inherit the environment set here.
+if sys.dont_write_bytecode:
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 # Hypothesis profiles. "ci" (the default) bounds the property tests that do not pin their own example count, so
 # the suite stays fast on 2 cores; "thorough" (HYPOTHESIS_PROFILE=thorough, e.g. before a release) runs 2,000
 # examples each, and ten times the count of tests that set their own (hypothesis_budget.examples). Failures print
