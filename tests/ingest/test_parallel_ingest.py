@@ -13,6 +13,7 @@ import csv
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -119,27 +120,36 @@ def _totals(summary: object) -> dict:
     return out
 
 
-def test_two_workers_store_the_bytes_and_totals_of_one(tmp_path: Path) -> None:
-    files = _export(tmp_path / "export")
-    one = ingest_billing(files, "auto", Store(tmp_path / "one"), jobs=1)
-    two = ingest_billing(files, "auto", Store(tmp_path / "two"), jobs=2)
+@pytest.fixture(scope="module")
+def one_and_two(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path, Path, object, object]:
+    """One 4-file export ingested with one worker and with two (spawned worker processes cost about a second of
+    CPU each, so the tests below share these two ingests and copy a store before writing to it)."""
+    tmp = tmp_path_factory.mktemp("one-and-two")
+    files = _export(tmp / "export")
+    one = ingest_billing(files, "auto", Store(tmp / "one"), jobs=1)
+    two = ingest_billing(files, "auto", Store(tmp / "two"), jobs=2)
+    return files, tmp / "one", tmp / "two", one, two
+
+
+def test_two_workers_store_the_bytes_and_totals_of_one(one_and_two: tuple) -> None:
+    _, one_root, two_root, one, two = one_and_two
     assert _totals(one) == _totals(two)
-    assert _bytes(tmp_path / "one", "billing") == _bytes(tmp_path / "two", "billing")
-    assert len(_bytes(tmp_path / "one", "billing")) == 8  # 2 accounts × 4 files (one part per file)
-    for root in ("one", "two"):  # every detail file has its aggregate, built by whoever staged it
-        assert Store(tmp_path / root).has_aggregate("billing")
-    hourly = [Store(tmp_path / r).read("billing_hourly").sort_by([("hour", "ascending")]) for r in ("one", "two")]
+    assert _bytes(one_root, "billing") == _bytes(two_root, "billing")
+    assert len(_bytes(one_root, "billing")) == 8  # 2 accounts × 4 files (one part per file)
+    for root in (one_root, two_root):  # every detail file has its aggregate, built by whoever staged it
+        assert Store(root).has_aggregate("billing")
+    hourly = [Store(r).read("billing_hourly").sort_by([("hour", "ascending")]) for r in (one_root, two_root)]
     assert hourly[0].num_rows == hourly[1].num_rows
     assert abs(pc.sum(hourly[0]["billed_cost"]).as_py() - pc.sum(hourly[1]["billed_cost"]).as_py()) < 1e-6
     assert {c["currency"] for c in one.conservation} == {"EUR", "USD"}
     assert all(c["difference"] == 0 for c in two.conservation)
-    assert Store(tmp_path / "two").read("billing").num_rows == 4 * 700
+    assert Store(two_root).read("billing").num_rows == 4 * 700
 
 
-def test_a_re_ingest_with_two_workers_rewrites_the_same_bytes(tmp_path: Path) -> None:
-    files = _export(tmp_path / "export", files=3, rows=400)
+def test_a_re_ingest_with_two_workers_rewrites_the_same_bytes(one_and_two: tuple, tmp_path: Path) -> None:
+    files, one_root, _, first, _ = one_and_two
     store = Store(tmp_path / "store")
-    first = ingest_billing(files, "auto", store, jobs=1)
+    shutil.copytree(one_root, store.root)  # ingested with one worker
     before = _bytes(store.root, "billing")
     again = ingest_billing(files, "auto", store, jobs=2)
     assert _bytes(store.root, "billing") == before
@@ -149,10 +159,10 @@ def test_a_re_ingest_with_two_workers_rewrites_the_same_bytes(tmp_path: Path) ->
     assert len(entries) == 2  # one entry per (payer, period), replaced, never duplicated
 
 
-def test_a_smaller_re_export_leaves_no_earlier_part(tmp_path: Path) -> None:
-    files = _export(tmp_path / "export")
+def test_a_smaller_re_export_leaves_no_earlier_part(one_and_two: tuple, tmp_path: Path) -> None:
+    files, _, two_root, _, _ = one_and_two
     store = Store(tmp_path / "store")
-    ingest_billing(files, "auto", store, jobs=2)
+    shutil.copytree(two_root, store.root)  # ingested with two workers
     again = ingest_billing(files[:2], "auto", store, jobs=2)
     assert store.read("billing").num_rows == 2 * 700 == again.rows
     assert not [p for p in store.files("billing") if p.stem.endswith(("-part2", "-part3"))]
