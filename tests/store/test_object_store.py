@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 import signal
 import subprocess
 import sys
@@ -94,9 +95,12 @@ def _ingest_samples(store: Store | str) -> None:
 
 
 @pytest.fixture(scope="module")
-def local_samples(tmp_path_factory: pytest.TempPathFactory) -> Store:
+def local_samples(sample_ingested: Store, tmp_path_factory: pytest.TempPathFactory) -> Store:
+    """The sample estate on disk as :func:`_ingest_samples` builds it: a copy of the session's billing and
+    utilisation store (tests/store/conftest.py, built anyway for this module) plus the spot prices."""
     st = Store(tmp_path_factory.mktemp("local-samples") / ".finops")
-    _ingest_samples(st)
+    shutil.copytree(sample_ingested.root, st.root)
+    api.ingest_spot_prices(store=st, files=sorted((SAMPLES / "spot_prices").iterdir()))
     return st
 
 
