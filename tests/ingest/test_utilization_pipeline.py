@@ -95,7 +95,7 @@ def test_missing_path(store: Store, tmp_path: Path) -> None:
         ingest_utilization(store, [tmp_path / "nope.csv"])
 
 
-@settings(max_examples=examples(15), deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 5), st.integers(0, 2000), st.floats(0, 1, allow_nan=False)), min_size=1, max_size=60

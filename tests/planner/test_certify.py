@@ -84,7 +84,7 @@ def assert_schedule_feasible(f, ws, d, out, tol=1e-6):
             assert (gpus <= w.max_parallel_gpus + tol).all()
 
 
-@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(estates())
 def test_bounds_bracket_the_hourly_optimum_and_the_schedule_is_feasible(estate):
     f, ws, d, n_blocks = estate
@@ -106,7 +106,7 @@ def test_bounds_bracket_the_hourly_optimum_and_the_schedule_is_feasible(estate):
         assert money == pytest.approx(cert.upper_bound, rel=1e-6, abs=1e-6)
 
 
-@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(estates())
 def test_held_out_promise_the_plan_is_within_its_certified_gap_of_an_independent_hourly_optimum(estate):
     # the promise a held-out check holds plans to, at the defaults `finops plan` uses (tolerance 0.1 %, MIP

@@ -142,7 +142,7 @@ def _estates(draw):
 
 
 @settings(
-    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+    max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
 )
 @given(_estates())
 def test_milp_is_never_dearer_than_the_reference_on_any_estate(estate) -> None:

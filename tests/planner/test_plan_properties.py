@@ -55,7 +55,7 @@ def estates(draw, *, single: bool = False):
     return f, ws, demand(**cols)
 
 
-@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(estates())
 def test_solvers_and_reductions_agree_and_compliance_holds(estate):
     f, ws, d = estate

@@ -122,7 +122,7 @@ def _fee_estates(draw):
     return subs, ws, demand(**cols), draw(st.floats(0.5, 60))
 
 
-@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_fee_estates())
 def test_raising_the_fee_never_lowers_cost_nor_moves_work_onto_the_pool(estate) -> None:
     """Exact optima x1 (fee F) and x2 (fee F + Δ): c1·x1 ≤ c1·x2 and c2·x2 ≤ c2·x1 give both properties."""

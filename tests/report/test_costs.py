@@ -109,7 +109,7 @@ def _value(frame: pd.DataFrame, dim: str) -> pd.Series:
     return frame["Tags"].map(lambda t: _tag(t, dim))
 
 
-@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     by=st.lists(st.sampled_from(DIMS), min_size=0, max_size=3, unique=True),
     cost=st.sampled_from(["billed", "effective"]),

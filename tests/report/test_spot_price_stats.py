@@ -105,7 +105,7 @@ def test_price_table_since_and_common_end() -> None:
     assert table.loc["us-east-1b", "samples"] == 0  # no change inside the window; the price carried in counts
 
 
-@settings(max_examples=examples(40), deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.floats(0.5, 50)), min_size=1, max_size=25))
 def test_statistics_are_ordered_and_within_range(events: list[tuple[int, float]]) -> None:
     rows = _rows("us-east-1a", [(pd.Timestamp("2026-10-01") + pd.Timedelta(minutes=m), p) for m, p in events])

@@ -254,7 +254,7 @@ _manifests = st.one_of(
 )
 
 
-@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(journal=_journals, manifest=_manifests, link=st.booleans())
 def test_random_journals_and_manifests_never_write_outside_the_store(
     journal: object, manifest: object, link: bool
