@@ -39,27 +39,31 @@ OUT_ENV = "FINOPS_SUITE_CPU_DIR"
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _live_descendants_cpu(root: int) -> float:
-    """CPU seconds of the processes still running under ``root`` (a Spark JVM, a moto or worker process), with
-    the children they have waited for; read from ``/proc`` (0 where there is none)."""
-    children: dict[int, list[int]] = defaultdict(list)
-    times: dict[int, float] = {}
-    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else ():
-        if not entry.name.isdigit():
-            continue
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (every thread's), from ``/proc/PID/task/TID/children``."""
+    kids: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
         try:
-            stat = (entry / "stat").read_text()
+            kids.extend(int(k) for k in task.read_text().split())
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid ...
-        children[int(fields[1])].append(int(entry.name))
-        times[int(entry.name)] = sum(int(f) for f in fields[11:15]) / _TICK  # utime stime cutime cstime
-    total, todo = 0.0, [root]
+    return kids
+
+
+def _live_descendants_cpu(root: int) -> float:
+    """CPU seconds of the processes still running under ``root`` (a Spark JVM, a spawned ingest worker), with
+    the children they have waited for. Walks only this process's subtree (a few files per test, not all of
+    ``/proc``); 0 where ``/proc`` has no ``children`` files."""
+    total, todo = 0.0, _children(root)
     while todo:
         pid = todo.pop()
-        kids = children.get(pid, [])
-        total += sum(times[k] for k in kids)
-        todo.extend(kids)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:  # it just ended
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid ...
+        total += sum(int(f) for f in fields[11:15]) / _TICK  # utime stime cutime cstime
+        todo.extend(_children(pid))
     return total
 
 
