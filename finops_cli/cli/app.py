@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
-from rich.markup import escape
 from typer.core import TyperCommand, TyperGroup
 
 from finops_cli import __version__
@@ -29,20 +28,32 @@ from finops_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL_ERROR, FinopsError
 _DEBUG_ENV = "FINOPS_DEBUG"
 
 
-def _pass_through() -> tuple[type[BaseException], ...]:
-    """Exceptions the CLI framework turns into usage messages and exit codes itself (typer vendors click in
-    recent versions and re-exports it in older ones: accept both)."""
-    kinds: set[type[BaseException]] = {typer.Exit, typer.Abort, KeyboardInterrupt}
+def _framework_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """Exceptions the CLI framework turns into usage messages and exit codes itself, and those of them it draws
+    with its rich help console (usage errors, aborts). typer vendors click in recent versions and re-exports it
+    in older ones: accept both."""
+    drawn: set[type[BaseException]] = {typer.Abort}
     if hasattr(typer, "TyperException"):
-        kinds.add(typer.TyperException)
+        drawn.add(typer.TyperException)
+    exits: set[type[BaseException]] = {typer.Exit, KeyboardInterrupt}
     if not hasattr(typer, "_click"):  # click itself (~0.1 s to import) only where typer does not vendor it
         import click
 
-        kinds |= {click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort}
-    return tuple(kinds)
+        drawn |= {click.exceptions.ClickException, click.exceptions.Abort}
+        exits.add(click.exceptions.Exit)
+    return (*drawn, *exits), tuple(drawn)
 
 
-_PASS_THROUGH = _pass_through()
+_PASS_THROUGH, _DRAWN_BY_TYPER = _framework_exceptions()
+
+
+def _typer_colors(*, load: bool) -> None:
+    """Typer draws help, usage errors and aborts with its own rich console: no styles under NO_COLOR either.
+
+    Its help module (and rich) is only imported to draw something (``load``), not to run a command: once loaded,
+    its colour system follows ``NO_COLOR`` on every run (tests run the app many times in one process)."""
+    if load or "typer.rich_utils" in sys.modules:
+        typer_help().COLOR_SYSTEM = None if color_disabled() else "auto"
 
 
 def debug_enabled() -> bool:
@@ -54,16 +65,19 @@ class _ErrorMappingGroup(TyperGroup):
     other exception into exit 70 with one line (the traceback only with ``--debug``)."""
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
-        # Typer draws --help and usage errors with its own rich console: no styles under NO_COLOR either.
-        # Its rich_utils module is only imported when it matters, and for help without what it never uses here.
+        # Typer's rich_utils module is only imported when it draws, and for help without what it never uses here.
         argv = sys.argv[1:] if args is None else list(args)
-        if "--help" in argv or len(argv) < 2:  # help, or a group's or a command's usage without arguments
-            typer_help()
-        if color_disabled() or "typer.rich_utils" in sys.modules:
-            typer_help().COLOR_SYSTEM = None if color_disabled() else "auto"
+        _typer_colors(load="--help" in argv or len(argv) < 2)  # help, or a group's or a command's usage
         reflow_help(self)
         configure_logging()  # until the root callback applies -v/-q: errors before it still print
         return super().main(args, *rest, **kwargs)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except _DRAWN_BY_TYPER:  # a usage error of this group's own options: typer draws it
+            _typer_colors(load=True)
+            raise
 
     # Typer always hands its groups a typer.Context (click's Context subclass, the type click declares here).
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
@@ -74,7 +88,9 @@ class _ErrorMappingGroup(TyperGroup):
             for line in str(exc).splitlines() or ["error"]:
                 log.error(line)
             raise typer.Exit(exc.exit_code) from None
-        except _PASS_THROUGH:  # usage errors, --help, typer.Exit: the framework reports them
+        except _PASS_THROUGH as exc:  # usage errors, --help, typer.Exit: the framework reports them
+            if isinstance(exc, _DRAWN_BY_TYPER):
+                _typer_colors(load=True)
             raise
         except Exception as exc:
             if ctx.parent is not None:  # let the outermost group report it, once
@@ -84,6 +100,8 @@ class _ErrorMappingGroup(TyperGroup):
                 raise typer.Exit(EXIT_BROKEN_PIPE) from None
             if ctx.params.get("debug") or debug_enabled():
                 import traceback
+
+                from rich.markup import escape
 
                 stderr_console().print(escape("".join(traceback.format_exception(exc)).rstrip()), soft_wrap=True)
             summary = " ".join(str(exc).split())[:300] or "(no message)"
@@ -162,9 +180,10 @@ def _root(
     if verbose and quiet:
         raise typer.BadParameter("give -v/--verbose or -q/--quiet, not both")
     configure_logging(verbose, quiet)
-    from finops_cli.estate.pricebook import use_pricebook
+    if pricebook or "finops_cli.estate.pricebook" in sys.modules:  # else it starts with no override: not imported
+        from finops_cli.estate.pricebook import use_pricebook  # for a command that reads no price (gate)
 
-    use_pricebook(pricebook or None)
+        use_pricebook(pricebook or None)
 
 
 #: Top-level commands: name → (module of finops_cli.cli whose ``register`` defines it, the line ``finops --help``

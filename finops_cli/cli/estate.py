@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
@@ -94,6 +93,7 @@ def _stack_summary(stack: Any, currency: str) -> str:
 
 
 def _render_stack_table(result: Any) -> str:
+    from rich.markup import escape
     from rich.table import Table
 
     from finops_cli.cli.render import table_text

@@ -18,13 +18,13 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
+from typing import TYPE_CHECKING, Any
 
 from finops_cli.atomic import write_text
-from finops_cli.cli.terminal import SafeConsole, terminal_safe
+from finops_cli.cli.terminal import terminal_safe
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def color_disabled() -> bool:
@@ -34,6 +34,8 @@ def color_disabled() -> bool:
 
 def _console(**kwargs: Any) -> Console:
     # no_color alone keeps bold/italic/underline; color_system=None renders no style at all.
+    from finops_cli.cli.console import SafeConsole  # rich is imported with the first console
+
     off = color_disabled()
     return SafeConsole(color_system=None if off else "auto", no_color=off, highlight=False, **kwargs)
 
@@ -68,6 +70,8 @@ class StderrHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            from rich.markup import escape
+
             prefix = _PREFIX.get(record.levelno, "")
             stderr_console().print(prefix + escape(record.getMessage()), soft_wrap=True, highlight=False)
         except Exception:  # a broken stderr must not turn a diagnostic into a crash
@@ -97,6 +101,8 @@ def status(message: str) -> Iterator[Callable[[str], None]]:
     if not live_progress(console):
         yield log.info
         return
+    from rich.markup import escape
+
     with console.status(escape(message), spinner="dots") as live:
 
         def step(line: str) -> None:

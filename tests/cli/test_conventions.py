@@ -72,6 +72,34 @@ def test_small_commands_import_no_dataframe_or_solver_library(args: list[str]) -
     assert _heavy_after(code) == []
 
 
+#: What ``finops validate`` and ``finops gate`` on the samples must not import, beyond :data:`HEAVY` (issue #16:
+#: each ≤ 0.5 s): rich (validate prints one plain line), typer's help renderer, the pricebook (gate reads no price).
+NOT_IMPORTED_BY = {
+    "validate": ("jsonschema", "rich", "typer.rich_utils"),
+    "gate": ("jsonschema", "typer.rich_utils", "finops_cli.estate.pricebook", "finops_cli.schema.estate", "yaml"),
+}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "--fleet", str(SAMPLES / "fleet.yaml"), "--workloads", str(SAMPLES / "workloads.yaml")],
+        ["gate", "--plan", str(PLAN), "--baseline", str(PLAN)],  # the table, as a user (and the benchmark) sees it
+    ],
+    ids=["validate", "gate"],
+)
+def test_validate_and_gate_import_only_what_they_use(args: list[str]) -> None:
+    """Run as the console script does (``main()`` reading ``sys.argv``), then list what is loaded."""
+    unwanted = (*HEAVY, *NOT_IMPORTED_BY[args[0]])
+    code = (
+        f"import sys\nsys.argv = ['finops', *{args!r}]\nfrom finops_cli.cli.app import main\ntry:\n    main()\n"
+        f"except SystemExit as e:\n    assert not e.code\n"
+        f"print('loaded:', *(m for m in {unwanted!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.splitlines()[-1].split()[1:] == []
+
+
 def _tree() -> list[tuple[tuple[str, ...], object]]:
     root = every_command()
     root.main(["--help"], prog_name="finops", standalone_mode=False)  # main() reflows the whole tree's help

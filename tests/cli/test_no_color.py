@@ -17,6 +17,10 @@ pytestmark = pytest.mark.skipif(not hasattr(pty, "openpty"), reason="needs a POS
 ESC = b"\x1b"
 VALIDATE = ["validate", "--fleet", str(SAMPLES / "fleet.yaml"), "--workloads", str(SAMPLES / "workloads.yaml")]
 FAILING = ["waste", "--month", "oct"]  # an error: "error:" in bold red on a colour terminal
+# usage errors drawn by typer in a red panel, of a command's options and of the root's: typer's help module is only
+# imported then (not to run a command), and must follow NO_COLOR all the same
+USAGE = ["validate", "--fleet", "fleet.yaml", "--no-such-option"]
+ROOT_USAGE = ["--no-such-option", "validate"]
 RUN = [sys.executable, "-c", "from finops_cli.cli.app import main; main()"]
 
 
@@ -54,9 +58,13 @@ def test_a_terminal_gets_colour_without_no_color(tmp_path: Path) -> None:
     # the control: the pseudo-terminal really is seen as a colour terminal
     assert ESC in _in_pty(["--help"], _env(tmp_path))
     assert ESC in _in_pty(FAILING, _env(tmp_path))
+    assert ESC in _in_pty(USAGE, _env(tmp_path))
+    assert ESC in _in_pty(ROOT_USAGE, _env(tmp_path))
 
 
-@pytest.mark.parametrize("args", [["--help"], VALIDATE, FAILING], ids=["help", "table", "error"])
+@pytest.mark.parametrize(
+    "args", [["--help"], VALIDATE, FAILING, USAGE, ROOT_USAGE], ids=["help", "table", "error", "usage", "root-usage"]
+)
 def test_no_color_on_a_terminal_writes_no_escape_codes(tmp_path: Path, args: list[str]) -> None:
     out = _in_pty(args, _env(tmp_path, NO_COLOR="1"))
     assert out.strip(), "the command printed nothing"
