@@ -19,10 +19,11 @@ import io
 import json
 import os
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -53,6 +54,7 @@ CSV_BLOCK_BYTES = 8 << 20
 BATCH_ROWS = 65_536
 #: Longest header line or JSON Lines record read (decompressed): a 3 MB gzip can hold a 3 GiB line.
 MAX_LINE_BYTES = 64 << 20
+_T = TypeVar("_T")
 _READ_ERRORS = (pa.ArrowException, OSError, EOFError, UnicodeDecodeError, ValueError, gzip.BadGzipFile)
 
 
@@ -194,7 +196,7 @@ def iter_batches(
     csv_block_bytes: int = CSV_BLOCK_BYTES,
     newlines_in_values: bool = True,
     nested: Mapping[str, pa.DataType] | None = None,
-) -> Iterator[RowBatch]:
+) -> Generator[RowBatch]:
     """Stream ``path`` as record batches.
 
     Parameters
@@ -474,7 +476,7 @@ def _iter_jsonl_duckdb(
             # nested objects flattened to dotted names and "" read as no value by DuckDB, on its threads
             reader = rel.project(_flat_select(schema, wanted_set)).to_arrow_reader(JSON_BATCH_ROWS)
             tables = (_json_table(pa.Table.from_batches([batch]), wanted_set) for batch in reader)
-            for table in _read_ahead(tables, stack):
+            for table in read_ahead(tables, stack):
                 for b in table.to_batches():
                     if b.num_rows:
                         yield RowBatch(b, row)
@@ -483,7 +485,7 @@ def _iter_jsonl_duckdb(
         yield from _iter_jsonl(path, wanted, types, batch_rows, skip=row - 1)
 
 
-def _read_ahead(items: Iterator[pa.Table], stack: contextlib.ExitStack) -> Iterator[pa.Table]:
+def read_ahead(items: Iterator[_T], stack: contextlib.ExitStack) -> Iterator[_T]:
     """``items``, the next one decoded on a thread while the caller converts this one (DuckDB and Arrow
     release the GIL): one item in flight, so memory grows by one batch. The thread is joined when ``stack``
     closes, before what it reads from (entered on ``stack`` earlier) is."""
@@ -494,7 +496,7 @@ def _read_ahead(items: Iterator[pa.Table], stack: contextlib.ExitStack) -> Itera
     pending = ahead.submit(next, items, end)
     while (item := pending.result()) is not end:
         pending = ahead.submit(next, items, end)
-        yield item
+        yield item  # type: ignore[misc]
 
 
 def _globless(path: Path, stack: contextlib.ExitStack) -> Path:

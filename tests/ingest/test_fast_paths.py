@@ -459,3 +459,20 @@ def test_dcgm_bad_utf8_and_an_unreadable_file_are_named_in_file_order(
     (d / "scrape-2026-10-01T00-02-00Z.prom").write_text(_scrape_text(rng, 2))
     with pytest.raises(InputError, match=r"00-04-00Z\.prom\.gz: cannot read"):
         list(dcgm.iter_dcgm(d))
+
+
+def test_a_conversion_error_on_the_read_ahead_thread_names_its_row_and_stops_the_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The format's conversion runs a batch ahead on a thread: its error still names the row, comes after
+    the batches before it were written, leaves the store untouched and no reading thread behind."""
+    import threading
+
+    lines = _export(tmp_path, edit={500: {"usage_start_time": "not a time"}})
+    jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
+    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 50)
+    store = Store(tmp_path / "store")
+    with pytest.raises(InputError, match=r"row 501, column 'usage_start_time'"):
+        ingest_billing([jsonl], "gcp", store)
+    assert not (store.root / "billing").exists()
+    assert not [t for t in threading.enumerate() if t.name.startswith("read-ahead") and t.is_alive()]

@@ -29,7 +29,7 @@ import os
 import signal
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from decimal import Context, Decimal
@@ -48,7 +48,16 @@ from finops_cli.files import content_fingerprint, file_digest
 # Importing the format modules registers them.
 from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS, BatchContext, BillingFormat, Converted, finish
-from finops_cli.ingest.readers import discover, first_bad_row, iter_batches, kind_of, map_unique, read_header
+from finops_cli.ingest.readers import (
+    RowBatch,
+    discover,
+    first_bad_row,
+    iter_batches,
+    kind_of,
+    map_unique,
+    read_ahead,
+    read_header,
+)
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
 from finops_cli.store import engine as store_engine
@@ -308,11 +317,13 @@ def stage_file(
         digest = threads.submit(file_digest, job.path)
         out = WriteBehind(writer, threads)
         try:
-            for table in convert_file(job.path, parser, job.header, acc, state):
-                _write(out, table, parser.name, acc, job.path, f"{_FILE}{job.index}")
-                rows += table.num_rows
-                if progress is not None:
-                    progress(job.path, rows, job.index, n_files)
+            # closed on an error too: its read-ahead threads stop before the store is touched
+            with contextlib.closing(convert_file(job.path, parser, job.header, acc, state)) as tables:
+                for table in tables:
+                    _write(out, table, parser.name, acc, job.path, f"{_FILE}{job.index}")
+                    rows += table.num_rows
+                    if progress is not None:
+                        progress(job.path, rows, job.index, n_files)
             _flush(out, acc)
             out.drain()
             staged = writer.close()
@@ -457,20 +468,35 @@ def _rename(staging: Path, rels: list[str], names: dict[str, str], suffix: str) 
 
 def convert_file(
     path: Path, parser: BillingFormat, header: list[str], acc: _Acc, state: dict[str, Any]
-) -> Iterator[pa.Table]:
+) -> Generator[pa.Table]:
     """One file's canonical tables, batch by batch, with its money in tallied in ``acc`` (every engine's step)."""
     rows = 0
-    batches = iter_batches(
-        path,
-        columns=parser.columns(header, every_known=kind_of(path) == "jsonl"),
-        types=parser.types_for(header),
-        newlines_in_values=parser.newlines_in_values,
-        nested=parser.nested,
-    )
-    for rb in batches:
-        table = _convert(parser, rb.batch, BatchContext(path, rb.first_row, state), acc)
-        rows += table.num_rows
-        yield table
+
+    def parsed(batches: Iterator[RowBatch]) -> Iterator[tuple[pa.RecordBatch, BatchContext, Converted]]:
+        for rb in batches:
+            ctx = BatchContext(path, rb.first_row, state)
+            yield rb.batch, ctx, parser.convert(rb.batch, ctx)
+
+    # a three-stage pipeline: the format's own conversion of the next batch runs on a thread (Arrow
+    # releases the GIL) while this thread finishes this one and stage_file's writes the one before; in
+    # order, one batch in flight, so tallies, errors and memory are as when run one after the other. On
+    # an error the thread is joined, then the reader closed (its own threads and files with it).
+    with contextlib.ExitStack() as stack:
+        batches = stack.enter_context(
+            contextlib.closing(
+                iter_batches(
+                    path,
+                    columns=parser.columns(header, every_known=kind_of(path) == "jsonl"),
+                    types=parser.types_for(header),
+                    newlines_in_values=parser.newlines_in_values,
+                    nested=parser.nested,
+                )
+            )
+        )
+        for batch, ctx, conv in read_ahead(parsed(batches), stack):
+            table = _convert(parser, batch, ctx, acc, conv)
+            rows += table.num_rows
+            yield table
     if rows == 0:
         raise InputError("has a header but no billing lines", path=path)
     for name, lines in state.get("unknown_gpu_types", {}).items():
@@ -562,10 +588,13 @@ def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
         acc.by_file[(str(ctx.path), c)][0] += a
 
 
-def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc) -> pa.Table:
-    """Source batch → canonical table with GPU facts, provenance and partition columns."""
+def _convert(
+    parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc, conv: Converted | None = None
+) -> pa.Table:
+    """Source batch → canonical table with GPU facts, provenance and partition columns (``conv``: the
+    format's conversion of ``batch``, when already done)."""
     n = batch.num_rows
-    conv = parser.convert(batch, ctx)
+    conv = parser.convert(batch, ctx) if conv is None else conv
     _cost_in(conv, ctx, acc)
     acc.rows_in += n
     cols = dict(conv.columns)
