@@ -264,6 +264,7 @@ def waste_reports(
     from finops_cli.store import engine
     from finops_cli.store.queries import (
         RESOURCE_COSTS,
+        RESOURCE_COSTS_ATTRIBUTES,
         RESOURCE_COSTS_GROUPED,
         WASTE_DEVICE_USAGE,
         WASTE_DEVICE_USAGE_AGGREGATE,
@@ -298,11 +299,16 @@ def waste_reports(
     fl = load_fleet(fleet) if fleet is not None else None
     costs = (
         engine.run_pandas(
-            st, RESOURCE_COSTS, {"month": month}, match_columns=engine.match_columns(fl, RESOURCE_COSTS_GROUPED)
+            st,
+            RESOURCE_COSTS,
+            {"month": month},
+            categories=RESOURCE_COSTS_ATTRIBUTES,
+            match_columns=engine.match_columns(fl, RESOURCE_COSTS_GROUPED),
         )
         if month in bill_months
         else None
     )
+    engine.release_memory()  # that query grouped the month's lines: its working memory goes before pandas work
     if costs is not None and len(costs):
         currencies = sorted(costs["BillingCurrency"].dropna().unique())
         if len(currencies) > 1:

@@ -100,8 +100,8 @@ def render_table(report: WasteReport) -> RenderableType:
     if report.unobserved:
         unobs = money_table(
             f"{UNOBSERVED} paid GPU capacity with no samples (neither idle nor busy: unmeasured)",
-            [Col("resource"), Col(report.by), Col("GPU-hours", "number"), Col("paid", "money")],
-            [[one_line(u["resource_id"], 60), u["key"], u["gpu_hours"], u["cost"]] for u in report.unobserved],
+            [Col(report.by), Col("resources", "number"), Col("GPU-hours", "number"), Col("paid", "money")],
+            [[one_line(u["key"], 60), u["resources"], u["gpu_hours"], u["cost"]] for u in report.unobserved],
             totals=True,
             currency=cur,
         )

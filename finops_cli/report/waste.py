@@ -244,6 +244,32 @@ def _fleet_substrate_for(fleet: Fleet, resource_id: str | None, host: str | None
 
 
 # ------------------------------------------------------------------------------------------- report
+def unobserved_groups(never: pd.DataFrame, by: GroupBy) -> list[dict[str, Any]]:
+    """Billed GPU resources the trace never saw, summed per ``by`` group, costliest first.
+
+    ``never`` holds :func:`resource_rates` rows. One entry per group (``key``, ``resources``, ``gpu_hours``,
+    ``cost``), not per resource: a month of 50 M lines bills ~67,000 resources, and a list of each would grow
+    the report (and the memory that builds it) with the month; ``--by device`` still gives one per resource.
+    """
+    if not len(never):
+        return []
+    column = {"team": "team", "substrate": "substrate", "instance_type": "instance_type", "device": "resource_id"}[by]
+    values = never[column].astype(object)
+    key = values if by == "device" else values.where(values.notna() & (values != ""), UNKNOWN)
+    frame = pd.DataFrame(
+        {"key": key.to_numpy(dtype=object), "gpu_hours": never["gpu_hours"].astype(float).to_numpy(),
+         "cost": never["cost"].astype(float).to_numpy()}
+    )  # fmt: skip
+    sums = frame.groupby("key", sort=True).agg(
+        resources=("key", "size"), gpu_hours=("gpu_hours", "sum"), cost=("cost", "sum")
+    )
+    sums = sums.reset_index().sort_values(["cost", "key"], ascending=[False, True], kind="stable")
+    return [
+        {"key": str(r.key), "resources": int(r.resources), "gpu_hours": float(r.gpu_hours), "cost": float(r.cost)}
+        for r in sums.itertuples(index=False)
+    ]
+
+
 def waste_report(
     usage: pd.DataFrame,
     *,
@@ -279,9 +305,11 @@ def waste_report(
         if c not in u:
             u[c] = None
     u["resource_key"] = u["resource_id"].where(u["resource_id"].notna(), u["host"]).map(resource_key)
+    seen = set(u["resource_key"].dropna())
     if len(rates):
         rates = rates.assign(resource_key=rates["resource_id"].map(resource_key))
-        rate_by_res = rates.drop_duplicates("resource_key").set_index("resource_key")
+        traced = rates[rates["resource_key"].isin(seen)]  # the first row per key stays first
+        rate_by_res = traced.drop_duplicates("resource_key").set_index("resource_key")
     else:
         rate_by_res = pd.DataFrame()
     substrate_price: dict[str, float] = {}
@@ -354,27 +382,18 @@ def waste_report(
         )
     groups.sort(key=lambda r: -(r["idle_cost"] or 0.0))
 
-    # Paid capacity the trace never saw.
-    seen = set(u["resource_key"].dropna())
-    unobserved = []
+    # Paid capacity the trace never saw, summed per group (one entry per resource only under --by device).
+    unobserved: list[dict[str, Any]] = []
+    unobs_h: float = 0
+    unobs_cost: float = 0
     if len(rates):
-        for r in rates.itertuples(index=False):
-            if r.resource_key in seen:
-                continue
-            key = {
-                "team": r.team or UNKNOWN,
-                "substrate": r.substrate or UNKNOWN,
-                "instance_type": r.instance_type or UNKNOWN,
-                "device": r.resource_id,
-            }[by]
-            unobserved.append(
-                {"key": str(key), "resource_id": r.resource_id, "gpu_hours": float(r.gpu_hours), "cost": float(r.cost)}
-            )
+        never = rates[~rates["resource_key"].isin(seen)]
+        unobs_h, unobs_cost = (sum(never[c].astype(float).tolist()) for c in ("gpu_hours", "cost"))
+        unobserved = unobserved_groups(never, by)
 
     dh = float(u["device_hours"].sum())
     bh = float(u["busy_hours"].sum())
     priced = u["idle_cost"].notna()
-    unobs_h = sum(x["gpu_hours"] for x in unobserved)
     if len(rates):
         paid = float(rates["gpu_hours"].sum())
         observed_paid = float(u.loc[u["resource_key"].isin(set(rates["resource_key"])), "device_hours"].sum())
@@ -395,7 +414,7 @@ def waste_report(
         "cost": float(u.loc[priced, "cost"].sum()) if priced.any() else None,
         "unpriced_device_hours": float(u.loc[~priced, "device_hours"].sum()),
         "unobserved_gpu_hours": unobs_h,
-        "unobserved_cost": sum(x["cost"] for x in unobserved),
+        "unobserved_cost": unobs_cost,
         "coverage": coverage,
         "coverage_basis": coverage_basis,
     }

@@ -100,6 +100,10 @@ GROUP BY ResourceId, provider, RegionId, x_InstanceType, x_AcceleratorType, Pric
 
 #: what :data:`RESOURCE_COSTS` groups by besides the baseline's columns (no ``{match_columns}`` repeat)
 RESOURCE_COSTS_GROUPED = ("ResourceId", "x_AcceleratorType")
+#: :data:`RESOURCE_COSTS`' columns that describe a resource (few distinct values over many resources)
+RESOURCE_COSTS_ATTRIBUTES = (
+    "provider", "RegionId", "x_InstanceType", "x_AcceleratorType", "PricingCategory", "BillingCurrency", "team",
+)  # fmt: skip
 
 #: Lines charged in ``[$start, $end)`` grouped by what matches them to a substrate (provider, region,
 #: instance type, pricing category, the fleet's ``match`` columns): the billed baseline's input.

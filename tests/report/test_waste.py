@@ -85,12 +85,46 @@ def test_billing_prices_devices_and_unobserved_capacity_is_separate(tmp_path: Pa
     assert t["device_hours"] == 20.0 and t["busy_hours"] == 10.0
     assert t["idle_cost"] == pytest.approx(10.0 * 2.5)  # billing beats the flag
     assert report.priced_by == {"billing": 20.0, "fleet": 0.0, "flag": 0.0, "none": 0.0}
-    assert report.unobserved == [{"key": "g6.12xlarge", "resource_id": "i-2", "gpu_hours": 40.0, "cost": 90.0}]
+    assert report.unobserved == [{"key": "g6.12xlarge", "resources": 1, "gpu_hours": 40.0, "cost": 90.0}]
     assert t["unobserved_gpu_hours"] == 40.0 and t["unobserved_cost"] == 90.0
     assert t["coverage"] == pytest.approx(20.0 / 120.0)  # observed ÷ billed GPU-hours
     assert [g["key"] for g in report.groups] == ["p5.48xlarge"]
     md = to_markdown(report)
     assert "(unobserved)" in md and "Philly" in md and "$25.00" in md
+
+
+@pytest.mark.parametrize("by", ["team", "device"])
+def test_unobserved_capacity_is_summed_per_group_costliest_first(tmp_path: Path, store: Store, by: str) -> None:
+    """Resources the trace never saw are summed per group (a 50 M-line month bills ~67,000 of them: one entry
+    each would grow the report with the month); ``--by device`` keeps one entry per resource."""
+    f = _trace(tmp_path / "t.csv", {"i-1/gpu0": ("i-1", "ml", [0.5] * 10)})
+    ingest_utilization(store, [f])
+    tag = {"data": json.dumps({"team": "data"}), "ml": json.dumps({"team": "ml"}), "none": json.dumps({})}
+    _billing(
+        store,
+        [
+            {"ResourceId": "i-1", "EffectiveCost": 20.0, "x_GpuHours": 10.0, "Tags": tag["ml"]},
+            {"ResourceId": "i-2", "EffectiveCost": 30.0, "x_GpuHours": 10.0, "Tags": tag["data"]},
+            {"ResourceId": "i-3", "EffectiveCost": 12.5, "x_GpuHours": 5.0, "Tags": tag["data"]},
+            {"ResourceId": "i-3", "EffectiveCost": 2.5, "x_GpuHours": 1.0, "Tags": tag["data"]},
+            {"ResourceId": "i-4", "EffectiveCost": 100.0, "x_GpuHours": 8.0, "Tags": tag["none"]},
+            {"ResourceId": "i-5", "EffectiveCost": 9.0, "x_GpuHours": 3.0, "Tags": tag["ml"]},
+        ],
+    )
+    report = api.waste(store=store, by=by)
+    if by == "team":
+        assert report.unobserved == [
+            {"key": "(unknown)", "resources": 1, "gpu_hours": 8.0, "cost": 100.0},
+            {"key": "data", "resources": 2, "gpu_hours": 16.0, "cost": 45.0},
+            {"key": "ml", "resources": 1, "gpu_hours": 3.0, "cost": 9.0},
+        ]
+    else:
+        assert [(u["key"], u["resources"], u["cost"]) for u in report.unobserved] == [
+            ("i-4", 1, 100.0), ("i-2", 1, 30.0), ("i-3", 1, 15.0), ("i-5", 1, 9.0)
+        ]  # fmt: skip
+    assert report.totals["unobserved_gpu_hours"] == 27.0 and report.totals["unobserved_cost"] == 154.0
+    text = CliRunner().invoke(app, ["waste", "--store", str(store.root), "--by", by, "--format", "table"]).output
+    assert "resources" in text and "(unobserved)" in text
 
 
 FLEET = """

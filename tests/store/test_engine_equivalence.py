@@ -231,7 +231,7 @@ def _reference_waste(st: Store, month: str, by: str, fleet: Fleet | None) -> dic
 def _sort(report: dict) -> dict:
     """Groups with equal idle cost come in either order: compare them by key."""
     report["groups"] = sorted(report["groups"], key=lambda g: g["key"])
-    report["unobserved"] = sorted(report["unobserved"], key=lambda g: g["resource_id"])
+    report["unobserved"] = sorted(report["unobserved"], key=lambda g: g["key"])
     return report
 
 

@@ -49,3 +49,19 @@ def test_queries_share_one_database_and_each_sees_only_its_own_views(monkeypatch
     monkeypatch.setenv("FINOPS_DUCKDB_MEMORY", "300MB")  # other settings: another database
     engine.run_files(q, {})
     assert engine._SHARED["db"] is not first
+
+
+def test_release_memory_closes_the_idle_database_and_the_next_query_opens_one() -> None:
+    """After a query over a month's lines the commands hand its working memory back; a cursor still open
+    keeps the database (closing it under a running query would break that query)."""
+    from finops_cli.store.queries import Query
+
+    q = Query("one", (), "SELECT 1 AS x")
+    engine.run_files(q, {})
+    first = engine._SHARED["db"]
+    with engine.connect() as con:
+        engine.release_memory()
+        assert engine._SHARED["db"] is first and con.sql("SELECT 2").fetchall() == [(2,)]
+    engine.release_memory()
+    assert "db" not in engine._SHARED
+    assert engine.run_files(q, {}).to_pylist() == [{"x": 1}] and engine._SHARED["db"] is not first
