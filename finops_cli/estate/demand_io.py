@@ -142,6 +142,8 @@ def _observed_from_utilization(
     query = DEMAND_FROM_UTILIZATION_HOURLY if hourly else DEMAND_FROM_UTILIZATION
     params = {**_query_params(horizon), "value": value}
     frame = engine.run_pandas(store, query, params, tag_column=engine.quote_identifier(column))
+    if not hourly:
+        engine.release_memory()  # it scanned the month's samples: hand that working memory back
     if frame is None or frame.empty:
         return None
     return frame.assign(gpu_hours=frame[quantity].fillna(0.0))
@@ -164,6 +166,7 @@ def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon,
         frame = engine.run_pandas(store, DEMAND_FROM_BILLING_HOURLY, params)
     else:
         frame = engine.run_pandas(store, DEMAND_FROM_BILLING, {**params, "tag_path": engine.json_path(tag)})
+        engine.release_memory()  # it scanned the horizon's lines: hand that working memory back
     return None if frame is None or frame.empty else frame
 
 
