@@ -303,12 +303,12 @@ def waste_reports(
             RESOURCE_COSTS,
             {"month": month},
             categories=RESOURCE_COSTS_ATTRIBUTES,
+            release=True,  # it grouped the month's lines: that working memory goes before any pandas work
             match_columns=engine.match_columns(fl, RESOURCE_COSTS_GROUPED),
         )
         if month in bill_months
         else None
     )
-    engine.release_memory()  # that query grouped the month's lines: its working memory goes before pandas work
     if costs is not None and len(costs):
         currencies = sorted(costs["BillingCurrency"].dropna().unique())
         if len(currencies) > 1:

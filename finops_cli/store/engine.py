@@ -394,14 +394,19 @@ def run_pandas(
     params: Mapping[str, Any] | None = None,
     *,
     categories: Iterable[str] = (),
+    release: bool = False,
     **slots: str,
 ) -> pd.DataFrame | None:
     """:func:`run`, as a DataFrame (the result is one row per group: small).
 
     ``categories``: string columns that repeat a few values over many rows (a resource's provider, region,
     team) become pandas categoricals, so 67,000 resources hold a few dozen strings, not 67,000 of each.
+    ``release``: :func:`release_memory` once the result is fetched, before the DataFrame is built (for a
+    query over a month's lines, whose working memory would otherwise sit under the conversion).
     """
     table = run(store, query, params, **slots)
+    if release:
+        release_memory()
     if table is None:
         return None
     for name in categories:
