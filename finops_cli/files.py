@@ -9,14 +9,12 @@ decompressed transparently. Large tabular inputs go through :mod:`finops_cli.ing
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import io
-import json
 import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
@@ -44,12 +42,21 @@ MAX_DEPTH = 64
 MAX_VALUES = 50_000_000
 
 
+def _open_binary(path: Path) -> BinaryIO:
+    """``path`` opened for reading bytes, decompressed if it ends in ``.gz`` (gzip is imported only then)."""
+    if path.name.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
+
+
 def read_bytes(path: Path, *, kind: str, missing: str = "file not found", limit: int | None = None) -> bytes:
     """The file's bytes (``.gz`` decompressed), at most ``limit`` (:data:`MAX_TEXT_BYTES`), else one clear error."""
     limit = MAX_TEXT_BYTES if limit is None else limit
     note_input(path)
     try:
-        with gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb") as fh:
+        with _open_binary(path) as fh:
             data = fh.read(limit + 1)
     except FileNotFoundError:
         raise InputError(missing, path=path) from None
@@ -118,6 +125,8 @@ def check_depth(doc: Any, path: Path, *, limit: int = MAX_DEPTH, max_values: int
 
 def parse_json(text: str, path: Path, *, problem: str = "not valid JSON") -> Any:
     """Decode JSON text read from ``path``; a syntax error names its line and column."""
+    import json  # not at the top: finops validate reads YAML only
+
     try:
         return check_depth(json.loads(text), path)
     except json.JSONDecodeError as exc:

@@ -8,17 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import OutOpt
 from finops_cli.cli.output import emit_text, log, stdout_console
-from finops_cli.cli.render import BAD, GOOD, Col, money_table, table_text
 from finops_cli.errors import GateFailed
 
 if TYPE_CHECKING:
+    from rich.console import RenderableType
+
     from finops_cli.report.gate import GateResult
 
 #: Rows of the per-workload table shown in the terminal (largest changes first); JSON has them all.
@@ -34,7 +32,13 @@ class GateFormat(StrEnum):
 
 
 def render_text(result: GateResult) -> RenderableType:
-    """The terminal rendering: verdict, rules, cost by kind and the biggest per-workload changes."""
+    """The terminal rendering: verdict, rules, cost by kind and the biggest per-workload changes (rich is imported
+    here: ``--format json``/``markdown``/``github``, what CI runs, never loads it)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from finops_cli.cli.render import BAD, GOOD, Col, money_table
     from finops_cli.report.gate import summary_line, threshold_text
 
     cur = result.currency
@@ -125,6 +129,8 @@ def register(app: typer.Typer) -> None:
             if out is None:
                 stdout_console().print(renderable)
             else:
+                from finops_cli.cli.render import table_text
+
                 emit_text(table_text(renderable), out)
         else:
             emit_text(render(result, fmt.value), out)

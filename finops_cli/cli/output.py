@@ -11,7 +11,6 @@ not a terminal (a pipe, a file, CI logs) rich detects it and writes plain text t
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -124,4 +123,6 @@ def emit_text(text: str, out: Path | None = None) -> None:
 
 
 def emit_json(data: Any, out: Path | None = None) -> None:
+    import json
+
     emit_text(json.dumps(data, indent=2, default=str, allow_nan=False), out)
