@@ -259,7 +259,7 @@ def waste_reports(
         billed_gpu_report,
         resource_rates,
         usage_from_groups,
-        waste_report,
+        waste_reports_by,
     )
     from finops_cli.store import engine
     from finops_cli.store.queries import (
@@ -330,18 +330,17 @@ def waste_reports(
     usage, span_hours = usage_from_groups(groups)
     bins = engine.run_pandas(st, histogram_query, {"month": month})
     hist = UtilHistogram.from_bins(bins) if bins is not None else None
-    rates = resource_rates(costs, fl)
-    for group in groupings:
-        reports[group] = waste_report(
-            usage,
-            rates=rates,
-            fleet=fl,
-            price_per_gpu_hour=price_per_gpu_hour,
-            by=group,
-            histogram=hist,
-            span_hours=span_hours,
-        )
-        reports[group].totals["month"] = month
+    reports = waste_reports_by(
+        usage,
+        groupings,
+        rates=resource_rates(costs, fl),
+        fleet=fl,
+        price_per_gpu_hour=price_per_gpu_hour,
+        histogram=hist,
+        span_hours=span_hours,
+    )
+    for report in reports.values():
+        report.totals["month"] = month
     return reports
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -297,8 +298,41 @@ def waste_report(
     span_hours
         Σ over devices of (last sample − first sample + interval), for coverage when there is no billing.
     """
-    if by not in GROUP_BYS:
-        raise ValueError(f"by must be one of {', '.join(GROUP_BYS)}")
+    return waste_reports_by(
+        usage,
+        (by,),
+        rates=rates,
+        fleet=fleet,
+        price_per_gpu_hour=price_per_gpu_hour,
+        histogram=histogram,
+        span_hours=span_hours,
+    )[by]
+
+
+def waste_reports_by(
+    usage: pd.DataFrame,
+    by: Sequence[GroupBy],
+    *,
+    rates: pd.DataFrame | None = None,
+    fleet: Fleet | None = None,
+    price_per_gpu_hour: float | None = None,
+    histogram: UtilHistogram | None = None,
+    span_hours: float | None = None,
+) -> dict[str, WasteReport]:
+    """:func:`waste_report` grouped each way in ``by``: every device is priced once (the per-row part), and
+    each grouping is a pass over the priced rows (the leadership report groups by team and by substrate)."""
+    for group in by:
+        if group not in GROUP_BYS:
+            raise ValueError(f"by must be one of {', '.join(GROUP_BYS)}")
+    u, rates, currency = _priced_usage(usage, rates, fleet, price_per_gpu_hour)
+    return {group: _grouped(u, rates, currency, group, histogram, span_hours) for group in by}
+
+
+def _priced_usage(
+    usage: pd.DataFrame, rates: pd.DataFrame | None, fleet: Fleet | None, price_per_gpu_hour: float | None
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """``usage`` with each row's rate, its source, substrate, instance type and team; the rates with their
+    matching key; the currency."""
     rates = rates if rates is not None else pd.DataFrame(columns=["resource_id"])
     u = usage.copy()
     for c in USAGE_COLUMNS:
@@ -306,12 +340,12 @@ def waste_report(
             u[c] = None
     u["resource_key"] = u["resource_id"].where(u["resource_id"].notna(), u["host"]).map(resource_key)
     seen = set(u["resource_key"].dropna())
+    rate_by_res: dict[str, dict[str, Any]] = {}
     if len(rates):
         rates = rates.assign(resource_key=rates["resource_id"].map(resource_key))
         traced = rates[rates["resource_key"].isin(seen)]  # the first row per key stays first
-        rate_by_res = traced.drop_duplicates("resource_key").set_index("resource_key")
-    else:
-        rate_by_res = pd.DataFrame()
+        # one dict per resource, looked up per usage row (a DataFrame row lookup costs ~0.2 ms)
+        rate_by_res = traced.drop_duplicates("resource_key").set_index("resource_key").to_dict("index")
     substrate_price: dict[str, float] = {}
     if fleet is not None:
         for s in fleet.substrates:
@@ -333,7 +367,7 @@ def waste_report(
     # Resolve each row's rate, its source, substrate, instance type and team.
     usd, source, substrate, itype, team = [], [], [], [], []
     for rid, host, tm, raw_rid in zip(u["resource_key"], u["host"], u["team"], u["resource_id"], strict=True):
-        hit = rate_by_res.loc[rid] if (len(rate_by_res) and rid is not None and rid in rate_by_res.index) else None
+        hit = rate_by_res.get(rid) if rid is not None else None
         sub = hit["substrate"] if hit is not None else None
         if sub is None and fleet is not None:
             sub = _fleet_substrate_for(fleet, raw_rid if isinstance(raw_rid, str) else None, host)
@@ -363,7 +397,18 @@ def waste_report(
     u["idle_hours"] = u["device_hours"] - u["busy_hours"]
     u["idle_cost"] = u["usd_per_gpu_hour"] * u["idle_hours"]
     u["cost"] = u["usd_per_gpu_hour"] * u["device_hours"]
+    return u, rates, currency
 
+
+def _grouped(
+    u: pd.DataFrame,
+    rates: pd.DataFrame,
+    currency: str,
+    by: GroupBy,
+    histogram: UtilHistogram | None,
+    span_hours: float | None,
+) -> WasteReport:
+    """One grouping of the priced usage rows (:func:`_priced_usage`)."""
     groups: list[dict[str, Any]] = []
     for key, g in u.groupby(by, sort=True):
         dh, bh = float(g["device_hours"].sum()), float(g["busy_hours"].sum())
@@ -387,7 +432,7 @@ def waste_report(
     unobs_h: float = 0
     unobs_cost: float = 0
     if len(rates):
-        never = rates[~rates["resource_key"].isin(seen)]
+        never = rates[~rates["resource_key"].isin(set(u["resource_key"].dropna()))]
         unobs_h, unobs_cost = (sum(never[c].astype(float).tolist()) for c in ("gpu_hours", "cost"))
         unobserved = unobserved_groups(never, by)
 

@@ -8,6 +8,7 @@ check the same code twice.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -61,3 +62,42 @@ def test_demo_report_and_charts_exist_and_agree_with_the_plan(demo_out: tuple[Pa
     t = doc["totals"]
     for amount in (t["planned_cost"], t["baseline_cost"], t["savings"]):
         assert f"${amount:,.2f}" in report
+
+
+# --- the demo's numbers, pinned (issue #16: making the demo faster must not change what it says) ------------
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _masked_plan(doc: dict) -> dict:
+    """plan.json without what changes from run to run: solve times, and price ages (counted to today)."""
+    doc = json.loads(json.dumps(doc))
+    for key in ("seconds", "build_seconds"):
+        doc["solver"].pop(key, None)
+    doc["certification"].pop("seconds", None)
+    for price in doc["prices"]:
+        if price.get("age_days") is not None:
+            price["age_days"] = "<age>"
+    doc["notes"] = [re.sub(r"\d+ days old", "<age> days old", note) for note in doc["notes"]]
+    return doc
+
+
+def _masked_report(text: str) -> str:
+    """report.md without the solve time and the price table's age column (counted to today)."""
+    text = re.sub(r"finished (\w+) in [0-9.]+ s", r"finished \1 in <seconds> s", text)
+    return re.sub(r"^((?:\|[^|\n]*){8}\| )\d+( \|[^|\n]*\|)$", r"\1<age>\2", text, flags=re.MULTILINE)
+
+
+def test_demo_numbers_are_the_golden_ones(demo_out: tuple[Path, str]) -> None:
+    """Every number of plan.json and every line of report.md equal those before the latency work of #16
+    (captured from main at 1d346ef): allocations, commitments, duals, certificate, savings, report text.
+
+    A change that is meant to move them regenerates the files with ``FINOPS_UPDATE_GOLDEN=1``."""
+    out, _ = demo_out
+    plan = _masked_plan(json.loads((out / "plan.json").read_text()))
+    report = _masked_report((out / "report.md").read_text(encoding="utf-8"))
+    if os.environ.get("FINOPS_UPDATE_GOLDEN"):
+        (GOLDEN / "demo-plan.json").write_text(json.dumps(plan, indent=1, sort_keys=True) + "\n")
+        (GOLDEN / "demo-report.md").write_text(report, encoding="utf-8")
+    assert plan == json.loads((GOLDEN / "demo-plan.json").read_text())
+    assert report == (GOLDEN / "demo-report.md").read_text(encoding="utf-8")

@@ -162,3 +162,29 @@ def test_a_compressed_trace_is_spilled_by_its_decompressed_size(
     a, b = (f.sort_values(["device_id", "timestamp"]).reset_index(drop=True) for f in frames)
     assert len(a) == len(b) == 240 * 40
     assert np.allclose(a["interval_s"], b["interval_s"]) and (a["device_id"] == b["device_id"]).all()
+
+
+def _nested(depth: int, width: int) -> object:
+    doc: object = [1, "x", None]
+    for level in range(depth - 1):
+        doc = {f"k{i}": doc if i == 0 else [level, i] for i in range(width)} if level % 2 else [doc, *[[]] * width]
+    return doc
+
+
+@pytest.mark.parametrize("depth", [1, 2, 63, 64, 65, 200])
+@pytest.mark.parametrize("width", [1, 3])
+def test_the_tree_check_of_json_agrees_with_the_graph_check(tmp_path: Path, depth: int, width: int) -> None:
+    """parse_json checks depth and size level by level (a decoded JSON document is a tree): it must accept and
+    refuse exactly what the alias-aware check_depth does, with the same limits."""
+    from finops_cli.errors import InputError
+    from finops_cli.files import check_depth, check_tree_depth
+
+    doc = json.loads(json.dumps(_nested(depth, width)))
+    for limits in ({}, {"max_values": 40}) if depth <= 64 else ({},):  # too deep and too big: either may be named
+        outcomes = []
+        for check in (check_depth, check_tree_depth):
+            try:
+                outcomes.append(check(doc, tmp_path / "x.json", **limits) is doc)
+            except InputError as exc:
+                outcomes.append(str(exc).split(" values")[0])
+        assert outcomes[0] == outcomes[1], (depth, width, limits, outcomes)
