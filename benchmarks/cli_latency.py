@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -44,8 +45,11 @@ def _finops(source: Path | None) -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-c", "from finops_cli.cli.app import main; main()"]
 
 
-def _time(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -> tuple[list[float], list[float]]:
-    """Wall seconds and CPU seconds (user + system, from ``wait4``) of each run after the warm-up."""
+def _time(
+    cmd: list[str], runs: int, cwd: Path, env: dict[str, str], stderr: list[str] | None = None
+) -> tuple[list[float], list[float]]:
+    """Wall seconds and CPU seconds (user + system, from ``wait4``) of each run after the warm-up; each timed
+    run's stderr is appended to ``stderr`` when given."""
     walls, cpus = [], []
     for i in range(runs + 1):  # the first run warms the caches and is not counted
         with tempfile.TemporaryFile() as err:
@@ -58,10 +62,23 @@ def _time(cmd: list[str], runs: int, cwd: Path, env: dict[str, str]) -> tuple[li
                 err.seek(0)
                 tail = err.read().decode(errors="replace").strip()[-500:]
                 raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}: {tail}")
+            if i and stderr is not None:
+                err.seek(0)
+                stderr.append(err.read().decode(errors="replace"))
         if i:
             walls.append(elapsed)
             cpus.append(usage.ru_utime + usage.ru_stime)
     return walls, cpus
+
+
+def _phases(walls: list[float], logs: list[str]) -> list[tuple[str, float]]:
+    """Median seconds per step of ``finops -v demo`` (its ``demo: <step> took N s`` lines), and the rest of the
+    wall time: Python start-up, the CLI, imports, printing the plan and exit."""
+    per_run = [dict((m[0], float(m[1])) for m in re.findall(r"demo: (.+?) took ([0-9.]+) s", log)) for log in logs]
+    names = list(per_run[0]) if per_run else []
+    rows = [(name, statistics.median(run.get(name, 0.0) for run in per_run)) for name in names]
+    rest = statistics.median(wall - sum(run.values()) for wall, run in zip(walls, per_run, strict=True))
+    return [*rows, ("rest: start-up, CLI, imports not inside a step, printing the plan, exit", rest)]
 
 
 def _load() -> str:
@@ -106,12 +123,17 @@ def main() -> None:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(cwd / "pycache")
         print(f"bytecode: {'as the environment says' if args.as_is else 'cached after the warm-up run'}")
-        if not args.skip_demo:
-            cases.append(("finops demo (warm)", [*finops, "demo", "--out", str(cwd / "demo")], 3.0, args.demo_runs))
+        if not args.skip_demo:  # -v: the demo logs each step's time (the phase table below)
+            demo = [*finops, "-v", "demo", "--out", str(cwd / "demo")]
+            cases.append(("finops demo (warm)", demo, 3.0, args.demo_runs))
+        phases: list[tuple[str, float]] = []
         for name, cmd, target, runs in cases:
-            walls, cpus = _time(cmd, runs, cwd, env)
+            logs: list[str] = []
+            walls, cpus = _time(cmd, runs, cwd, env, logs)
             rows.append((name, statistics.median(walls), min(walls), statistics.median(cpus), target, runs))
             shutil.rmtree(cwd / "demo", ignore_errors=True)
+            if "demo" in cmd:
+                phases = _phases(walls, logs)
     print(f"load after:  {_load()}")
     print()
     print(f"| {'command':<40} | median s | fastest s | CPU s (median) | target s | runs |")
@@ -119,6 +141,14 @@ def main() -> None:
     for name, median, fastest, cpu, target, runs in rows:
         goal = "" if target != target else f"≤ {target:.1f}"
         print(f"| {name:<40} | {median:8.3f} | {fastest:9.3f} | {cpu:14.3f} | {goal:>8} | {runs:>4} |")
+    if phases:
+        print()
+        print("`finops demo`, wall seconds per step (median over the runs; `finops -v demo` logs them):")
+        print()
+        print(f"| {'step':<72} | median s |")
+        print(f"|{'-' * 74}|----------|")
+        for name, seconds in phases:
+            print(f"| {name:<72} | {seconds:8.3f} |")
 
 
 if __name__ == "__main__":

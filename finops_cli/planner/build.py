@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pulp
 
 from finops_cli.planner.frame import PlanFrame
 from finops_cli.planner.matrix import PlanMatrix, build_matrix, unserved_price
@@ -29,6 +28,8 @@ def build_model(frame: PlanFrame, name: str = "finops_plan", *, with_pulp: bool 
 
 
 def _pulp_model(m: PlanModel, name: str) -> None:
+    import pulp  # only CBC needs the PuLP model (~60 ms to import)
+
     mx: PlanMatrix = m.matrix
     prob = pulp.LpProblem(name, pulp.LpMinimize)
     add = prob.add_variable

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import pulp
+from typing import TYPE_CHECKING
 
 from finops_cli.planner.frame import PlanFrame
 from finops_cli.planner.matrix import PlanMatrix
+
+if TYPE_CHECKING:  # PuLP is imported only where the CBC model is built (~60 ms a HiGHS plan does not pay)
+    import pulp
 
 
 @dataclass

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import pulp
 
 from finops_cli.planner.model import PlanModel
 
@@ -82,13 +81,15 @@ def _highs_available() -> bool:
 
 
 def resolve_solver(name: SolverName) -> str:
-    """``auto`` → HiGHS if available else CBC; an explicit choice that is missing falls back to the other."""
-    avail = available_solvers()
-    if not avail:
-        raise RuntimeError("no MILP solver available: install highspy (pip install highspy)")
-    if name == "auto" or name not in avail:
-        return avail[0]
-    return name
+    """``auto`` → HiGHS if available else CBC; an explicit choice that is missing falls back to the other.
+
+    CBC is looked for only when it is asked for or HiGHS is missing: finding its binary imports PuLP (~60 ms).
+    """
+    found = {"highs": _highs_available, "cbc": lambda: _cbc_path() is not None}
+    for solver in ("cbc", "highs") if name == "cbc" else ("highs", "cbc"):
+        if found[solver]():
+            return solver
+    raise RuntimeError("no MILP solver available: install highspy (pip install highspy)")
 
 
 _STATUS = {1: "optimal", 2: "feasible", 0: "not_solved", -1: "infeasible", -2: "unbounded", -3: "not_solved"}
@@ -182,6 +183,8 @@ def _solve_pulp(
     m: PlanModel, name: str, *, time_limit: float | None = None, gap: float | None = DEFAULT_GAP
 ) -> SolveInfo:
     """Solve the PuLP model with CBC (variable values and row duals are set on the PuLP objects)."""
+    import pulp
+
     prob = m.prob
     assert prob is not None
     start = time.perf_counter()
@@ -200,6 +203,8 @@ def _solve_pulp(
 
 def fix_integers_and_resolve(m: PlanModel, solver: SolverName = "cbc") -> SolveInfo:
     """Fix the PuLP model's commitment blocks and node counts at their values and re-solve the LP (CBC path)."""
+    import pulp
+
     for var in [*m.commit.values(), *m.nodes.values()]:
         value = round(var.value() or 0.0)
         var.lowBound = value

@@ -192,6 +192,37 @@ def test_highs_is_the_fallback_when_cbc_is_absent(monkeypatch):
     assert out.solution.solve.name == "highs" and out.solution.planned_cost == pytest.approx(6.0)
 
 
+@pytest.mark.parametrize("highs", [True, False])
+@pytest.mark.parametrize("cbc", [True, False])
+@pytest.mark.parametrize("asked", ["auto", "highs", "cbc"])
+def test_solver_choice_per_availability(monkeypatch, asked, highs, cbc):
+    """The choice (looked up lazily, #16) is the rule of ``available_solvers``: the one asked for if present,
+    else the other; ``auto`` prefers HiGHS; neither is an error."""
+    from finops_cli.planner import solve
+
+    monkeypatch.setattr(solve, "_highs_available", lambda: highs)
+    monkeypatch.setattr(solve, "_cbc_path", lambda: "/usr/bin/cbc" if cbc else None)
+    avail = solve.available_solvers()
+    if not avail:
+        with pytest.raises(RuntimeError, match="no MILP solver"):
+            solve.resolve_solver(asked)
+    else:
+        assert solve.resolve_solver(asked) == (asked if asked in avail else avail[0])
+
+
+def test_a_highs_plan_does_not_import_pulp():
+    """PuLP (~60 ms to import) is only for CBC: choosing and running HiGHS must not load it (#16, the demo)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from finops_cli.planner.solve import resolve_solver; from finops_cli.planner.build import "
+        "build_model; assert resolve_solver('auto') == 'highs'; print('pulp' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False", done.stderr
+
+
 def test_spot_that_would_never_finish_is_refused_with_a_note():
     f = fleet(
         {
