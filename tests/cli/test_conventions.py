@@ -217,8 +217,11 @@ def test_gate_table_is_the_default_and_text_its_alias() -> None:
 def test_shell_completion_is_available() -> None:
     help_text = runner.invoke(app, ["--help"]).stdout
     assert "--install-completion" in help_text and "--show-completion" in help_text
+    # typer finds the shell among the parent processes (shellingham); a runner started without one (a
+    # detached CI job) printed "Shell  not supported.", so bash is made the parent here
+    script = '"$0" -c "from finops_cli.cli.app import main; main()" --show-completion; exit $?'
     done = subprocess.run(
-        [sys.executable, "-c", "from finops_cli.cli.app import main; main()", "--show-completion", "bash"],
+        ["bash", "-c", script, sys.executable],
         capture_output=True, text=True, timeout=120, check=False, env={**os.environ, "SHELL": "/bin/bash"},
     )  # fmt: skip
     assert done.returncode == 0 and "_finops_completion" in done.stdout and "complete " in done.stdout
