@@ -158,7 +158,10 @@ def test_hostile_names_in_the_plan_do_not_break_the_report(tmp_path: Path) -> No
 
 
 def test_report_is_atomic_when_a_chart_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    out = tmp_path / "report.md"
+    # its own folder: tmp_path also holds the test's XDG config home, where a first import of matplotlib
+    # creates its config folder (the check below then saw "xdg-config" next to the report)
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "report.md"
     out.write_text("previous report\n")
     from finops_cli.report import figures
 
@@ -169,7 +172,7 @@ def test_report_is_atomic_when_a_chart_fails(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(RuntimeError):
         write_report(ReportInputs(plan=_sample_plan()), out)
     assert out.read_text() == "previous report\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+    assert [p.name for p in out.parent.iterdir()] == ["report.md"]
 
 
 def test_cli_report_with_store_fleet_and_workloads_is_complete(tmp_path: Path) -> None:
