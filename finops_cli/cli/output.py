@@ -32,11 +32,12 @@ def color_disabled() -> bool:
 
 
 def _console(**kwargs: Any) -> Console:
-    # no_color alone keeps bold/italic/underline; color_system=None renders no style at all.
+    # no_color alone keeps bold/italic/underline; color_system=None renders no style at all. emoji=False: a
+    # ":name:" in data (a workload id, a tag) is printed as written, not drawn as an emoji.
     from finops_cli.cli.console import SafeConsole  # rich is imported with the first console
 
     off = color_disabled()
-    return SafeConsole(color_system=None if off else "auto", no_color=off, highlight=False, **kwargs)
+    return SafeConsole(color_system=None if off else "auto", no_color=off, highlight=False, emoji=False, **kwargs)
 
 
 def stderr_console() -> Console:

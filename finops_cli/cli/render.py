@@ -127,6 +127,8 @@ def money_table(
 def table_text(renderable: RenderableType, width: int = 120) -> str:
     """Render a rich renderable to plain text (no colour codes), e.g. for ``--out`` or tests."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=width, no_color=True, color_system=None, highlight=False, soft_wrap=False)
+    console = Console(
+        file=buffer, width=width, no_color=True, color_system=None, highlight=False, soft_wrap=False, emoji=False
+    )
     console.print(renderable)
     return buffer.getvalue()

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from finops_cli import api
 from finops_cli.cli.app import app
 from finops_cli.cli.output import emit_text, stderr_console, stdout_console
+from finops_cli.cli.render import table_text
 
 ENV = {"NO_COLOR": "1", "COLUMNS": "200", "FINOPS_STORE": ""}
 EVIL = "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZWNobyBoaQ==\x07\rteam\x9b31m"
@@ -43,12 +44,28 @@ def test_a_hostile_team_tag_reaches_the_table_inert(tmp_path: Path) -> None:
     assert not CONTROL.search(result.stdout), repr(result.stdout)  # ... but cannot act
 
 
-def test_every_console_and_plain_text_to_a_terminal_are_cleaned(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_console_is_cleaned() -> None:
     for console in (stdout_console(), stderr_console()):
         console.file = buf = io.StringIO()
         console.print(f"value: {EVIL}", markup=False)
         assert not CONTROL.search(buf.getvalue()), repr(buf.getvalue())
 
+
+def test_emoji_codes_in_data_are_printed_as_written() -> None:
+    """A workload id or tag such as ``:fire:ops`` is data: rich would have drawn 🔥 in its place."""
+    from rich.table import Table
+
+    for console in (stdout_console(), stderr_console()):
+        console.file = buf = io.StringIO()
+        table = Table("workload")
+        table.add_row(":fire:ops")
+        console.print(table)
+        console.print("gate: :fire:ops over budget")
+        assert buf.getvalue().count(":fire:ops") == 2, repr(buf.getvalue())
+    assert ":fire:ops" in table_text(table)  # the same table written to --out
+
+
+def test_plain_text_to_a_terminal_is_cleaned(monkeypatch: pytest.MonkeyPatch) -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True
