@@ -84,12 +84,17 @@ def assert_schedule_feasible(f, ws, d, out, tol=1e-6):
             assert (gpus <= w.max_parallel_gpus + tol).all()
 
 
+def _hourly_optimum(f, ws, d) -> float:
+    """The full-resolution optimum: one block per hour, solved exactly, no certification."""
+    hourly = plan_demand(f, ws, d, n_blocks=len(d), gap=0, duals=False, allow_unserved=True, certify_plan=False)
+    return hourly.solution.solve.objective
+
+
 @settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(estates())
 def test_bounds_bracket_the_hourly_optimum_and_the_schedule_is_feasible(estate):
     f, ws, d, n_blocks = estate
-    hourly = plan_demand(f, ws, d, n_blocks=len(d), gap=0, duals=False, allow_unserved=True, certify_plan=False)
-    optimum = hourly.solution.solve.objective
+    optimum = _hourly_optimum(f, ws, d)
     out = plan_demand(f, ws, d, n_blocks=n_blocks, gap=0, allow_unserved=True, tolerance=0.0)
     cert = out.certificate
     scale = 1e-6 * max(1.0, abs(optimum))
@@ -113,8 +118,7 @@ def test_held_out_promise_the_plan_is_within_its_certified_gap_of_an_independent
     # gap 1e-4): the schedule (what an operator runs) costs at most the certified gap above the hourly optimum
     # solved independently (one block per hour), and the lower bound is never above that optimum
     f, ws, d, n_blocks = estate
-    hourly = plan_demand(f, ws, d, n_blocks=len(d), gap=0, duals=False, allow_unserved=True, certify_plan=False)
-    optimum = hourly.solution.solve.objective
+    optimum = _hourly_optimum(f, ws, d)
     out = plan_demand(f, ws, d, n_blocks=n_blocks, allow_unserved=True)
     cert = out.certificate
     scale = 1e-6 * max(1.0, abs(optimum))

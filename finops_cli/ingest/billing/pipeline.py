@@ -57,6 +57,7 @@ from finops_cli.ingest.readers import (
     map_unique,
     read_ahead,
     read_header,
+    usable_cores,
 )
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
@@ -296,7 +297,7 @@ def worker_count(jobs: int | None, files: Sequence[Path]) -> int:
         return max(1, min(jobs, len(files)))
     if len(files) < 2 or sum(p.stat().st_size for p in files) < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, min(_cores(), len(files)))
+    return max(1, min(usable_cores(), len(files)))
 
 
 def stage_file(
@@ -377,7 +378,7 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_start_worker,
-        initargs=(os.getpid(), max(1, _cores() // workers)),
+        initargs=(os.getpid(), max(1, usable_cores() // workers)),
     )
     try:
         futures = [pool.submit(stage_file, job, staging) for job in plan]
@@ -395,10 +396,6 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # no worker writes into staging after an abort
-
-
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _start_worker(parent: int, threads: int) -> None:
@@ -588,13 +585,10 @@ def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
         acc.by_file[(str(ctx.path), c)][0] += a
 
 
-def _convert(
-    parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc, conv: Converted | None = None
-) -> pa.Table:
+def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc, conv: Converted) -> pa.Table:
     """Source batch → canonical table with GPU facts, provenance and partition columns (``conv``: the
-    format's conversion of ``batch``, when already done)."""
+    format's conversion of ``batch``, done on the read-ahead thread)."""
     n = batch.num_rows
-    conv = parser.convert(batch, ctx) if conv is None else conv
     _cost_in(conv, ctx, acc)
     acc.rows_in += n
     cols = dict(conv.columns)

@@ -13,7 +13,6 @@ and ``workload`` (else ``pod``).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -142,7 +141,9 @@ def iter_dcgm(path: Path) -> Iterator[pa.RecordBatch]:
     def parsed(group: list[tuple[Path, bytes, int | None]]) -> list[pa.RecordBatch]:
         return list(_parse_group(group))
 
-    workers = max(1, min(_PARSERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
+    from finops_cli.ingest.readers import usable_cores
+
+    workers = max(1, min(_PARSERS, usable_cores()))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dcgm") as pool:
         pending: deque[Future[list[pa.RecordBatch]]] = deque()
         try:
