@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import venv
 from functools import cache
 from pathlib import Path
@@ -157,6 +158,19 @@ def installed_wheel(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     env_dir = tmp_path_factory.mktemp("venv") / "env"
     venv.create(env_dir, system_site_packages=True, with_pip=False)
     python = env_dir / "bin" / "python"
+    if sys.prefix != sys.base_prefix:
+        # run from a venv: system_site_packages reaches the *base* interpreter's packages, not this venv's, where the
+        # test extras installed the dependencies; a .pth appends this venv's (its .pth files, e.g. the editable
+        # checkout's finder, are not processed: the wheel's copy is the only finops_cli the new venv sees)
+        paths = sysconfig.get_paths()
+        site = Path(
+            subprocess.check_output(
+                [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+            ).strip()
+        )
+        (site / "_test_dependencies.pth").write_text(
+            "\n".join(dict.fromkeys([paths["purelib"], paths["platlib"]])) + "\n"
+        )
     proc = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--ignore-installed",
          "--quiet", "--no-index", "--find-links", str(wheel.parent), *docs_install_line()],
