@@ -949,8 +949,9 @@ def plan(
 
 
 if TYPE_CHECKING:  # report/gate types for annotations only; the imports stay local to the functions
+    from finops_cli.report.drawing import Drawing
     from finops_cli.report.gate import GateResult, Thresholds
-    from finops_cli.report.markdown import ReportResult
+    from finops_cli.report.markdown import ReportInputs, ReportResult
     from finops_cli.schema.plan import PlanDocument
 
 
@@ -990,16 +991,10 @@ def report(
     Files are written atomically (charts first, the report last).
     """
     from finops_cli.core.demand import Horizon
-    from finops_cli.errors import FinopsError, InputError
+    from finops_cli.errors import InputError
+    from finops_cli.report import drawing as charts
     from finops_cli.report.gate import plan_or_path
-    from finops_cli.report.markdown import (
-        PriceFeedInfo,
-        ReportInputs,
-        SupplyInputs,
-        WasteInputs,
-        horizon_bounds,
-        write_report,
-    )
+    from finops_cli.report.markdown import ReportInputs, check_report_path, horizon_bounds
 
     doc = plan_or_path(plan)
     # A file the user names must be valid: a broken --fleet/--workloads is an error, not a missing section.
@@ -1019,29 +1014,57 @@ def report(
 
         load_workloads(workloads)
     inputs = ReportInputs(plan=doc, title=title)
+    out = Path(out_path) if out_path is not None else None
+    drawing = None
+    if out is not None:  # the charts are drawn beside the rest, each as soon as its inputs exist
+        check_report_path(out)
+        drawing = charts.Drawing(out)  # in the helper process when the caller started one (drawing.start)
+    try:
+        st = _store(store)
+        result = _report_inputs_and_write(inputs, st, fleet, workloads, out, drawing)
+    except BaseException:
+        if drawing is not None:
+            drawing.close()
+        raise
+    start, _ = horizon_bounds(doc)
+    if start is not None:
+        from finops_cli.estate.horizon import latest_billed_gpu_month, latest_utilization_month, month_warnings
+
+        hz = Horizon(start, doc.horizon.hours)
+        result.horizon_note = f"horizon: {start:%Y-%m-%d} + {doc.horizon.hours} h: the plan's"
+        billed = latest_billed_gpu_month(st) if st.has("billing") else None
+        result.warnings = month_warnings(hz, billed, latest_utilization_month(st))
+    return result
+
+
+def _report_inputs_and_write(
+    inputs: ReportInputs,
+    st: Store,
+    fleet: str | Path | None,
+    workloads: str | Path | None,
+    out: Path | None,
+    drawing: Drawing | None,
+) -> ReportResult:
+    """:func:`report`'s inputs from the store and the estate, each chart handed to ``drawing`` once its inputs
+    exist (the plan's at once), then the report written."""
+    from finops_cli.core.demand import Horizon
+    from finops_cli.errors import FinopsError
+    from finops_cli.report.markdown import (
+        PriceFeedInfo,
+        SupplyInputs,
+        WasteInputs,
+        horizon_bounds,
+        submit_charts,
+        write_report,
+    )
+
+    doc = inputs.plan
+    if drawing is not None:
+        submit_charts(inputs, drawing)
     start, _ = horizon_bounds(doc)
     month = None if start is None else f"{start:%Y-%m}"
-    st = _store(store)
 
-    if st.has("utilization"):
-        months = st.partition_values("utilization", "month")
-        use = month if month in months else months[-1]
-        try:
-            reports = waste_reports(store=st, by=("team", "substrate"), fleet=fleet, month=use)
-            by = {g: r.to_dict() for g, r in reports.items()}
-            inputs.waste = WasteInputs(by, month=use)
-            if use != month:
-                inputs.notes.append(f"Idle waste is for {use}, the latest month with utilisation (plan: {month}).")
-        except FinopsError as exc:
-            inputs.waste_note = str(exc)
-    if st.has("spot_prices"):
-        from finops_cli.store import engine
-        from finops_cli.store.queries import SPOT_FEED_LATEST
-
-        table = engine.run(st, SPOT_FEED_LATEST)
-        rows = table.to_pylist() if table is not None else []
-        inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
-
+    supply_notes: list[str] = []  # after idle waste's note in the report, as they always were
     if fleet is not None and workloads is not None:
         by_cost: dict[str, float] = {}
         for a in doc.allocations:
@@ -1062,33 +1085,45 @@ def report(
                 now = {p.substrate: p.value for p in curve.prices}
                 moved = [k for k, v in used.items() if k in now and v is not None and abs((now[k] or 0) - v) > 1e-6]
                 if moved:
-                    inputs.notes.append(
+                    supply_notes.append(
                         "The supply curve prices " + ", ".join(moved) + " differently from the plan (the store or "
                         "fleet changed since the plan was made)."
                     )
                 chosen = curve.stacks[0]
-
-                def draw(path: Path, chosen: Stack = chosen, currency: str = curve.currency) -> Path:
-                    from finops_cli.report.charts import merit_order_chart
-
-                    return merit_order_chart(chosen, path, currency=currency)
-
-                inputs.supply = SupplyInputs(draw, biggest, chosen.unit, chosen.clearing_price, chosen.demand_units)
+                inputs.supply = SupplyInputs(
+                    chosen.as_dict(), curve.currency, biggest, chosen.unit, chosen.clearing_price, chosen.demand_units
+                )
+                if drawing is not None:
+                    submit_charts(inputs, drawing)  # drawn while idle waste is computed
             except FinopsError as exc:
                 inputs.supply_note = str(exc)
         else:
             inputs.supply_note = "the plan allocates nothing"
     elif fleet is not None:
         inputs.supply_note = "needs --workloads as well as --fleet"
-    result = write_report(inputs, Path(out_path) if out_path is not None else None)
-    if start is not None:
-        from finops_cli.estate.horizon import latest_billed_gpu_month, latest_utilization_month, month_warnings
+    if st.has("utilization"):
+        months = st.partition_values("utilization", "month")
+        use = month if month in months else months[-1]
+        try:
+            reports = waste_reports(store=st, by=("team", "substrate"), fleet=fleet, month=use)
+            by = {g: r.to_dict() for g, r in reports.items()}
+            inputs.waste = WasteInputs(by, month=use)
+            if use != month:
+                inputs.notes.append(f"Idle waste is for {use}, the latest month with utilisation (plan: {month}).")
+        except FinopsError as exc:
+            inputs.waste_note = str(exc)
+        if drawing is not None:
+            submit_charts(inputs, drawing)
+    inputs.notes += supply_notes
+    if st.has("spot_prices"):
+        from finops_cli.store import engine
+        from finops_cli.store.queries import SPOT_FEED_LATEST
 
-        hz = Horizon(start, doc.horizon.hours)
-        result.horizon_note = f"horizon: {start:%Y-%m-%d} + {doc.horizon.hours} h: the plan's"
-        billed = latest_billed_gpu_month(st) if st.has("billing") else None
-        result.warnings = month_warnings(hz, billed, latest_utilization_month(st))
-    return result
+        table = engine.run(st, SPOT_FEED_LATEST)
+        rows = table.to_pylist() if table is not None else []
+        inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
+
+    return write_report(inputs, out, drawing)
 
 
 # --- simulate -------------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Ingest the sample exports, traces and spot prices, then stack, plan and report (Kestrel AI, Oct 2026)."""
+        from finops_cli.report import drawing
+
+        drawing.start()  # the report's chart helper imports matplotlib while the samples are ingested and planned
         from finops_cli.cli.plan import render_plan
         from finops_cli.demo import run_demo
 

@@ -45,6 +45,10 @@ def register(app: typer.Typer) -> None:
         from finops_cli.atomic import check_not_an_input
 
         check_not_an_input(out, plan, fleet, workloads)
+        if out is not None:
+            from finops_cli.report import drawing
+
+            drawing.start()  # the charts' helper imports matplotlib while the report reads the store
         result = api.report(plan, store, fleet, out, title, workloads)
         log.info(result.horizon_note)
         for w in result.warnings:

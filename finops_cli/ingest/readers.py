@@ -788,12 +788,6 @@ def first_bad_row(bad: pa.Array | pa.ChunkedArray) -> int | None:
     return int(pc.index(mask, True).as_py()) if pc.any(mask).as_py() else None
 
 
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the platform has one): what the parallel
-    ingest's worker count and the scrape parser's threads are sized to."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) -> pa.Array:
     """Apply a Python function once per distinct value and broadcast back (tags, SKU text, JSON cells).
 

@@ -213,7 +213,7 @@ def _round_one_integer(
     basis = h.getBasis()
     idx = np.array([j], dtype=np.int32)
     best: HighsRun | None = None
-    best_value = 0.0
+    best_value, best_cost = 0.0, float("inf")
     for value in candidates:
         if time_limit is not None:
             h.setOptionValue("time_limit", max(1.0, time_limit - (time.perf_counter() - started)))
@@ -221,10 +221,9 @@ def _round_one_integer(
         h.setBasis(basis)
         h.run()
         run = _read(h, started, mip=False)
-        if run.status == "optimal" and (
-            best is None or run.objective < best.objective - 1e-9 * max(1.0, abs(run.objective))
-        ):  # type: ignore[operator]
-            best, best_value = run, value
+        cost = run.objective if run.status == "optimal" and run.objective is not None else float("inf")
+        if cost < best_cost - 1e-9 * max(1.0, abs(cost)):
+            best, best_value, best_cost = run, value, cost
     if best is None:
         h.changeColsBounds(1, idx, np.array([low]), np.array([high]))
         h.setBasis(basis)

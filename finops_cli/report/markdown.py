@@ -17,10 +17,8 @@ files atomically: charts first into a staging directory, then renamed into place
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import Any
 
 from finops_cli.atomic import check_output
 from finops_cli.errors import InputError
+from finops_cli.report.drawing import Drawing
 from finops_cli.report.escape import Align, left_then_right, md_table, md_text
 from finops_cli.report.format import money, number, pct, unit_price
 from finops_cli.schema.plan import PlanDocument
@@ -70,9 +69,10 @@ class WasteInputs:
 
 @dataclass
 class SupplyInputs:
-    """The merit-order chart of one workload, drawn by ``report.charts`` (developer C)."""
+    """The merit-order chart of one workload, drawn by :func:`finops_cli.report.charts.merit_order_chart`."""
 
-    draw: Callable[[Path], Path]  # writes the PNG to the path given
+    stack: Mapping[str, Any]  # the workload's merit order in ``Stack.as_dict()``'s shape (plain data: it is pickled)
+    currency: str
     workload: str
     unit: str
     clearing_price: float | None
@@ -768,79 +768,104 @@ def render_markdown(inp: ReportInputs, charts: dict[str, str] | None = None) -> 
 # --- writing ---------------------------------------------------------------------------------------
 
 
-def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, str], list[str]]:
-    """Draw every chart whose inputs exist into ``stage``; return {key: file name} and what was unavailable."""
-    from finops_cli.report import figures
+def submit_charts(inp: ReportInputs, drawing: Drawing) -> None:
+    """Hand ``drawing`` every chart whose inputs exist and that it does not have yet.
 
+    Called again as inputs arrive (``api.report``: the plan's two charts first, then idle waste and the supply
+    curve as they are computed), so the charts are drawn beside the rest of the report (``report.drawing``).
+    """
     plan, cur = inp.plan, inp.plan.currency.upper()
-    names = {key: f"{stem}-{suffix}.png" for key, suffix in CHART_NAMES.items()}
-    drawn: dict[str, str] = {}
-    unavailable: list[str] = []
-    if inp.supply is not None:
-        try:
-            inp.supply.draw(stage / names["supply"])
-            drawn["supply"] = names["supply"]
-        except InputError as exc:
-            inp.supply_note = str(exc)
-            unavailable.append(f"supply curve: {exc}")
-    else:
-        unavailable.append(f"supply curve: {inp.supply_note}")
-    if inp.waste is not None and "team" in inp.waste.by and inp.waste.by["team"].get("groups"):
+
+    def name(key: str) -> str:
+        return f"{drawing.stem}-{CHART_NAMES[key]}.png"
+
+    if "supply" not in drawing and inp.supply is not None:
+        target = "finops_cli.report.charts:merit_order_chart"
+        drawing.submit("supply", name("supply"), target, inp.supply.stack, currency=inp.supply.currency)
+    if "idle" not in drawing and inp.waste is not None and inp.waste.by.get("team", {}).get("groups"):
         groups = inp.waste.by["team"]["groups"]
         priced = any(g.get("idle_cost") is not None for g in groups)
-        figures.idle_by_team_chart(
+        drawing.submit(
+            "idle",
+            name("idle"),
+            "finops_cli.report.figures:idle_by_team_chart",
             [str(g.get("key")) for g in groups],
             [float(g.get("idle_cost" if priced else "idle_hours") or 0.0) for g in groups],
-            stage / names["idle"],
             currency=cur if priced else None,
             period=_waste_month(inp) or period_label(plan),
         )
-        drawn["idle"] = names["idle"]
-    else:
-        unavailable.append(f"idle waste: {inp.waste_note}")
     by_kind = cost_by_kind(plan)
-    if by_kind:
+    if "mix" not in drawing and by_kind:
         known = all(b is not None for b, _ in by_kind.values())
         base_label = f"baseline, {BASELINE_LABEL.get(_extra(plan.totals, 'baseline_source'), 'source unknown')}"
-        figures.baseline_vs_plan_chart(
+        drawing.submit(
+            "mix",
+            name("mix"),
+            "finops_cli.report.figures:baseline_vs_plan_chart",
             [KIND_LABEL.get(k, k) for k in by_kind],
             [b or 0.0 for b, _ in by_kind.values()] if known else None,
             [p for _, p in by_kind.values()],
-            stage / names["mix"],
             currency=cur,
             baseline_label=base_label,
         )
-        drawn["mix"] = names["mix"]
     t = plan.totals
-    if t.baseline_cost is not None:
+    if "waterfall" not in drawing and t.baseline_cost is not None:
         short = {LEVERS[k]: v for k, v in LEVER_SHORT.items()}
         steps = [(short.get(name, name), value) for name, value in levers(plan)]
-        figures.savings_waterfall_chart(
-            t.baseline_cost, steps, t.planned_cost, stage / names["waterfall"], currency=cur
+        drawing.submit(
+            "waterfall",
+            name("waterfall"),
+            "finops_cli.report.figures:savings_waterfall_chart",
+            t.baseline_cost,
+            steps,
+            t.planned_cost,
+            currency=cur,
         )
-        drawn["waterfall"] = names["waterfall"]
+
+
+def _collect_charts(inp: ReportInputs, drawing: Drawing) -> tuple[dict[str, str], list[str]]:
+    """Wait for the charts: {key: file name} drawn, and what was unavailable (a supply curve that could not be
+    drawn says why; any other failure is raised)."""
+    submit_charts(inp, drawing)
+    drawn, failed = drawing.wait()
+    supply_error = failed.pop("supply", None)
+    if supply_error is not None:
+        if not isinstance(supply_error, InputError):
+            raise supply_error
+        inp.supply_note = str(supply_error)
+    if failed:
+        raise next(iter(failed.values()))
+    unavailable = []
+    if "supply" not in drawn:
+        unavailable.append(f"supply curve: {inp.supply_note}")
+    if "idle" not in drawn:
+        unavailable.append(f"idle waste: {inp.waste_note}")
     return drawn, unavailable
 
 
-def write_report(inp: ReportInputs, out: Path | None) -> ReportResult:
+def check_report_path(out: Path) -> None:
+    """``out`` can take the report and its charts beside it (not a device or a pipe)."""
+    if check_output(out) == "stream":
+        raise InputError(
+            "is a device or pipe; report --out writes charts beside the report, so give a file path", path=out
+        )
+
+
+def write_report(inp: ReportInputs, out: Path | None, drawing: Drawing | None = None) -> ReportResult:
     """Draw the charts and write the report atomically beside ``out`` (charts named ``<stem>-<chart>.png``).
 
+    ``drawing``: the charts already handed over as their inputs arrived (``api.report``); None starts them here.
     With ``out=None`` nothing is written and no charts are linked (markdown to stdout only).
     """
     if out is None:
         return ReportResult(None, [], render_markdown(inp), [], inp.plan)
     out = Path(out)
-    if check_output(out) == "stream":
-        raise InputError(
-            "is a device or pipe; report --out writes charts beside the report, so give a file path", path=out
-        )
+    if drawing is None:
+        check_report_path(out)
+        drawing = Drawing(out)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{out.stem}-", dir=out.parent))
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", path=out) from None
-    try:
-        charts, unavailable = _draw_charts(inp, stage, out.stem)
+        charts, unavailable = _collect_charts(inp, drawing)
+        stage = drawing.stage
         text = render_markdown(inp, charts)
         (stage / out.name).write_text(text, encoding="utf-8")
         for name in charts.values():
@@ -853,5 +878,5 @@ def write_report(inp: ReportInputs, out: Path | None) -> ReportResult:
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=out) from None
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        drawing.close()
     return ReportResult(out, paths, text, unavailable, inp.plan)

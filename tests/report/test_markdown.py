@@ -65,7 +65,7 @@ def test_golden_report_for_the_sample_plan() -> None:
     inputs = ReportInputs(plan=_sample_plan(), waste=_sample_waste())
     from finops_cli.report.markdown import SupplyInputs
 
-    inputs.supply = SupplyInputs(lambda p: p, "pretrain-70b", "h100_hours", 2.0, 134.4)
+    inputs.supply = SupplyInputs({"entries": []}, "USD", "pretrain-70b", "h100_hours", 2.0, 134.4)
     text = _normalise(render_markdown(inputs, charts))
     golden = GOLDEN / "sample-report.md"
     if os.environ.get("FINOPS_REGEN_GOLDEN"):

@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.core.currency import is_iso4217
+from finops_cli.cores import usable_cores
 from finops_cli.errors import InputError
 from finops_cli.estate.pricebook import instance_gpu_facts
 from finops_cli.files import content_fingerprint, file_digest
@@ -57,7 +58,6 @@ from finops_cli.ingest.readers import (
     map_unique,
     read_ahead,
     read_header,
-    usable_cores,
 )
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store

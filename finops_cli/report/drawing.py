@@ -1,0 +1,160 @@
+"""The report's charts, drawn in a helper process beside the main one while the report's other inputs are computed.
+
+Why: importing matplotlib (≈ 0.5 s of CPU) and drawing the report's four charts (≈ 0.5 s) is pure-Python work
+that the main process used to do last, after waste, the supply curve and the markdown. With two or more usable
+cores, ``finops report --out`` and ``finops demo`` call :func:`start` first: one spawned helper process imports
+matplotlib while the main process reads the store or plans, and each chart is handed to it as soon as its inputs
+exist (the plan's two charts first, the supply curve and idle waste as they are computed), so the drawing runs
+beside the rest of the report. Without :func:`start` (a library caller), on one core, with
+``FINOPS_CHART_PROCESSES=0``, or where no process can be started (a sandbox without semaphores) the charts are
+drawn in the calling process: the same files, byte for byte.
+
+Only the CLI starts the helper: a spawned process imports the caller's main module again, which is safe for the
+``finops`` script but would run a library caller's unguarded script a second time. A library caller may call
+:func:`start` from code under ``if __name__ == "__main__":``.
+
+A chart is named by its function's import path (``module:function``), not passed as a function, so the main
+process never imports matplotlib to hand a chart over.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import tempfile
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from finops_cli.errors import InputError
+
+#: ``FINOPS_CHART_PROCESSES``: helper processes for the report's charts (0: draw in the main process); unset, one
+#: where at least two cores are usable.
+PROCESSES_ENV = "FINOPS_CHART_PROCESSES"
+
+_POOL: dict[str, Any] = {}  # "pool": the process's ProcessPoolExecutor, "pid": the process that started it
+
+
+def _processes() -> int:
+    value = os.environ.get(PROCESSES_ENV, "").strip()
+    if value:
+        if not value.isdigit():
+            raise InputError(f"${PROCESSES_ENV}={value!r}: expected a whole number of processes (0: none)")
+        return int(value)
+    from finops_cli.cores import usable_cores
+
+    return 1 if usable_cores() >= 2 else 0
+
+
+def _warm() -> None:
+    """In the helper: import the chart modules (matplotlib with them) and draw once, so fonts are loaded."""
+    import io
+
+    from finops_cli.report import charts, figures  # noqa: F401  (imported for their matplotlib import)
+
+    fig = figures.Figure(figsize=(1, 1))
+    fig.add_subplot().set_title("warm-up")
+    fig.savefig(io.BytesIO(), format="png")
+
+
+def start() -> None:
+    """Start the helper process now (it imports matplotlib meanwhile); a no-op when charts are drawn in-process."""
+    if _POOL.get("pid") == os.getpid() or _processes() == 0:
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        pool = ProcessPoolExecutor(max_workers=_processes(), mp_context=multiprocessing.get_context("spawn"))
+        warming = [pool.submit(_warm) for _ in range(_processes())]  # spawns the workers: they import now
+    except (OSError, ImportError, RuntimeError):  # no semaphores or no process start here: draw in-process
+        _POOL.update(pool=None, pid=os.getpid())
+        return
+    _POOL.update(pool=pool, pid=os.getpid(), warming=warming)
+
+
+def stop() -> None:
+    """Shut the helper down (it also stops when the process exits); charts are drawn in-process until :func:`start`."""
+    pool = _POOL.get("pool") if _POOL.get("pid") == os.getpid() else None
+    _POOL.clear()
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _pool() -> Any:
+    return _POOL.get("pool") if _POOL.get("pid") == os.getpid() else None
+
+
+def _call(target: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Path:
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+
+@dataclass
+class _Chart:
+    name: str  # the file name
+    target: str  # module:function
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    future: Future[Path] | None  # None: drawn in-process at wait()
+
+
+class Drawing:
+    """Charts being drawn into a private staging folder beside the report (``<folder>/.<stem>-…``).
+
+    :meth:`submit` hands a chart over as soon as its inputs exist; :meth:`wait` collects them: the file names
+    drawn and, per chart that failed, its error. :meth:`close` removes the staging folder (the report moves the
+    files out first), after the helper has finished with it.
+    """
+
+    def __init__(self, out: Path) -> None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            self.stage = Path(tempfile.mkdtemp(prefix=f".{out.stem}-", dir=out.parent))
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror}", path=out) from None
+        self.stem = out.stem
+        self._charts: dict[str, _Chart] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._charts
+
+    def submit(self, key: str, name: str, target: str, *args: Any, **kwargs: Any) -> None:
+        """Draw chart ``key`` as file ``name`` by calling ``target`` (``module:function``) with ``args``,
+        ``path=`` the staged file and ``kwargs``: in the helper process when there is one, else at :meth:`wait`."""
+        kwargs = {**kwargs, "path": self.stage / name}
+        pool, future = _pool(), None
+        if pool is not None:
+            try:
+                future = pool.submit(_call, target, args, kwargs)
+            except RuntimeError:  # the pool broke (a helper was killed) or is shutting down: draw in-process
+                future = None
+        self._charts[key] = _Chart(name, target, args, kwargs, future)
+
+    def wait(self) -> tuple[dict[str, str], dict[str, Exception]]:
+        """Every submitted chart finished: {key: file name} of those drawn, {key: error} of those that failed."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        drawn: dict[str, str] = {}
+        failed: dict[str, Exception] = {}
+        for key, chart in self._charts.items():
+            try:
+                try:
+                    if chart.future is None:
+                        raise BrokenProcessPool
+                    chart.future.result()
+                except BrokenProcessPool:  # no helper, or it died: draw here
+                    _call(chart.target, chart.args, chart.kwargs)
+                drawn[key] = chart.name
+            except Exception as exc:  # handed back: the report decides what a failed chart means
+                failed[key] = exc
+        return drawn, failed
+
+    def close(self) -> None:
+        """Stop charts not started, let the helper finish the one it draws, then remove the staging folder."""
+        for chart in self._charts.values():
+            if chart.future is not None and not chart.future.cancel():
+                chart.future.exception()  # waits; the chart is discarded with the folder
+        shutil.rmtree(self.stage, ignore_errors=True)

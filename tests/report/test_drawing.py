@@ -1,0 +1,105 @@
+"""The report's charts drawn in the helper process (report/drawing.py): the same files as in-process, errors handed
+back, a dead helper replaced by in-process drawing, and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from finops_cli.errors import InputError
+from finops_cli.report import drawing, figures
+from finops_cli.report.gate import parse_plan
+from finops_cli.report.markdown import ReportInputs, SupplyInputs, WasteInputs, write_report
+
+GOLDEN = Path(__file__).parent / "golden"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+@pytest.fixture
+def helper(monkeypatch: pytest.MonkeyPatch):
+    """A running chart helper (the suite draws in-process by default: tests/conftest.py)."""
+    monkeypatch.setenv(drawing.PROCESSES_ENV, "1")
+    drawing.start()
+    assert drawing._pool() is not None
+    yield
+    drawing.stop()
+
+
+def _inputs() -> ReportInputs:
+    """The sample plan with idle waste and the supply curve of its biggest workload: all four charts."""
+    plan = parse_plan(json.loads((GOLDEN / "sample-plan.json").read_text()))
+    waste = WasteInputs(
+        {by: json.loads((GOLDEN / f"sample-waste-{by}.json").read_text()) for by in ("team", "substrate")}
+    )
+    entries = [
+        {"substrate": "onprem-h100", "kind": "owned", "cost_per_unit": 0.35, "capacity_units": 64.0},
+        {"substrate": "cw-reserved-h100", "kind": "reserved", "cost_per_unit": 0.0, "capacity_units": 32.0},
+        {"substrate": "aws-p5-spot-use1", "kind": "spot", "cost_per_unit": 4.2, "capacity_units": 96.0},
+        {"substrate": "aws-p5-od-use1", "kind": "on_demand", "cost_per_unit": 6.88, "capacity_units": None},
+    ]
+    stack = {"workload": "pretrain-70b", "unit": "h100_hours", "entries": entries, "demand_units": 134.4}
+    supply = SupplyInputs({**stack, "clearing_price": 4.2}, "USD", "pretrain-70b", "h100_hours", 4.2, 134.4)
+    return ReportInputs(plan=plan, waste=waste, supply=supply)
+
+
+def _refuse(path: Path) -> Path:
+    raise InputError("no prices for this workload", path=path.name)
+
+
+def test_the_helper_draws_the_same_files_as_the_main_process(
+    tmp_path: Path, helper: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as m:  # were a chart drawn here, it would fail: the helper draws them all
+        for name in ("idle_by_team_chart", "baseline_vs_plan_chart", "savings_waterfall_chart"):
+            m.setattr(figures, name, _refuse)
+        by_helper = write_report(_inputs(), tmp_path / "helper" / "report.md")
+    drawing.stop()
+    in_process = write_report(_inputs(), tmp_path / "main" / "report.md")
+    assert by_helper.unavailable == in_process.unavailable == []
+    assert by_helper.markdown == in_process.markdown
+    assert [p.name for p in by_helper.chart_paths] == [p.name for p in in_process.chart_paths]
+    assert len(by_helper.chart_paths) == 4
+    for a, b in zip(by_helper.chart_paths, in_process.chart_paths, strict=True):
+        assert a.read_bytes() == b.read_bytes()
+    for folder in ("helper", "main"):  # no staging folder left behind
+        assert sorted(p.name for p in (tmp_path / folder).iterdir()) == sorted(
+            ["report.md", *(p.name for p in in_process.chart_paths)]
+        )
+
+
+def test_a_chart_error_in_the_helper_is_handed_back(tmp_path: Path, helper: None) -> None:
+    d = drawing.Drawing(tmp_path / "report.md")
+    try:
+        d.submit("supply", "x.png", f"{__name__}:_refuse")
+        d.submit("mix", "mix.png", "finops_cli.report.figures:baseline_vs_plan_chart", ["spot"], [2.0], [1.0])
+        drawn, failed = d.wait()
+    finally:
+        d.close()
+    assert drawn == {"mix": "mix.png"}
+    assert isinstance(failed["supply"], InputError) and str(failed["supply"]) == "x.png: no prices for this workload"
+    assert not d.stage.exists()
+
+
+def test_a_dead_helper_is_replaced_by_drawing_here(tmp_path: Path, helper: None) -> None:
+    pool = drawing._pool()
+    for pid in list(pool._processes):  # the helper dies (OOM killer, a user's kill)
+        os.kill(pid, signal.SIGKILL)
+    d = drawing.Drawing(tmp_path / "report.md")
+    try:
+        d.submit("mix", "mix.png", "finops_cli.report.figures:baseline_vs_plan_chart", ["spot"], [2.0], [1.0])
+        drawn, failed = d.wait()
+        assert failed == {} and drawn == {"mix": "mix.png"}
+        assert (d.stage / "mix.png").read_bytes()[:4] == b"\x89PNG"
+    finally:
+        d.close()
+
+
+@pytest.mark.parametrize("value", ["two", "-1"])
+def test_a_bad_process_count_is_an_input_error(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(drawing.PROCESSES_ENV, value)
+    with pytest.raises(InputError, match="FINOPS_CHART_PROCESSES"):
+        drawing.start()
