@@ -840,7 +840,7 @@ def _collect_charts(inp: ReportInputs, drawing: Drawing) -> tuple[dict[str, str]
         unavailable.append(f"supply curve: {inp.supply_note}")
     if "idle" not in drawn:
         unavailable.append(f"idle waste: {inp.waste_note}")
-    return drawn, unavailable
+    return {key: drawn[key] for key in CHART_NAMES if key in drawn}, unavailable  # in the report's order
 
 
 def check_report_path(out: Path) -> None:
