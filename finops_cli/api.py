@@ -250,6 +250,20 @@ def waste_reports(
     billed GPU spend and GPU-hours per group
     (:func:`~finops_cli.report.waste.billed_gpu_report`, ``basis="billing"``): idle needs a trace.
     """
+    from finops_cli.store import engine
+
+    with engine.system_allocator():  # the per-resource work on the month's bill: see engine.system_allocator
+        return _waste_reports(store=store, by=by, fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month)
+
+
+def _waste_reports(
+    *,
+    store: str | Path | Store | None,
+    by: Sequence[str],
+    fleet: str | Path | None,
+    price_per_gpu_hour: float | None,
+    month: str | None,
+) -> dict[str, WasteReport]:
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_fleet
     from finops_cli.report.waste import (
@@ -257,7 +271,7 @@ def waste_reports(
         GroupBy,
         UtilHistogram,
         billed_gpu_report,
-        resource_rates,
+        resource_rates_table,
         usage_from_groups,
         waste_reports_by,
     )
@@ -298,7 +312,7 @@ def waste_reports(
         raise InputError(f"--month {month}: no utilisation or billing for it (have {have})")
     fl = load_fleet(fleet) if fleet is not None else None
     costs = (
-        engine.run_pandas(
+        engine.run_arrow(
             st,
             RESOURCE_COSTS,
             {"month": month},
@@ -309,14 +323,15 @@ def waste_reports(
         if month in bill_months
         else None
     )
-    if costs is not None and len(costs):
-        currencies = sorted(costs["BillingCurrency"].dropna().unique())
+    if costs is not None and costs.num_rows:
+        currencies = sorted(v for v in costs["BillingCurrency"].unique().to_pylist() if v is not None)
         if len(currencies) > 1:
             raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
     reports: dict[str, WasteReport] = {}
     if month not in util_months:
+        billing = costs.to_pandas() if costs is not None else None
         for group in groupings:
-            reports[group] = billed_gpu_report(costs, fleet=fl, by=group)
+            reports[group] = billed_gpu_report(billing, fleet=fl, by=group)
             reports[group].totals["month"] = month
         return reports
     aggregated = st.has_aggregate("utilization_devices") and st.has_aggregate("utilization_histogram")
@@ -333,7 +348,7 @@ def waste_reports(
     reports = waste_reports_by(
         usage,
         groupings,
-        rates=resource_rates(costs, fl),
+        rates=resource_rates_table(costs, fl),  # per resource in Arrow: only the traced ones reach pandas
         fleet=fl,
         price_per_gpu_hour=price_per_gpu_hour,
         histogram=hist,

@@ -69,6 +69,10 @@ class BilledBaseline:
         return float(self.cost_by_substrate.sum())
 
 
+#: billing columns :func:`match_billing` reads besides the names of the fleet's ``match`` rules
+MATCH_COLUMNS = ("provider", "RegionId", "x_InstanceType", "PricingCategory")
+
+
 def match_billing(billing: pd.DataFrame, fleet: Fleet) -> pd.Series:
     """Substrate id of every billing line (``None`` where nothing matches), first match in fleet order."""
     out = pd.Series([None] * len(billing), index=billing.index, dtype=object)

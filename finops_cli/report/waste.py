@@ -45,6 +45,8 @@ from typing import Any, Final, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
 from finops_cli.schema.estate import Fleet
@@ -168,55 +170,143 @@ def usage_from_groups(groups: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     return usage, span_hours
 
 
-def resource_rates(costs: pd.DataFrame | None, fleet: Fleet | None = None) -> pd.DataFrame:
-    """Per billed GPU resource: paid GPU-hours, EffectiveCost (amortised), BilledCost and cost per GPU-hour.
+#: :func:`resource_rates`' columns, in order
+RATE_COLUMNS = [
+    "resource_id", "provider", "region", "instance_type", "accelerator", "pricing_category", "team",
+    "substrate", "gpu_hours", "cost", "billed_cost", "usd_per_gpu_hour", "currency",
+]  # fmt: skip
+#: attribute columns of :data:`finops_cli.store.queries.RESOURCE_COSTS` → their names in the rates
+_RATE_ATTRIBUTES = {
+    "provider": "provider",
+    "RegionId": "region",
+    "x_InstanceType": "instance_type",
+    "x_AcceleratorType": "accelerator",
+    "PricingCategory": "pricing_category",
+    "team": "team",
+    "substrate": "substrate",
+    "BillingCurrency": "currency",
+}
+#: what :func:`resource_rates_table` sums per resource
+_SUMS = ("gpu_hours", "cost", "billed_cost")
+#: resource keys normalised per batch (Python strings for one batch at a time, not for every resource)
+_KEY_BATCH = 8192
+
+
+def resource_rates_table(costs: pa.Table | pd.DataFrame | None, fleet: Fleet | None = None) -> pa.Table:
+    """Per billed GPU resource: paid GPU-hours, EffectiveCost (amortised), BilledCost and cost per GPU-hour,
+    as an Arrow table (one row per resource, sorted by ResourceId).
 
     .. math:: c_r = \\frac{\\sum_{lines\\,of\\,r} \\text{EffectiveCost}}{\\sum_{lines\\,of\\,r} \\text{x\\_GpuHours}}
 
     ``costs`` is :data:`finops_cli.store.queries.RESOURCE_COSTS`'s result: the month's lines summed per
     resource and the attributes that describe and match it (``gpu_hours``, ``cost``, ``lines``). Groups
     are matched to the fleet's substrates (:func:`~finops_cli.core.baseline.match_billing`); where a
-    resource's lines disagree on an attribute, the group with the most GPU-hours (then cost) names it.
-    Only resources with GPU-hours are kept. Columns: ``resource_id, provider, region, instance_type,
-    accelerator, pricing_category, team, substrate, gpu_hours, cost`` (EffectiveCost), ``billed_cost``
-    (BilledCost; NaN when the input has no such column), ``usd_per_gpu_hour, currency``.
-    """
-    cols = [
-        "resource_id", "provider", "region", "instance_type", "accelerator", "pricing_category", "team",
-        "substrate", "gpu_hours", "cost", "billed_cost", "usd_per_gpu_hour", "currency",
-    ]  # fmt: skip
-    if costs is None or costs.empty:
-        return pd.DataFrame(columns=cols)
-    b = costs[costs["ResourceId"].notna()]
-    if b.empty:
-        return pd.DataFrame(columns=cols)
-    if fleet is not None:
-        from finops_cli.core.baseline import match_billing
+    resource's lines disagree on an attribute, the group with the most GPU-hours (then cost) that has a value
+    names it. Only resources with GPU-hours are kept. Columns: :data:`RATE_COLUMNS` (``billed_cost`` null
+    when the input has no such column) and ``resource_key`` (:func:`resource_key`).
 
-        b = b.assign(substrate=match_billing(b, fleet))
-    else:
-        b = b.assign(substrate=None)
-    b = b.sort_values(["ResourceId", "gpu_hours", "cost"], ascending=[True, False, False], kind="stable")
-    g = b.groupby("ResourceId", sort=True)
-    names = {
-        "provider": "provider",
-        "RegionId": "region",
-        "x_InstanceType": "instance_type",
-        "x_AcceleratorType": "accelerator",
-        "PricingCategory": "pricing_category",
-        "team": "team",
-        "substrate": "substrate",
-        "BillingCurrency": "currency",
-    }
-    first = g[list(names)].first().rename(columns=names).astype(object)
-    out = first.where(first.notna(), None)
-    out["gpu_hours"] = g["gpu_hours"].sum().astype(float)
-    out["cost"] = g["cost"].sum().astype(float)
-    out["billed_cost"] = g["billed_cost"].sum().astype(float) if "billed_cost" in b else math.nan
-    out = out[out["gpu_hours"] > 0].copy()
-    out["usd_per_gpu_hour"] = out["cost"] / out["gpu_hours"]
-    out.index.name = "resource_id"
-    return out.reset_index()[cols]
+    Columnar on purpose: a month of 50 M lines bills ~67,000 resources, and the waste report needs the
+    rows of the few thousand the trace saw; the rest are summed per group (:func:`unobserved_groups`), so
+    the per-resource work costs Arrow buffers, not a pandas frame and Python objects per resource.
+    """
+    if costs is None:
+        return _empty_rates()
+    t = costs if isinstance(costs, pa.Table) else pa.Table.from_pandas(costs, preserve_index=False)
+    if not t.num_rows or "ResourceId" not in t.column_names:
+        return _empty_rates()
+    if t["ResourceId"].null_count:
+        t = t.filter(pc.is_valid(t["ResourceId"]))
+        if not t.num_rows:
+            return _empty_rates()
+    substrate = _substrates(t, fleet) if fleet is not None else pa.nulls(t.num_rows, pa.string())
+    kept = ("ResourceId", *_RATE_ATTRIBUTES, *_SUMS)
+    t = t.select([c for c in kept if c in t.column_names])
+    t = t.append_column("substrate", substrate)
+    # Each resource's groups in a run, its largest (GPU-hours, then cost) first: reduced with numpy over the
+    # run boundaries, taking from the unsorted columns through the sort order (no sorted copy of the table,
+    # and no hash aggregation: Arrow's held ~85 MB for the 67,000 resources of a 50 M-line month).
+    ids = _decoded(t["ResourceId"]).cast(pa.string())
+    keys = pa.table({"id": ids, "gpu_hours": t["gpu_hours"], "cost": t["cost"]})
+    order = pc.sort_indices(keys, [("id", "ascending"), ("gpu_hours", "descending"), ("cost", "descending")])
+    at = order.to_numpy()
+    ids = ids.combine_chunks().take(order)
+    n = len(ids)
+    change = pc.not_equal(ids.slice(1), ids.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(np.concatenate(([True], change)))
+    sums: dict[str, np.ndarray] = {}
+    for c in _SUMS:
+        if c in t.column_names:
+            values = t[c].cast(pa.float64()).to_numpy()[at]
+            sums[c] = np.add.reduceat(np.where(np.isnan(values), 0.0, values), starts)  # NaN skipped, as pandas
+    keep = sums["gpu_hours"] > 0  # resources with GPU-hours only
+    ends = np.append(starts[1:], n)[keep]
+    starts = starts[keep]
+    out: dict[str, pa.Array] = {"resource_id": ids.take(pa.array(starts))}
+    for src, name in _RATE_ATTRIBUTES.items():
+        if src not in t.column_names:
+            out[name] = pa.nulls(len(starts), pa.string())
+            continue
+        column = t[src].combine_chunks()
+        if pa.types.is_null(column.type):  # no value at all (a pandas column of None)
+            column = column.cast(pa.string())
+        valid = np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False)[at])  # sorted positions
+        j = np.searchsorted(valid, starts)  # each resource's first group with a value, if it has one
+        row = valid[np.minimum(j, len(valid) - 1)] if len(valid) else np.zeros(len(starts), dtype=np.int64)
+        found = (j < len(valid)) & (row < ends)
+        out[name] = column.take(pa.array(at[row], mask=~found))
+    out |= {c: pa.array(sums[c][keep]) if c in sums else pa.nulls(len(starts), pa.float64()) for c in _SUMS}
+    out["usd_per_gpu_hour"] = pc.divide(out["cost"], out["gpu_hours"])
+    return _with_keys(pa.table(out).select(RATE_COLUMNS))
+
+
+def _substrates(groups: pa.Table, fleet: Fleet) -> pa.Array:
+    """:func:`~finops_cli.core.baseline.match_billing` of each group, matched once per distinct combination of
+    the columns it reads (a few dozen) rather than per group (67,000 at 50 M lines)."""
+    from finops_cli.core.baseline import MATCH_COLUMNS, match_billing
+
+    names = {c for s in fleet.substrates for c in (s.match or {})}
+    read = groups.select([c for c in groups.column_names if c in MATCH_COLUMNS or c in names])
+    encoded = [c.combine_chunks() for c in read.columns]
+    encoded = [c if pa.types.is_dictionary(c.type) else c.dictionary_encode() for c in encoded]
+    if math.prod(len(c.dictionary) + 1 for c in encoded) >= 2**62:  # codes would not fit: match every group
+        return pa.array(match_billing(read.to_pandas(), fleet).to_numpy(dtype=object), pa.string())
+    codes = np.zeros(groups.num_rows, dtype=np.int64)
+    for column in encoded:  # one integer per combination: Σ (value's index + 1, 0 for null) × radix
+        index = column.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = codes * (len(column.dictionary) + 1) + index + 1
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    matched = match_billing(read.take(pa.array(first)).to_pandas(), fleet).to_numpy(dtype=object)
+    return pa.array(matched, pa.string()).take(pa.array(inverse.ravel()))
+
+
+def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary column as plain values."""
+    return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
+
+
+def _empty_rates() -> pa.Table:
+    numbers = {"gpu_hours", "cost", "billed_cost", "usd_per_gpu_hour"}
+    schema = pa.schema([(c, pa.float64() if c in numbers else pa.string()) for c in [*RATE_COLUMNS, "resource_key"]])
+    return schema.empty_table()
+
+
+def _with_keys(rates: pa.Table) -> pa.Table:
+    """``rates`` with ``resource_key`` (:func:`resource_key` of ``resource_id``), a batch at a time."""
+    ids = rates["resource_id"].combine_chunks() if rates.num_rows else pa.array([], pa.string())
+    keys = [
+        pa.array([resource_key(r) for r in ids.slice(i, _KEY_BATCH).to_pylist()], pa.string())
+        for i in range(0, len(ids), _KEY_BATCH)
+    ]
+    return rates.append_column("resource_key", pa.chunked_array(keys, pa.string()))
+
+
+def resource_rates(costs: pd.DataFrame | pa.Table | None, fleet: Fleet | None = None) -> pd.DataFrame:
+    """:func:`resource_rates_table` as a DataFrame with :data:`RATE_COLUMNS` (missing attributes None,
+    ``billed_cost`` NaN when the input has no such column)."""
+    rates = resource_rates_table(costs, fleet).select(RATE_COLUMNS).to_pandas()
+    attrs = [c for c in RATE_COLUMNS if c not in ("gpu_hours", "cost", "billed_cost", "usd_per_gpu_hour")]
+    rates[attrs] = rates[attrs].astype(object).where(rates[attrs].notna(), None)
+    return rates
 
 
 def resource_key(resource_id: object) -> str | None:
@@ -245,36 +335,39 @@ def _fleet_substrate_for(fleet: Fleet, resource_id: str | None, host: str | None
 
 
 # ------------------------------------------------------------------------------------------- report
-def unobserved_groups(never: pd.DataFrame, by: GroupBy) -> list[dict[str, Any]]:
+def unobserved_groups(never: pa.Table, by: GroupBy) -> list[dict[str, Any]]:
     """Billed GPU resources the trace never saw, summed per ``by`` group, costliest first.
 
-    ``never`` holds :func:`resource_rates` rows. One entry per group (``key``, ``resources``, ``gpu_hours``,
-    ``cost``), not per resource: a month of 50 M lines bills ~67,000 resources, and a list of each would grow
-    the report (and the memory that builds it) with the month; ``--by device`` still gives one per resource.
+    ``never`` holds :func:`resource_rates_table` rows. One entry per group (``key``, ``resources``,
+    ``gpu_hours``, ``cost``), not per resource: a month of 50 M lines bills ~67,000 resources, and a list of
+    each would grow the report (and the memory that builds it) with the month; ``--by device`` still gives
+    one per resource. Summed by Arrow: only the groups reach Python.
     """
-    if not len(never):
+    if not never.num_rows:
         return []
     column = {"team": "team", "substrate": "substrate", "instance_type": "instance_type", "device": "resource_id"}[by]
-    values = never[column].astype(object)
-    key = values if by == "device" else values.where(values.notna() & (values != ""), UNKNOWN)
-    frame = pd.DataFrame(
-        {"key": key.to_numpy(dtype=object), "gpu_hours": never["gpu_hours"].astype(float).to_numpy(),
-         "cost": never["cost"].astype(float).to_numpy()}
-    )  # fmt: skip
-    sums = frame.groupby("key", sort=True).agg(
-        resources=("key", "size"), gpu_hours=("gpu_hours", "sum"), cost=("cost", "sum")
+    key = _decoded(never[column])
+    if by != "device":
+        filled = pc.fill_null(key, "")
+        key = pc.if_else(pc.equal(filled, ""), UNKNOWN, filled)
+    total = pc.ScalarAggregateOptions(skip_nulls=True, min_count=0)
+    frame = pa.table({"key": key, "gpu_hours": never["gpu_hours"], "cost": never["cost"]})
+    sums = (
+        frame.group_by("key")
+        .aggregate([("key", "count", pc.CountOptions(mode="all")), ("gpu_hours", "sum", total), ("cost", "sum", total)])
+        .to_pandas()
+        .sort_values(["cost_sum", "key"], ascending=[False, True], kind="stable")
     )
-    sums = sums.reset_index().sort_values(["cost", "key"], ascending=[False, True], kind="stable")
     return [
-        {"key": str(r.key), "resources": int(r.resources), "gpu_hours": float(r.gpu_hours), "cost": float(r.cost)}
-        for r in sums.itertuples(index=False)
+        {"key": str(k), "resources": int(n), "gpu_hours": float(h), "cost": float(c)}
+        for k, n, h, c in zip(sums["key"], sums["key_count"], sums["gpu_hours_sum"], sums["cost_sum"], strict=True)
     ]
 
 
 def waste_report(
     usage: pd.DataFrame,
     *,
-    rates: pd.DataFrame | None = None,
+    rates: pa.Table | pd.DataFrame | None = None,
     fleet: Fleet | None = None,
     price_per_gpu_hour: float | None = None,
     by: GroupBy = "team",
@@ -288,7 +381,7 @@ def waste_report(
     usage
         One row per device × team × workload with :data:`USAGE_COLUMNS` (hours, not seconds).
     rates
-        :func:`resource_rates` of the billing store (may be empty).
+        :func:`resource_rates_table` (or :func:`resource_rates`) of the billing store (may be empty).
     fleet
         For the substrate price fallback and the ``substrate`` grouping.
     price_per_gpu_hour
@@ -313,7 +406,7 @@ def waste_reports_by(
     usage: pd.DataFrame,
     by: Sequence[GroupBy],
     *,
-    rates: pd.DataFrame | None = None,
+    rates: pa.Table | pd.DataFrame | None = None,
     fleet: Fleet | None = None,
     price_per_gpu_hour: float | None = None,
     histogram: UtilHistogram | None = None,
@@ -324,38 +417,74 @@ def waste_reports_by(
     for group in by:
         if group not in GROUP_BYS:
             raise ValueError(f"by must be one of {', '.join(GROUP_BYS)}")
-    u, rates, currency = _priced_usage(usage, rates, fleet, price_per_gpu_hour)
-    return {group: _grouped(u, rates, currency, group, histogram, span_hours) for group in by}
+    u, billed, currency = _priced_usage(usage, rates, fleet, price_per_gpu_hour)
+    return {group: _grouped(u, billed, currency, group, histogram, span_hours) for group in by}
+
+
+@dataclass
+class _Billed:
+    """What the grouped reports need of the billed resources: the ones the trace never saw (Arrow rows), the
+    billed GPU-hours, and which usage rows a billed resource covers."""
+
+    never: pa.Table
+    paid: float
+    observed: np.ndarray
+
+
+def _rates_table(rates: pa.Table | pd.DataFrame | None) -> pa.Table:
+    """``rates`` as :func:`resource_rates_table` rows with ``resource_key`` (a DataFrame is converted)."""
+    if rates is None:
+        return _empty_rates()
+    if isinstance(rates, pa.Table):
+        return rates if "resource_key" in rates.column_names else _with_keys(rates)
+    if not len(rates):
+        return _empty_rates()
+    schema = _empty_rates().schema
+    cols = {
+        c: pa.array(rates[c].to_numpy(dtype=object), schema.field(c).type, from_pandas=True)
+        if c in rates
+        else pa.nulls(len(rates), schema.field(c).type)
+        for c in RATE_COLUMNS
+    }
+    return _with_keys(pa.table(cols))
 
 
 def _priced_usage(
-    usage: pd.DataFrame, rates: pd.DataFrame | None, fleet: Fleet | None, price_per_gpu_hour: float | None
-) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """``usage`` with each row's rate, its source, substrate, instance type and team; the rates with their
-    matching key; the currency."""
-    rates = rates if rates is not None else pd.DataFrame(columns=["resource_id"])
+    usage: pd.DataFrame, rates: pa.Table | pd.DataFrame | None, fleet: Fleet | None, price_per_gpu_hour: float | None
+) -> tuple[pd.DataFrame, _Billed | None, str]:
+    """``usage`` with each row's rate, its source, substrate, instance type and team; the billed resources
+    as :class:`_Billed` (None when there are none); the currency."""
+    table = _rates_table(rates)
     u = usage.copy()
     for c in USAGE_COLUMNS:
         if c not in u:
             u[c] = None
     u["resource_key"] = u["resource_id"].where(u["resource_id"].notna(), u["host"]).map(resource_key)
-    seen = set(u["resource_key"].dropna())
+    seen = pa.array(sorted(set(u["resource_key"].dropna())), pa.string())  # the trace's few thousand resources
     rate_by_res: dict[str, dict[str, Any]] = {}
-    if len(rates):
-        rates = rates.assign(resource_key=rates["resource_id"].map(resource_key))
-        traced = rates[rates["resource_key"].isin(seen)]  # the first row per key stays first
-        # one dict per resource, looked up per usage row (a DataFrame row lookup costs ~0.2 ms)
-        rate_by_res = traced.drop_duplicates("resource_key").set_index("resource_key").to_dict("index")
+    billed: _Billed | None = None
+    currency_seen: str | None = None
+    if table.num_rows:
+        keys = table["resource_key"]
+        traced = pc.is_in(keys, value_set=seen)
+        # one dict per traced resource (the first per key: rates are sorted by resource id), looked up per usage row
+        for row in table.filter(traced).to_pylist():
+            rate_by_res.setdefault(row["resource_key"], row)
+        never = table.filter(pc.invert(traced)).select(
+            ["resource_id", "team", "substrate", "instance_type", "gpu_hours", "cost"]
+        )
+        usage_keys = pa.array(u["resource_key"].to_numpy(dtype=object), pa.string(), from_pandas=True)
+        observed = pc.is_in(usage_keys, value_set=keys)
+        paid = pc.sum(table["gpu_hours"]).as_py() or 0.0
+        billed = _Billed(never, float(paid), observed.to_numpy(zero_copy_only=False))
+        currencies = pc.drop_null(table["currency"])
+        currency_seen = str(currencies[0].as_py()) if len(currencies) else None
     substrate_price: dict[str, float] = {}
     if fleet is not None:
         for s in fleet.substrates:
             if s.price_per_gpu_hour is not None:
                 substrate_price[s.id] = float(s.price_per_gpu_hour) + float(s.committed_per_gpu_hour or 0.0)
-    currency = (
-        str(rates["currency"].dropna().iloc[0])
-        if len(rates) and rates["currency"].notna().any()
-        else (fleet.currency if fleet is not None else "USD")
-    )
+    currency = currency_seen or (fleet.currency if fleet is not None else "USD")
     if fleet is not None and fleet.currency != currency:
         # fleet prices fill in where billing has none: never sum two currencies into one idle cost.
         raise InputError(
@@ -371,8 +500,9 @@ def _priced_usage(
         sub = hit["substrate"] if hit is not None else None
         if sub is None and fleet is not None:
             sub = _fleet_substrate_for(fleet, raw_rid if isinstance(raw_rid, str) else None, host)
-        if hit is not None and np.isfinite(hit["usd_per_gpu_hour"]):
-            usd.append(float(hit["usd_per_gpu_hour"]))
+        usd_hit = hit["usd_per_gpu_hour"] if hit is not None else None
+        if usd_hit is not None and math.isfinite(usd_hit):
+            usd.append(float(usd_hit))
             source.append("billing")
         elif sub is not None and sub in substrate_price:
             usd.append(substrate_price[sub])
@@ -397,12 +527,12 @@ def _priced_usage(
     u["idle_hours"] = u["device_hours"] - u["busy_hours"]
     u["idle_cost"] = u["usd_per_gpu_hour"] * u["idle_hours"]
     u["cost"] = u["usd_per_gpu_hour"] * u["device_hours"]
-    return u, rates, currency
+    return u, billed, currency
 
 
 def _grouped(
     u: pd.DataFrame,
-    rates: pd.DataFrame,
+    billed: _Billed | None,
     currency: str,
     by: GroupBy,
     histogram: UtilHistogram | None,
@@ -431,17 +561,18 @@ def _grouped(
     unobserved: list[dict[str, Any]] = []
     unobs_h: float = 0
     unobs_cost: float = 0
-    if len(rates):
-        never = rates[~rates["resource_key"].isin(set(u["resource_key"].dropna()))]
-        unobs_h, unobs_cost = (sum(never[c].astype(float).tolist()) for c in ("gpu_hours", "cost"))
-        unobserved = unobserved_groups(never, by)
+    if billed is not None:
+        unobs_h, unobs_cost = (
+            sum(billed.never[c].to_numpy().tolist()) for c in ("gpu_hours", "cost")
+        )  # in resource order, as they always were
+        unobserved = unobserved_groups(billed.never, by)
 
     dh = float(u["device_hours"].sum())
     bh = float(u["busy_hours"].sum())
     priced = u["idle_cost"].notna()
-    if len(rates):
-        paid = float(rates["gpu_hours"].sum())
-        observed_paid = float(u.loc[u["resource_key"].isin(set(rates["resource_key"])), "device_hours"].sum())
+    if billed is not None:
+        paid = billed.paid
+        observed_paid = float(u.loc[billed.observed, "device_hours"].sum())
         coverage = min(observed_paid, paid) / paid if paid else None
         coverage_basis = "billed GPU-hours"
     else:

@@ -269,6 +269,23 @@ def release_memory() -> None:
 
 
 @contextmanager
+def system_allocator() -> Iterator[None]:
+    """Arrow allocates from the C allocator inside the block, not from its default mimalloc pool.
+
+    mimalloc keeps what an Arrow kernel freed for the next allocation, so every filter, sort and take on a
+    query's result added to the resident memory: +40 MB at the peak of ``finops waste`` on a 50 M-line
+    month's per-resource rows (docs/performance.md). Freed C-allocator memory is reused too, and
+    :func:`release_memory`'s ``malloc_trim`` returns it. The previous pool is restored on exit.
+    """
+    previous = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)
+
+
+@contextmanager
 def connect() -> Iterator[Any]:
     """A DuckDB connection in bounded memory (spilling to a private directory), on UTC, closed on exit.
 
@@ -281,6 +298,10 @@ def connect() -> Iterator[Any]:
     try:
         con.execute("SET TimeZone = 'UTC'")  # date_trunc('hour', …) on UTC hours, whatever the machine's zone
         con.execute("SET enable_progress_bar = false")  # else DuckDB draws one on stderr, inside our output
+        # A scan prefetches the next row groups' column chunks: over a month's billing lines that held ~28 MB
+        # more at the peak of the per-resource query (docs/performance.md). A setting of the parquet
+        # extension, which a database's config cannot name before the extension is loaded: set per cursor.
+        con.execute("SET disable_parquet_prefetching = true")
         yield con
     finally:
         con.close()
@@ -333,7 +354,8 @@ def create_view(
     if filesystem is None:
         types = ", ".join(f"'{c}': 'VARCHAR'" for c in DATASETS[table])
         listed = ", ".join(_literal(p) for p in paths)
-        source = f"read_parquet([{listed}], hive_partitioning = true, union_by_name = true, hive_types = {{{types}}})"
+        union = "union_by_name = true, " if _schemas_differ(paths, schemas) else ""
+        source = f"read_parquet([{listed}], hive_partitioning = true, {union}hive_types = {{{types}}})"
     else:
         source = f"__{table}_arrow"
         con.register(source, _arrow_dataset(table, paths, filesystem, schemas))
@@ -347,6 +369,20 @@ def create_view(
             if f.name not in have
         )
     con.execute(f"CREATE TEMP VIEW {table} AS SELECT *{extra} FROM {source}")
+
+
+def _schemas_differ(paths: list[str], schemas: Callable[[str], pa.Schema] | None = None) -> bool:
+    """Whether the files' schemas differ (an older file lacks a newer column).
+
+    Only then does the view unite them by name: ``union_by_name`` keeps a reader per file open while the query
+    binds and runs, ~25 MB more at the peak of a query over a 50 M-line month's 101 files (docs/performance.md).
+    Same-schema files (everything one version of ingest wrote) are read by position, as DuckDB does by default.
+    """
+    import pyarrow.parquet as pq
+
+    read = schemas or pq.read_schema
+    first = read(paths[0]) if paths else None
+    return any(not read(p).equals(first) for p in paths[1:])
 
 
 _DUCKDB_TYPES = {
@@ -388,7 +424,7 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def run_pandas(
+def run_arrow(
     store: Store,
     query: Query,
     params: Mapping[str, Any] | None = None,
@@ -396,13 +432,13 @@ def run_pandas(
     categories: Iterable[str] = (),
     release: bool = False,
     **slots: str,
-) -> pd.DataFrame | None:
-    """:func:`run`, as a DataFrame (the result is one row per group: small).
+) -> pa.Table | None:
+    """:func:`run`, with ``categories`` dictionary-encoded and the engine's memory released.
 
     ``categories``: string columns that repeat a few values over many rows (a resource's provider, region,
-    team) become pandas categoricals, so 67,000 resources hold a few dozen strings, not 67,000 of each.
-    ``release``: :func:`release_memory` once the result is fetched, before the DataFrame is built (for a
-    query over a month's lines, whose working memory would otherwise sit under the conversion).
+    team) become dictionaries (pandas categoricals), so 67,000 resources hold a few dozen strings, not
+    67,000 of each. ``release``: :func:`release_memory` once the result is fetched (for a query over a
+    month's lines, whose working memory would otherwise sit under the work on its result).
     """
     table = run(store, query, params, **slots)
     if release:
@@ -413,4 +449,18 @@ def run_pandas(
         i = table.schema.get_field_index(name)
         if i >= 0 and pa.types.is_string(table.schema.field(i).type):
             table = table.set_column(i, name, table.column(i).dictionary_encode())
-    return table.to_pandas()
+    return table
+
+
+def run_pandas(
+    store: Store,
+    query: Query,
+    params: Mapping[str, Any] | None = None,
+    *,
+    categories: Iterable[str] = (),
+    release: bool = False,
+    **slots: str,
+) -> pd.DataFrame | None:
+    """:func:`run_arrow`, as a DataFrame (the result is one row per group: small)."""
+    table = run_arrow(store, query, params, categories=categories, release=release, **slots)
+    return None if table is None else table.to_pandas()

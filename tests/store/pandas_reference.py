@@ -219,3 +219,33 @@ def draft_numbers(store: Store, month: str, currency: str) -> tuple[dict, dict]:
     tags = gpu["Tags"].map(lambda t: {k: v for k in ("workload", "team") if (v := _tag(t, k))})
     workload = tags.map(lambda t: t.get("workload") or t.get("team") or "untagged")
     return subs, gpu["x_GpuHours"].astype(float).fillna(0.0).groupby(workload).sum().to_dict()
+
+
+def resource_rates_from_groups(costs: pd.DataFrame, fleet: Fleet | None) -> pd.DataFrame:
+    """Per resource from ``RESOURCE_COSTS``' groups, in pandas, as ``finops`` did before the per-resource work
+    moved to Arrow (issue 15): substrate per group, the largest group's (GPU-hours, then cost) first non-null
+    attribute per column, sums per resource, resources with GPU-hours only."""
+    cols = [
+        "resource_id", "provider", "region", "instance_type", "accelerator", "pricing_category", "team",
+        "substrate", "gpu_hours", "cost", "billed_cost", "usd_per_gpu_hour", "currency",
+    ]  # fmt: skip
+    b = costs[costs["ResourceId"].notna()]
+    if b.empty:
+        return pd.DataFrame(columns=cols)
+    b = b.assign(substrate=match_billing(b, fleet) if fleet is not None else None)
+    b = b.sort_values(["ResourceId", "gpu_hours", "cost"], ascending=[True, False, False], kind="stable")
+    g = b.groupby("ResourceId", sort=True)
+    names = {
+        "provider": "provider", "RegionId": "region", "x_InstanceType": "instance_type",
+        "x_AcceleratorType": "accelerator", "PricingCategory": "pricing_category", "team": "team",
+        "substrate": "substrate", "BillingCurrency": "currency",
+    }  # fmt: skip
+    first = g[list(names)].first().rename(columns=names).astype(object)
+    out = first.where(first.notna(), None)
+    out["gpu_hours"] = g["gpu_hours"].sum().astype(float)
+    out["cost"] = g["cost"].sum().astype(float)
+    out["billed_cost"] = g["billed_cost"].sum().astype(float) if "billed_cost" in b else float("nan")
+    out = out[out["gpu_hours"] > 0].copy()
+    out["usd_per_gpu_hour"] = out["cost"] / out["gpu_hours"]
+    out.index.name = "resource_id"
+    return out.reset_index()[cols]

@@ -18,6 +18,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+from hypothesis_budget import examples
 
 from finops_cli import api
 from finops_cli.core.baseline import billed_baseline
@@ -25,11 +28,18 @@ from finops_cli.core.demand import Horizon, observed_demand
 from finops_cli.estate.demand_io import observe
 from finops_cli.estate.load import load_fleet
 from finops_cli.ingest.utilization.common import STORE_SCHEMA
-from finops_cli.report.waste import GROUP_BYS, waste_report
+from finops_cli.report.waste import GROUP_BYS, resource_rates, waste_report
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.estate import Fleet, Workload
 from finops_cli.store import Store, engine
-from finops_cli.store.queries import AGGREGATES, WASTE_DEVICE_USAGE_AGGREGATE, WASTE_HISTOGRAM_AGGREGATE
+from finops_cli.store.queries import (
+    AGGREGATES,
+    RESOURCE_COSTS,
+    RESOURCE_COSTS_ATTRIBUTES,
+    RESOURCE_COSTS_GROUPED,
+    WASTE_DEVICE_USAGE_AGGREGATE,
+    WASTE_HISTOGRAM_AGGREGATE,
+)
 from tests.conftest import SAMPLES
 from tests.store import pandas_reference as ref
 
@@ -342,6 +352,76 @@ def test_a_match_on_a_column_the_aggregate_lacks_reads_the_detail(generated_stor
     assert hourly["cost"]["sub7"] > 0
     _assert_same(hourly, old)
     _assert_same(detail, old)
+
+
+def _assert_same_rates(new: pd.DataFrame, old: pd.DataFrame) -> None:
+    """The same resources in the same order, attributes equal, sums to the cent and GPU-hour."""
+    assert list(new.columns) == list(old.columns) and len(new) == len(old)
+    for col in new.columns:
+        for i, (a, b) in enumerate(zip(new[col].tolist(), old[col].tolist(), strict=True)):
+            if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+                continue
+            assert _close(a, b, 1e-9), f"{col}[{i}]: {a!r} != {b!r}"
+
+
+@pytest.mark.parametrize("which", ["sample", "generated"])
+def test_resource_rates_in_arrow_equal_the_pandas_reduction(
+    sample_store: Store, generated_store: Store, which: str
+) -> None:
+    """Per-resource rates from the store's per-group rows, reduced in Arrow, equal the pandas reduction they
+    replace (largest group's attributes, substrate per group, sums), on both estates."""
+    store, fleet = (generated_store, GEN_FLEET) if which == "generated" else (sample_store, None)
+    fleet = fleet or load_fleet(SAMPLES / "fleet.yaml")
+    costs = engine.run_arrow(
+        store,
+        RESOURCE_COSTS,
+        {"month": "2026-10"},
+        categories=RESOURCE_COSTS_ATTRIBUTES,
+        match_columns=engine.match_columns(fleet, RESOURCE_COSTS_GROUPED),
+    )
+    assert costs is not None and costs.num_rows > 10
+    old = ref.resource_rates_from_groups(costs.to_pandas(), fleet)
+    assert len(old) > 5 and old["substrate"].notna().any()
+    _assert_same_rates(resource_rates(costs, fleet), old)
+
+
+_GROUP = hs.fixed_dictionaries(
+    {
+        "ResourceId": hs.sampled_from(["i-1", "i-2", "I-1", "//compute.googleapis.com/projects/p/i-3", None]),
+        "provider": hs.sampled_from(["aws", "gcp", None]),
+        "RegionId": hs.sampled_from(["us-east-1", "us-central1", None]),
+        "x_InstanceType": hs.sampled_from(["p5.48xlarge", "a2-highgpu-8g", None]),
+        "x_AcceleratorType": hs.sampled_from(["H100", "A100", None]),
+        "PricingCategory": hs.sampled_from(["Standard", "Dynamic", None]),
+        "BillingCurrency": hs.sampled_from(["USD", None]),
+        "team": hs.sampled_from(["research", "", None]),
+        "SubAccountId": hs.sampled_from(["proj-7", "proj-1", None]),
+        "gpu_hours": hs.sampled_from([0.0, 8.0, 16.0, 2.5]),  # ties: the input order decides, in both
+        "cost": hs.one_of(hs.none(), hs.sampled_from([10.0, 20.0, 0.0, -3.0])),
+        "billed_cost": hs.sampled_from([10.0, 12.5]),
+        "lines": hs.integers(1, 5),
+    }
+)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    groups=hs.lists(_GROUP, min_size=1, max_size=14),
+    with_fleet=hs.booleans(),
+    dictionaries=hs.booleans(),
+    split=hs.integers(0, 14),
+)
+def test_resource_rates_property(groups: list[dict], with_fleet: bool, dictionaries: bool, split: int) -> None:
+    """Any per-group rows (resources whose lines disagree on attributes, nulls, ties, no cost): the Arrow
+    reduction gives the pandas one's resources, attributes, substrates and sums."""
+    numbers = {"gpu_hours": pa.float64(), "cost": pa.float64(), "billed_cost": pa.float64(), "lines": pa.int64()}
+    table = pa.Table.from_pylist(groups, pa.schema([(k, numbers.get(k, pa.string())) for k in groups[0]]))
+    if dictionaries:  # as the engine hands them over (categories)
+        for name in RESOURCE_COSTS_ATTRIBUTES:
+            table = table.set_column(table.schema.get_field_index(name), name, table[name].dictionary_encode())
+    table = pa.concat_tables([table.slice(0, split), table.slice(split)])  # two chunks, as a query's result may be
+    fleet = GEN_FLEET if with_fleet else None
+    _assert_same_rates(resource_rates(table, fleet), ref.resource_rates_from_groups(table.to_pandas(), fleet))
 
 
 @pytest.mark.parametrize("by", GROUP_BYS)

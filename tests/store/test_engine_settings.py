@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from finops_cli.errors import InputError
@@ -65,3 +67,51 @@ def test_release_memory_closes_the_idle_database_and_the_next_query_opens_one() 
     engine.release_memory()
     assert "db" not in engine._SHARED
     assert engine.run_files(q, {}).to_pylist() == [{"x": 1}] and engine._SHARED["db"] is not first
+
+
+def test_every_cursor_reads_parquet_without_prefetching() -> None:
+    from finops_cli.store.queries import Query
+
+    q = Query("prefetch", (), "SELECT current_setting('disable_parquet_prefetching') AS off")
+    assert engine.run_files(q, {}).to_pylist() == [{"off": True}]
+
+
+def test_files_are_united_by_name_only_when_their_schemas_differ(tmp_path: Path) -> None:
+    """Same-schema files are read as one schema; a file lacking a column, or with another column order, is
+    united by name: the same answers either way."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from finops_cli.store.queries import Query
+
+    files = {
+        "a": pa.table({"x": [1], "y": ["p"]}),
+        "same": pa.table({"x": [2], "y": ["q"]}),
+        "reordered": pa.table({"y": ["r"], "x": [3], "z": [1.5]}),
+        "lacking": pa.table({"x": [4]}),
+    }
+    partition = tmp_path / "provider=aws" / "month=2026-10"
+    partition.mkdir(parents=True)
+    paths = {}
+    for name, table in files.items():
+        paths[name] = str(partition / f"{name}.parquet")
+        pq.write_table(table, paths[name])
+    assert not engine._schemas_differ([paths["a"], paths["same"]])
+    assert engine._schemas_differ([paths["a"], paths["reordered"]])
+    assert engine._schemas_differ([paths["a"], paths["lacking"]])
+    q = Query("xy", ("spot_prices",), "SELECT x, y FROM spot_prices ORDER BY x")
+    run = [paths["a"], paths["same"], paths["reordered"], paths["lacking"]]
+    assert engine.run_files(q, {"spot_prices": run[:2]}).to_pylist() == [{"x": 1, "y": "p"}, {"x": 2, "y": "q"}]
+    assert engine.run_files(q, {"spot_prices": run}).to_pylist() == [
+        {"x": 1, "y": "p"}, {"x": 2, "y": "q"}, {"x": 3, "y": "r"}, {"x": 4, "y": None}
+    ]  # fmt: skip
+
+
+def test_system_allocator_inside_the_block_and_the_previous_pool_after() -> None:
+    import pyarrow as pa
+
+    before = pa.default_memory_pool()
+    with engine.system_allocator():
+        assert pa.default_memory_pool().backend_name == "system"
+        assert pa.array(range(1000)).buffers()[1] is not None
+    assert pa.default_memory_pool().backend_name == before.backend_name
