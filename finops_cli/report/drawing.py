@@ -60,19 +60,21 @@ def _warm() -> None:
 
 
 def start() -> None:
-    """Start the helper process now (it imports matplotlib meanwhile); a no-op when charts are drawn in-process."""
-    if _POOL.get("pid") == os.getpid() or _processes() == 0:
+    """Start the helper now (it imports matplotlib meanwhile); a no-op when charts are drawn in-process."""
+    processes = 0 if _POOL.get("pid") == os.getpid() else _processes()
+    if processes == 0:
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     try:
-        pool = ProcessPoolExecutor(max_workers=_processes(), mp_context=multiprocessing.get_context("spawn"))
-        warming = [pool.submit(_warm) for _ in range(_processes())]  # spawns the workers: they import now
+        pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
+        for _ in range(processes):
+            pool.submit(_warm)  # starts a worker: it imports matplotlib now
     except (OSError, ImportError, RuntimeError):  # no semaphores or no process start here: draw in-process
         _POOL.update(pool=None, pid=os.getpid())
         return
-    _POOL.update(pool=pool, pid=os.getpid(), warming=warming)
+    _POOL.update(pool=pool, pid=os.getpid())
 
 
 def stop() -> None:
