@@ -321,7 +321,11 @@ def exit_now(code: int | str | None) -> NoReturn:
     tool nothing: the operating system takes the memory back at once. Done first: the report's chart helper is
     stopped, the ``atexit`` handlers run (the DuckDB database closed and its spill folder removed, temporary
     folders, logging), stdout and stderr are flushed (a reader that has gone is not an error: ``finops … | head``).
+    Under a profiler or a tracer (cProfile, pyinstrument, coverage), which write their results when the interpreter
+    ends, the process ends the usual way.
     """
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)
     import atexit
 
     drawing = sys.modules.get("finops_cli.report.drawing")

@@ -50,3 +50,13 @@ def test_a_reader_that_leaves_early_is_not_an_error(tmp_path: Path) -> None:
     )
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr
     assert done.stdout.strip() in ("0", "1")  # 1: EXIT_BROKEN_PIPE when the pipe closed before the help was out
+
+
+def test_a_profiler_still_writes_its_results(tmp_path: Path) -> None:
+    """Under cProfile (or pyinstrument, coverage) the process ends the usual way, so the profile is written."""
+    out = tmp_path / "version.prof"
+    code = "import cProfile, sys; sys.argv = ['finops', '--version']; from finops_cli.cli.app import main; "
+    code += f"cProfile.run('main()', {str(out)!r})"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("finops")
+    assert out.stat().st_size > 0
