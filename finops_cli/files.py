@@ -298,12 +298,15 @@ def csv_line(row: int) -> str:
 def file_digest(path: Path) -> str:
     """SHA-1 of one file's bytes (hex): hashed where the file is parsed, so a parallel ingest hashes in parallel.
 
-    A fingerprint, not a security check (SHA-NI makes SHA-1 the fastest of hashlib's here, ~0.6 GB/s).
+    A fingerprint, not a security check (SHA-NI makes SHA-1 the fastest of hashlib's here, ~1.3 GB/s). Read
+    into one reused buffer: a fresh 4 MB ``bytes`` per read costs page faults (≈ 0.2 CPU-s per 2.5 GB).
     """
     h = hashlib.sha1(usedforsecurity=False)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(4 << 20):
-            h.update(chunk)
+    buf = bytearray(4 << 20)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as fh:
+        while n := fh.readinto(buf):
+            h.update(view[:n])
     return h.hexdigest()
 
 

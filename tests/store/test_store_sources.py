@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -13,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from finops_cli.cli.app import app
+from finops_cli.files import file_digest
 from finops_cli.store import Store
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -180,3 +183,12 @@ def test_kill_during_remove_is_all_or_nothing(filled: Path, kill_at: str) -> Non
     assert not list(filled.glob(".journal-*")) and not (filled / ".staging").exists()
     check = _run("store", "check", "--store", str(filled))
     assert check.exit_code == 0, check.output
+
+
+def test_a_file_fingerprint_is_the_sha1_of_its_bytes(tmp_path: Path) -> None:
+    """file_digest reads into one reused buffer: files shorter than it, of several buffers plus a tail, empty."""
+    for size in (0, 1, (4 << 20) - 1, (9 << 20) + 7):
+        data = os.urandom(size)
+        path = tmp_path / f"f{size}"
+        path.write_bytes(data)
+        assert file_digest(path) == hashlib.sha1(data).hexdigest()

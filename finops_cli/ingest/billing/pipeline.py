@@ -696,9 +696,11 @@ def _require(table: pa.Table, ctx: BatchContext, names: Iterable[str]) -> None:
 def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path, suffix: str = "") -> None:
     """Buffer ``table``'s lines for their store files (idempotency key + ``suffix``); tally what is written."""
     body = BILLING_SCHEMA.names
-    groups = table.group_by(["provider", "billing_period", "BillingAccountId", "BillingCurrency"]).aggregate(
-        [("BilledCost", "sum"), ("EffectiveCost", "sum"), ("BilledCost", "count")]
-    )
+    # use_threads=False: a batch is one chunk, so threads add only their start-up (≈ 20 % of the group-by's
+    # CPU); rows are summed in order, as before
+    groups = table.group_by(
+        ["provider", "billing_period", "BillingAccountId", "BillingCurrency"], use_threads=False
+    ).aggregate([("BilledCost", "sum"), ("EffectiveCost", "sum"), ("BilledCost", "count")])
     for g in groups.to_pylist():
         prov, period, account, currency = (
             g["provider"],
@@ -742,7 +744,7 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path, suffix: st
         tot[2] += g["BilledCost_count"]
     if not pc.any(pc.greater(table["x_GpuHours"], 0.0)).as_py():
         return
-    gpu = table.group_by(["x_AcceleratorType", "PricingCategory"]).aggregate([("x_GpuHours", "sum")])
+    gpu = table.group_by(["x_AcceleratorType", "PricingCategory"], use_threads=False).aggregate([("x_GpuHours", "sum")])
     for g in gpu.to_pylist():
         if g["x_GpuHours_sum"]:
             acc.gpu[(g["x_AcceleratorType"] or "none", g["PricingCategory"] or "-")] += g["x_GpuHours_sum"]
