@@ -90,6 +90,22 @@ def render(query: Query, **slots: str) -> str:
     return query.sql.format(**{n: slots.get(n, "") for n in names})
 
 
+#: ``date_trunc('hour', <column>)`` in the portable SQL text (a plain or double-quoted column name)
+_HOUR_TRUNC = re.compile(r"date_trunc\('hour', (\"?[A-Za-z_][A-Za-z0-9_]*\"?)\)")
+_HOUR_US = 3_600_000_000
+
+
+def duckdb_sql(sql: str) -> str:
+    """The portable text as DuckDB runs it fastest: ``date_trunc('hour', t)`` of a ``TIMESTAMPTZ`` goes through
+    ICU's calendar (0.72 CPU-s per 5 M values, a fifth of the ``billing_hourly`` aggregate's CPU), while the
+    hour's first microsecond since the epoch, floored (also before 1970), is the same instant, as a
+    ``TIMESTAMPTZ`` too, on the UTC session every connection sets (:func:`connect`): 0.03 CPU-s. Every
+    ``date_trunc('hour', …)`` of the queries is of a UTC timestamp column (``ChargePeriodStart``,
+    ``timestamp``); Spark runs the text as written."""
+    floor = rf"make_timestamptz(epoch_us(\1) - ((epoch_us(\1) % {_HOUR_US} + {_HOUR_US}) % {_HOUR_US}))"
+    return _HOUR_TRUNC.sub(floor, sql)
+
+
 def json_path(key: str) -> str:
     """The JSON path of one top-level key (``$."team"``), for ``json_extract_string(Tags, $param)``: any key
     text (dots, quotes) names exactly that key, and travels as a parameter, never spliced into SQL."""
@@ -180,7 +196,7 @@ def run_files(
         return run_on_spark(query, files, params, **slots)
     import duckdb
 
-    sql = render(query, **slots)
+    sql = duckdb_sql(render(query, **slots))
     used = {k: v for k, v in (params or {}).items() if f"${k}" in sql}
     with connect() as con:
         try:

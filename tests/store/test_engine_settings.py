@@ -115,3 +115,27 @@ def test_system_allocator_inside_the_block_and_the_previous_pool_after() -> None
         assert pa.default_memory_pool().backend_name == "system"
         assert pa.array(range(1000)).buffers()[1] is not None
     assert pa.default_memory_pool().backend_name == before.backend_name
+
+
+def test_hours_are_cut_as_date_trunc_cuts_them_on_duckdb() -> None:
+    """DuckDB runs ``date_trunc('hour', t)`` as epoch-microsecond arithmetic (ICU's calendar costs 25× more):
+    the instants and type DuckDB's own date_trunc gives, before 1970 too, at an hour's last microsecond, null
+    for null; every query that cuts hours is rewritten."""
+    import duckdb
+
+    from finops_cli.store import queries
+    from finops_cli.store.queries import Query
+
+    values = ["1900-03-01 10:30:00", "1969-12-31 22:00:00", "1969-12-31 23:59:59.999999", "1970-01-01 00:00:00",
+              "2026-10-01 10:59:59.999999", "2026-10-01 11:00:00", "2199-12-31 23:59:59.999999"]  # fmt: skip
+    rows = ", ".join(f"(TIMESTAMPTZ '{v}+00')" for v in values) + ", (NULL)"
+    sql = f"""SELECT date_trunc('hour', "timestamp") AS hour, typeof(date_trunc('hour', "timestamp")) AS type
+              FROM (VALUES {rows}) v("timestamp")"""
+    assert "date_trunc" not in engine.duckdb_sql(sql)
+    got = engine.run_files(Query("hours", (), sql), {}).to_pylist()
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    assert got == con.sql(sql).to_arrow_table().to_pylist()
+    assert got[2]["hour"].isoformat() == "1969-12-31T23:00:00+00:00" and got[-1]["hour"] is None
+    portable = [q.sql for q in vars(queries).values() if isinstance(q, Query) and "date_trunc('hour'" in q.sql]
+    assert len(portable) >= 4 and all("date_trunc" not in engine.duckdb_sql(text) for text in portable)
