@@ -6,7 +6,8 @@ columns a query names are decoded, and aggregation runs in DuckDB on every core.
 ``memory_limit`` (``$FINOPS_DUCKDB_MEMORY``, default 1 GB) and spills to a private temporary directory
 beyond it, so what reaches Python is the aggregated result, whatever the size of the month: with the
 interpreter, pandas and the planner that keeps a command well under 2 GB (docs/performance.md). Threads
-default to DuckDB's own (one per core); ``$FINOPS_DUCKDB_THREADS`` caps them on a shared machine.
+default to DuckDB's own (one per core); ``$FINOPS_DUCKDB_THREADS`` caps them on a shared machine. DuckDB runs
+the portable text with its slow spots replaced by equivalents (:func:`duckdb_sql`: hours cut without ICU).
 
 :func:`using` is the engine seam: inside ``with using("spark"):`` every query (the commands' analyses and
 the ingest aggregates built at commit) runs the same SQL text on Spark SQL instead
