@@ -318,6 +318,7 @@ def _waste_reports(
             {"month": month},
             categories=RESOURCE_COSTS_ATTRIBUTES,
             release=True,  # it grouped the month's lines: that working memory goes before any pandas work
+            split_by="provider",  # one provider's lines at a time (the query groups by provider)
             match_columns=engine.match_columns(fl, RESOURCE_COSTS_GROUPED),
         )
         if month in bill_months

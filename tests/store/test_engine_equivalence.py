@@ -380,6 +380,15 @@ def test_resource_rates_in_arrow_equal_the_pandas_reduction(
         match_columns=engine.match_columns(fleet, RESOURCE_COSTS_GROUPED),
     )
     assert costs is not None and costs.num_rows > 10
+    split = engine.run_arrow(
+        store,
+        RESOURCE_COSTS,
+        {"month": "2026-10"},
+        split_by="provider",
+        match_columns=engine.match_columns(fleet, RESOURCE_COSTS_GROUPED),
+    )
+    assert split is not None and len({*split["provider"].to_pylist()}) > 1  # one query per provider, concatenated
+    assert sorted(split.to_pylist(), key=repr) == sorted(costs.cast(split.schema).to_pylist(), key=repr)
     old = ref.resource_rates_from_groups(costs.to_pandas(), fleet)
     assert len(old) > 5 and old["substrate"].notna().any()
     _assert_same_rates(resource_rates(costs, fleet), old)
