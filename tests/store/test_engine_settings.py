@@ -139,3 +139,30 @@ def test_hours_are_cut_as_date_trunc_cuts_them_on_duckdb() -> None:
     assert got[2]["hour"].isoformat() == "1969-12-31T23:00:00+00:00" and got[-1]["hour"] is None
     portable = [q.sql for q in vars(queries).values() if isinstance(q, Query) and "date_trunc('hour'" in q.sql]
     assert len(portable) >= 4 and all("date_trunc" not in engine.duckdb_sql(text) for text in portable)
+
+
+def test_per_file_aggregates_sum_on_one_thread_in_the_file_order(tmp_path: Path) -> None:
+    """Two DuckDB threads add a file's row groups in whichever order they finish (the same 5 M-line file gave
+    three different billing_hourly files): the per-file aggregates run on one thread, and the setting comes back."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from finops_cli.store.queries import Query
+
+    rng = np.random.default_rng(7)
+    n = 300_000
+    table = pa.table({"g": rng.integers(0, 3, n), "x": rng.random(n) * 10.0 ** rng.integers(-6, 9, n)})
+    path = tmp_path / "utilization" / "month=2026-10" / "detail.parquet"  # a store file's place
+    path.parent.mkdir(parents=True)
+    pq.write_table(table, path, row_group_size=10_000)  # 30 row groups: work for every thread there is
+    sql = "SELECT g, sum(x) AS s, current_setting('threads') AS threads FROM utilization GROUP BY g ORDER BY g"
+    query = Query("sums", ("utilization",), sql)
+    with engine.connect() as con:
+        (before,) = con.execute("SELECT current_setting('threads')").fetchone()
+    first = engine.run_per_file(query, "utilization", [path])[0]
+    assert set(first["threads"].to_pylist()) == {1}
+    for _ in range(4):
+        assert engine.run_per_file(query, "utilization", [path])[0].equals(first)
+    with engine.connect() as con:
+        assert con.execute("SELECT current_setting('threads')").fetchone() == (before,)
