@@ -228,12 +228,8 @@ def _round_one_integer(
         h.changeColsBounds(1, idx, np.array([low]), np.array([high]))
         h.setBasis(basis)
         return None
-    if candidates[-1] != best_value:  # the instance holds the last LP solved: leave it on the winner's bounds
-        h.changeColsBounds(1, idx, np.array([best_value]), np.array([best_value]))
     best.values[j] = best_value
-    best.whole = True
-    best.best_bound = best.objective
-    best.basis = basis
+    best.whole = True  # its duals are the plan's: the instance is not solved again
     return best
 
 
