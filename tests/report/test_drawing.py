@@ -103,3 +103,34 @@ def test_a_bad_process_count_is_an_input_error(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv(drawing.PROCESSES_ENV, value)
     with pytest.raises(InputError, match="FINOPS_CHART_PROCESSES"):
         drawing.start()
+
+
+def test_a_stopped_helper_ends_without_the_interpreters_teardown(tmp_path: Path) -> None:
+    """The helper's exit skips teardown (the main process waits for it): handlers registered before it do not
+    run, what it printed is flushed, and it ends with 0."""
+    import subprocess
+    import sys
+
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('teardown ran'))\n"  # registered first: would run after the helper's
+        "from finops_cli.report.drawing import _exit_without_teardown\n"
+        "_exit_without_teardown()\n"
+        "print('drawn', end='')\n"
+        "sys.exit(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout == "drawn"
+    assert done.returncode == 0
+
+
+def test_stop_joins_a_helper_that_exits_at_once(helper: None, tmp_path: Path) -> None:
+    """:func:`drawing.stop` after a chart: the helper process is gone (joined), none left running."""
+    pool = drawing._pool()
+    d = drawing.Drawing(tmp_path / "report.md")
+    d.submit("idle", "idle.png", "finops_cli.report.figures:idle_by_team_chart", ["a"], [1.0], currency="USD")
+    assert d.wait()[0] == {"idle": "idle.png"}
+    d.close()
+    processes = list(pool._processes.values())
+    drawing.stop()
+    assert processes and all(p.exitcode == 0 for p in processes)
