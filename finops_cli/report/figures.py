@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from finops_cli.atomic import atomic_path
+from finops_cli.report.charts import PNG_OPTIONS
 from finops_cli.report.escape import plot_label
 from finops_cli.report.format import compact_money
 
@@ -40,7 +41,7 @@ def save_figure(fig: Figure, path: Path) -> Path:
     """Write ``fig`` to ``path`` as PNG atomically and close it."""
     try:
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=DPI, bbox_inches="tight")
+            fig.savefig(tmp, format="png", dpi=DPI, bbox_inches="tight", pil_kwargs=dict(PNG_OPTIONS))
     finally:
         plt.close(fig)
     return Path(path)
