@@ -19,14 +19,40 @@ GOLDEN = Path(__file__).parent / "golden"
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
-@pytest.fixture
-def helper(monkeypatch: pytest.MonkeyPatch):
-    """A running chart helper (the suite draws in-process by default: tests/conftest.py)."""
-    monkeypatch.setenv(drawing.PROCESSES_ENV, "1")
+@pytest.fixture(params=["1", "2"])
+def helper(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest):
+    """Running chart helpers, one or two (the suite draws in-process by default: tests/conftest.py), started."""
+    monkeypatch.setenv(drawing.PROCESSES_ENV, request.param)
     drawing.start()
-    assert drawing._pool() is not None
+    pool = drawing._pool()
+    assert pool is not None
+    pool.submit(drawing._ready).result(timeout=120)  # a helper is running (forked from the warm fork server)
     yield
     drawing.stop()
+
+
+def test_two_helpers_forked_from_a_fork_server_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset, two helpers where a fork server can fork them warm (matplotlib imported once), one spawned helper
+    where there is none, none on one core."""
+    import finops_cli.cores
+
+    monkeypatch.delenv(drawing.PROCESSES_ENV)
+    monkeypatch.setattr(finops_cli.cores, "usable_cores", lambda: 2)
+    assert drawing._processes() == (2 if drawing._fork_server() else 1)
+    monkeypatch.setattr(drawing, "_fork_server", lambda: False)
+    assert drawing._processes() == 1
+    monkeypatch.setattr(finops_cli.cores, "usable_cores", lambda: 1)
+    assert drawing._processes() == 0
+
+
+@pytest.mark.skipif(not drawing._fork_server(), reason="no fork server on this platform")
+def test_helpers_are_forked_warm_from_the_fork_server(helper: None) -> None:
+    """A helper forked from the server has matplotlib already: it imported nothing to draw. (The question is a
+    builtin's call: handing over a function of this module would import it, and matplotlib with it.)"""
+    pool = drawing._pool()
+    assert pool._mp_context.get_start_method() == "forkserver"
+    question = "[m in __import__('sys').modules for m in ('matplotlib.pyplot', 'finops_cli.report.figures')]"
+    assert pool.submit(eval, question).result(timeout=60) == [True, True]
 
 
 def _inputs() -> ReportInputs:
