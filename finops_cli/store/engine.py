@@ -228,7 +228,8 @@ def run_files(
             raise InputError(f"unreadable store file ({exc}); delete it and ingest its source again") from None
 
 
-#: The process's DuckDB database: ``key`` (the settings it was opened with), ``db``, ``tmp``, ``pid``.
+#: The process's DuckDB database: ``key`` (the settings it was opened with), ``db``, ``tmp``, ``pid``, ``threads``
+#: (its thread count), ``per_cursor`` (statements each new cursor runs), ``one_thread`` (:func:`_one_thread` depth).
 _SHARED: dict[str, Any] = {}
 _SHARED_LOCK = threading.Lock()
 #: Databases inherited through ``fork``: kept referenced, never closed in the child (their threads are the parent's).
@@ -261,8 +262,38 @@ def _database() -> Any:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _SHARED.update(key=key, db=db, tmp=tmp, pid=os.getpid())
+    try:
+        threads, per_cursor = _settle(db)
+    except BaseException:
+        db.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _SHARED.update(key=key, db=db, tmp=tmp, pid=os.getpid(), threads=threads, per_cursor=per_cursor, one_thread=0)
     return db
+
+
+def _settle(db: Any) -> tuple[int, tuple[str, ...]]:
+    """Settle a new database's session defaults once: UTC (``date_trunc('hour', …)`` on UTC hours, whatever the
+    machine's zone) and no Parquet prefetching (a scan prefetches the next row groups' column chunks: over a
+    month's billing lines that held ~28 MB more at the peak of the per-resource query, docs/performance.md),
+    for every cursor. Neither can be in :func:`_config`: both belong to extensions (ICU, parquet) not yet
+    loaded when a database opens; ``SET GLOBAL`` after opening reaches every cursor. Setting them on each
+    cursor instead cost ~0.7 ms a cursor, 88 cursors in ``finops demo``.
+
+    Returns the database's thread count (for :func:`_one_thread`) and the statements each cursor still needs:
+    DuckDB would draw a progress bar on stderr, inside our output, and ``enable_progress_bar`` is a
+    connection's own setting (no ``SET GLOBAL``). A new cursor starts with it off (an interactive Python's
+    default connection has it on, its cursors off), so the statement runs only where that does not hold.
+    """
+    con = db.cursor()
+    try:
+        con.execute("SET GLOBAL TimeZone = 'UTC'")
+        con.execute("SET GLOBAL disable_parquet_prefetching = true")
+        row = con.execute("SELECT current_setting('threads'), current_setting('enable_progress_bar')").fetchone()
+    finally:
+        con.close()
+    threads, progress_bar = (int(row[0]), bool(row[1])) if row else (1, True)
+    return threads, ("SET enable_progress_bar = false",) if progress_bar else ()
 
 
 def _close_database() -> None:
@@ -328,14 +359,11 @@ def connect() -> Iterator[Any]:
     """
     with _SHARED_LOCK:
         con = _database().cursor()
+        per_cursor = _SHARED["per_cursor"]
         _OPEN[0] += 1
     try:
-        con.execute("SET TimeZone = 'UTC'")  # date_trunc('hour', …) on UTC hours, whatever the machine's zone
-        con.execute("SET enable_progress_bar = false")  # else DuckDB draws one on stderr, inside our output
-        # A scan prefetches the next row groups' column chunks: over a month's billing lines that held ~28 MB
-        # more at the peak of the per-resource query (docs/performance.md). A setting of the parquet
-        # extension, which a database's config cannot name before the extension is loaded: set per cursor.
-        con.execute("SET disable_parquet_prefetching = true")
+        for statement in per_cursor:  # UTC and no prefetching are the database's already (:func:`_settle`)
+            con.execute(statement)
         yield con
     finally:
         con.close()
@@ -367,15 +395,18 @@ def _one_thread() -> Iterator[None]:
     re-ingest, or ``--jobs 2`` against ``--jobs 1``, would not write the same aggregate bytes. One thread sums in
     the file's order: ≈ +1 s at 5 M lines (2.65–2.8 CPU-s single-threaded against 1.64–1.75 s wall on two).
     """
-    with connect() as con:
-        row = con.execute("SELECT current_setting('threads')").fetchone()
-        before = int(row[0]) if row else 1
-        con.execute("SET threads = 1")
-    try:
-        yield
-    finally:
-        with connect() as con:
-            con.execute(f"SET threads = {before}")
+    with connect() as con:  # open throughout: the database is not released (and reopened) meanwhile
+        with _SHARED_LOCK:
+            _SHARED["one_thread"] += 1  # blocks running now (nested, other threads): the first sets one thread
+            if _SHARED["one_thread"] == 1:
+                con.execute("SET threads = 1")
+        try:
+            yield
+        finally:
+            with _SHARED_LOCK:
+                _SHARED["one_thread"] -= 1
+                if _SHARED["one_thread"] == 0:  # the last block out restores what the database was opened with
+                    con.execute(f"SET threads = {_SHARED['threads']}")
 
 
 def _config(tmp: str) -> dict[str, Any]:

@@ -166,3 +166,63 @@ def test_per_file_aggregates_sum_on_one_thread_in_the_file_order(tmp_path: Path)
         assert engine.run_per_file(query, "utilization", [path])[0].equals(first)
     with engine.connect() as con:
         assert con.execute("SELECT current_setting('threads')").fetchone() == (before,)
+
+
+def test_every_cursor_is_on_utc_without_prefetching_or_progress_bar_after_a_reopen_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The database is settled once when it opens (``SET GLOBAL``), not on each cursor: every cursor still sees it,
+    on a database reopened after :func:`engine.release_memory` or for other settings too."""
+    sql = (
+        "SELECT current_setting('TimeZone'), current_setting('disable_parquet_prefetching'), "
+        "current_setting('enable_progress_bar')"
+    )
+    for reopen in (lambda: None, engine.release_memory, lambda: monkeypatch.setenv("FINOPS_DUCKDB_MEMORY", "400MB")):
+        reopen()
+        with engine.connect() as a, engine.connect() as b:
+            # DuckDB's own default is the machine's zone ("Etc/UTC" here), prefetching on
+            assert a.execute(sql).fetchone() == b.execute(sql).fetchone() == ("UTC", True, False)
+
+
+def test_a_cursor_that_would_draw_a_progress_bar_is_turned_off() -> None:
+    """``enable_progress_bar`` is a connection's own setting (no ``SET GLOBAL``): where a new cursor would start with
+    it on, :func:`engine._settle` has each cursor turn it off, and only then."""
+    import duckdb
+
+    class Drawing:
+        """A database whose new cursors draw a progress bar."""
+
+        def __init__(self) -> None:
+            self.db = duckdb.connect()
+
+        def cursor(self) -> duckdb.DuckDBPyConnection:
+            con = self.db.cursor()
+            con.execute("SET enable_progress_bar = true")
+            return con
+
+    drawing = Drawing()
+    threads, per_cursor = engine._settle(drawing)
+    assert threads >= 1 and per_cursor
+    con = drawing.cursor()
+    for statement in per_cursor:
+        con.execute(statement)
+    assert con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
+    assert engine._settle(duckdb.connect())[1] == ()  # a plain cursor starts with it off: nothing per cursor
+
+
+def test_one_thread_blocks_nest_and_the_last_out_restores_the_opened_thread_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FINOPS_DUCKDB_THREADS", "2")
+
+    def threads() -> int:
+        with engine.connect() as con:
+            (value,) = con.execute("SELECT current_setting('threads')").fetchone()
+        return int(value)
+
+    assert threads() == 2
+    with engine._one_thread():
+        with engine._one_thread():
+            assert threads() == 1
+        assert threads() == 1  # the outer block still runs on one thread
+    assert threads() == 2
