@@ -194,16 +194,20 @@ class Store:
 
     def checked_files(self, name: str) -> list[Path]:
         """:meth:`files`, each footer read first: a damaged file is named here, not as a traceback mid-scan."""
+        return list(self.checked_schemas(name))
+
+    def checked_schemas(self, name: str) -> dict[Path, pa.Schema]:
+        """:meth:`checked_files` with the schema each footer holds (a query's view reads its columns from them)."""
         self._check_no_interrupted_commit()
-        paths = self.files(name)
-        for path in paths:
+        schemas = {}
+        for path in self.files(name):
             try:
-                self.file_schema(self.locate(path))
+                schemas[path] = self.file_schema(self.locate(path))
             except (pa.ArrowException, OSError) as exc:
                 raise InputError(
                     f"damaged store file ({exc}); delete it and ingest its source again", path=path
                 ) from None
-        return paths
+        return schemas
 
     def file_schema(self, located: str) -> pa.Schema:
         """The Arrow schema in the footer of the data file at ``located`` (:meth:`locate`)."""
