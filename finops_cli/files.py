@@ -249,15 +249,17 @@ def position_of(positions: Positions, loc: tuple[object, ...]) -> tuple[int, int
     return None
 
 
-def read_csv_rows(path: Path, *, kind: str) -> tuple[list[str], list[list[str]]]:
+def read_csv_rows(path: Path, *, kind: str, data: bytes | None = None) -> tuple[list[str], list[list[str]]]:
     """A small CSV table as text: the header (names stripped) and the data rows, every cell a string.
 
     The standard library's :mod:`csv` reads it, so a command that only checks a demand profile or the
     reference prices never imports pandas. Blank lines are skipped, a short row is padded with empty cells,
     a row with more cells than the header is refused naming its line. Callers check the values themselves
-    and name a bad cell with :func:`csv_line`.
+    and name a bad cell with :func:`csv_line`. ``data``: the file's bytes when the caller has read them
+    (:func:`read_csv_bytes`).
     """
-    data = read_bytes(path, kind=kind, missing=f"{kind} not found")
+    if data is None:
+        data = read_csv_bytes(path, kind=kind)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -280,6 +282,11 @@ def read_csv_rows(path: Path, *, kind: str) -> tuple[list[str], list[list[str]]]
                              where=f"line {line}")  # fmt: skip
         rows.append(row + [""] * (len(header) - len(row)))
     return header, rows
+
+
+def read_csv_bytes(path: Path, *, kind: str) -> bytes:
+    """The bytes :func:`read_csv_rows` parses (the same errors for a missing or unreadable file)."""
+    return read_bytes(path, kind=kind, missing=f"{kind} not found")
 
 
 def read_csv_text(path: Path, *, kind: str) -> pd.DataFrame:

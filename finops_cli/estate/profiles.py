@@ -60,13 +60,18 @@ def _timestamp(text: str) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def parse_profile(path: Path) -> Profile:
+#: what :func:`parse_profile`'s errors call the file
+KIND = "demand profile"
+
+
+def parse_profile(path: Path, data: bytes | None = None) -> Profile:
     """Read and check a demand profile; errors name the file, line and column.
 
     ``hour`` is an integer offset (0, 1, …) or an ISO timestamp, as the first row has it; ``units`` a
-    finite number ≥ 0 (infinity would reach the solver as a demand right-hand side).
+    finite number ≥ 0 (infinity would reach the solver as a demand right-hand side). ``data``: the file's
+    bytes, when the caller has read them (``read_csv_bytes(path, kind=KIND)``).
     """
-    header, rows = read_csv_rows(path, kind="demand profile")
+    header, rows = read_csv_rows(path, kind=KIND, data=data)
     missing = [c for c in ("hour", "units") if c not in header]
     if missing:
         raise InputError(f"missing column(s) {missing}; expected a header 'hour,units'", path=path)
