@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -316,17 +316,23 @@ atexit.register(_close_database)
 _OPEN = [0]
 
 
-def release_memory() -> None:
+#: :func:`run_arrow`'s ``release`` closes the database only after a query over at least this much Parquet: below it
+#: the query's working memory is a few MB, less than the 25-30 ms that opening the database again costs is worth
+#: (``finops demo``'s idle waste, over 1 MB of files, paid it on the report's critical path).
+RELEASE_MIN_BYTES = 64 << 20
+
+
+def release_memory(close: bool = True) -> None:
     """Give the memory a big query worked in back to the system before pandas work starts on its result.
 
     After a query over a month's lines (50 M lines grouped per resource peak at ~100 MB in DuckDB) DuckDB and
     the C allocator keep the freed memory for reuse: ~90 MB stays resident until the database closes, and
     what Python allocates next comes on top of it, so a command's peak grew with the month. This closes the
-    process's database when no cursor is open (the next query opens one: ~40 ms) and asks glibc to return
-    free pages (``malloc_trim``; a no-op where there is none).
+    process's database when no cursor is open and ``close`` (the next query opens one: 25-40 ms) and asks glibc
+    to return free pages (``malloc_trim``; a no-op where there is none).
     """
     with _SHARED_LOCK:
-        if _OPEN[0] == 0:
+        if close and _OPEN[0] == 0:
             _close_database()
     try:
         trim = ctypes.CDLL(None).malloc_trim
@@ -560,7 +566,7 @@ def run_arrow(
     else:
         table = _run_split(store, query, params, split_by, **slots)
     if release:
-        release_memory()
+        release_memory(close=_input_bytes(store, query) >= RELEASE_MIN_BYTES)
     if table is None:
         return None
     for name in categories:
@@ -568,6 +574,18 @@ def run_arrow(
         if i >= 0 and pa.types.is_string(table.schema.field(i).type):
             table = table.set_column(i, name, table.column(i).dictionary_encode())
     return table
+
+
+def _input_bytes(store: Store, query: Query) -> float:
+    """The size of the Parquet files ``query`` reads (infinite on a bucket: not asked file by file)."""
+    if store.filesystem is not None:
+        return float("inf")
+    total = 0
+    for dataset in query.tables:
+        for path in store.files(dataset):
+            with suppress(OSError):  # gone since the query: it counted for nothing
+                total += os.stat(path).st_size
+    return total
 
 
 def run_pandas(

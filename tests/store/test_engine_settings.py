@@ -69,6 +69,25 @@ def test_release_memory_closes_the_idle_database_and_the_next_query_opens_one() 
     assert engine.run_files(q, {}).to_pylist() == [{"x": 1}] and engine._SHARED["db"] is not first
 
 
+def test_a_released_query_over_little_data_keeps_the_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``run_arrow(release=True)`` closes the database only after a query over at least RELEASE_MIN_BYTES of
+    Parquet: reopening it (25-30 ms) is worth it only where the query's working memory was large."""
+    from finops_cli import api
+
+    samples = Path(__file__).resolve().parents[2] / "samples" / "spot_prices"
+    store = api.open_store(tmp_path / "store")
+    api.ingest_spot_prices(store=store, files=sorted(samples.iterdir()))
+    small = engine._input_bytes(store, SPOT_FEED_LATEST)
+    assert 0 < small < engine.RELEASE_MIN_BYTES
+    assert engine.run_arrow(store, SPOT_FEED_LATEST) is not None
+    first = engine._SHARED["db"]
+    assert engine.run_arrow(store, SPOT_FEED_LATEST, release=True) is not None
+    assert engine._SHARED["db"] is first  # kept: the files are small
+    monkeypatch.setattr(engine, "RELEASE_MIN_BYTES", small)
+    engine.run_arrow(store, SPOT_FEED_LATEST, release=True)
+    assert "db" not in engine._SHARED  # as large as the threshold: closed
+
+
 def test_every_cursor_reads_parquet_without_prefetching() -> None:
     from finops_cli.store.queries import Query
 
