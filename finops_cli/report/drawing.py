@@ -77,6 +77,42 @@ def _ready() -> None:
     """A first task: the pool forks its first helper for it (the fork server is started and warmed before)."""
 
 
+def _helper_started(main: int, spawned: bool) -> None:
+    """In a helper, first: end with the main process; a spawned one also ends without the interpreter's teardown."""
+    threading.Thread(target=_end_with, args=(main,), name="end-with-main", daemon=True).start()
+    if spawned:
+        _exit_without_teardown()
+
+
+def _end_with(main: int) -> None:
+    """End this helper when process ``main`` ends, however it ends (killed, or gone without stopping the pool).
+
+    A helper holds both ends of its task queue, so it would wait for tasks forever, and keep the fork server and
+    the resource tracker alive with it. Waits on a pidfd where there is one (Linux ≥ 5.3), else asks every second.
+    """
+    import select
+    import time
+
+    try:
+        handle = os.pidfd_open(main)
+    except (AttributeError, OSError):  # no pidfd here, or ``main`` has already gone
+        while _alive(main):
+            time.sleep(1.0)
+    else:
+        select.select([handle], [], [])
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, as another user's process (the pid was reused): ours has gone
+        return False
+    return True
+
+
 def _exit_without_teardown() -> None:
     """In a spawned helper: when the pool stops it, end the process at once rather than through the interpreter's
     teardown, which with matplotlib loaded took ≈ 0.2 s that the main process spends waiting for it to exit
@@ -109,13 +145,17 @@ def start() -> None:
         if _fork_server():
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload([PRELOAD])
-            pool = ProcessPoolExecutor(max_workers=processes, mp_context=context)
+            pool = ProcessPoolExecutor(
+                max_workers=processes, mp_context=context, initializer=_helper_started, initargs=(os.getpid(), False)
+            )
             # The first helper is forked once the server has imported matplotlib (≈ 0.6 s): wait for that on a
             # thread, not here. Further helpers are forked, warm, when charts arrive faster than one draws them.
             threading.Thread(target=_start_first, args=(pool,), name="chart-helpers", daemon=True).start()
         else:
             spawn = multiprocessing.get_context("spawn")
-            pool = ProcessPoolExecutor(max_workers=processes, mp_context=spawn, initializer=_exit_without_teardown)
+            pool = ProcessPoolExecutor(
+                max_workers=processes, mp_context=spawn, initializer=_helper_started, initargs=(os.getpid(), True)
+            )
             for _ in range(processes):
                 pool.submit(_warm)  # starts a helper: it imports matplotlib now
     except (OSError, ImportError, RuntimeError):  # no semaphores or no process start here: draw in-process

@@ -160,3 +160,37 @@ def test_stop_joins_a_helper_that_exits_at_once(helper: None, tmp_path: Path) ->
     processes = list(pool._processes.values())
     drawing.stop()
     assert processes and all(p.exitcode == 0 for p in processes)
+
+
+@pytest.mark.parametrize("fork_server", [True, False])
+def test_helpers_end_when_the_main_process_is_killed(tmp_path: Path, fork_server: bool) -> None:
+    """A killed CLI (SIGKILL: no chance to stop its pool) leaves no helper behind, nor a fork server."""
+    import subprocess
+    import sys
+    import time
+
+    if fork_server and not drawing._fork_server():
+        pytest.skip("no fork server on this platform")
+    script = (
+        "import os, signal, sys\n"
+        "from finops_cli.report import drawing\n"
+        f"drawing._fork_server = lambda: {fork_server}\n"
+        "if __name__ == '__main__':\n"
+        "    os.environ[drawing.PROCESSES_ENV] = '2'\n"
+        "    drawing.start()\n"
+        "    pool = drawing._pool()\n"
+        "    futures = [pool.submit(drawing._ready) for _ in range(4)]\n"
+        "    [f.result(timeout=120) for f in futures]\n"
+        "    print(' '.join(map(str, pool._processes)), flush=True)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    (tmp_path / "killed.py").write_text(script)
+    out = tmp_path / "pids.txt"
+    with out.open("w") as fh:
+        subprocess.run([sys.executable, str(tmp_path / "killed.py")], stdout=fh, timeout=180, check=False)
+    helpers = [int(p) for p in out.read_text().split()]
+    assert helpers
+    deadline = time.monotonic() + 20
+    while any(drawing._alive(p) for p in helpers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(drawing._alive(p) for p in helpers)
