@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
         """Ingest the sample exports, traces and spot prices, then stack, plan and report (Kestrel AI, Oct 2026)."""
         from finops_cli.report import drawing
 
-        drawing.start()  # the report's chart helper imports matplotlib while the samples are ingested and planned
+        drawing.start()  # the report's chart helpers import matplotlib while the samples are ingested and planned
+        _freeze_imports()
         from finops_cli.demo import run_demo
 
         console = stdout_console()
@@ -44,6 +45,23 @@ def register(app: typer.Typer) -> None:
             result = run_demo(out, samples=samples, store_dir=keep_store, log=step, on_plan=tables.start)
         tables.print(result.plan)
         log.info(f"plan: {result.plan_path}   report: {result.report_path}   charts: {len(result.charts)}")
+
+
+def _freeze_imports() -> None:
+    """Import the store's libraries (pandas, pyarrow, DuckDB: the first step needs them) and move every object alive
+    now into the collector's permanent generation.
+
+    Why: these modules' objects live until the process ends anyway, and each full collection walked them all: two
+    in the demo, 35 and 57 ms (`gc.callbacks`). Frozen, the demo's collections took 80-107 ms in all, against
+    130-182 ms (5 runs each).
+    """
+    import gc
+
+    import duckdb  # noqa: F401  (imported here to be frozen with the rest)
+
+    import finops_cli.store  # noqa: F401
+
+    gc.freeze()
 
 
 class _PlanTables:

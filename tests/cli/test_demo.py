@@ -149,3 +149,18 @@ def test_plan_tables_that_fail_on_the_thread_fail_where_they_are_printed(monkeyp
     tables.start(_sample_plan())
     with pytest.raises(ValueError, match="cannot render"):
         tables.print(_sample_plan())
+
+
+def test_the_demo_freezes_the_objects_of_its_imports() -> None:
+    """Before its first step the demo has the store's libraries imported, their objects out of the collector's way."""
+    import gc
+    import sys
+
+    from finops_cli.cli.demo import _freeze_imports
+
+    try:
+        _freeze_imports()
+        assert {"pandas", "pyarrow", "duckdb"} <= set(sys.modules)
+        assert gc.get_freeze_count() > 10_000
+    finally:
+        gc.unfreeze()
