@@ -63,7 +63,9 @@ def _fork_server() -> bool:
 
 
 def _warm() -> None:
-    """In the helper: import the chart modules (matplotlib with them) and draw once, so fonts are loaded."""
+    """In a helper (or the fork server): import the chart modules (matplotlib with them) and draw once, so the Agg
+    renderer, Pillow's PNG writer and the font list are ready. (A helper forked from the server opens the font files
+    again: matplotlib drops its open fonts in a forked child, whose file offsets would be shared.)"""
     import io
 
     from finops_cli.report import charts, figures  # noqa: F401  (imported for their matplotlib import)
@@ -171,7 +173,7 @@ def _start_first(pool: Any) -> None:
 
 
 def stop() -> None:
-    """Shut the helper down (it also stops when the process exits); charts are drawn in-process until :func:`start`."""
+    """Shut the helpers down (they also end with the process); charts are drawn in-process until :func:`start`."""
     pool = _POOL.get("pool") if _POOL.get("pid") == os.getpid() else None
     _POOL.clear()
     if pool is not None:
