@@ -476,11 +476,6 @@ def _read_schema(path: str) -> pa.Schema:
     return pq.read_schema(path)
 
 
-def _schemas_differ(paths: list[str], schemas: Callable[[str], pa.Schema] | None = None) -> bool:
-    """Whether the files' schemas differ (an older file lacks a newer column): :func:`_differ` of their footers."""
-    return _differ([(schemas or _read_schema)(p) for p in paths])
-
-
 def _differ(footers: list[pa.Schema]) -> bool:
     """Whether these files' schemas differ (an older file lacks a newer column).
 
