@@ -10,12 +10,12 @@ import math
 import re
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from datetime import datetime
 
     import pandas as pd
     import pyarrow as pa
@@ -607,6 +607,7 @@ class _Priced:
     sources: list[PriceSource]
     choice: HorizonChoice
     store: Store | None
+    as_of: datetime
 
     @property
     def horizon(self) -> DemandHorizon:
@@ -622,13 +623,15 @@ def priced_fleet(
     fx: dict[str, float] | None = None,
     demand_from_store: bool = True,
     default_store: bool = True,
+    as_of: datetime | None = None,
 ) -> _Priced:
     """The one price resolution every command runs: the horizon (given, else the default-month rule of
     :func:`finops_cli.estate.horizon.choose_horizon`), then every substrate's price for that horizon
     (:func:`finops_cli.estate.prices.resolve_fleet`: the feed window rule, products, ``fx``).
 
     ``store`` None means the default store when it exists (or is needed), unless ``default_store`` is
-    False (``plan(store=None)`` plans without a store)."""
+    False (``plan(store=None)`` plans without a store). ``as_of`` (default now, UTC) is the instant every
+    price age and "the current month" is counted from: a plan records it, so it never depends on the clock."""
     from finops_cli.estate.horizon import choose_horizon
     from finops_cli.estate.prices import needs_store, resolve_fleet
 
@@ -644,9 +647,18 @@ def priced_fleet(
         st = None
     else:
         st = _existing_store(store, needs)
-    choice = choose_horizon(horizon, estate, st)
-    resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx)
-    return _Priced(resolved, sources, choice, st)
+    instant = as_of_instant(as_of)
+    choice = choose_horizon(horizon, estate, st, instant)
+    resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx, as_of=instant.date())
+    return _Priced(resolved, sources, choice, st, instant)
+
+
+def as_of_instant(as_of: datetime | None) -> datetime:
+    """``as_of`` as an aware UTC instant to the second; None is now."""
+    instant = datetime.now(UTC) if as_of is None else as_of
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=UTC)
+    return instant.astimezone(UTC).replace(microsecond=0)
 
 
 def _existing_store(store: str | Path | None, needed: bool) -> Store | None:
@@ -659,14 +671,18 @@ def _existing_store(store: str | Path | None, needed: bool) -> Store | None:
 
 
 def _priced_demand(
-    est: Estate, store: str | Path | Store | None, horizon: str | DemandHorizon | None, fx: dict[str, float] | None
+    est: Estate,
+    store: str | Path | Store | None,
+    horizon: str | DemandHorizon | None,
+    fx: dict[str, float] | None,
+    as_of: datetime | None = None,
 ) -> tuple[_Priced, list[str], pd.DataFrame, list[ObservedDemand]]:
     """Where ``stack`` and ``netc`` start: the priced fleet and horizon, warnings (month mismatch, profile
     coverage), the hourly demand and what each ``from_store`` demand measured."""
     from finops_cli.estate.checks import check_profile_coverage
     from finops_cli.estate.demand_io import estate_demand_sources
 
-    p = priced_fleet(est.fleet, store, horizon=horizon, estate=est, fx=fx)
+    p = priced_fleet(est.fleet, store, horizon=horizon, estate=est, fx=fx, as_of=as_of)
     warnings = [*p.choice.warnings, *check_profile_coverage(est, p.horizon)]
     demand, observed = estate_demand_sources(est, p.horizon, p.store)
     return p, warnings, demand, observed
@@ -681,6 +697,7 @@ def stack(
     store: str | Path | Store | None = None,
     horizon: str | DemandHorizon | None = None,
     fx: dict[str, float] | None = None,
+    as_of: datetime | None = None,
 ) -> StackResult:
     """The merit order (docs/economics.md §5) of each workload, or of ``workload`` only, cleared against its demand.
 
@@ -697,7 +714,7 @@ def stack(
         if workload is not None:
             raise InputError("--workload needs --workloads")
         fl = load_fleet(fleet)
-        p = priced_fleet(fl, store, horizon=horizon, fx=fx)
+        p = priced_fleet(fl, store, horizon=horizon, fx=fx, as_of=as_of)
         return StackResult(
             [build_stack(None, p.fleet, mode)],  # type: ignore[arg-type]
             fl.currency,
@@ -713,7 +730,7 @@ def stack(
         if not chosen:
             known = ", ".join(w.id for w in est.workloads.workloads)
             raise InputError(f"--workload {workload!r} is not in {workloads} (known: {known})")
-    p, warnings, demand, observed = _priced_demand(est, store, horizon, fx)
+    p, warnings, demand, observed = _priced_demand(est, store, horizon, fx, as_of)
     warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small]
     stacks = []
     for w in chosen:
@@ -745,6 +762,7 @@ def netc(
     store: str | Path | Store | None = None,
     horizon: str | DemandHorizon | None = None,
     fx: dict[str, float] | None = None,
+    as_of: datetime | None = None,
 ) -> NetcResult:
     """NETC of every interruptible workload's demand on each compliant spot substrate (docs/economics.md §5).
 
@@ -773,7 +791,7 @@ def netc(
                 "give --substrate ID to say which pool the trace measures"
             )
         substrate = spot[0] if spot else None
-    p, warnings, demand, observed = _priced_demand(est, store, horizon, fx)
+    p, warnings, demand, observed = _priced_demand(est, store, horizon, fx, as_of)
     warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small] + [o.note() for o in observed]
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
@@ -872,6 +890,7 @@ def plan(
     integer_nodes: bool = False,
     fx: dict[str, float] | None = None,
     tolerance: float | None = None,
+    as_of: datetime | None = None,
 ) -> PlanResult:
     """Plan ``estate``'s demand on its fleet: the cheapest compliant mix, with savings against the bill.
 
@@ -897,6 +916,9 @@ def plan(
         Certified gap to reach by refining the blocks (default 0.001 = 0.1 %); ``time_limit`` bounds the whole
         plan, refinement included. The hourly schedule is ``result.output.certificate.schedule``
         (:func:`write_schedule`).
+    as_of
+        The instant price ages and "the current month" are counted from (default now); recorded in the
+        document, so the same inputs and ``as_of`` give the same plan on any date.
 
     Raises
     ------
@@ -925,7 +947,7 @@ def plan(
         raise InputError(f"--time-limit {time_limit}: expected seconds > 0")
     if tolerance is not None and not (math.isfinite(tolerance) and 0 <= tolerance < 1):
         raise InputError(f"--tolerance {tolerance}: expected a fraction in [0, 1)")
-    p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx, default_store=False)
+    p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx, default_store=False, as_of=as_of)
     hz, sources = p.horizon, p.sources
     resolved = replace(estate, fleet=p.fleet)
     observed: list[ObservedDemand] = []
@@ -953,6 +975,7 @@ def plan(
         if groups is not None:
             billed = billed_baseline(groups, resolved.fleet)
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
+    document.as_of = p.as_of
     document.notes.extend(r.note() for r in estate.rates)
     document.demand_sources.extend(DemandSource.model_validate(o.as_dict()) for o in observed)
     document.prices = [PriceUsed.model_validate(src.as_dict()) for src in sources]
@@ -1323,6 +1346,7 @@ def simulate_dispatch(
     window_hours: float = 1.0,
     fx: dict[str, float] | None = None,
     log: Callable[[str], None] | None = None,
+    as_of: datetime | None = None,
 ) -> DispatchResult:
     """Replay a request trace through the estate's merit order (``finops simulate dispatch``).
 
@@ -1352,7 +1376,9 @@ def simulate_dispatch(
         raise InputError(f"--requests {requests}: expected an integer from 0 to {MAX_GENERATED_REQUESTS:_}")
     if not (math.isfinite(window_hours) and window_hours > 0):
         raise InputError(f"--window-hours {window_hours}: expected hours > 0")
-    p = priced_fleet(estate.fleet, store, horizon=horizon or None, estate=estate, fx=fx, demand_from_store=generate)
+    p = priced_fleet(
+        estate.fleet, store, horizon=horizon or None, estate=estate, fx=fx, demand_from_store=generate, as_of=as_of
+    )
     resolved, st, hz = replace(estate, fleet=p.fleet), p.store, p.horizon
     for line in [p.choice.line, *(f"warning: {w}" for w in p.choice.warnings)]:
         (log or (lambda _m: None))(line)

@@ -13,6 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ def run_demo(
     store_dir: Path | None = None,
     log: Callable[[str], None] = lambda _msg: None,
     on_plan: Callable[[Any], None] | None = None,
+    as_of: datetime | None = None,
 ) -> DemoResult:
     """Ingest the samples into a fresh store, plan the sample estate, and write plan.json + report.md.
 
@@ -67,6 +69,8 @@ def run_demo(
     on_plan
         Called with the :class:`~finops_cli.api.PlanResult` once ``plan.json`` is written, before the report (the
         CLI renders the plan's tables meanwhile).
+    as_of
+        The instant price ages are counted from (default now; recorded in plan.json).
     """
     samples = Path(samples) if samples is not None else default_samples_dir()
     needed = [samples / "billing", samples / "utilization", samples / "spot_prices", samples / "fleet.yaml"]
@@ -110,10 +114,10 @@ def run_demo(
 
         fleet, workloads = samples / "fleet.yaml", samples / "workloads.yaml"
         estate = api.estate(fleet, workloads)
-        stacked = api.stack(fleet, workloads, store=store)
+        stacked = api.stack(fleet, workloads, store=store, as_of=as_of)
         done(f"stack: merit order for {len(stacked.stacks)} workloads")
 
-        result = api.plan(estate, store)
+        result = api.plan(estate, store, as_of=as_of)
         out_dir.mkdir(parents=True, exist_ok=True)
         plan_path = out_dir / "plan.json"
         write_text(plan_path, result.document.model_dump_json(indent=2))

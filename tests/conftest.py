@@ -192,13 +192,18 @@ def installed_env(env_dir: Path, home: Path) -> dict[str, str]:
     return {"NO_COLOR": "1", "PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": str(home)}
 
 
+#: The demo's as-of instant in the suite: the day after the sample month (October 2026) ends.
+DEMO_AS_OF = "2026-11-01T00:00:00Z"
+
+
 @pytest.fixture(scope="session")
 def demo_out(installed_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """``finops demo --out out`` run once by the installed wheel's ``finops`` in a directory outside the source
-    tree: the output directory and what the demo printed on stdout."""
+    """``finops demo --out out --as-of DEMO_AS_OF`` run once by the installed wheel's ``finops`` in a directory
+    outside the source tree: the output directory and what the demo printed on stdout. The as-of instant is pinned
+    so the plan's price ages (and so the golden files) do not depend on the day the suite runs."""
     cwd = tmp_path_factory.mktemp("demo")
     demo = subprocess.run(
-        [str(installed_wheel / "bin" / "finops"), "demo", "--out", "out"],
+        [str(installed_wheel / "bin" / "finops"), "demo", "--out", "out", "--as-of", DEMO_AS_OF],
         cwd=cwd,
         env=installed_env(installed_wheel, cwd),
         capture_output=True,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from finops_cli.cli.helptext import example
+from finops_cli.cli.options import AsOfOpt, parse_as_of
 from finops_cli.cli.output import log, status, stdout_console
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ def register(app: typer.Typer) -> None:
         keep_store: Annotated[
             Path | None, typer.Option("--keep-store", help="Keep the demo's store in this directory.")
         ] = None,
+        as_of: AsOfOpt = None,
     ) -> None:
         """Ingest the sample exports, traces and spot prices, then stack, plan and report (Kestrel AI, Oct 2026)."""
         from finops_cli.report import drawing
@@ -42,7 +44,14 @@ def register(app: typer.Typer) -> None:
         console = stdout_console()
         tables = _PlanTables(console)
         with status("finops demo: ingest, plan, report") as step:
-            result = run_demo(out, samples=samples, store_dir=keep_store, log=step, on_plan=tables.start)
+            result = run_demo(
+                out,
+                samples=samples,
+                store_dir=keep_store,
+                log=step,
+                on_plan=tables.start,
+                as_of=parse_as_of(as_of),
+            )
         tables.print(result.plan)
         log.info(f"plan: {result.plan_path}   report: {result.report_path}   charts: {len(result.charts)}")
 

@@ -10,6 +10,7 @@ import typer
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
+    AsOfOpt,
     FleetOpt,
     FormatOpt,
     FxOpt,
@@ -21,6 +22,7 @@ from finops_cli.cli.options import (
     WorkloadsOpt,
     check_out,
     output_format,
+    parse_as_of,
 )
 from finops_cli.cli.output import emit_json, emit_text, log
 
@@ -302,6 +304,7 @@ def register(app: typer.Typer) -> None:
         store: StoreOpt = None,
         horizon: HorizonOpt = None,
         fx: FxOpt = None,
+        as_of: AsOfOpt = None,
         out: OutOpt = None,
     ) -> None:
         """The merit-order supply curve: compliant substrates by cost per unit of usable output."""
@@ -310,7 +313,14 @@ def register(app: typer.Typer) -> None:
         from finops_cli.estate.prices import parse_fx
 
         result = api.stack(
-            fleet, workloads, workload=workload, mode=str(mode), store=store, horizon=horizon, fx=parse_fx(fx)
+            fleet,
+            workloads,
+            workload=workload,
+            mode=str(mode),
+            store=store,
+            horizon=horizon,
+            fx=parse_fx(fx),
+            as_of=parse_as_of(as_of),
         )
         _warn(result.warnings, result.horizon_note)
         if chart is not None:
@@ -353,6 +363,7 @@ def register(app: typer.Typer) -> None:
         store: StoreOpt = None,
         horizon: HorizonOpt = None,
         fx: FxOpt = None,
+        as_of: AsOfOpt = None,
         out: OutOpt = None,
     ) -> None:
         """Net Expected Training Cost of interruptible work on each compliant spot substrate."""
@@ -361,7 +372,14 @@ def register(app: typer.Typer) -> None:
         from finops_cli.estate.prices import parse_fx
 
         result = api.netc(
-            fleet, workloads, trace=trace, substrate=substrate, store=store, horizon=horizon, fx=parse_fx(fx)
+            fleet,
+            workloads,
+            trace=trace,
+            substrate=substrate,
+            store=store,
+            horizon=horizon,
+            fx=parse_fx(fx),
+            as_of=parse_as_of(as_of),
         )
         _warn(result.warnings, result.horizon_note)
         if fmt == OutputFormat.json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -156,6 +157,34 @@ SparkMasterOpt = Annotated[
         "--spark-master",
         envvar="FINOPS_SPARK_MASTER",
         help="Spark master URL for --engine spark (default: the spark-submit/Databricks session, else local[*]).",
+        show_default=False,
+    ),
+]
+
+
+def parse_as_of(value: str | None) -> datetime | None:
+    """``--as-of``: an ISO-8601 date or instant (a date is its midnight UTC; no zone is UTC)."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        instant = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        from finops_cli.errors import InputError
+
+        raise InputError(
+            f"--as-of {value!r}: expected an ISO-8601 date or time, e.g. 2026-11-01 or 2026-11-01T12:00Z"
+        ) from None
+    return instant.replace(tzinfo=instant.tzinfo or UTC).astimezone(UTC)
+
+
+AsOfOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        envvar="FINOPS_AS_OF",
+        help="The instant price ages, staleness and 'the current month' are counted from (ISO-8601 date or time, "
+        "UTC unless a zone is given; default now). Recorded in plan.json, so a plan never depends on the clock.",
         show_default=False,
     ),
 ]

@@ -19,6 +19,7 @@ from rich.console import Console, Group
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
+    AsOfOpt,
     FleetOpt,
     FormatOpt,
     FxOpt,
@@ -29,6 +30,7 @@ from finops_cli.cli.options import (
     WorkloadsOpt,
     check_out,
     output_format,
+    parse_as_of,
 )
 from finops_cli.cli.options import Mode as ModeEnum
 from finops_cli.cli.output import emit_text, log, status, stdout_console
@@ -343,6 +345,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         fx: FxOpt = None,
+        as_of: AsOfOpt = None,
         tolerance: Annotated[
             float | None,
             typer.Option("--tolerance", help="Certified gap to reach by refining blocks (default 0.001 = 0.1 %)."),
@@ -393,6 +396,7 @@ def register(app: typer.Typer) -> None:
                 integer_nodes=integer_nodes,
                 fx=parse_fx(fx),
                 tolerance=tolerance,
+                as_of=parse_as_of(as_of),
             )
         log.debug(f"plan: solved in {time.perf_counter() - started:.2f} s ({solver.value})")
         log.info(result.horizon_note)

@@ -15,6 +15,7 @@ import typer
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
+    AsOfOpt,
     FleetOpt,
     FormatOpt,
     FxOpt,
@@ -24,6 +25,7 @@ from finops_cli.cli.options import (
     StoreOpt,
     WorkloadsOpt,
     output_format,
+    parse_as_of,
 )
 from finops_cli.cli.options import Mode as ModeEnum
 from finops_cli.cli.output import emit_text, log, stdout_console
@@ -346,6 +348,7 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         fx: FxOpt = None,
+        as_of: AsOfOpt = None,
         window_hours: Annotated[
             float, typer.Option("--window-hours", help="Sliding window over which utilisation is measured.")
         ] = 1.0,
@@ -374,6 +377,7 @@ def register(app: typer.Typer) -> None:
             window_hours=window_hours,
             fx=parse_fx(fx),
             log=log.info,
+            as_of=parse_as_of(as_of),
         )
         if generate and trace is not None:
             log.info(f"wrote trace {trace}")

@@ -62,8 +62,11 @@ def _profile_month(estate: Estate | None) -> str | None:
     return None if hz is sentinel else f"{hz.start:%Y-%m}"
 
 
-def choose_horizon(given: str | Horizon | None, estate: Estate | None, store: Store | None) -> HorizonChoice:
-    """``given`` (``YYYY-MM``, ``START:HOURS`` or a horizon), else the default month (module docstring)."""
+def choose_horizon(
+    given: str | Horizon | None, estate: Estate | None, store: Store | None, as_of: datetime | None = None
+) -> HorizonChoice:
+    """``given`` (``YYYY-MM``, ``START:HOURS`` or a horizon), else the default month (module docstring);
+    ``as_of`` (default now) is the instant "the current month" is counted from."""
     billed = latest_billed_gpu_month(store) if store is not None and store.has("billing") else None
     util = latest_utilization_month(store) if store is not None else None
     if isinstance(given, Horizon):
@@ -76,7 +79,7 @@ def choose_horizon(given: str | Horizon | None, estate: Estate | None, store: St
     elif (profile := _profile_month(estate)) is not None:
         hz, reason = Horizon.month(profile), "the month the demand profiles cover (no GPU usage in the store)"
     else:
-        now = datetime.now(UTC)
+        now = as_of or datetime.now(UTC)
         hz, reason = Horizon.month(f"{now:%Y-%m}"), "the current month (no GPU usage in the store, no dated profile)"
     return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
 

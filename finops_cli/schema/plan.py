@@ -8,6 +8,7 @@ over the horizon. Extra fields are allowed so that minor additions do not break 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -190,6 +191,8 @@ class PlanDocument(_Doc):
     schema_version: Literal[1] = SCHEMA_VERSION
     currency: Annotated[str, AfterValidator(check_iso4217)]
     horizon: Horizon
+    # the instant price ages and "the current month" were counted from (--as-of, default the time of planning)
+    as_of: datetime | None = None
     solver: SolverInfo
     totals: Totals
     allocations: list[Allocation]
