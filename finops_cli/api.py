@@ -84,14 +84,14 @@ def ingest_billing(
     ``jobs``: worker processes converting the files in parallel (default: one per core for a multi-file
     export of 64 MB or more); the store's contents do not depend on it.
     """
+    from finops_cli.engines import billing_stager, query_engine
     from finops_cli.ingest.billing import ingest_billing as _ingest
     from finops_cli.uri import local_inputs, origin_fields
 
+    stager = billing_stager(engine, spark_master, jobs)
     st = _store(store)
-    with local_inputs(paths) as local:
-        return origin_fields(
-            _ingest(local, fmt, st, progress=progress, engine=engine, spark_master=spark_master, jobs=jobs)
-        )
+    with query_engine(engine, spark_master), local_inputs(paths) as local:
+        return origin_fields(_ingest(local, fmt, st, progress=progress, stager=stager))
 
 
 # --- the store: list, remove, check ------------------------------------------------------------------
@@ -127,10 +127,10 @@ def store_aggregate(
 ) -> AggregateResult:
     """Build the hourly ingest aggregates detail files lack (all with ``rebuild``) on ``engine``
     (``finops store aggregate``): the same SQL on DuckDB or Spark SQL, committed atomically."""
-    from finops_cli.store.engine import using
+    from finops_cli.engines import query_engine
     from finops_cli.store.sources import build_aggregates
 
-    with using(engine, spark_master):
+    with query_engine(engine, spark_master):
         return build_aggregates(_store(store), rebuild=rebuild)
 
 
@@ -154,11 +154,13 @@ def ingest_utilization(
     A source overlapping a stored one (same device, overlapping time) is refused unless ``replace``.
     ``engine="spark"`` ingests each source as a Spark task (``spark_master``): the same store.
     """
+    from finops_cli.engines import query_engine, utilization_stager
     from finops_cli.ingest.utilization import ingest_utilization as _ingest
     from finops_cli.uri import local_inputs, origin_fields
 
+    stager = utilization_stager(engine, spark_master)
     st = _store(store)
-    with local_inputs(paths) as local:
+    with query_engine(engine, spark_master), local_inputs(paths) as local:
         sources: list[str | Path] = [Path(p) for p in local]
         result = _ingest(
             st,
@@ -168,8 +170,7 @@ def ingest_utilization(
             util_scale=util_scale,
             on_rows=on_rows,
             replace=replace,
-            engine=engine,
-            spark_master=spark_master,
+            stager=stager,
         )
         return origin_fields(result)
 
@@ -317,7 +318,6 @@ def _waste_reports(
             RESOURCE_COSTS,
             {"month": month},
             categories=RESOURCE_COSTS_ATTRIBUTES,
-            release=True,  # it grouped the month's lines: that working memory goes before any pandas work
             split_by="provider",  # one provider's lines at a time (the query groups by provider)
             match_columns=engine.match_columns(fl, RESOURCE_COSTS_GROUPED),
         )
@@ -988,7 +988,6 @@ def plan(
 
 
 if TYPE_CHECKING:  # report/gate types for annotations only; the imports stay local to the functions
-    from finops_cli.report.drawing import Drawing
     from finops_cli.report.gate import GateResult, Thresholds
     from finops_cli.report.markdown import ReportInputs, ReportResult
     from finops_cli.schema.plan import PlanDocument
@@ -1031,7 +1030,6 @@ def report(
     """
     from finops_cli.core.demand import Horizon
     from finops_cli.errors import InputError
-    from finops_cli.report import drawing as charts
     from finops_cli.report.gate import plan_or_path
     from finops_cli.report.markdown import ReportInputs, check_report_path, horizon_bounds
 
@@ -1054,17 +1052,10 @@ def report(
         load_workloads(workloads)
     inputs = ReportInputs(plan=doc, title=title)
     out = Path(out_path) if out_path is not None else None
-    drawing = None
-    if out is not None:  # the charts are drawn beside the rest, each as soon as its inputs exist
+    if out is not None:
         check_report_path(out)
-        drawing = charts.Drawing(out)  # in the helper process when the caller started one (drawing.start)
-    try:
-        st = _store(store)
-        result = _report_inputs_and_write(inputs, st, fleet, workloads, out, drawing)
-    except BaseException:
-        if drawing is not None:
-            drawing.close()
-        raise
+    st = _store(store)
+    result = _report_inputs_and_write(inputs, st, fleet, workloads, out)
     start, _ = horizon_bounds(doc)
     if start is not None:
         from finops_cli.estate.horizon import latest_billed_gpu_month, latest_utilization_month, month_warnings
@@ -1082,10 +1073,8 @@ def _report_inputs_and_write(
     fleet: str | Path | None,
     workloads: str | Path | None,
     out: Path | None,
-    drawing: Drawing | None,
 ) -> ReportResult:
-    """:func:`report`'s inputs from the store and the estate, each chart handed to ``drawing`` once its inputs
-    exist (the plan's at once), then the report written."""
+    """:func:`report`'s inputs from the store and the estate, then the report written (charts drawn here)."""
     from finops_cli.core.demand import Horizon
     from finops_cli.errors import FinopsError
     from finops_cli.report.markdown import (
@@ -1093,13 +1082,10 @@ def _report_inputs_and_write(
         SupplyInputs,
         WasteInputs,
         horizon_bounds,
-        submit_charts,
         write_report,
     )
 
     doc = inputs.plan
-    if drawing is not None:
-        submit_charts(inputs, drawing)
     start, _ = horizon_bounds(doc)
     month = None if start is None else f"{start:%Y-%m}"
 
@@ -1132,8 +1118,6 @@ def _report_inputs_and_write(
                 inputs.supply = SupplyInputs(
                     chosen.as_dict(), curve.currency, biggest, chosen.unit, chosen.clearing_price, chosen.demand_units
                 )
-                if drawing is not None:
-                    submit_charts(inputs, drawing)  # drawn while idle waste is computed
             except FinopsError as exc:
                 inputs.supply_note = str(exc)
         else:
@@ -1151,8 +1135,6 @@ def _report_inputs_and_write(
                 inputs.notes.append(f"Idle waste is for {use}, the latest month with utilisation (plan: {month}).")
         except FinopsError as exc:
             inputs.waste_note = str(exc)
-        if drawing is not None:
-            submit_charts(inputs, drawing)
     inputs.notes += supply_notes
     if st.has("spot_prices"):
         from finops_cli.store import engine
@@ -1162,7 +1144,7 @@ def _report_inputs_and_write(
         rows = table.to_pylist() if table is not None else []
         inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
 
-    return write_report(inputs, out, drawing)
+    return write_report(inputs, out)
 
 
 # --- simulate -------------------------------------------------------------------------------------

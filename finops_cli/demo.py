@@ -53,7 +53,6 @@ def run_demo(
     samples: Path | None = None,
     store_dir: Path | None = None,
     log: Callable[[str], None] = lambda _msg: None,
-    on_plan: Callable[[Any], None] | None = None,
     as_of: datetime | None = None,
 ) -> DemoResult:
     """Ingest the samples into a fresh store, plan the sample estate, and write plan.json + report.md.
@@ -66,9 +65,6 @@ def run_demo(
         The samples directory (default: the checkout's ``samples/``).
     store_dir
         Keep the store here; default a temporary directory removed afterwards.
-    on_plan
-        Called with the :class:`~finops_cli.api.PlanResult` once ``plan.json`` is written, before the report (the
-        CLI renders the plan's tables meanwhile).
     as_of
         The instant price ages are counted from (default now; recorded in plan.json).
     """
@@ -122,8 +118,6 @@ def run_demo(
         plan_path = out_dir / "plan.json"
         write_text(plan_path, result.document.model_dump_json(indent=2))
         done(f"plan: {result.document.solver.name} {result.document.solver.status} → {plan_path}")
-        if on_plan is not None:
-            on_plan(result)
 
         report = api.report(
             result.document, store=store, fleet=fleet, workloads=workloads, out_path=out_dir / "report.md"

@@ -29,11 +29,6 @@ if sys.dont_write_bytecode:
     sys.dont_write_bytecode = False
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-# Report charts. Outside tests a report's charts are drawn in a helper process (finops_cli/report/drawing.py); here
-# in the test's process, so a monkeypatched chart function is the one called and no test pays a helper's start-up.
-# tests/report/test_drawing.py runs the helper itself, and the installed wheel's demo (its own environment) uses it.
-os.environ.setdefault("FINOPS_CHART_PROCESSES", "0")
-
 # Hypothesis profiles. "ci" (the default) bounds the property tests that do not pin their own example count, so
 # the suite stays fast on 2 cores; "thorough" (HYPOTHESIS_PROFILE=thorough, e.g. before a release) runs 2,000
 # examples each, and ten times the count of tests that set their own (hypothesis_budget.examples). Failures print

@@ -10,11 +10,10 @@ quietly with 1, as rich and click do on their own writes.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -305,39 +304,4 @@ def every_command() -> TyperGroup:
 
 def main() -> None:
     """Console-script entry point (named ``finops`` however it was started, so completion scripts match)."""
-    code: int | str | None = 0
-    try:
-        app(prog_name="finops")
-    except SystemExit as exc:
-        code = exc.code
-    exit_now(code)
-
-
-def exit_now(code: int | str | None) -> NoReturn:
-    """End the process without the interpreter's teardown, once what teardown would do that matters is done.
-
-    Freeing every module's objects one by one (pandas, pyarrow, DuckDB, matplotlib) took 0.44-0.60 s after
-    ``finops demo`` had finished (measured: the script's last line to the process's end) and buys a command-line
-    tool nothing: the operating system takes the memory back at once. Done first: the report's chart helper is
-    stopped, the ``atexit`` handlers run (the DuckDB database closed and its spill folder removed, temporary
-    folders, logging), stdout and stderr are flushed (a reader that has gone is not an error: ``finops … | head``).
-    Under a profiler or a tracer (cProfile, pyinstrument, coverage), which write their results when the interpreter
-    ends, the process ends the usual way.
-    """
-    if sys.getprofile() is not None or sys.gettrace() is not None:
-        raise SystemExit(code)
-    import atexit
-
-    drawing = sys.modules.get("finops_cli.report.drawing")
-    if drawing is not None:
-        drawing.stop()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    if code is None:
-        os._exit(0)
-    if isinstance(code, int):
-        os._exit(code)
-    print(code, file=sys.stderr, flush=True)  # sys.exit("message") prints it and exits 1
-    os._exit(1)
+    app(prog_name="finops")

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from finops_cli.cli.helptext import example
-from finops_cli.cli.options import OutOpt, StoreOpt
+from finops_cli.cli.options import OutOpt, StoreOpt, command_engine
 from finops_cli.cli.output import emit_json, emit_text, log
 
 
@@ -143,18 +143,19 @@ def register(app: typer.Typer) -> None:
         """GPU spend from the store by any dimension or tag; month over month; chargeback to teams."""
         from finops_cli import api
 
-        result = api.costs(
-            store=store,
-            by=by.split(",") if by is not None else (None if chargeback else ["team"]),
-            where=where,
-            month=month,
-            compare=compare,
-            cost=cost,
-            fleet=fleet,
-            all_lines=all_lines,
-            chargeback=chargeback,
-            team_tag=team_tag,
-        )
+        with command_engine():
+            result = api.costs(
+                store=store,
+                by=by.split(",") if by is not None else (None if chargeback else ["team"]),
+                where=where,
+                month=month,
+                compare=compare,
+                cost=cost,
+                fleet=fleet,
+                all_lines=all_lines,
+                chargeback=chargeback,
+                team_tag=team_tag,
+            )
         if fmt == CostsFormat.json:
             emit_json(result.as_json(), out)
             return

@@ -21,6 +21,7 @@ from finops_cli.cli.options import (
     StoreOpt,
     WorkloadsOpt,
     check_out,
+    command_engine,
     output_format,
     parse_as_of,
 )
@@ -312,16 +313,17 @@ def register(app: typer.Typer) -> None:
         from finops_cli import api
         from finops_cli.estate.prices import parse_fx
 
-        result = api.stack(
-            fleet,
-            workloads,
-            workload=workload,
-            mode=str(mode),
-            store=store,
-            horizon=horizon,
-            fx=parse_fx(fx),
-            as_of=parse_as_of(as_of),
-        )
+        with command_engine():
+            result = api.stack(
+                fleet,
+                workloads,
+                workload=workload,
+                mode=str(mode),
+                store=store,
+                horizon=horizon,
+                fx=parse_fx(fx),
+                as_of=parse_as_of(as_of),
+            )
         _warn(result.warnings, result.horizon_note)
         if chart is not None:
             from finops_cli.report.charts import merit_order_chart
@@ -371,16 +373,17 @@ def register(app: typer.Typer) -> None:
         from finops_cli import api
         from finops_cli.estate.prices import parse_fx
 
-        result = api.netc(
-            fleet,
-            workloads,
-            trace=trace,
-            substrate=substrate,
-            store=store,
-            horizon=horizon,
-            fx=parse_fx(fx),
-            as_of=parse_as_of(as_of),
-        )
+        with command_engine():
+            result = api.netc(
+                fleet,
+                workloads,
+                trace=trace,
+                substrate=substrate,
+                store=store,
+                horizon=horizon,
+                fx=parse_fx(fx),
+                as_of=parse_as_of(as_of),
+            )
         _warn(result.warnings, result.horizon_note)
         if fmt == OutputFormat.json:
             emit_json([r.as_dict() for r in result.rows], out)
@@ -439,7 +442,8 @@ def register_group(app: typer.Typer) -> None:
         (one per workload/team tag) from the store's GPU billing lines; assumptions are marked NOT INFERRED."""
         from finops_cli import api
 
-        draft, paths = api.estate_draft(store=store, out=out, month=month, currency=currency, force=force)
+        with command_engine():
+            draft, paths = api.estate_draft(store=store, out=out, month=month, currency=currency, force=force)
         basis = sorted(set(draft.demand_basis.values()))
         emit_text(
             f"drafted {paths[0]} ({draft.substrates} substrates, {draft.currency} {draft.gpu_effective_cost:,.2f} "

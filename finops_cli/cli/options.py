@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -160,6 +162,16 @@ SparkMasterOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+@contextmanager
+def command_engine(engine: Engine = Engine.local, spark_master: str | None = None) -> Iterator[None]:
+    """The command's query engine: DuckDB in this process (one connection, opened at the first query), or Spark
+    SQL with ``--engine spark``; every store query of the block runs on it, and it is closed when the block ends."""
+    from finops_cli.engines import query_engine
+
+    with query_engine(engine.value, spark_master):
+        yield
 
 
 def parse_as_of(value: str | None) -> datetime | None:

@@ -29,6 +29,7 @@ from finops_cli.cli.options import (
     StoreOpt,
     WorkloadsOpt,
     check_out,
+    command_engine,
     output_format,
     parse_as_of,
 )
@@ -383,7 +384,8 @@ def register(app: typer.Typer) -> None:
         est = api.estate(fleet, workloads)
         st = api.open_store(store) if (store is not None or _store_exists()) else None
         started = time.perf_counter()
-        with status(f"planning {len(est.workloads.workloads)} workloads on {len(est.fleet.substrates)} substrates"):
+        planning = f"planning {len(est.workloads.workloads)} workloads on {len(est.fleet.substrates)} substrates"
+        with command_engine(), status(planning):
             result = api.plan(
                 est,
                 st,

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from finops_cli.cli.helptext import example
-from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt, output_format
+from finops_cli.cli.options import FormatOpt, OutOpt, OutputFormat, StoreOpt, command_engine, output_format
 from finops_cli.cli.output import emit_json, emit_text, stdout_console
 from finops_cli.cli.render import Col, money_table, table_text
 
@@ -39,7 +39,8 @@ def register(app: typer.Typer) -> None:
         from finops_cli.cli.ingest_traces import _parse_since
         from finops_cli.report.prices import to_markdown
 
-        table = api.prices(store=store, instance_types=instance_type, regions=region, since=_parse_since(since))
+        with command_engine():
+            table = api.prices(store=store, instance_types=instance_type, regions=region, since=_parse_since(since))
         if fmt is OutputFormat.json:
             records = table.astype(object).where(table.notna(), None).to_dict(orient="records")
             emit_json({"time_weighted": True, "unit": "usd_per_instance_hour", "rows": records}, out)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from finops_cli.cli.helptext import example
-from finops_cli.cli.options import FormatOpt, OptionalWorkloadsOpt, OutputFormat, StoreOpt, check_out
+from finops_cli.cli.options import FormatOpt, OptionalWorkloadsOpt, OutputFormat, StoreOpt, check_out, command_engine
 from finops_cli.cli.output import emit_json, emit_text, log, stdout_console
 from finops_cli.cli.render import Col, money_table
 
@@ -45,11 +45,8 @@ def register(app: typer.Typer) -> None:
         from finops_cli.atomic import check_not_an_input
 
         check_not_an_input(out, plan, fleet, workloads)
-        if out is not None:
-            from finops_cli.report import drawing
-
-            drawing.start()  # the charts' helper imports matplotlib while the report reads the store
-        result = api.report(plan, store, fleet, out, title, workloads)
+        with command_engine():
+            result = api.report(plan, store, fleet, out, title, workloads)
         log.info(result.horizon_note)
         for w in result.warnings:
             log.warning(w)

@@ -17,6 +17,7 @@ from finops_cli.cli.options import (
     OutputFormat,
     SparkMasterOpt,
     StoreOpt,
+    command_engine,
     output_format,
 )
 from finops_cli.cli.output import emit_json, emit_text, log, stdout_console
@@ -155,9 +156,8 @@ def register(app: typer.Typer) -> None:
         fmt = output_format(fmt, out)
         from finops_cli import api
         from finops_cli.report.waste import to_markdown
-        from finops_cli.store.engine import using
 
-        with using(engine.value, spark_master):  # every store query of the report runs there
+        with command_engine(engine, spark_master):  # every store query of the report runs there
             report = api.waste(
                 store=store, by=by.value, fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month
             )

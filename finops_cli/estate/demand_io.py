@@ -162,8 +162,7 @@ def _observed_from_utilization(
     hourly = store.has_aggregate("utilization_hourly", ("observed_until",))
     query = DEMAND_FROM_UTILIZATION_HOURLY if hourly else DEMAND_FROM_UTILIZATION
     params = {**_query_params(horizon), "value": value}
-    # over the samples (no hourly aggregate) it scanned the month: that working memory goes before the planner's
-    frame = engine.run_pandas(store, query, params, release=not hourly, tag_column=engine.quote_identifier(column))
+    frame = engine.run_pandas(store, query, params, tag_column=engine.quote_identifier(column))
     if frame is None or frame.empty:
         return None
     return frame.assign(gpu_hours=frame[quantity].fillna(0.0))
@@ -185,10 +184,7 @@ def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon,
     if tag in BILLING_HOURLY_TAGS and store.has_aggregate("billing_hourly", ("observed_until",)):
         frame = engine.run_pandas(store, DEMAND_FROM_BILLING_HOURLY, params)
     else:
-        # it scanned the horizon's lines: that working memory goes before the planner's
-        frame = engine.run_pandas(
-            store, DEMAND_FROM_BILLING, {**params, "tag_path": engine.json_path(tag)}, release=True
-        )
+        frame = engine.run_pandas(store, DEMAND_FROM_BILLING, {**params, "tag_path": engine.json_path(tag)})
     return None if frame is None or frame.empty else frame
 
 

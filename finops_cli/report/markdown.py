@@ -17,6 +17,8 @@ files atomically: charts first into a staging directory, then renamed into place
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +28,6 @@ from typing import Any
 
 from finops_cli.atomic import check_output
 from finops_cli.errors import InputError
-from finops_cli.report.drawing import Drawing
 from finops_cli.report.escape import Align, left_then_right, md_table, md_text
 from finops_cli.report.format import money, number, pct, unit_price
 from finops_cli.schema.plan import PlanDocument
@@ -768,73 +769,64 @@ def render_markdown(inp: ReportInputs, charts: dict[str, str] | None = None) -> 
 # --- writing ---------------------------------------------------------------------------------------
 
 
-def submit_charts(inp: ReportInputs, drawing: Drawing) -> None:
-    """Hand ``drawing`` every chart whose inputs exist and that it does not have yet.
+def _chart_calls(inp: ReportInputs) -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]]:
+    """Every chart whose inputs exist: {key: (drawing function, arguments, keyword arguments)}, in report order."""
+    from finops_cli.report import charts, figures  # matplotlib (~0.6 s): only when a report draws
 
-    Called again as inputs arrive (``api.report``: the plan's two charts first, then idle waste and the supply
-    curve as they are computed), so the charts are drawn beside the rest of the report (``report.drawing``).
-    """
     plan, cur = inp.plan, inp.plan.currency.upper()
-
-    def name(key: str) -> str:
-        return f"{drawing.stem}-{CHART_NAMES[key]}.png"
-
-    if "supply" not in drawing and inp.supply is not None:
-        target = "finops_cli.report.charts:merit_order_chart"
-        drawing.submit("supply", name("supply"), target, inp.supply.stack, currency=inp.supply.currency)
-    if "idle" not in drawing and inp.waste is not None and inp.waste.by.get("team", {}).get("groups"):
+    calls: dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {}
+    if inp.waste is not None and inp.waste.by.get("team", {}).get("groups"):
         groups = inp.waste.by["team"]["groups"]
         priced = any(g.get("idle_cost") is not None for g in groups)
-        drawing.submit(
-            "idle",
-            name("idle"),
-            "finops_cli.report.figures:idle_by_team_chart",
-            [str(g.get("key")) for g in groups],
-            [float(g.get("idle_cost" if priced else "idle_hours") or 0.0) for g in groups],
-            currency=cur if priced else None,
-            period=_waste_month(inp) or period_label(plan),
+        calls["idle"] = (
+            figures.idle_by_team_chart,
+            (
+                [str(g.get("key")) for g in groups],
+                [float(g.get("idle_cost" if priced else "idle_hours") or 0.0) for g in groups],
+            ),
+            {"currency": cur if priced else None, "period": _waste_month(inp) or period_label(plan)},
         )
+    if inp.supply is not None:
+        calls["supply"] = (charts.merit_order_chart, (inp.supply.stack,), {"currency": inp.supply.currency})
     by_kind = cost_by_kind(plan)
-    if "mix" not in drawing and by_kind:
+    if by_kind:
         known = all(b is not None for b, _ in by_kind.values())
         base_label = f"baseline, {BASELINE_LABEL.get(_extra(plan.totals, 'baseline_source'), 'source unknown')}"
-        drawing.submit(
-            "mix",
-            name("mix"),
-            "finops_cli.report.figures:baseline_vs_plan_chart",
-            [KIND_LABEL.get(k, k) for k in by_kind],
-            [b or 0.0 for b, _ in by_kind.values()] if known else None,
-            [p for _, p in by_kind.values()],
-            currency=cur,
-            baseline_label=base_label,
+        calls["mix"] = (
+            figures.baseline_vs_plan_chart,
+            (
+                [KIND_LABEL.get(k, k) for k in by_kind],
+                [b or 0.0 for b, _ in by_kind.values()] if known else None,
+                [p for _, p in by_kind.values()],
+            ),
+            {"currency": cur, "baseline_label": base_label},
         )
     t = plan.totals
-    if "waterfall" not in drawing and t.baseline_cost is not None:
+    if t.baseline_cost is not None:
         short = {LEVERS[k]: v for k, v in LEVER_SHORT.items()}
         steps = [(short.get(name, name), value) for name, value in levers(plan)]
-        drawing.submit(
-            "waterfall",
-            name("waterfall"),
-            "finops_cli.report.figures:savings_waterfall_chart",
-            t.baseline_cost,
-            steps,
-            t.planned_cost,
-            currency=cur,
+        calls["waterfall"] = (
+            figures.savings_waterfall_chart,
+            (t.baseline_cost, steps, t.planned_cost),
+            {"currency": cur},
         )
+    return calls
 
 
-def _collect_charts(inp: ReportInputs, drawing: Drawing) -> tuple[dict[str, str], list[str]]:
-    """Wait for the charts: {key: file name} drawn, and what was unavailable (a supply curve that could not be
-    drawn says why; any other failure is raised)."""
-    submit_charts(inp, drawing)
-    drawn, failed = drawing.wait()
-    supply_error = failed.pop("supply", None)
-    if supply_error is not None:
-        if not isinstance(supply_error, InputError):
-            raise supply_error
-        inp.supply_note = str(supply_error)
-    if failed:
-        raise next(iter(failed.values()))
+def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, str], list[str]]:
+    """Draw the charts into ``stage``: {key: file name} drawn, and what was unavailable (a supply curve that could
+    not be drawn says why; any other failure is raised)."""
+    drawn: dict[str, str] = {}
+    for key, (draw, args, kwargs) in _chart_calls(inp).items():
+        name = f"{stem}-{CHART_NAMES[key]}.png"
+        try:
+            draw(*args, **kwargs, path=stage / name)
+        except InputError as exc:
+            if key != "supply":
+                raise
+            inp.supply_note = str(exc)
+            continue
+        drawn[key] = name
     unavailable = []
     if "supply" not in drawn:
         unavailable.append(f"supply curve: {inp.supply_note}")
@@ -851,21 +843,24 @@ def check_report_path(out: Path) -> None:
         )
 
 
-def write_report(inp: ReportInputs, out: Path | None, drawing: Drawing | None = None) -> ReportResult:
+def write_report(inp: ReportInputs, out: Path | None) -> ReportResult:
     """Draw the charts and write the report atomically beside ``out`` (charts named ``<stem>-<chart>.png``).
 
-    ``drawing``: the charts already handed over as their inputs arrived (``api.report``); None starts them here.
-    With ``out=None`` nothing is written and no charts are linked (markdown to stdout only).
+    The charts and the report are written into a private staging folder beside ``out`` first, then renamed into
+    place: the charts, then the report. With ``out=None`` nothing is written and no charts are linked (markdown
+    to stdout only).
     """
     if out is None:
         return ReportResult(None, [], render_markdown(inp), [], inp.plan)
     out = Path(out)
-    if drawing is None:
-        check_report_path(out)
-        drawing = Drawing(out)
+    check_report_path(out)
     try:
-        charts, unavailable = _collect_charts(inp, drawing)
-        stage = drawing.stage
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.stem}-", dir=out.parent))
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", path=out) from None
+    try:
+        charts, unavailable = _draw_charts(inp, stage, out.stem)
         text = render_markdown(inp, charts)
         (stage / out.name).write_text(text, encoding="utf-8")
         for name in charts.values():
@@ -878,5 +873,5 @@ def write_report(inp: ReportInputs, out: Path | None, drawing: Drawing | None = 
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror}", path=out) from None
     finally:
-        drawing.close()
+        shutil.rmtree(stage, ignore_errors=True)
     return ReportResult(out, paths, text, unavailable, inp.plan)

@@ -9,6 +9,3 @@ line (exit 2).
 """
 
 from __future__ import annotations
-
-#: the engines a command's ``--engine`` accepts
-ENGINES = ("local", "spark")

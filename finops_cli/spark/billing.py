@@ -21,11 +21,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from finops_cli.ingest.billing.pipeline import FileJob, FileResult, stage_file
+from finops_cli.ingest.billing.pipeline import FileJob, FileResult, Progress, stage_file
 from finops_cli.spark.session import get_session, run_tasks, task_staging
+from finops_cli.store.engine import DuckDBEngine, using
+
+
+@dataclass(frozen=True)
+class SparkStager:
+    """The billing pipeline's stager on Spark: one task per file (``master``: see :func:`get_session`)."""
+
+    master: str | None = None
+
+    def stage(self, plan: Sequence[FileJob], tx: Any, progress: Progress | None) -> list[FileResult]:
+        return stage_billing(plan, tx, self.master)
 
 
 def stage_billing(plan: Sequence[FileJob], tx: Any, master: str | None = None) -> list[FileResult]:
@@ -40,7 +52,5 @@ def stage_billing(plan: Sequence[FileJob], tx: Any, master: str | None = None) -
 
 def _stage(staging: str, job: FileJob) -> FileResult:
     """On an executor: stage one file and build its files' aggregates (DuckDB, the same SQL as at commit)."""
-    from finops_cli.store.engine import using
-
-    with using("local"):
+    with using(DuckDBEngine()):
         return stage_file(job, Path(staging), aggregates=True)

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from finops_cli.errors import InputError
+from finops_cli.store.engine import DuckDBEngine, using
+from finops_cli.store.store import stage_aggregates
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -176,10 +178,7 @@ def close_and_aggregate(writer: Any, staging: str) -> tuple[list[str], list[str]
     line again in one Spark SQL job: at 10 M lines that job was 40 % of the ingest). (files, aggregates)."""
     from pathlib import Path
 
-    from finops_cli.store.engine import using
-    from finops_cli.store.store import stage_aggregates
-
     written = writer.close()
-    with using("local"):
+    with using(DuckDBEngine()):
         built = stage_aggregates(Path(staging), written)
     return [str(p) for p in written], [str(p) for p in built]

@@ -17,6 +17,10 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
+from finops_cli.errors import InputError
+from finops_cli.ingest.readers import map_unique
+from finops_cli.spark.session import get_session
+from finops_cli.store.engine import render
 from finops_cli.store.queries import Query
 from finops_cli.store.store import DATASETS
 
@@ -64,13 +68,41 @@ def _literal(value: Any) -> Any:
     raise TypeError(f"cannot bind a {type(value).__name__} as a SQL parameter")
 
 
+class SparkEngine:
+    """The store's query engine on Spark SQL (``--engine spark``): the session is found or started at once
+    (``master``: see :func:`~finops_cli.spark.session.get_session`), so a missing pyspark or Java is one line
+    before any work is done. Closing leaves the session running (the command's process ends it)."""
+
+    name = "spark"
+
+    def __init__(self, master: str | None = None) -> None:
+        get_session(master)
+
+    def run_files(
+        self,
+        query: Query,
+        files: Mapping[str, Iterable[str | Path]],
+        params: Mapping[str, Any] | None = None,
+        *,
+        filesystem: Any = None,
+        schemas: Any = None,
+        **slots: str,
+    ) -> pa.Table:
+        if filesystem is not None:
+            raise InputError("--engine spark reads a store on a file system every executor shares, not a bucket store")
+        return run_files(query, files, params, **slots)
+
+    def run_per_file(self, query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
+        return run_per_file(query, dataset, paths)
+
+    def close(self) -> None:
+        pass
+
+
 def run_files(
     query: Query, files: Mapping[str, Iterable[str | Path]], params: Mapping[str, Any] | None = None, **slots: str
 ) -> pa.Table:
     """:func:`finops_cli.store.engine.run_files` on Spark: the same query, files and result columns."""
-    from finops_cli.spark.session import get_session
-    from finops_cli.store.engine import render
-
     spark = get_session()
     sql = render(query, **slots)
     for table, paths in files.items():
@@ -87,10 +119,6 @@ def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table
     and groups by each row's file, and the answer is split back by file (a job per file costs seconds)."""
     import pyarrow.compute as pc
     import sqlglot
-
-    from finops_cli.ingest.readers import map_unique
-    from finops_cli.spark.session import get_session
-    from finops_cli.store.engine import render
 
     spark = get_session()
     _create_view(spark, dataset, paths, file_column=True)

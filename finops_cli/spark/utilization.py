@@ -10,13 +10,26 @@ commits, as the local engine does.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from finops_cli.ingest.utilization.pipeline import SourceDone, SourceOptions, ingest_source
 from finops_cli.spark.session import adopt, close_and_aggregate, get_session, run_tasks, task_staging
 from finops_cli.store.store import StagedWriter
+
+
+@dataclass(frozen=True)
+class SparkStager:
+    """The utilisation pipeline's stager on Spark: one task per source (``master``: see :func:`get_session`)."""
+
+    master: str | None = None
+
+    def stage(
+        self, sources: Sequence[Path], options: SourceOptions, tx: Any, on_rows: Callable[[int], None] | None
+    ) -> list[SourceDone]:
+        return stage_utilization(sources, options, tx, self.master)
 
 
 def stage_utilization(

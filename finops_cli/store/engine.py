@@ -1,34 +1,35 @@
-"""Run the store's SQL (:mod:`finops_cli.store.queries`) on DuckDB, in bounded memory.
+"""Run the store's SQL (:mod:`finops_cli.store.queries`) on a query engine, in bounded memory.
 
-Each dataset a query names becomes a view over the store's Parquet files with the Hive partition columns
-as strings, so filters on ``billing_period``/``month`` prune whole files before a byte is read, only the
-columns a query names are decoded, and aggregation runs in DuckDB on every core. DuckDB keeps to
-``memory_limit`` (``$FINOPS_DUCKDB_MEMORY``, default 1 GB) and spills to a private temporary directory
-beyond it, so what reaches Python is the aggregated result, whatever the size of the month: with the
-interpreter, pandas and the planner that keeps a command well under 2 GB (docs/performance.md). Threads
-default to DuckDB's own (one per core); ``$FINOPS_DUCKDB_THREADS`` caps them on a shared machine. DuckDB runs
-the portable text with its slow spots replaced by equivalents (:func:`duckdb_sql`: hours cut without ICU).
+A :class:`QueryEngine` answers a query over explicit Parquet files. :class:`DuckDBEngine` is the default: one
+DuckDB connection, opened at the first query and closed with the engine. Each dataset a query names becomes a
+view over the store's Parquet files with the Hive partition columns as strings, so filters on
+``billing_period``/``month`` prune whole files before a byte is read, only the columns a query names are
+decoded, and aggregation runs in DuckDB on every core. DuckDB keeps to ``memory_limit``
+(``$FINOPS_DUCKDB_MEMORY``, default 1 GB) and spills to a private temporary directory beyond it, so what reaches
+Python is the aggregated result, whatever the size of the month. Threads default to DuckDB's own (one per core);
+``$FINOPS_DUCKDB_THREADS`` caps them on a shared machine. DuckDB runs the portable text with its slow spots
+replaced by equivalents (:func:`duckdb_sql`: hours cut without ICU). The Spark engine
+(:class:`finops_cli.spark.sql.SparkEngine`) runs the same text on Spark SQL.
 
-:func:`using` is the engine seam: inside ``with using("spark"):`` every query (the commands' analyses and
-the ingest aggregates built at commit) runs the same SQL text on Spark SQL instead
-(:mod:`finops_cli.spark.sql`).
+The caller owns the engine: a command opens one and puts it in force for its work with :func:`using`
+(``with using(DuckDBEngine()):``), which closes it at the end. The query functions here (:func:`run`,
+:func:`run_pandas`, …) run on the engine in force; with none (a library caller that opened none) each query
+opens a DuckDB connection of its own.
 """
 
 from __future__ import annotations
 
-import atexit
-import ctypes
 import os
 import re
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import duckdb
 import pyarrow as pa
 
 from finops_cli.errors import InputError
@@ -47,32 +48,75 @@ MEMORY_ENV = "FINOPS_DUCKDB_MEMORY"
 DEFAULT_MEMORY = "1GB"
 THREADS_ENV = "FINOPS_DUCKDB_THREADS"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: the engine :func:`run_files` runs queries on ("local" = DuckDB in this process, "spark")
-_ENGINE: ContextVar[str] = ContextVar("finops_store_engine", default="local")
+
+
+class QueryEngine(Protocol):
+    """What runs the store's SQL: DuckDB here (:class:`DuckDBEngine`), Spark SQL on a cluster
+    (:class:`finops_cli.spark.sql.SparkEngine`). Both answer the same query text with the same columns."""
+
+    #: the name ``--engine`` gives it (``local``, ``spark``)
+    name: str
+
+    def run_files(
+        self,
+        query: Query,
+        files: Mapping[str, Iterable[str | Path]],
+        params: Mapping[str, Any] | None = None,
+        *,
+        filesystem: Any = None,
+        schemas: Callable[[str], pa.Schema] | None = None,
+        **slots: str,
+    ) -> pa.Table:
+        """``query`` over explicit Parquet files per dataset (see :func:`run_files`)."""
+        ...
+
+    def run_per_file(self, query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
+        """``query`` over each of ``paths`` on its own, in order, each summed in the file's order."""
+        ...
+
+    def close(self) -> None:
+        """Release what the engine holds (a connection, a spill folder)."""
+        ...
+
+
+_IN_FORCE: ContextVar[QueryEngine | None] = ContextVar("finops_query_engine", default=None)
 
 
 @contextmanager
-def using(engine: str = "local", master: str | None = None) -> Iterator[None]:
-    """Run every store query inside the block on ``engine``; for Spark, find or start the session first,
-    so a missing pyspark or Java is one line before any work is done."""
-    from finops_cli.spark import ENGINES
-
-    if engine not in ENGINES:
-        raise InputError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
-    if engine == "spark":
-        from finops_cli.spark.session import get_session
-
-        get_session(master)
-    token = _ENGINE.set(engine)
+def using(engine: QueryEngine) -> Iterator[QueryEngine]:
+    """Run every store query of the block on ``engine`` (the commands' analyses and the ingest aggregates built at
+    commit), and close it when the block ends."""
+    token = _IN_FORCE.set(engine)
     try:
-        yield
+        yield engine
     finally:
-        _ENGINE.reset(token)
+        _IN_FORCE.reset(token)
+        engine.close()
+
+
+def in_force() -> QueryEngine | None:
+    """The engine a :func:`using` block put in force here, if any."""
+    return _IN_FORCE.get()
 
 
 def current_engine() -> str:
-    """The engine queries run on here (see :func:`using`)."""
-    return _ENGINE.get()
+    """The name of the engine queries run on here (``local`` where none is in force)."""
+    engine = _IN_FORCE.get()
+    return "local" if engine is None else engine.name
+
+
+@contextmanager
+def _engine() -> Iterator[QueryEngine]:
+    """The engine in force, else a DuckDB engine for one query (closed after it)."""
+    engine = _IN_FORCE.get()
+    if engine is not None:
+        yield engine
+        return
+    transient = DuckDBEngine()
+    try:
+        yield transient
+    finally:
+        transient.close()
 
 
 def quote_identifier(name: str) -> str:
@@ -203,23 +247,106 @@ def run_files(
     schemas: Callable[[str], pa.Schema] | None = None,
     **slots: str,
 ) -> pa.Table:
-    """Run ``query`` over explicit Parquet files per dataset (a store's, or a transaction's staged ones).
+    """Run ``query`` over explicit Parquet files per dataset (a store's, or a transaction's staged ones), on the
+    engine in force.
 
     ``filesystem``: the pyarrow file system the files are on (a bucket); None reads them from disk.
     ``schemas``: a file's schema by path, when the caller has them (saves a request per file on a bucket).
     """
-    if _ENGINE.get() == "spark":
-        if filesystem is not None:
-            raise InputError("--engine spark reads a store on a file system every executor shares, not a bucket store")
-        from finops_cli.spark.sql import run_files as run_on_spark
+    with _engine() as engine:
+        return engine.run_files(query, files, params, filesystem=filesystem, schemas=schemas, **slots)
 
-        return run_on_spark(query, files, params, **slots)
-    import duckdb
 
-    sql = duckdb_sql(render(query, **slots))
-    used = {k: v for k, v in (params or {}).items() if f"${k}" in sql}
-    with connect() as con:
+def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
+    """``query`` over each of ``paths`` on its own (one ingest aggregate per detail file), in order, on the engine
+    in force (Spark answers for all files in one job)."""
+    if not paths:
+        return []
+    with _engine() as engine:
+        return engine.run_per_file(query, dataset, paths)
+
+
+class DuckDBEngine:
+    """DuckDB in this process: one connection, opened at the first query and closed by :meth:`close`.
+
+    The connection runs in bounded memory (:func:`_config`), spilling to a private folder that :meth:`close`
+    removes, on UTC (``date_trunc('hour', …)`` on UTC hours, whatever the machine's zone), without Parquet
+    prefetching (a scan prefetches the next row groups' column chunks: over a month's billing lines that held
+    ~28 MB more at the peak of the per-resource query) and without a progress bar (DuckDB would draw it on
+    stderr, inside our output). Each query runs on a cursor of its own, so its views vanish with it.
+    """
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self._con: Any = None
+        self._tmp: str | None = None
+        self._threads = 0
+
+    def _connection(self) -> Any:
+        if self._con is not None:
+            return self._con
+        tmp = tempfile.mkdtemp(prefix="finops-duckdb-")
         try:
+            con = duckdb.connect(config=_config(tmp))
+        except duckdb.Error as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise InputError(f"${MEMORY_ENV}/${THREADS_ENV}: {str(exc).splitlines()[0]}") from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        try:
+            # extension settings (ICU, parquet): not in the config a connection opens with; GLOBAL reaches cursors
+            con.execute("SET GLOBAL TimeZone = 'UTC'")
+            con.execute("SET GLOBAL disable_parquet_prefetching = true")
+            row = con.execute("SELECT current_setting('threads')").fetchone()
+        except BaseException:
+            con.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self._con, self._tmp, self._threads = con, tmp, int(row[0]) if row else 1
+        return con
+
+    def close(self) -> None:
+        """Close the connection and remove its spill folder (a later query opens a new one)."""
+        con, tmp = self._con, self._tmp
+        self._con = self._tmp = None
+        try:
+            if con is not None:
+                con.close()
+        finally:
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def run_files(
+        self,
+        query: Query,
+        files: Mapping[str, Iterable[str | Path]],
+        params: Mapping[str, Any] | None = None,
+        *,
+        filesystem: Any = None,
+        schemas: Callable[[str], pa.Schema] | None = None,
+        **slots: str,
+    ) -> pa.Table:
+        """:func:`run_files` on DuckDB."""
+        return self._run(duckdb_sql(render(query, **slots)), files, params, filesystem, schemas)
+
+    def _run(
+        self,
+        sql: str,
+        files: Mapping[str, Iterable[str | Path]],
+        params: Mapping[str, Any] | None,
+        filesystem: Any = None,
+        schemas: Callable[[str], pa.Schema] | None = None,
+        threads: int | None = None,
+    ) -> pa.Table:
+        """``sql`` over views of ``files``; ``threads``: on that many threads (the engine's own after)."""
+        used = {k: v for k, v in (params or {}).items() if f"${k}" in sql}
+        con = self._connection().cursor()
+        try:
+            con.execute("SET enable_progress_bar = false")
+            if threads is not None:
+                con.execute(f"SET threads = {int(threads)}")
             for table, paths in files.items():
                 create_view(con, table, [str(p) for p in paths], filesystem, schemas)
             result = con.sql(sql, params=used)
@@ -228,117 +355,21 @@ def run_files(
             return fetch()
         except (duckdb.IOException, OSError) as exc:
             raise InputError(f"unreadable store file ({exc}); delete it and ingest its source again") from None
+        finally:
+            if threads is not None:
+                con.execute(f"SET threads = {self._threads}")
+            con.close()
 
+    def run_per_file(self, query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
+        """Each file's answer on one thread.
 
-#: The process's DuckDB database: ``key`` (the settings it was opened with), ``db``, ``tmp``, ``pid``, ``threads``
-#: (its thread count), ``per_cursor`` (statements each new cursor runs), ``one_thread`` (:func:`_one_thread` depth).
-_SHARED: dict[str, Any] = {}
-_SHARED_LOCK = threading.Lock()
-#: Databases inherited through ``fork``: kept referenced, never closed in the child (their threads are the parent's).
-_INHERITED: list[Any] = []
-
-
-def _database() -> Any:
-    """The process's in-memory DuckDB database, opened on first use with :func:`_config`'s settings.
-
-    Opening one costs ~40 ms of CPU (~50 ms wall) and ``finops demo`` ran 18 queries: each query now gets a
-    cursor of this one database (~1 ms) instead. Changed ``$FINOPS_DUCKDB_MEMORY``/``$FINOPS_DUCKDB_THREADS``
-    open a new one; a forked child opens its own. Call with ``_SHARED_LOCK`` held.
-    """
-    import duckdb
-
-    key = (os.environ.get(MEMORY_ENV, DEFAULT_MEMORY), os.environ.get(THREADS_ENV, "").strip())
-    if _SHARED.get("pid") == os.getpid() and _SHARED.get("key") == key:
-        return _SHARED["db"]
-    if _SHARED.get("pid") == os.getpid():
-        _close_database()
-    elif _SHARED:
-        _INHERITED.append(_SHARED.pop("db"))
-        _SHARED.clear()
-    tmp = tempfile.mkdtemp(prefix="finops-duckdb-")
-    try:
-        db = duckdb.connect(config=_config(tmp))
-    except duckdb.Error as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise InputError(f"${MEMORY_ENV}/${THREADS_ENV}: {str(exc).splitlines()[0]}") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    try:
-        threads, per_cursor = _settle(db)
-    except BaseException:
-        db.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _SHARED.update(key=key, db=db, tmp=tmp, pid=os.getpid(), threads=threads, per_cursor=per_cursor, one_thread=0)
-    return db
-
-
-def _settle(db: Any) -> tuple[int, tuple[str, ...]]:
-    """Settle a new database's session defaults once: UTC (``date_trunc('hour', …)`` on UTC hours, whatever the
-    machine's zone) and no Parquet prefetching (a scan prefetches the next row groups' column chunks: over a
-    month's billing lines that held ~28 MB more at the peak of the per-resource query, docs/performance.md),
-    for every cursor. Neither can be in :func:`_config`: both belong to extensions (ICU, parquet) not yet
-    loaded when a database opens; ``SET GLOBAL`` after opening reaches every cursor. Setting them on each
-    cursor instead cost ~0.7 ms a cursor, 88 cursors in ``finops demo``.
-
-    Returns the database's thread count (for :func:`_one_thread`) and the statements each cursor still needs:
-    DuckDB would draw a progress bar on stderr, inside our output, and ``enable_progress_bar`` is a
-    connection's own setting (no ``SET GLOBAL``). A new cursor starts with it off (an interactive Python's
-    default connection has it on, its cursors off), so the statement runs only where that does not hold.
-    """
-    con = db.cursor()
-    try:
-        con.execute("SET GLOBAL TimeZone = 'UTC'")
-        con.execute("SET GLOBAL disable_parquet_prefetching = true")
-        row = con.execute("SELECT current_setting('threads'), current_setting('enable_progress_bar')").fetchone()
-    finally:
-        con.close()
-    threads, progress_bar = (int(row[0]), bool(row[1])) if row else (1, True)
-    return threads, ("SET enable_progress_bar = false",) if progress_bar else ()
-
-
-def _close_database() -> None:
-    """Close this process's database and remove its spill directory (at exit, or when the settings change)."""
-    if _SHARED.get("pid") != os.getpid():
-        return
-    db, tmp = _SHARED.pop("db"), _SHARED.pop("tmp")
-    _SHARED.clear()
-    try:
-        db.close()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-atexit.register(_close_database)
-
-#: cursors of this process's database open now (:func:`release_memory` closes the database only at 0)
-_OPEN = [0]
-
-
-#: :func:`run_arrow`'s ``release`` closes the database only after a query over at least this much Parquet: below it
-#: the query's working memory is a few MB, less than the 25-30 ms that opening the database again costs is worth
-#: (``finops demo``'s idle waste, over 1 MB of files, paid it on the report's critical path).
-RELEASE_MIN_BYTES = 64 << 20
-
-
-def release_memory(close: bool = True) -> None:
-    """Give the memory a big query worked in back to the system before pandas work starts on its result.
-
-    After a query over a month's lines (50 M lines grouped per resource peak at ~100 MB in DuckDB) DuckDB and
-    the C allocator keep the freed memory for reuse: ~90 MB stays resident until the database closes, and
-    what Python allocates next comes on top of it, so a command's peak grew with the month. This closes the
-    process's database when no cursor is open and ``close`` (the next query opens one: 25-40 ms) and asks glibc
-    to return free pages (``malloc_trim``; a no-op where there is none).
-    """
-    with _SHARED_LOCK:
-        if close and _OPEN[0] == 0:
-            _close_database()
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return
-    trim(0)
+        Why: on two threads DuckDB adds a file's row groups' partial sums in whichever order the threads finish,
+        so the same 5 M-line detail file gave three different ``billing_hourly`` files (sums apart by up to
+        2.3e-13): a re-ingest, or ``--jobs 2`` against ``--jobs 1``, would not write the same aggregate bytes.
+        One thread sums in the file's order: ≈ +1 s at 5 M lines.
+        """
+        sql = duckdb_sql(render(query))
+        return [self._run(sql, {dataset: [p]}, None, threads=1) for p in paths]
 
 
 @contextmanager
@@ -347,8 +378,7 @@ def system_allocator() -> Iterator[None]:
 
     mimalloc keeps what an Arrow kernel freed for the next allocation, so every filter, sort and take on a
     query's result added to the resident memory: +40 MB at the peak of ``finops waste`` on a 50 M-line
-    month's per-resource rows (docs/performance.md). Freed C-allocator memory is reused too, and
-    :func:`release_memory`'s ``malloc_trim`` returns it. The previous pool is restored on exit.
+    month's per-resource rows. The previous pool is restored on exit.
     """
     previous = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
@@ -356,65 +386,6 @@ def system_allocator() -> Iterator[None]:
         yield
     finally:
         pa.set_memory_pool(previous)
-
-
-@contextmanager
-def connect() -> Iterator[Any]:
-    """A DuckDB connection in bounded memory (spilling to a private directory), on UTC, closed on exit.
-
-    It is a cursor of the process's database (:func:`_database`): its views are temporary, so they vanish
-    with it and two cursors never see each other's.
-    """
-    with _SHARED_LOCK:
-        con = _database().cursor()
-        per_cursor = _SHARED["per_cursor"]
-        _OPEN[0] += 1
-    try:
-        for statement in per_cursor:  # UTC and no prefetching are the database's already (:func:`_settle`)
-            con.execute(statement)
-        yield con
-    finally:
-        con.close()
-        with _SHARED_LOCK:
-            _OPEN[0] -= 1
-
-
-def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
-    """``query`` over each of ``paths`` on its own (one ingest aggregate per detail file), in order.
-
-    Spark answers for all files in one job (:func:`finops_cli.spark.sql.run_per_file`); DuckDB per file.
-    """
-    if not paths:
-        return []
-    if _ENGINE.get() == "spark":
-        from finops_cli.spark.sql import run_per_file as per_file_on_spark
-
-        return per_file_on_spark(query, dataset, paths)
-    with _one_thread():
-        return [run_files(query, {dataset: [p]}) for p in paths]
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """The process's DuckDB database on one thread meanwhile (the setting is the database's, not a cursor's).
-
-    Why: on two threads DuckDB adds a file's row groups' partial sums in whichever order the threads finish, so
-    the same 5 M-line detail file gave three different ``billing_hourly`` files (sums apart by up to 2.3e-13): a
-    re-ingest, or ``--jobs 2`` against ``--jobs 1``, would not write the same aggregate bytes. One thread sums in
-    the file's order: ≈ +1 s at 5 M lines (2.65–2.8 CPU-s single-threaded against 1.64–1.75 s wall on two).
-    """
-    with connect() as con:  # open throughout: the database is not released (and reopened) meanwhile
-        with _SHARED_LOCK:
-            _SHARED["one_thread"] += 1  # blocks running now (nested, other threads): the first sets one thread
-            if _SHARED["one_thread"] == 1:
-                con.execute("SET threads = 1")
-        try:
-            yield
-        finally:
-            with _SHARED_LOCK:
-                _SHARED["one_thread"] -= 1
-                if _SHARED["one_thread"] == 0:  # the last block out restores what the database was opened with
-                    con.execute(f"SET threads = {_SHARED['threads']}")
 
 
 def _config(tmp: str) -> dict[str, Any]:
@@ -542,16 +513,14 @@ def run_arrow(
     params: Mapping[str, Any] | None = None,
     *,
     categories: Iterable[str] = (),
-    release: bool = False,
     split_by: str | None = None,
     **slots: str,
 ) -> pa.Table | None:
-    """:func:`run`, with ``categories`` dictionary-encoded and the engine's memory released.
+    """:func:`run`, with ``categories`` dictionary-encoded.
 
     ``categories``: string columns that repeat a few values over many rows (a resource's provider, region,
     team) become dictionaries (pandas categoricals), so 67,000 resources hold a few dozen strings, not
-    67,000 of each. ``release``: :func:`release_memory` once the result is fetched (for a query over a
-    month's lines, whose working memory would otherwise sit under the work on its result).
+    67,000 of each.
     ``split_by``: a partition column the query groups by (``provider``): the query runs over each value's
     files on its own and the results are concatenated, the same groups (none spans two values), each run
     over a fraction of the files and groups (a 50 M-line month's per-resource query: 15 MB lower peak).
@@ -560,8 +529,6 @@ def run_arrow(
         table = run(store, query, params, **slots)
     else:
         table = _run_split(store, query, params, split_by, **slots)
-    if release:
-        release_memory(close=_input_bytes(store, query) >= RELEASE_MIN_BYTES)
     if table is None:
         return None
     for name in categories:
@@ -571,27 +538,14 @@ def run_arrow(
     return table
 
 
-def _input_bytes(store: Store, query: Query) -> float:
-    """The size of the Parquet files ``query`` reads (infinite on a bucket: not asked file by file)."""
-    if store.filesystem is not None:
-        return float("inf")
-    total = 0
-    for dataset in query.tables:
-        for path in store.files(dataset):
-            with suppress(OSError):  # gone since the query: it counted for nothing
-                total += os.stat(path).st_size
-    return total
-
-
 def run_pandas(
     store: Store,
     query: Query,
     params: Mapping[str, Any] | None = None,
     *,
     categories: Iterable[str] = (),
-    release: bool = False,
     **slots: str,
 ) -> pd.DataFrame | None:
     """:func:`run_arrow`, as a DataFrame (the result is one row per group: small)."""
-    table = run_arrow(store, query, params, categories=categories, release=release, **slots)
+    table = run_arrow(store, query, params, categories=categories, **slots)
     return None if table is None else table.to_pandas()

@@ -11,7 +11,6 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
@@ -107,65 +106,3 @@ def test_demo_numbers_are_the_golden_ones(demo_out: tuple[Path, str]) -> None:
         (GOLDEN / "demo-report.md").write_text(report, encoding="utf-8")
     assert plan == json.loads((GOLDEN / "demo-plan.json").read_text())
     assert report == (GOLDEN / "demo-report.md").read_text(encoding="utf-8")
-
-
-def _sample_plan() -> Any:
-    from types import SimpleNamespace
-
-    from finops_cli.report.gate import parse_plan
-
-    doc = json.loads((REPO / "tests" / "report" / "golden" / "sample-plan.json").read_text())
-    return SimpleNamespace(document=parse_plan(doc))
-
-
-def _console() -> Any:
-    import io
-
-    from rich.console import Console
-
-    return Console(file=io.StringIO(), width=140, color_system=None, highlight=False, emoji=False)
-
-
-def test_plan_tables_rendered_on_a_thread_print_what_render_plan_prints() -> None:
-    """The demo renders the plan's tables while the report draws: the same text as printing them directly."""
-    from finops_cli.cli.demo import _PlanTables
-    from finops_cli.cli.plan import render_plan
-
-    plan = _sample_plan()
-    direct, threaded = _console(), _console()
-    render_plan(plan.document.model_dump(mode="json"), direct)
-    tables = _PlanTables(threaded)
-    tables.start(plan)
-    tables.print(plan)
-    assert threaded.file.getvalue() == direct.file.getvalue()
-    assert "Workload" in direct.file.getvalue()
-
-
-def test_plan_tables_that_fail_on_the_thread_fail_where_they_are_printed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An error while rendering on the thread is not lost: printing renders again and raises it there."""
-    from finops_cli.cli import plan as plan_cli
-    from finops_cli.cli.demo import _PlanTables
-
-    def broken(doc: dict, console: object) -> None:
-        raise ValueError("cannot render")
-
-    monkeypatch.setattr(plan_cli, "render_plan", broken)
-    tables = _PlanTables(_console())
-    tables.start(_sample_plan())
-    with pytest.raises(ValueError, match="cannot render"):
-        tables.print(_sample_plan())
-
-
-def test_the_demo_freezes_the_objects_of_its_imports() -> None:
-    """Before its first step the demo has the store's libraries imported, their objects out of the collector's way."""
-    import gc
-    import sys
-
-    from finops_cli.cli.demo import _freeze_imports
-
-    try:
-        _freeze_imports()
-        assert {"pandas", "pyarrow", "duckdb"} <= set(sys.modules)
-        assert gc.get_freeze_count() > 10_000
-    finally:
-        gc.unfreeze()

@@ -1,5 +1,5 @@
-"""The console script ends without the interpreter's teardown (``cli.app.exit_now``), so what teardown did that
-matters must still happen: complete output, the exit code, DuckDB's spill folder removed."""
+"""How the console script ends: complete output, the exit code, DuckDB's spill folder removed, and a reader that
+leaves early (``finops … | head``) is no error."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _finops(args: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*FINOPS, *args], capture_output=True, text=True, timeout=300, env=env, check=False)
 
 
-def test_output_exit_code_and_spill_folders_survive_the_fast_exit(tmp_path: Path) -> None:
+def test_output_exit_code_and_spill_folders(tmp_path: Path) -> None:
     tmp, store = tmp_path / "tmp", tmp_path / "store"
     tmp.mkdir()
     ingest = _finops(["ingest", "billing", str(SAMPLES / "billing" / "focus-2026-10.csv"), "--store", str(store)], tmp)
@@ -50,13 +50,3 @@ def test_a_reader_that_leaves_early_is_not_an_error(tmp_path: Path) -> None:
     )
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr
     assert done.stdout.strip() in ("0", "1")  # 1: EXIT_BROKEN_PIPE when the pipe closed before the help was out
-
-
-def test_a_profiler_still_writes_its_results(tmp_path: Path) -> None:
-    """Under cProfile (or pyinstrument, coverage) the process ends the usual way, so the profile is written."""
-    out = tmp_path / "version.prof"
-    code = "import cProfile, sys; sys.argv = ['finops', '--version']; from finops_cli.cli.app import main; "
-    code += f"cProfile.run('main()', {str(out)!r})"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0 and done.stdout.startswith("finops")
-    assert out.stat().st_size > 0

@@ -126,8 +126,8 @@ def one_and_two(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], P
     CPU each, so the tests below share these two ingests and copy a store before writing to it)."""
     tmp = tmp_path_factory.mktemp("one-and-two")
     files = _export(tmp / "export")
-    one = ingest_billing(files, "auto", Store(tmp / "one"), jobs=1)
-    two = ingest_billing(files, "auto", Store(tmp / "two"), jobs=2)
+    one = ingest_billing(files, "auto", Store(tmp / "one"), stager=pipeline.LocalStager(1))
+    two = ingest_billing(files, "auto", Store(tmp / "two"), stager=pipeline.LocalStager(2))
     return files, tmp / "one", tmp / "two", one, two
 
 
@@ -151,7 +151,7 @@ def test_a_re_ingest_with_two_workers_rewrites_the_same_bytes(one_and_two: tuple
     store = Store(tmp_path / "store")
     shutil.copytree(one_root, store.root)  # ingested with one worker
     before = _bytes(store.root, "billing")
-    again = ingest_billing(files, "auto", store, jobs=2)
+    again = ingest_billing(files, "auto", store, stager=pipeline.LocalStager(2))
     assert _bytes(store.root, "billing") == before
     assert again.conservation == first.conservation
     assert {s["replaced_rows"] for s in again.sources} == {s["rows"] for s in first.sources}
@@ -163,16 +163,15 @@ def test_a_smaller_re_export_leaves_no_earlier_part(one_and_two: tuple, tmp_path
     files, _, two_root, _, _ = one_and_two
     store = Store(tmp_path / "store")
     shutil.copytree(two_root, store.root)  # ingested with two workers
-    again = ingest_billing(files[:2], "auto", store, jobs=2)
+    again = ingest_billing(files[:2], "auto", store, stager=pipeline.LocalStager(2))
     assert store.read("billing").num_rows == 2 * 700 == again.rows
     assert not [p for p in store.files("billing") if p.stem.endswith(("-part2", "-part3"))]
     assert store.has_aggregate("billing")
 
 
 def test_jobs_below_one_is_refused(tmp_path: Path) -> None:
-    files = _export(tmp_path / "export", files=2, rows=20)
     with pytest.raises(InputError, match="--jobs 0"):
-        ingest_billing(files, "auto", Store(tmp_path / "s"), jobs=0)
+        pipeline.LocalStager(0)
 
 
 def test_a_killed_parallel_ingest_leaves_the_store_as_it_was(tmp_path: Path) -> None:
@@ -186,13 +185,14 @@ def test_a_killed_parallel_ingest_leaves_the_store_as_it_was(tmp_path: Path) -> 
         f"""
         import os, signal
         from finops_cli.store import store as st
-        from finops_cli.ingest.billing import ingest_billing
+        from finops_cli.ingest.billing import ingest_billing, pipeline
         original = st.Transaction.adopt
         def adopt(self, *a, **k):
             original(self, *a, **k)
             os.kill(os.getpid(), signal.SIGKILL)
         st.Transaction.adopt = adopt
-        ingest_billing({[str(f) for f in files]!r}, "auto", st.Store({str(store.root)!r}), jobs=2)
+        store = st.Store({str(store.root)!r})
+        ingest_billing({[str(f) for f in files]!r}, "auto", store, stager=pipeline.LocalStager(2))
         """
     )
     log = tmp_path / "stderr.txt"
@@ -259,10 +259,11 @@ def test_a_killed_worker_is_one_line_exit_2_and_nothing_written(
     assert _lines(root) == before
 
 
-def test_jobs_with_spark_is_refused(tmp_path: Path) -> None:
-    files = _export(tmp_path / "export", files=2, rows=20)
+def test_jobs_with_spark_is_refused() -> None:
+    from finops_cli.engines import billing_stager
+
     with pytest.raises(InputError, match="--jobs applies to --engine local"):
-        ingest_billing(files, "auto", Store(tmp_path / "s"), engine="spark", jobs=2)
+        billing_stager("spark", None, 2)
 
 
 @pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])

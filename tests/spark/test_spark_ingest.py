@@ -18,6 +18,7 @@ from finops_cli.cli.app import app
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing import ingest_billing
 from finops_cli.ingest.billing.pipeline import exact_sum
+from finops_cli.spark.billing import SparkStager
 from finops_cli.store import Store
 from tests.conftest import SAMPLES
 from tests.spark.cur_parts import write_parts
@@ -76,7 +77,7 @@ def money(root: Path) -> dict[str, int]:
 
 def test_sample_exports_same_store_on_both_engines(spark: object, tmp_path: Path) -> None:
     local = ingest_billing([SAMPLES / "billing"], store=Store(tmp_path / "local"))
-    on_spark = ingest_billing([SAMPLES / "billing"], store=Store(tmp_path / "spark"), engine="spark")
+    on_spark = ingest_billing([SAMPLES / "billing"], store=Store(tmp_path / "spark"), stager=SparkStager())
     assert_same_store(tmp_path / "local", tmp_path / "spark")
     assert money(tmp_path / "local") == money(tmp_path / "spark")
     assert on_spark.conservation == local.conservation  # exact sums: the same to the nano-unit
@@ -96,7 +97,7 @@ def test_sample_exports_same_store_on_both_engines(spark: object, tmp_path: Path
 def test_generated_multi_file_cur_same_store_and_totals_to_the_cent(spark: object, tmp_path: Path) -> None:
     parts = write_parts(tmp_path / "cur")
     local = ingest_billing(parts, "aws-cur", Store(tmp_path / "local"))
-    on_spark = ingest_billing(parts, "aws-cur", Store(tmp_path / "spark"), engine="spark")
+    on_spark = ingest_billing(parts, "aws-cur", Store(tmp_path / "spark"), stager=SparkStager())
     assert_same_store(tmp_path / "local", tmp_path / "spark")
     assert set(money(tmp_path / "spark")) == {"USD", "EUR"}
     assert money(tmp_path / "local") == money(tmp_path / "spark")
@@ -105,14 +106,14 @@ def test_generated_multi_file_cur_same_store_and_totals_to_the_cent(spark: objec
     assert on_spark.warnings == local.warnings
 
     # re-ingesting on the other engine replaces, never duplicates (same keys, same files)
-    ingest_billing(parts, "aws-cur", Store(tmp_path / "local"), engine="spark")
+    ingest_billing(parts, "aws-cur", Store(tmp_path / "local"), stager=SparkStager())
     assert_same_store(tmp_path / "local", tmp_path / "spark")
 
 
 def test_a_bad_file_is_one_line_and_the_store_is_left_as_it_was(spark: object, tmp_path: Path) -> None:
     parts = write_parts(tmp_path / "cur", rows_per_part=200, parts_per_export=1)
     store = Store(tmp_path / "store")
-    ingest_billing(parts[:1], "aws-cur", store, engine="spark")
+    ingest_billing(parts[:1], "aws-cur", store, stager=SparkStager())
     before = {p: p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file() and p.name != ".lock"}
     bad = tmp_path / "bad.csv"
     with parts[1].open(newline="") as fh:
@@ -123,7 +124,7 @@ def test_a_bad_file_is_one_line_and_the_store_is_left_as_it_was(spark: object, t
     with pytest.raises(InputError) as local_err:
         ingest_billing([parts[2], bad], "aws-cur", store)
     with pytest.raises(InputError) as spark_err:
-        ingest_billing([parts[2], bad], "aws-cur", store, engine="spark")
+        ingest_billing([parts[2], bad], "aws-cur", store, stager=SparkStager())
     assert str(spark_err.value) == str(local_err.value)
     assert "bad.csv" in str(spark_err.value) and "\n" not in str(spark_err.value)
     after = {p: p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file() and p.name != ".lock"}

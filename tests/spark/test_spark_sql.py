@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from finops_cli import api
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
-from finops_cli.spark.sql import to_spark_sql
+from finops_cli.spark.sql import SparkEngine, to_spark_sql
 from finops_cli.store import Store, engine
 from finops_cli.store.queries import QUERIES
 from tests.conftest import SAMPLES
@@ -67,7 +67,7 @@ def test_every_query_answers_the_same_on_spark(spark: object, sample_store: Stor
     query = QUERIES[name]
     slots = {k: v for k, v in SLOTS.items() if "{" + k + "}" in query.sql}
     duck = engine.run(sample_store, query, PARAMS, **slots)
-    with engine.using("spark"):
+    with engine.using(SparkEngine()):
         on_spark = engine.run(sample_store, query, PARAMS, **slots)
     assert duck is not None and on_spark is not None
     assert duck.num_rows > 0, name  # a comparison of two empty answers proves nothing

@@ -1,4 +1,5 @@
-"""DuckDB's memory and thread settings come from the environment; a bad value is exit 2, not a traceback."""
+"""The DuckDB engine: one connection per command, its settings from the environment (a bad value is exit 2, not a
+traceback), UTC hours, deterministic per-file aggregates."""
 
 from __future__ import annotations
 
@@ -33,59 +34,28 @@ def test_settings_reach_duckdb(monkeypatch: pytest.MonkeyPatch) -> None:
     assert row["t"] == 1 and row["m"].startswith(("286", "300"))
 
 
-def test_queries_share_one_database_and_each_sees_only_its_own_views(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Opening a DuckDB database costs ~40 ms: one per process, a cursor per query, views private to it."""
+def test_a_command_engine_runs_every_query_on_one_connection_and_closing_removes_its_spill_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The command owns the engine: the queries of a ``using`` block run on one connection, each query's views
+    private to it; leaving the block closes the connection and removes its spill folder."""
+    import tempfile
+
     from finops_cli.store.queries import Query
 
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     q = Query("zone", (), "SELECT current_setting('TimeZone') AS tz")
-    assert engine.run_files(q, {}).to_pylist() == [{"tz": "UTC"}]
-    first = engine._SHARED["db"]
-    with engine.connect() as a, engine.connect() as b:
-        a.execute("CREATE TEMP VIEW billing AS SELECT 1 AS x")
-        b.execute("CREATE TEMP VIEW billing AS SELECT 2 AS x")  # no clash with a's
-        assert a.sql("SELECT x FROM billing").fetchall() == [(1,)]
-        assert b.sql("SELECT x FROM billing").fetchall() == [(2,)]
-    with engine.connect() as c:
-        assert c.sql("SELECT count(*) FROM duckdb_views() WHERE view_name = 'billing'").fetchall() == [(0,)]
-    assert engine.run_files(q, {}).to_pylist() == [{"tz": "UTC"}] and engine._SHARED["db"] is first
-    monkeypatch.setenv("FINOPS_DUCKDB_MEMORY", "300MB")  # other settings: another database
-    engine.run_files(q, {})
-    assert engine._SHARED["db"] is not first
-
-
-def test_release_memory_closes_the_idle_database_and_the_next_query_opens_one() -> None:
-    """After a query over a month's lines the commands hand its working memory back; a cursor still open
-    keeps the database (closing it under a running query would break that query)."""
-    from finops_cli.store.queries import Query
-
-    q = Query("one", (), "SELECT 1 AS x")
-    engine.run_files(q, {})
-    first = engine._SHARED["db"]
-    with engine.connect() as con:
-        engine.release_memory()
-        assert engine._SHARED["db"] is first and con.sql("SELECT 2").fetchall() == [(2,)]
-    engine.release_memory()
-    assert "db" not in engine._SHARED
-    assert engine.run_files(q, {}).to_pylist() == [{"x": 1}] and engine._SHARED["db"] is not first
-
-
-def test_a_released_query_over_little_data_keeps_the_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """``run_arrow(release=True)`` closes the database only after a query over at least RELEASE_MIN_BYTES of
-    Parquet: reopening it (25-30 ms) is worth it only where the query's working memory was large."""
-    from finops_cli import api
-
-    samples = Path(__file__).resolve().parents[2] / "samples" / "spot_prices"
-    store = api.open_store(tmp_path / "store")
-    api.ingest_spot_prices(store=store, files=sorted(samples.iterdir()))
-    small = engine._input_bytes(store, SPOT_FEED_LATEST)
-    assert 0 < small < engine.RELEASE_MIN_BYTES
-    assert engine.run_arrow(store, SPOT_FEED_LATEST) is not None
-    first = engine._SHARED["db"]
-    assert engine.run_arrow(store, SPOT_FEED_LATEST, release=True) is not None
-    assert engine._SHARED["db"] is first  # kept: the files are small
-    monkeypatch.setattr(engine, "RELEASE_MIN_BYTES", small)
-    engine.run_arrow(store, SPOT_FEED_LATEST, release=True)
-    assert "db" not in engine._SHARED  # as large as the threshold: closed
+    with engine.using(engine.DuckDBEngine()) as duck:
+        assert engine.in_force() is duck and engine.current_engine() == "local"
+        assert engine.run_files(q, {}).to_pylist() == [{"tz": "UTC"}]
+        con = duck._con
+        views = Query("views", (), "SELECT count(*) AS n FROM duckdb_views() WHERE NOT internal")
+        assert engine.run_files(views, {}).to_pylist() == [{"n": 0}] and duck._con is con
+        assert [p.name.startswith("finops-duckdb-") for p in tmp_path.iterdir()] == [True]
+    assert engine.in_force() is None and duck._con is None
+    assert list(tmp_path.iterdir()) == []
+    assert engine.run_files(q, {}).to_pylist() == [{"tz": "UTC"}]  # none in force: a connection for the query
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_every_cursor_reads_parquet_without_prefetching() -> None:
@@ -181,74 +151,28 @@ def test_per_file_aggregates_sum_on_one_thread_in_the_file_order(tmp_path: Path)
     pq.write_table(table, path, row_group_size=10_000)  # 30 row groups: work for every thread there is
     sql = "SELECT g, sum(x) AS s, current_setting('threads') AS threads FROM utilization GROUP BY g ORDER BY g"
     query = Query("sums", ("utilization",), sql)
-    with engine.connect() as con:
-        (before,) = con.execute("SELECT current_setting('threads')").fetchone()
-    first = engine.run_per_file(query, "utilization", [path])[0]
-    assert set(first["threads"].to_pylist()) == {1}
-    for _ in range(4):
-        assert engine.run_per_file(query, "utilization", [path])[0].equals(first)
-    with engine.connect() as con:
-        assert con.execute("SELECT current_setting('threads')").fetchone() == (before,)
+    threads = Query("threads", (), "SELECT current_setting('threads') AS t")
+    with engine.using(engine.DuckDBEngine()):
+        before = engine.run_files(threads, {}).to_pylist()
+        first = engine.run_per_file(query, "utilization", [path])[0]
+        assert set(first["threads"].to_pylist()) == {1}
+        for _ in range(4):
+            assert engine.run_per_file(query, "utilization", [path])[0].equals(first)
+        assert engine.run_files(threads, {}).to_pylist() == before
 
 
-def test_every_cursor_is_on_utc_without_prefetching_or_progress_bar_after_a_reopen_too(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The database is settled once when it opens (``SET GLOBAL``), not on each cursor: every cursor still sees it,
-    on a database reopened after :func:`engine.release_memory` or for other settings too."""
+def test_every_query_is_on_utc_without_prefetching_or_progress_bar() -> None:
+    """DuckDB's own defaults are the machine's zone, prefetching on, and (in an interactive Python) a progress bar
+    drawn on stderr, inside our output."""
+    from finops_cli.store.queries import Query
+
     sql = (
-        "SELECT current_setting('TimeZone'), current_setting('disable_parquet_prefetching'), "
-        "current_setting('enable_progress_bar')"
+        "SELECT current_setting('TimeZone') AS tz, current_setting('disable_parquet_prefetching') AS off, "
+        "current_setting('enable_progress_bar') AS bar"
     )
-    for reopen in (lambda: None, engine.release_memory, lambda: monkeypatch.setenv("FINOPS_DUCKDB_MEMORY", "400MB")):
-        reopen()
-        with engine.connect() as a, engine.connect() as b:
-            # DuckDB's own default is the machine's zone ("Etc/UTC" here), prefetching on
-            assert a.execute(sql).fetchone() == b.execute(sql).fetchone() == ("UTC", True, False)
-
-
-def test_a_cursor_that_would_draw_a_progress_bar_is_turned_off() -> None:
-    """``enable_progress_bar`` is a connection's own setting (no ``SET GLOBAL``): where a new cursor would start with
-    it on, :func:`engine._settle` has each cursor turn it off, and only then."""
-    import duckdb
-
-    class Drawing:
-        """A database whose new cursors draw a progress bar."""
-
-        def __init__(self) -> None:
-            self.db = duckdb.connect()
-
-        def cursor(self) -> duckdb.DuckDBPyConnection:
-            con = self.db.cursor()
-            con.execute("SET enable_progress_bar = true")
-            return con
-
-    drawing = Drawing()
-    threads, per_cursor = engine._settle(drawing)
-    assert threads >= 1 and per_cursor
-    con = drawing.cursor()
-    for statement in per_cursor:
-        con.execute(statement)
-    assert con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
-    assert engine._settle(duckdb.connect())[1] == ()  # a plain cursor starts with it off: nothing per cursor
-
-
-def test_one_thread_blocks_nest_and_the_last_out_restores_the_opened_thread_count(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("FINOPS_DUCKDB_THREADS", "2")
-
-    def threads() -> int:
-        with engine.connect() as con:
-            (value,) = con.execute("SELECT current_setting('threads')").fetchone()
-        return int(value)
-
-    assert threads() == 2
-    with engine._one_thread():
-        with engine._one_thread():
-            assert threads() == 1
-        assert threads() == 1  # the outer block still runs on one thread
-    assert threads() == 2
+    with engine.using(engine.DuckDBEngine()):
+        for _ in range(2):
+            assert engine.run_files(Query("s", (), sql), {}).to_pylist() == [{"tz": "UTC", "off": True, "bar": False}]
 
 
 def test_a_views_columns_are_read_from_the_footers_as_describe_answers(tmp_path: Path) -> None:
@@ -297,6 +221,6 @@ def test_a_views_columns_are_read_from_the_footers_as_describe_answers(tmp_path:
     assert engine.run(store, q).to_pylist() == [
         {"billing_period": "2026-09", "n": 0, "lines": 2}, {"billing_period": "2026-10", "n": 4, "lines": 4}
     ]  # fmt: skip
-    with engine.connect() as con:  # the old file alone: its view has the canonical columns it lacks, NULL
-        engine.create_view(con, "billing", located[:1])
-        assert con.execute(f'SELECT count(*), count("{lacking}") FROM billing').fetchone() == (2, 0)
+    con = duckdb.connect()  # the old file alone: its view has the canonical columns it lacks, NULL
+    engine.create_view(con, "billing", located[:1])
+    assert con.execute(f'SELECT count(*), count("{lacking}") FROM billing').fetchone() == (2, 0)

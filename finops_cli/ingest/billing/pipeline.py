@@ -15,8 +15,9 @@ export twice rewrites the same file; a corrected re-export of the period replace
 files in the same ``provider/billing_period`` partition are untouched. Give all files of one export (e.g. a
 CUR split into parts) in one command: a later ingest of the same account and period replaces it wholly.
 
-Each input file is staged on its own by :func:`stage_file` (convert, write, tally), in this process, in
-worker processes (``jobs``) or in Spark tasks (``engine="spark"``): the same function everywhere. So the
+Each input file is staged on its own by :func:`stage_file` (convert, write, tally) by the stager the caller
+chose: in this process or worker processes (:class:`LocalStager`), or as Spark tasks
+(:class:`finops_cli.spark.billing.SparkStager`): the same function everywhere. So the
 second input file holding lines of a key writes ``<key>-part1`` (:func:`~finops_cli.store.store.part_key`),
 and the store's bytes do not depend on how many processes converted the files.
 """
@@ -34,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from decimal import Context, Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -61,8 +62,8 @@ from finops_cli.ingest.readers import (
 )
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
-from finops_cli.store import engine as store_engine
-from finops_cli.store.store import StagedWriter, file_source_key, part_key, stage_aggregates
+from finops_cli.store.engine import THREADS_ENV
+from finops_cli.store.store import StagedWriter, Transaction, file_source_key, part_key, stage_aggregates
 
 DATASET = "billing"
 #: half a cent, in the nano-units of :func:`exact_sum`
@@ -206,23 +207,20 @@ def ingest_billing(
     fmt: str = "auto",
     store: Store | None = None,
     progress: Progress | None = None,
-    engine: str = "local",
-    spark_master: str | None = None,
-    jobs: int | None = None,
+    stager: BillingStager | None = None,
 ) -> IngestSummary:
     """Ingest billing exports into ``store`` atomically; see the module docstring for the promises.
 
-    ``jobs`` worker processes stage the files in parallel (default :func:`worker_count`: one per core for a
-    multi-file export of at least :data:`PARALLEL_MIN_BYTES`, else this process); ``engine="spark"`` stages
-    them as Spark tasks (``spark_master``, default: a local or the spark-submit session). Either way each
-    file goes through :func:`stage_file` and hands back its tallies; the checks and the commit stay here.
+    ``stager`` stages the files (default :class:`LocalStager`: this process, or one worker per core for a
+    multi-file export of at least :data:`PARALLEL_MIN_BYTES`). Either way each file goes through
+    :func:`stage_file` and hands back its tallies; the checks and the commit stay here, and any aggregate not
+    built while staging is built at commit on the query engine in force.
     """
     if store is None:
         from finops_cli.store import open_store
 
         store = open_store()
-    if jobs is not None and engine != "local":
-        raise InputError(f"--jobs applies to --engine local; --engine {engine} runs one task per file")
+    stager = stager or LocalStager()
     files = discover(paths, what="billing export")
     plan: list[FileJob] = []
     for index, path in enumerate(files):
@@ -230,19 +228,12 @@ def ingest_billing(
         entry, sniffed = BILLING_FORMATS.resolve(fmt, header, path)
         entry.obj.check_header(header, path)
         plan.append(FileJob(index, path, entry.obj.name, sniffed, header))
-    workers = worker_count(jobs, files)
 
     acc = _Acc()
-    # on Spark, any aggregate not built in a task runs there too (the same SQL text)
-    with store_engine.using(engine, spark_master), store.transaction() as tx:
+    with store.transaction() as tx:
         # read under the writer lock: another ingest's entries cannot change between this and the commit
         previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
-        if engine == "spark":  # the same staging function, run as Spark tasks (finops_cli/spark/billing.py)
-            from finops_cli.spark.billing import stage_billing
-
-            results: Iterable[FileResult] = stage_billing(plan, tx, master=spark_master)
-        else:
-            results = _run(plan, tx.staging, workers, progress)
+        results = stager.stage(plan, tx, progress)
         summaries, digests = _adopt(results, tx, acc)
         azure_kinds: dict[str, tuple[str, str]] = {}
         for f in summaries:
@@ -279,6 +270,28 @@ class FileResult:
     digest: str
     #: the staged files' aggregates, named as they are; None: built at commit (on Spark, by Spark SQL)
     aggregates: list[str] | None = None
+
+
+class BillingStager(Protocol):
+    """Stages an ingest's files under a transaction: each through :func:`stage_file`, results in file order."""
+
+    def stage(self, plan: Sequence[FileJob], tx: Transaction, progress: Progress | None) -> Iterable[FileResult]:
+        """Stage ``plan``'s files under ``tx.staging``; each file's :class:`FileResult`, in ``plan``'s order."""
+        ...
+
+
+@dataclass(frozen=True)
+class LocalStager:
+    """Stage the files in this process, or in ``jobs`` worker processes (default :func:`worker_count`)."""
+
+    jobs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.jobs is not None and self.jobs < 1:
+            raise InputError(f"--jobs {self.jobs}: expected an integer >= 1")
+
+    def stage(self, plan: Sequence[FileJob], tx: Transaction, progress: Progress | None) -> Iterator[FileResult]:
+        return _run(plan, tx.staging, worker_count(self.jobs, [job.path for job in plan]), progress)
 
 
 #: a file's share of a key is staged as ``<key>-file<index>``; the committing process names it (:func:`_adopt`)
@@ -402,10 +415,6 @@ def _start_worker(parent: int, threads: int) -> None:
     """Worker start: die with the parent; pyarrow's and DuckDB's thread pools sized to this worker's share of
     the cores (``$FINOPS_DUCKDB_THREADS`` still wins), so N workers on N cores do not run N² threads."""
     _die_with_parent(parent)
-    import pyarrow as pa
-
-    from finops_cli.store.engine import THREADS_ENV
-
     pa.set_cpu_count(threads)
     os.environ.setdefault(THREADS_ENV, str(threads))
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -51,7 +51,6 @@ from finops_cli.ingest.utilization.csv import DEFAULTS, CsvMapping, iter_csv, ut
 from finops_cli.ingest.utilization.dcgm import SCRAPE_SUFFIXES, iter_dcgm
 from finops_cli.ingest.utilization.prometheus import iter_prometheus_range
 from finops_cli.store import Store
-from finops_cli.store import engine as store_engine
 from finops_cli.store.store import Transaction
 
 DATASET = "utilization"
@@ -211,8 +210,7 @@ def ingest_utilization(
     default_interval_s: float = DEFAULT_INTERVAL_S,
     on_rows: Callable[[int], None] | None = None,
     replace: bool = False,
-    engine: str = "local",
-    spark_master: str | None = None,
+    stager: UtilizationStager | None = None,
 ) -> UtilizationIngest:
     """Ingest utilisation traces into the store's ``utilization`` dataset (partitioned by month).
 
@@ -230,23 +228,19 @@ def ingest_utilization(
     replace
         Remove stored sources whose samples overlap a new source's (same device, overlapping time)
         instead of refusing (see the module docstring).
-    engine
-        ``spark``: each source is one Spark task (``spark_master``) running :func:`ingest_source`, the
-        function the local engine runs here; the overlap check, manifest and commit stay in this process,
-        and the aggregates built at commit run on Spark SQL (as for billing).
+    stager
+        Reads the sources into the transaction (default :class:`InProcessStager`; Spark: one task per source,
+        :class:`finops_cli.spark.utilization.SparkStager`), each through :func:`ingest_source`; the overlap
+        check, manifest and commit stay in this process.
     """
     mapping = mapping or CsvMapping()
     if util_scale is not None and util_scale not in (1, 100):
         raise InputError(f"--util-scale must be 1 or 100; got {util_scale:g}")
     options = SourceOptions(fmt, mapping, util_scale, max_gap_factor, default_interval_s)
     sources = _sources([Path(p) for p in paths])
-    with store_engine.using(engine, spark_master), store.transaction() as tx:
-        if engine == "spark":  # one Spark task per source, the same function (finops_cli/spark/utilization.py)
-            from finops_cli.spark.utilization import stage_utilization
-
-            done = stage_utilization(sources, options, tx, master=spark_master)
-        else:
-            done = [ingest_source(tx, i, src, options, tx.staging, on_rows) for i, src in enumerate(sources)]
+    stager = stager or InProcessStager()
+    with store.transaction() as tx:
+        done = stager.stage(sources, options, tx, on_rows)
         for d in done:
             tx.forget_source(d.summary.key)
             tx.record(d.entry())
@@ -254,6 +248,25 @@ def ingest_utilization(
         replaced = _check_overlaps(store, tx, spans, replace=replace)
         rows = tx.rows_written
     return UtilizationIngest([d.summary for d in done], rows, replaced)
+
+
+class UtilizationStager(Protocol):
+    """Reads an ingest's sources into a transaction, each through :func:`ingest_source`, results in order."""
+
+    def stage(
+        self, sources: Sequence[Path], options: SourceOptions, tx: Transaction, on_rows: Callable[[int], None] | None
+    ) -> list[SourceDone]:
+        """Each source of ``sources`` staged under ``tx``; their :class:`SourceDone`, in order."""
+        ...
+
+
+class InProcessStager:
+    """Read the sources one after the other in this process, writing through the transaction."""
+
+    def stage(
+        self, sources: Sequence[Path], options: SourceOptions, tx: Transaction, on_rows: Callable[[int], None] | None
+    ) -> list[SourceDone]:
+        return [ingest_source(tx, i, src, options, tx.staging, on_rows) for i, src in enumerate(sources)]
 
 
 @dataclass
