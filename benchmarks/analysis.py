@@ -166,7 +166,7 @@ def _utilization_chunk(m0: int, m1: int, devices: int, rng: np.random.Generator)
     """One-minute samples of ``devices`` GPUs for minutes ``m0 … m1-1`` of the month (dictionary columns)."""
     from company import MONTH, MONTH_START, RESOURCES
 
-    from finops_cli.ingest.utilization.common import STORE_SCHEMA
+    from finops_cli.schema.utilization import STORE_SCHEMA
 
     gpus = [(i, g) for i, r in enumerate(RESOURCES) for g in range(r.gpus)]
     d = np.arange(devices)

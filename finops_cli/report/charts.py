@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops_cli.atomic import atomic_path
-from finops_cli.core.currency import minor_units
 from finops_cli.report.format import currency_symbol
+from finops_cli.schema.currency import minor_units
 
 if TYPE_CHECKING:
     from matplotlib.ticker import FuncFormatter

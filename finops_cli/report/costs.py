@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 
 import pandas as pd
 
-from finops_cli.core.currency import minor_units
+from finops_cli.schema.currency import minor_units
 from finops_cli.store.cost_query import NONE
 
 CostBasis = Literal["billed", "effective"]

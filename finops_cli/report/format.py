@@ -3,7 +3,7 @@
 ``money(1234.5, "USD") -> "$1,234.50"``; ``pct(0.125) -> "12.5%"`` (takes a fraction);
 ``number(12345.6) -> "12,346"``; ``unit_price(0.0004) -> "$0.0004"``. ``None``/NaN render as ``—``.
 
-Money has the currency's ISO 4217 minor units (:mod:`finops_cli.core.currency`): ``money(1234, "JPY")
+Money has the currency's ISO 4217 minor units (:mod:`finops_cli.schema.currency`): ``money(1234, "JPY")
 -> "¥1,234"``, ``money(1.5, "KWD") -> "1.500 KWD"``.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from finops_cli.core.currency import minor_units
+from finops_cli.schema.currency import minor_units
 
 _SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
 

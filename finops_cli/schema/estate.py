@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
-from finops_cli.core.currency import check_iso4217
+from finops_cli.schema.currency import check_iso4217
 
 SubstrateKind = Literal["owned", "reserved", "on_demand", "spot", "api"]
 Isolation = Literal["dedicated", "shared"]

@@ -13,7 +13,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from finops_cli.core.currency import check_iso4217
+from finops_cli.schema.currency import check_iso4217
 
 SCHEMA_VERSION: Final = 1
 

@@ -14,10 +14,12 @@ import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from finops_cli.errors import InputError
 from finops_cli.store.engine import DuckDBEngine, using
+from finops_cli.store.remote import ObjectStore
 from finops_cli.store.store import stage_aggregates
 
 if TYPE_CHECKING:
@@ -147,8 +149,6 @@ def task_staging(spark: SparkSession, tx: Any) -> str:
     protocol): Spark tasks can write there only in local mode. A directory store's staging is inside the
     store, so a cluster needs the store on a file system every executor shares.
     """
-    from finops_cli.store.remote import ObjectStore
-
     if isinstance(tx.store, ObjectStore) and not str(spark.sparkContext.master).startswith("local"):
         raise InputError(
             f"--engine spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
@@ -160,8 +160,6 @@ def task_staging(spark: SparkSession, tx: Any) -> str:
 
 def adopt(tx: Any, staged: Sequence[str], rows: int, aggregates: Sequence[str]) -> None:
     """Commit with ``tx`` the files (and their aggregates) a task staged, after checking this driver sees them."""
-    from pathlib import Path
-
     missing = [r for r in [*staged, *aggregates] if not (tx.staging / r).is_file()]
     if missing:
         raise InputError(
@@ -176,8 +174,6 @@ def close_and_aggregate(writer: Any, staging: str) -> tuple[list[str], list[str]
     """In a task: close ``writer`` (a :class:`~finops_cli.store.store.StagedWriter`) and build the aggregate of
     each file it wrote, with DuckDB in this task, from the same SQL (so the commit need not read every new
     line again in one Spark SQL job: at 10 M lines that job was 40 % of the ingest). (files, aggregates)."""
-    from pathlib import Path
-
     written = writer.close()
     with using(DuckDBEngine()):
         built = stage_aggregates(Path(staging), written)

@@ -19,6 +19,8 @@ import pyarrow as pa
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.readers import map_unique
+from finops_cli.schema.billing import BILLING_SCHEMA
+from finops_cli.schema.utilization import STORE_SCHEMA as UTILIZATION_SCHEMA
 from finops_cli.spark.session import get_session
 from finops_cli.store.engine import render
 from finops_cli.store.queries import Query
@@ -140,9 +142,6 @@ def _create_view(spark: Any, table: str, paths: list[Path], file_column: bool = 
     columns merged by name, canonical columns an older file lacks as NULL (as the DuckDB views do)."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_type
-
-    from finops_cli.ingest.utilization.common import STORE_SCHEMA as UTILIZATION_SCHEMA
-    from finops_cli.schema.billing import BILLING_SCHEMA
 
     base = paths[0].parents[len(DATASETS[table])]  # <dataset>/<col>=<value>/…/<key>.parquet
     df = spark.read.option("basePath", str(base)).option("mergeSchema", "true").parquet(*map(str, paths))

@@ -16,7 +16,11 @@ from typing import Any
 
 import pandas as pd
 
+from finops_cli.schema.billing import BILLING_SCHEMA, GPU_LINE_SQL
+from finops_cli.schema.utilization import STORE_SCHEMA
+from finops_cli.store import engine
 from finops_cli.store.engine import json_path
+from finops_cli.store.queries import COST_GROUPS, USAGE_GROUPS
 from finops_cli.store.store import Store
 
 #: user-facing dimension → billing column (anything else is a tag key, e.g. ``team``)
@@ -54,10 +58,6 @@ def cost_groups(
     (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`). Returns None when the store has no billing; group values
     are strings, empty ones :data:`NONE`.
     """
-    from finops_cli.schema.billing import BILLING_SCHEMA, GPU_LINE_SQL
-    from finops_cli.store import engine
-    from finops_cli.store.queries import COST_GROUPS
-
     params: dict[str, Any] = {"none": NONE}
     raw = set(BILLING_SCHEMA.names) | {"provider", "billing_period"}
 
@@ -98,9 +98,6 @@ def usage_groups(store: Store, column: str, months: Sequence[str]) -> pd.DataFra
 
     None when the store has no utilisation for those months or the column is not one utilisation carries.
     """
-    from finops_cli.ingest.utilization.common import STORE_SCHEMA
-    from finops_cli.store import engine
-    from finops_cli.store.queries import USAGE_GROUPS
 
     if not months or column not in set(STORE_SCHEMA.names) - {"timestamp", "interval_s", "utilization"}:
         return None

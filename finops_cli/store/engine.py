@@ -31,9 +31,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from finops_cli.errors import InputError
-from finops_cli.store.queries import Query
+from finops_cli.schema.billing import BILLING_SCHEMA
+from finops_cli.schema.utilization import STORE_SCHEMA as UTILIZATION_SCHEMA
+from finops_cli.store.queries import BILLED_BASELINE, BILLED_BASELINE_HOURLY, BILLING_HOURLY_MATCHABLE, Query
 from finops_cli.store.store import DATASETS
 
 if TYPE_CHECKING:
@@ -172,8 +176,6 @@ def match_column_names(fleet: Fleet | None, grouped: Iterable[str] = ()) -> list
     Names that are not billing columns (``host`` matches utilisation) never match a billing line, so they
     are left out.
     """
-    from finops_cli.schema.billing import BILLING_SCHEMA
-
     if fleet is None:
         return []
     names = {c for s in fleet.substrates for c in (s.match or {})}
@@ -192,8 +194,6 @@ def baseline_groups(store: Store, fleet: Fleet, start: datetime, end: datetime) 
     fleet matches on (thousands of rows), else from the detail lines (:data:`BILLED_BASELINE`); both give
     the same groups. ``start``/``end`` fall on whole hours (a planning horizon's do).
     """
-    from finops_cli.store.queries import BILLED_BASELINE, BILLED_BASELINE_HOURLY, BILLING_HOURLY_MATCHABLE
-
     extra = match_column_names(fleet)
     hourly = store.has_aggregate("billing_hourly") and set(extra) <= BILLING_HOURLY_MATCHABLE
     params = {"first_period": f"{start:%Y-%m}", "start": start, "end": end}
@@ -413,9 +413,6 @@ def create_view(
     reader (the httpfs extension) is downloaded on first use, which an offline machine cannot do. DuckDB
     pushes its column selection and filters into the pyarrow scan, so partitions are still pruned.
     """
-    from finops_cli.ingest.utilization.common import STORE_SCHEMA as UTILIZATION_SCHEMA
-    from finops_cli.schema.billing import BILLING_SCHEMA
-
     canonical = {"billing": BILLING_SCHEMA, "utilization": UTILIZATION_SCHEMA}.get(table)
     if filesystem is None:
         types = ", ".join(f"'{c}': 'VARCHAR'" for c in DATASETS[table])
@@ -442,8 +439,6 @@ def create_view(
 
 
 def _read_schema(path: str) -> pa.Schema:
-    import pyarrow.parquet as pq
-
     return pq.read_schema(path)
 
 
@@ -482,9 +477,6 @@ def _arrow_dataset(
 ) -> Any:
     """A pyarrow dataset over ``paths`` with Hive partition columns as strings and the files' schemas
     united by name (what ``union_by_name`` does for the local files)."""
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
-
     partitions = pa.schema([(c, pa.string()) for c in DATASETS[table]])
     read = schemas or (lambda p: pq.read_schema(p, filesystem=filesystem))
     body = pa.unify_schemas([pa.schema([f for f in read(p) if f.name not in partitions.names]) for p in paths])

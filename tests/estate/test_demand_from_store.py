@@ -29,7 +29,7 @@ def _estate(tmp_path, tag: str = "team", value: str = "research", **options: str
 
 
 def test_busy_gpu_hours_from_utilization(store: Store, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from finops_cli.ingest.utilization.common import STORE_SCHEMA
+    from finops_cli.schema.utilization import STORE_SCHEMA
 
     frame = pd.DataFrame(
         {
@@ -79,7 +79,7 @@ def test_nothing_in_the_store_is_a_clear_error(store: Store, tmp_path) -> None: 
 
 def _trace(store: Store, hours: int, start: str = "2026-10-01T00:00Z", util: float = 0.5) -> None:
     """One H100 of team research sampled every 15 minutes for ``hours`` hours at ``util``."""
-    from finops_cli.ingest.utilization.common import STORE_SCHEMA
+    from finops_cli.schema.utilization import STORE_SCHEMA
 
     n = hours * 4
     frame = pd.DataFrame(

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from finops_cli import api
 from finops_cli.cli.app import app
-from finops_cli.core.currency import minor_units
 from finops_cli.report.costs import split_exact
+from finops_cli.schema.currency import minor_units
 from finops_cli.store import Store
 
 runner = CliRunner()

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from finops_cli.core.currency import is_iso4217, iso4217_minor_units, minor_units
 from finops_cli.report.format import compact_money, money, unit_price
+from finops_cli.schema.currency import is_iso4217, iso4217_minor_units, minor_units
 
 _SYMBOL = r"(?:\$|€|£|¥|CA\$|A\$)"
 _COMPACT = re.compile(rf"(?P<sign>-?){_SYMBOL}?(?P<num>[\d,]+(?:\.\d+)?)(?P<suffix>[kMBT]?)(?: (?P<code>[A-Z]{{3}}))?")

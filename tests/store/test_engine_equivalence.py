@@ -27,10 +27,10 @@ from finops_cli.core.baseline import billed_baseline
 from finops_cli.core.demand import Horizon, observed_demand
 from finops_cli.estate.demand_io import observe
 from finops_cli.estate.load import load_fleet
-from finops_cli.ingest.utilization.common import STORE_SCHEMA
 from finops_cli.report.waste import GROUP_BYS, resource_rates, waste_report
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.estate import Fleet, Workload
+from finops_cli.schema.utilization import STORE_SCHEMA
 from finops_cli.store import Store, engine
 from finops_cli.store.queries import (
     AGGREGATES,

@@ -41,7 +41,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from finops_cli.core.currency import is_iso4217
 from finops_cli.cores import usable_cores
 from finops_cli.errors import InputError
 from finops_cli.estate.pricebook import instance_gpu_facts
@@ -61,6 +60,7 @@ from finops_cli.ingest.readers import (
     read_header,
 )
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
+from finops_cli.schema.currency import is_iso4217
 from finops_cli.store import Store
 from finops_cli.store.engine import THREADS_ENV
 from finops_cli.store.store import StagedWriter, Transaction, file_source_key, part_key, stage_aggregates

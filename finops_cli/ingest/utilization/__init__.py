@@ -5,9 +5,10 @@ sample's interval from the device's sampling cadence, spills by device to bound 
 store atomically. See ``docs/formats.md`` ("Utilisation traces").
 """
 
-from finops_cli.ingest.utilization.common import RAW_SCHEMA, STORE_SCHEMA, accelerator_from_model_name
+from finops_cli.ingest.utilization.common import RAW_SCHEMA, accelerator_from_model_name
 from finops_cli.ingest.utilization.csv import CsvMapping
 from finops_cli.ingest.utilization.pipeline import UtilizationIngest, ingest_utilization
+from finops_cli.schema.utilization import STORE_SCHEMA
 
 __all__ = [
     "RAW_SCHEMA",

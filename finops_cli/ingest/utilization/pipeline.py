@@ -46,10 +46,10 @@ from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
 from finops_cli.ingest.readers import SUFFIXES, kind_of, read_header
 from finops_cli.ingest.registry import Registry
-from finops_cli.ingest.utilization.common import STORE_SCHEMA
 from finops_cli.ingest.utilization.csv import DEFAULTS, CsvMapping, iter_csv, util_scale_hint
 from finops_cli.ingest.utilization.dcgm import SCRAPE_SUFFIXES, iter_dcgm
 from finops_cli.ingest.utilization.prometheus import iter_prometheus_range
+from finops_cli.schema.utilization import STORE_SCHEMA
 from finops_cli.store import Store
 from finops_cli.store.store import Transaction
 
