@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from results import add_json_option, write_json
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -345,6 +346,7 @@ def main() -> None:
         help="write the month as export files (FOCUS Parquet, utilisation Parquet) and run the real finops ingest",
     )
     ap.add_argument("--keep-inputs", action="store_true", help="keep the export files after ingest")
+    add_json_option(ap)
     args = ap.parse_args()
     store = args.workdir / f"store-{args.lines}-{args.samples}{'-ingested' if args.via_ingest else ''}"
     if not (store / "manifest.json").exists():
@@ -387,11 +389,14 @@ def main() -> None:
         "report": [*finops, "report", "--plan", str(out / "plan.json"), "--store", str(store), "--fleet", str(fleet),
                    "--workloads", str(workloads), "--out", str(out / "report.md"), "--format", "json"],
     }  # fmt: skip
+    results = []
     for i in range(args.runs):
         for what in args.only or ["waste", "plan", "report"]:
-            result = run(commands[what])
-            print(json.dumps({"what": what, "run": i + 1, "lines": args.lines, "samples": args.samples, **result}))
+            result = {"what": what, "run": i + 1, "lines": args.lines, "samples": args.samples, **run(commands[what])}
+            results.append(result)
+            print(json.dumps(result))
             sys.stdout.flush()
+    write_json(args.json, "analysis", results)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results import add_json_option, write_json
 
 OTHER = ["DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP",
          "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_COPY_UTIL"]  # fmt: skip
@@ -63,6 +64,7 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, default=256)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--client-runs", type=int, default=1, help="runs that also time prometheus_client")
+    add_json_option(ap)
     args = ap.parse_args()
     from finops_cli.files import read_text
     from finops_cli.ingest.utilization import ingest_utilization
@@ -109,6 +111,8 @@ def main() -> None:
             f"sample lines/s = {samples / w:,.0f} utilisation samples/s; load average "
             + " ".join(f"{x:.1f}" for x in os.getloadavg())
         )
+        figures = {"scrapes": args.files, "sample_lines": lines, "samples": samples, "parse_s": p, "ingest_s": w}
+        write_json(args.json, "dcgm", [figures | {"parse_lines_per_s": lines / p, "ingest_lines_per_s": lines / w}])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

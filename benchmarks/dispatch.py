@@ -17,6 +17,8 @@ import argparse
 import time
 from pathlib import Path
 
+from results import add_json_option, write_json
+
 from finops_cli.core.demand import Horizon
 from finops_cli.estate.demand_io import estate_demand
 from finops_cli.estate.load import load_estate
@@ -31,6 +33,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--events", action="store_true", help="add an API outage and a spot rate limit")
+    add_json_option(ap)
     args = ap.parse_args()
 
     est = load_estate(SAMPLES / "fleet.yaml", SAMPLES / "workloads.yaml")
@@ -63,6 +66,8 @@ def main() -> None:
     print(f"spills                 {doc['spills']['total']:>12,}  {doc['spills']['by_reason']}")
     print(f"spot preemptions       {doc['preemptions']['count']:>12,}")
     print(f"cost                   {doc['cost']:>12,.2f} USD")
+    figures = {"requests": len(trace), "generation_s": t_gen, "replay_s": t_run, "requests_per_s": len(trace) / t_run}
+    write_json(args.json, "dispatch", [figures | {"cost": doc["cost"], "spills": doc["spills"]["total"]}])
 
 
 if __name__ == "__main__":

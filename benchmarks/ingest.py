@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
+from results import add_json_option, write_json
 
 INSTANCES = [("p5.48xlarge", 55.04, "H100"), ("p4d.24xlarge", 21.96, "A100"), ("g6.12xlarge", 4.6016, "L4")]
 REGIONS = ["us-east-1", "us-west-2"]
@@ -412,6 +413,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--files", type=int, default=8, help="parallel case: files of the export")
     ap.add_argument("--pairs", type=int, default=1, help="interleaved (baseline, finops) pairs; median ratio")
     ap.add_argument("--keep", type=Path, help="write the input here and keep it (reused if it exists)")
+    add_json_option(ap)
     ap.add_argument("--child", choices=sorted(RUNS), help=argparse.SUPPRESS)
     ap.add_argument("--csv", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--work", type=Path, help=argparse.SUPPRESS)
@@ -441,10 +443,11 @@ def main(argv: list[str] | None = None) -> None:
             "gcp": ("bare-json", "finops"),
             "parallel": ("finops-jobs1", "finops-jobs2"),
         }[args.case]
-        ratios, cpu_ratios = [], []
+        ratios, cpu_ratios, runs = [], [], []
         for pair in range(args.pairs):
             a = _measure(base, target)
             b = _measure(mine, target)
+            runs += [{"pair": pair + 1, "run": base, **a}, {"pair": pair + 1, "run": mine, **b}]
             print(f"pair {pair + 1}: " + _line(base, a, args.rows, size_mb))
             print(f"pair {pair + 1}: " + _line(mine, b, args.rows, size_mb))
             ratios.append(float(b["seconds"]) / float(a["seconds"]))  # type: ignore[arg-type]
@@ -462,6 +465,13 @@ def main(argv: list[str] | None = None) -> None:
             f"{statistics.median(cpu_ratios):.2f}x; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; "
             f"cores {os.cpu_count()}"
         )
+        summary = {
+            "case": args.case,
+            "rows": args.rows,
+            "input_mb": size_mb,
+            "median_wall_ratio": statistics.median(ratios),
+        }
+        write_json(args.json, "ingest", [*runs, summary | {"median_cpu_ratio": statistics.median(cpu_ratios)}])
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -25,6 +25,7 @@ import argparse
 import time
 
 import numpy as np
+from results import add_json_option, write_json
 
 from finops_cli.sim.market import POLICIES, Scenario, simulate_market
 from finops_cli.sim.market.families import generate
@@ -77,6 +78,7 @@ def main() -> None:
     ap.add_argument("--policy", default="all", choices=[*POLICIES, "all"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--agents", default="value", choices=["value", "break-even"])
+    add_json_option(ap)
     args = ap.parse_args()
     t0 = time.perf_counter()
     if args.agents == "value":
@@ -98,6 +100,7 @@ def main() -> None:
     head = f"{'policy':<14}{'seconds':>9}{'cost USD':>14}{'migrations':>12}{'lost h':>10}{'perf kept':>11}"
     print(head + f"{'unfinished':>12}{'bid updates':>13}{'bids/sim h':>12}{'µs/bid':>9}{'restart %':>11}")
     restart_h = {t.id: t.restart_hours for t in sc.tenants}
+    results = []
     for name in names:
         t0 = time.perf_counter()
         (res,) = simulate_market(sc, name, log_events=False)
@@ -114,6 +117,8 @@ def main() -> None:
             f"{tot['mean_performance_retained']:>11.1%}{tot['unfinished']:>12,}{bids:>13,}{per_hour:>12,.0f}{per_bid}"
             f"{restart:>11.3%}"
         )
+        results.append({"policy": name, "seconds": dt, **tot, "restart_share": restart})
+    write_json(args.json, "market", results)
 
 
 if __name__ == "__main__":

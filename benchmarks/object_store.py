@@ -26,6 +26,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from results import add_json_option, write_json
+
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
 
@@ -38,6 +40,7 @@ def _timed(fn: Callable[[], object]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
+    add_json_option(ap)
     args = ap.parse_args()
 
     import boto3
@@ -89,6 +92,7 @@ def main() -> None:
     print(f"sample estate, {args.rounds} interleaved rounds, median wall seconds (load: {os.getloadavg()[0]:.1f})")
     for name, values in times.items():
         print(f"  {name:32s} {statistics.median(values):7.2f}  (min {min(values):.2f}, max {max(values):.2f})")
+    write_json(args.json, "object_store", [{"step": k, "median_s": statistics.median(v)} for k, v in times.items()])
 
 
 if __name__ == "__main__":

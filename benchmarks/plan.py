@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from results import add_json_option, write_json
 
 from finops_cli.planner import plan_demand
 from finops_cli.planner.solve import NODES_GAP
@@ -311,6 +312,7 @@ def main() -> None:
     p.add_argument(
         "--nodes", action="store_true", help="8-GPU nodes on spot/on-demand, integer_nodes=True, gap 1e-3 (--one only)"
     )
+    add_json_option(p)
     args = p.parse_args()
     if args.nodes and (not args.one or args.bound):
         p.error("--nodes needs --one (and not --bound: the hourly decomposition is an LP without nodes)")
@@ -332,6 +334,7 @@ def main() -> None:
         "| block objective (LB) | hourly plan (UB) | certified error | full-resolution MILP |"
     )
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    results: list[dict] = []
     for size in args.sizes.split(","):
         hours = int(size.split("x")[2])
         r = _run(size, args.blocks, args.solver, None, "--bound")
@@ -343,12 +346,14 @@ def main() -> None:
             f = _run(size, hours, args.solver, args.full_limit)
             full = "out of reach" if f is None else f"{f['objective']:,.2f} ({f['status']}, {f['total_s']} s)"
         lb, ub = r["objective"], r["upper_bound"]
+        results.append({"size": size, **r, "certified_error": (ub - lb) / ub, "full_resolution": full})
         print(
             f"| {size} | {r['blocks']} | {r['variables']:,} ({r['groups']}) | {r['build_s']} | {r['solve_s']} | "
             f"{r['duals_s']} | {r['total_s']} | {r['peak_rss_mb']} | {lb:,.2f} | {ub:,.2f} ({r['seconds']} s) | "
             f"{(ub - lb) / ub:.4%} | {full} |",
             flush=True,
         )
+    write_json(args.json, "plan", results)
 
 
 if __name__ == "__main__":

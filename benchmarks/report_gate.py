@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results import add_json_option, write_json
+
 from finops_cli import api
 from finops_cli.report.gate import GITHUB_COMMENT_LIMIT, Thresholds, evaluate, parse_plan, render
 from finops_cli.report.markdown import ReportInputs, write_report
@@ -65,7 +67,9 @@ def synthetic_plan(n: int, seed: int, scale: float = 1.0) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
+    add_json_option(ap)
     args = ap.parse_args()
+    results: list[dict] = []
 
     plan = parse_plan(json.loads((REPO / "tests" / "report" / "golden" / "sample-plan.json").read_text()))
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,6 +78,7 @@ def main() -> None:
         seconds = time.perf_counter() - t0
         charts = len(result.chart_paths)
         print(f"report (sample plan, no store: {charts} charts): {seconds:.2f} s, {len(result.markdown):,} chars")
+        results.append({"what": "report, sample plan, no store", "charts": charts, "seconds": seconds})
         t0 = time.perf_counter()
         api.report(plan, store=Path(tmp) / "no-store", out_path=Path(tmp) / "api.md")
         print(f"api.report (same, store lookup included): {time.perf_counter() - t0:.2f} s")
@@ -97,6 +102,8 @@ def main() -> None:
         kept = sum(1 for line in comment.splitlines() if line.startswith("| team-"))
         cells = [f"{n:,}", f"{t_read:.2f}", f"{t_eval:.2f}", f"{t_render:.2f}", f"{len(comment):,}"]
         print("| " + " | ".join([*cells, f"{kept:,} of {len(res.breakdown):,}"]) + " |")
+        results.append({"allocations": n, "read_s": t_read, "evaluate_s": t_eval, "render_s": t_render})
+    write_json(args.json, "report_gate", results)
 
 
 if __name__ == "__main__":

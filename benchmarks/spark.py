@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest import generate  # the sibling benchmark's CUR generator
+from results import add_json_option, write_json
 
 
 def _tree_cpu_seconds() -> float:
@@ -98,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--engines", default="local,spark")
     ap.add_argument("--warm", action="store_true", help="ingest twice per engine; report the second run too")
     ap.add_argument("--jobs", type=int, help="the local engine's worker processes (default: its own choice)")
+    add_json_option(ap)
     ap.add_argument("--child", choices=["local", "spark"], help=argparse.SUPPRESS)
     ap.add_argument("--parts", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--store", type=Path, help=argparse.SUPPRESS)
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{(float(spk['seconds']) + float(spk['startup_seconds'])) / float(loc['seconds']):.2f}x "  # type: ignore[arg-type]
                 f"with the session start; same {int(loc['rows']):,} rows and money on both"  # type: ignore[call-overload]
             )
+        write_json(args.json, "spark", [{"engine": engine, **r} for engine, r in results.items()])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

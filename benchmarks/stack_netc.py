@@ -7,9 +7,11 @@ Prints figures (seconds); no assertions. Single runs on a shared machine: expect
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
+from results import add_json_option, write_json
 
 from finops_cli.core.netc import available_intervals, estimate_rate, replay
 from finops_cli.core.stack import build_stack
@@ -33,6 +35,10 @@ def _fleet(n: int, rng: np.random.Generator) -> Fleet:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_json_option(ap)
+    args = ap.parse_args()
+    results: list[dict] = []
     rng = np.random.default_rng(0)
     w = Workload.model_validate(
         {"id": "w", "unit": "h100_hours", "interruptible": True, "demand": {"total": 1}, "deferrable": True,
@@ -45,6 +51,7 @@ def main() -> None:
         stack = build_stack(w, fleet, "reliability", demand_units=5_000.0)
         dt = time.perf_counter() - t0
         print(f"  {n:>6} substrates: {dt:7.3f} s, {len(stack.steps):>6} steps, {len(stack.excluded):>5} excluded")
+        results.append({"merit_order_substrates": n, "seconds": dt, "steps": len(stack.steps)})
     print("trace: λ estimate + replay of 100k useful GPU-hours (τ 30 min, δ 0.5 min, R 6 min)")
     for hours in (10_000, 100_000, 1_000_000):
         lam = 0.05
@@ -59,6 +66,8 @@ def main() -> None:
         dt = time.perf_counter() - t0
         print(f"  {hours:>9,} trace hours ({len(u):>10,} steps): {dt:6.3f} s, λ̂ {est.preemptions_per_hour:.4f}, "
               f"W {rp.multiplier:.4f}")  # fmt: skip
+        results.append({"trace_hours": hours, "seconds": dt, "rate_per_hour": est.preemptions_per_hour})
+    write_json(args.json, "stack_netc", results)
 
 
 if __name__ == "__main__":

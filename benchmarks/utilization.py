@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+from results import add_json_option, write_json
 
 CHILD = """
 import sys, time, json
@@ -86,6 +87,7 @@ def main() -> None:
     ap.add_argument("--devices", type=int, default=2_000)
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "finops-bench-util")
     ap.add_argument("--replace", action="store_true", help="also time a re-ingest that replaces the first")
+    add_json_option(ap)
     args = ap.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     csv = args.workdir / f"trace-{args.samples}-{args.devices}.csv"
@@ -110,10 +112,14 @@ def main() -> None:
     print(f"samples/s          {res['rows'] / res['seconds']:,.0f}")
     print(f"peak RSS (child)   {rss_mb:,.0f} MB")
     print(f"store size         {sum(p.stat().st_size for p in store.rglob('*.parquet')) / 1e6:,.0f} MB")
+    figures = {**res, "input_mb": size_mb, "wall_s": wall, "samples_per_s": res["rows"] / res["seconds"]}
+    results = [figures | {"peak_rss_mb": rss_mb}]
     if args.replace:
         out = subprocess.run([*cmd, "again"], check=True, capture_output=True, text=True)
         again = json.loads(out.stdout)
         print(f"re-ingest, replace {again['seconds']:.1f} s ({again['replaced']} stored source replaced)")
+        results.append({"re_ingest": True, **again})
+    write_json(args.json, "utilization", results)
 
 
 if __name__ == "__main__":
