@@ -290,18 +290,6 @@ app = _new_app(
 _root = app.callback()(_root)
 
 
-def every_command() -> TyperGroup:
-    """The whole command tree, every command built (for tests and documentation that walk it)."""
-    import typer.main
-
-    root = typer.main.get_command(app)
-    assert isinstance(root, TyperGroup)
-    ctx = typer.Context(root)
-    for name in root.list_commands(ctx):
-        root.get_command(ctx, name)
-    return root
-
-
 def main() -> None:
     """Console-script entry point (named ``finops`` however it was started, so completion scripts match)."""
     app(prog_name="finops")

@@ -67,8 +67,3 @@ def gate(workload: Workload, fleet: Fleet) -> GateResult:
         else:
             compliant.append(s)
     return GateResult(workload, compliant, excluded)
-
-
-def compliant_pairs(workloads: list[Workload], fleet: Fleet) -> list[tuple[Workload, Substrate]]:
-    """All (workload, substrate) pairs that pass the gate; the only pairs later stages may see."""
-    return [(w, s) for w in workloads for s in gate(w, fleet).compliant]

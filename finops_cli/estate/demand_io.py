@@ -20,6 +20,13 @@ from finops_cli.estate.profiles import KIND as PROFILE_KIND
 from finops_cli.estate.profiles import parse_profile, profile_path
 from finops_cli.files import read_csv_bytes
 from finops_cli.schema.estate import Workload
+from finops_cli.store import engine
+from finops_cli.store.queries import (
+    DEMAND_FROM_BILLING,
+    DEMAND_FROM_BILLING_HOURLY,
+    DEMAND_FROM_UTILIZATION,
+    DEMAND_FROM_UTILIZATION_HOURLY,
+)
 
 if TYPE_CHECKING:
     from finops_cli.store import Store
@@ -153,9 +160,6 @@ def _observed_from_utilization(
     Summed in DuckDB from ``utilization_hourly`` (thousands of rows a month), else from the samples of the
     horizon's month partitions; what reaches pandas is one row per hour and accelerator.
     """
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DEMAND_FROM_UTILIZATION, DEMAND_FROM_UTILIZATION_HOURLY
-
     column = _pick(list(UTILIZATION_TAG_COLUMNS), tag, f"x_{tag}")
     if column is None or not store.has("utilization"):
         return None
@@ -175,9 +179,6 @@ def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon,
     ``tag = value``, summed in DuckDB: from ``billing_hourly`` for the team tag, else from the horizon's
     billing partitions with the tag read by ``json_extract_string`` in the engine.
     """
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DEMAND_FROM_BILLING, DEMAND_FROM_BILLING_HOURLY
-
     if not store.has("billing"):
         return None
     params = {**_query_params(horizon), "value": value}

@@ -23,7 +23,6 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Literal
 
 from finops_cli.errors import InputError
-from finops_cli.estate.load import Estate
 from finops_cli.estate.pricebook import ReferencePrice, reference_price, reference_price_age_days
 from finops_cli.schema.estate import FX_PAIR, Fleet, PriceFeed, Substrate
 
@@ -341,19 +340,6 @@ def resolve_fleet(
         resolved.append(r)
         sources.append(src)
     return fleet.model_copy(update={"substrates": resolved}), sources
-
-
-def resolve_estate(
-    estate: Estate,
-    store: Store | None = None,
-    *,
-    horizon_end: datetime,
-    fx: dict[str, float] | None = None,
-    as_of: date | None = None,
-) -> tuple[Estate, list[PriceSource]]:
-    """:func:`resolve_fleet` for an :class:`Estate` (workloads unchanged)."""
-    fleet, sources = resolve_fleet(estate.fleet, store, horizon_end=horizon_end, fx=fx, as_of=as_of)
-    return replace(estate, fleet=fleet), sources
 
 
 def fx_used(sources: list[PriceSource]) -> dict[str, float]:

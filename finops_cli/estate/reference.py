@@ -225,16 +225,6 @@ def _default(field: object) -> str:
     return f"`{default}`"
 
 
-def missing_docs() -> list[str]:
-    """Model fields without an entry in :data:`FIELD_DOCS` (should be empty)."""
-    return [
-        f"{m.__name__}.{name}"
-        for m, _ in SECTIONS
-        for name in m.model_fields
-        if f"{m.__name__}.{name}" not in FIELD_DOCS
-    ]
-
-
 def estate_reference_markdown() -> str:
     """The full ``docs/estate.md`` text."""
     lines = [

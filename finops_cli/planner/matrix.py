@@ -104,10 +104,6 @@ class PlanMatrix:
         return self.parallel_row0 + len(self.parallel_keys)
 
     @property
-    def node_row0(self) -> int:
-        return self.cap_row0 + len(self.cap_keys)
-
-    @property
     def has_integers(self) -> bool:
         return bool(self.integer.any())
 

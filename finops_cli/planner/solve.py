@@ -62,16 +62,6 @@ def _which(name: str) -> str | None:
     return which(name)
 
 
-def available_solvers() -> list[str]:
-    """Solvers usable here, preferred first."""
-    out = []
-    if _highs_available():
-        out.append("highs")
-    if _cbc_path():
-        out.append("cbc")
-    return out
-
-
 def _highs_available() -> bool:
     try:
         import highspy  # noqa: F401

@@ -265,11 +265,6 @@ def feed_statistic(
     )
 
 
-def price_statistic(*args: object, product_description: str | None = None, **kwargs: object) -> float:
-    """:func:`feed_statistic`'s value only (USD per instance-hour, or per GPU-hour with ``per="gpu_hour"``)."""
-    return feed_statistic(*args, product=product_description, **kwargs).value  # type: ignore[arg-type]
-
-
 def price_table(
     prices: pa.Table | pd.DataFrame,
     *,

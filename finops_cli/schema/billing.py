@@ -19,12 +19,7 @@ Conventions
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -102,15 +97,6 @@ PRICING_CATEGORIES = ("Standard", "Dynamic", "Committed", "Other")
 #: ``finops costs``, ``finops estate draft`` and the plan's billed baseline (which matches lines to substrates by
 #: instance type) count the same lines, so their totals agree to the cent.
 GPU_LINE_SQL = "(COALESCE(x_GpuHours, 0.0) > 0 OR (COALESCE(x_GpuCount, 0) > 0 AND ChargeCategory = 'Usage'))"
-
-
-def gpu_line_mask(frame: pd.DataFrame) -> pd.Series:
-    """:data:`GPU_LINE_SQL` over a pandas frame of billing lines (True for GPU lines)."""
-    import pandas as pd
-
-    hours = pd.to_numeric(frame["x_GpuHours"], errors="coerce").fillna(0.0)
-    count = pd.to_numeric(frame["x_GpuCount"], errors="coerce").fillna(0.0)
-    return (hours > 0) | ((count > 0) & (frame["ChargeCategory"] == "Usage"))
 
 
 #: Known provider names → partition slug; anything else is slugified (lower-case, [a-z0-9-]).

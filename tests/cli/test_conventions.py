@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from typer.core import TyperGroup
 from typer.testing import CliRunner
 
-from finops_cli.cli.app import app, every_command
+from finops_cli.cli.app import app
 from finops_cli.cli.helptext import EXAMPLE, reflow, walk
 from tests.conftest import REPO, SAMPLES
 
@@ -102,6 +103,16 @@ def test_validate_and_gate_import_only_what_they_use(args: list[str], unwanted: 
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.splitlines()[-1].split()[1:] == []
+
+
+def every_command() -> TyperGroup:
+    """The whole command tree, every command built."""
+    root = typer.main.get_command(app)
+    assert isinstance(root, TyperGroup)
+    ctx = typer.Context(root)
+    for name in root.list_commands(ctx):
+        root.get_command(ctx, name)
+    return root
 
 
 def _tree() -> list[tuple[tuple[str, ...], object]]:

@@ -12,8 +12,8 @@ from finops_cli.cli.app import app
 from finops_cli.errors import InputError
 from finops_cli.ingest.spot import ingest_spot_prices
 from finops_cli.ingest.spot.ingest import region_of_zone
-from finops_cli.report.prices import price_statistic
 from finops_cli.store import Store
+from tests.price_statistic import price_statistic
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "spot_prices"
 

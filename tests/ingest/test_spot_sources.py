@@ -15,8 +15,8 @@ from finops_cli.adapters import aws as aws_adapter
 from finops_cli.adapters.gcp import catalog_client, list_skus
 from finops_cli.errors import InputError
 from finops_cli.ingest.spot import ingest_spot_prices
-from finops_cli.report.prices import price_statistic
 from finops_cli.store import Store
+from tests.price_statistic import price_statistic
 
 SINCE = datetime(2026, 10, 1, tzinfo=UTC)
 

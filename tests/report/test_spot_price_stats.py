@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_budget import examples
 
-from finops_cli.report.prices import NoPriceData, price_statistic, price_table, weighted_quantile
+from finops_cli.report.prices import NoPriceData, price_table, weighted_quantile
+from tests.price_statistic import price_statistic
 
 
 def _rows(zone: str, events: list[tuple[str, float]], gpus: int = 8, itype: str = "p5.48xlarge") -> list[dict]:

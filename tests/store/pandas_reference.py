@@ -199,7 +199,6 @@ def observe(store: Store, tag: str, value: str, horizon: Horizon, quantity: str)
 def draft_numbers(store: Store, month: str, currency: str) -> tuple[dict, dict]:
     """The old draft's per-substrate numbers and billed GPU-hours per workload tag, from every line in pandas."""
     from finops_cli.estate.draft import SUBSTRATE_KEY, peak_concurrent_gpus
-    from finops_cli.schema.billing import gpu_line_mask
 
     lines = billing_lines(store, month)
     gpu = lines[gpu_line_mask(lines) & (lines["BillingCurrency"] == currency)]
@@ -249,3 +248,10 @@ def resource_rates_from_groups(costs: pd.DataFrame, fleet: Fleet | None) -> pd.D
     out["usd_per_gpu_hour"] = out["cost"] / out["gpu_hours"]
     out.index.name = "resource_id"
     return out.reset_index()[cols]
+
+
+def gpu_line_mask(frame: pd.DataFrame) -> pd.Series:
+    """:data:`~finops_cli.schema.billing.GPU_LINE_SQL` over a pandas frame of billing lines (True for GPU lines)."""
+    hours = pd.to_numeric(frame["x_GpuHours"], errors="coerce").fillna(0.0)
+    count = pd.to_numeric(frame["x_GpuCount"], errors="coerce").fillna(0.0)
+    return (hours > 0) | ((count > 0) & (frame["ChargeCategory"] == "Usage"))

@@ -25,13 +25,16 @@ and the store's bytes do not depend on how many processes converted the files.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
+import multiprocessing
 import os
 import signal
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from decimal import Context, Decimal
 from pathlib import Path
@@ -61,7 +64,7 @@ from finops_cli.ingest.readers import (
 )
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.schema.currency import is_iso4217
-from finops_cli.store import Store
+from finops_cli.store import Store, open_store
 from finops_cli.store.engine import THREADS_ENV
 from finops_cli.store.store import StagedWriter, Transaction, file_source_key, part_key, stage_aggregates
 
@@ -217,8 +220,6 @@ def ingest_billing(
     built while staging is built at commit on the query engine in force.
     """
     if store is None:
-        from finops_cli.store import open_store
-
         store = open_store()
     stager = stager or LocalStager()
     files = discover(paths, what="billing export")
@@ -382,9 +383,6 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
         for job in plan:
             yield stage_file(job, staging, progress, len(plan))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
     # spawn, not fork: a forked child would inherit pyarrow's and DuckDB's thread pools mid-flight
     pool = ProcessPoolExecutor(
@@ -422,8 +420,6 @@ def _start_worker(parent: int, threads: int) -> None:
 def _die_with_parent(parent: int) -> None:
     """Be killed with the committing process (Linux), so a killed ingest leaves no writer behind."""
     if sys.platform.startswith("linux"):
-        import ctypes
-
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # it died before the line above ran

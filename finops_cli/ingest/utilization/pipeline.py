@@ -28,6 +28,7 @@ coverage cannot pass 100 %.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
@@ -164,8 +165,6 @@ def _columns_for_sniffing(path: Path) -> frozenset[str]:
         return frozenset({_PROM_TEXT})
     name = path.name.lower()
     if name.endswith((".json", ".json.gz")):
-        import gzip
-
         opener = gzip.open if name.endswith(".gz") else open
         try:
             with opener(path, "rt", encoding="utf-8") as fh:
