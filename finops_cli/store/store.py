@@ -28,7 +28,7 @@ import json
 import os
 import re
 import shutil
-import uuid
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -43,32 +43,26 @@ import pyarrow.parquet as pq
 
 from finops_cli.atomic import note_input, write_text
 from finops_cli.errors import InputError
+from finops_cli.store.layout import (
+    DATASETS,
+    MAX_DOCUMENT_BYTES,
+    check_manifest,
+    new_txid,
+    partition_dir,
+    read_document,
+)
+from finops_cli.store.layout import safe_value as _safe_value
 
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks; running one writer at a time is then the user's job
     fcntl = None  # type: ignore[assignment]
 
-#: dataset name -> its Hive partition columns, outermost first.
-DATASETS: dict[str, tuple[str, ...]] = {
-    "billing": ("provider", "billing_period"),
-    "utilization": ("month",),
-    "spot_prices": ("provider", "month"),
-    # ingest aggregates: one file per detail file, same partition and name, written at commit
-    "billing_hourly": ("provider", "billing_period"),
-    "utilization_hourly": ("month",),
-    "utilization_devices": ("month",),
-    "utilization_histogram": ("month",),
-}
-
 DEFAULT_STORE_DIR = ".finops"
 STORE_ENV = "FINOPS_STORE"
 _MANIFEST = "manifest.json"
 _STAGING = ".staging"
 _LOCK = ".lock"
-_MAX_JOURNAL_BYTES = 64 << 20
-#: a partition value or file key (file systems allow 255 bytes per name; leave room for "provider=" and ".parquet")
-_MAX_NAME_BYTES = 200
 
 
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -105,35 +99,8 @@ def store_exists(root: str | os.PathLike[str] | None = None) -> bool:
     return is_uri(resolved) or resolved.exists()
 
 
-def new_txid() -> str:
-    """A transaction id: sortable by start time, unique across writers."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
-
-
 def _partition_dir(dataset: str, partition: Mapping[str, str]) -> Path:
-    cols = DATASETS[dataset]
-    missing = [c for c in cols if c not in partition]
-    if missing:
-        raise ValueError(f"partition for {dataset!r} lacks {missing}")
-    parts = [f"{c}={_safe_value(str(partition[c]))}" for c in cols]
-    return Path(dataset, *parts)
-
-
-def _safe_value(value: str) -> str:
-    """Partition values and keys become path names: bounded, printable, visible to readers, one level."""
-    if (
-        not value
-        or len(value.encode()) > _MAX_NAME_BYTES
-        or value.startswith((".", "_"))
-        or any(ch in value for ch in "/\\")
-        or not value.isprintable()
-    ):
-        shown = value if len(value) <= 40 else value[:40] + "..."
-        raise InputError(
-            f"invalid store partition value {shown!r} (expected up to {_MAX_NAME_BYTES} bytes of printable text, "
-            "no '/', '\\', leading '.' or '_')"
-        )
-    return value
+    return Path(partition_dir(dataset, partition))
 
 
 @dataclass
@@ -276,15 +243,9 @@ class Store:
 
     def manifest(self) -> list[dict[str, Any]]:
         path = self.root / _MANIFEST
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return []
-        try:
-            entries = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"unreadable store manifest ({exc}); is --store a finops store?", path=path) from None
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            raise InputError("not a finops store manifest (expected a JSON list of objects)", path=path)
-        return entries
+        return check_manifest(read_document(_read_bounded(path), path, what="store manifest"), path)
 
     # ----------------------------------------------------------------- writing
     @contextmanager
@@ -328,6 +289,19 @@ class Store:
                 "the next ingest into this store finishes it (readers never replay journals)",
                 path=self.root,
             )
+
+
+def _read_bounded(path: Path) -> bytes:
+    """At most :data:`MAX_DOCUMENT_BYTES` + 1 bytes of a store document: a regular file, never a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise InputError("not a regular file; is --store a finops store?", path=path)
+            return fh.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        why = "a symlink" if exc.errno == errno.ELOOP else _reason(exc)
+        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
 
 
 def _reason(exc: OSError) -> str:
@@ -396,14 +370,7 @@ def _inside(root: Path, rel: object, *, under: tuple[str, ...], what: str, journ
 
 def _read_journal(root: Path, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
     """A journal's deletes, moves and staging directory, each checked to stay inside the store."""
-    try:
-        if journal.is_symlink() or journal.stat().st_size > _MAX_JOURNAL_BYTES:
-            raise TypeError("not a regular journal file")
-        plan = json.loads(journal.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, RecursionError, ValueError, TypeError) as exc:
-        raise InputError(
-            f"unreadable transaction journal ({exc}); the store needs a manual look", path=journal
-        ) from None
+    plan = read_document(_read_bounded(journal), journal, what="transaction journal; the store needs a manual look")
     return _checked_plan(root, plan, journal)
 
 

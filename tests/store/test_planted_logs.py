@@ -1,0 +1,162 @@
+"""A planted store log or manifest (issue #27 items 1, 5, 6) is refused in one line, exit 2, before any name in
+it becomes a path or an object key: nothing outside the store is read or deleted.
+
+Bucket stores run against moto's S3 server on 127.0.0.1 (the fixtures of test_object_store).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from typer.testing import CliRunner
+
+from finops_cli import api
+from finops_cli.cli.app import app
+from finops_cli.store import open_store
+from finops_cli.store.layout import MAX_DOCUMENT_BYTES
+from finops_cli.store.remote import ObjectStore
+from tests.conftest import SAMPLES
+from tests.store.test_object_store import _keys, _new_bucket, bucket, s3_server  # noqa: F401
+
+FOCUS = SAMPLES / "billing" / "focus-2026-10.csv"
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"NO_COLOR": "1", "COLUMNS": "200"})
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+def _client() -> Any:
+    return boto3.client("s3", endpoint_url=os.environ["FINOPS_S3_ENDPOINT"])
+
+
+def _plant(store: ObjectStore, change: Callable[[dict[str, Any]], None]) -> str:
+    """Publish a forged next generation: the newest one with ``change`` applied. Its key."""
+    bucket_name, _, prefix = str(store.root).partition("/")
+    gen = store.state().generation
+    client = _client()
+    doc = json.loads(client.get_object(Bucket=bucket_name, Key=f"{prefix}/_log/{gen:020d}.json")["Body"].read())
+    doc["generation"] = gen + 1
+    change(doc)
+    key = f"{prefix}/_log/{gen + 1:020d}.json"
+    client.put_object(Bucket=bucket_name, Key=key, Body=json.dumps(doc).encode())
+    return key
+
+
+def _first(doc: dict[str, Any], prefix: str = "billing/") -> str:
+    return next(r for r in doc["files"] if r.startswith(prefix))
+
+
+def _txid(value: str) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        doc["files"][_first(doc)] = value
+
+    return change
+
+
+def _rel(value: str) -> Callable[[dict[str, Any]], None]:
+    def change(doc: dict[str, Any]) -> None:
+        doc["files"][value] = doc["files"].pop(_first(doc))
+
+    return change
+
+
+PLANTED = {
+    "txid into another bucket": _txid("../../../other/secret"),
+    "txid beside the store": _txid("../../victim"),
+    "txid absolute": _txid("/etc"),
+    "txid empty": _txid(""),
+    "txid not a string": _txid(7),  # type: ignore[arg-type]
+    "path with ..": _rel("billing/provider=aws/billing_period=2026-10/../../../../victim/x.parquet"),
+    "path with a wrong partition column": _rel("billing/region=aws/billing_period=2026-10/k.parquet"),
+    "path with a hidden key": _rel("billing/provider=aws/billing_period=2026-10/.k.parquet"),
+    "path in no dataset": _rel("secrets/provider=aws/billing_period=2026-10/k.parquet"),
+    "generation that is not its name": lambda doc: doc.update(generation=10**6),
+    "files not a mapping": lambda doc: doc.update(files=[1]),
+}
+
+
+@pytest.mark.parametrize("field", PLANTED)
+def test_a_planted_bucket_log_reads_and_deletes_nothing_outside(bucket: str, s3_server: str, field: str) -> None:  # noqa: F811
+    """Issue #27 item 1: clean-up after the next commit once deleted ``s3://other/secret/<rel>``."""
+    uri = f"s3://{bucket}/st"
+    api.ingest_billing([FOCUS], store=uri)
+    store = open_store(uri)
+    assert isinstance(store, ObjectStore)
+    rel = _first({"files": store.state().files})
+    other = _new_bucket(s3_server)
+    victims = [(other, f"secret/{rel}"), (bucket, f"victim/{rel}"), (bucket, "victim/x.parquet")]
+    for b, k in victims:
+        _client().put_object(Bucket=b, Key=k, Body=b"not yours")
+    # the forged txid points "../../../other" from <bucket>/st/_txn/ : the other bucket
+    PLANTED["txid into another bucket"] = _txid(f"../../../{other}/secret")
+    planted = _plant(store, PLANTED[field])
+    for args in (("store", "list"), ("costs",), ("ingest", "billing", str(FOCUS))):
+        code, out = _cli(*args, "--store", uri)
+        assert code == 2, (args, out)
+        assert planted.rsplit("/", 1)[-1] in out and "Traceback" not in out, out
+        assert len(out.strip().splitlines()) == 1, out
+    for b, k in victims:
+        assert _keys(b, k) == [k], f"{b}/{k} was deleted"
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("rows", "NaN"), ("billed_cost", [1, 2]), ("billed_cost", {"USD": "1e999"}), ("providers", ["../../x"])],
+)
+def test_a_manifest_entry_of_the_wrong_type_is_named(tmp_path: Path, bucket: str, field: str, value: object) -> None:  # noqa: F811
+    """Issue #27 item 5: ``store list``/``check``/``list --format json`` crashed (exit 70) on both stores."""
+    local = tmp_path / "st"
+    api.ingest_billing([FOCUS], store=local)
+    manifest = json.loads((local / "manifest.json").read_text())
+    manifest[0][field] = value
+    (local / "manifest.json").write_text(json.dumps(manifest))
+    uri = f"s3://{bucket}/st"
+    api.ingest_billing([FOCUS], store=uri)
+    store = open_store(uri)
+    assert isinstance(store, ObjectStore)
+    _plant(store, lambda doc: doc["manifest"][0].update({field: value}))
+    for where in (str(local), uri):
+        for args in (("store", "list"), ("store", "check"), ("store", "list", "--format", "json")):
+            code, out = _cli(*args, "--store", where)
+            assert code == 2, (where, args, out)
+            assert "manifest" in out and "Traceback" not in out, out
+            assert len(out.strip().splitlines()) == 1, out
+
+
+def _nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def test_store_documents_are_bounded_in_depth_and_size(tmp_path: Path, bucket: str) -> None:  # noqa: F811
+    """Issue #27 item 6: a 200k-deep manifest or log was a RecursionError; /dev/zero or 120 MB exhausted memory."""
+    local = tmp_path / "st"
+    api.ingest_billing([FOCUS], store=local)
+    manifest = local / "manifest.json"
+    for planted in ("deep", "zero", "large"):
+        manifest.unlink()
+        if planted == "deep":
+            manifest.write_bytes(_nested(200_000))
+        elif planted == "zero":
+            manifest.symlink_to("/dev/zero")
+        else:
+            with open(manifest, "wb") as fh:
+                fh.truncate(MAX_DOCUMENT_BYTES + 1)
+        for args in (("store", "list"), ("store", "check")):
+            code, out = _cli(*args, "--store", str(local))
+            assert code == 2 and "manifest.json" in out and "Traceback" not in out, (planted, args, out)
+    uri = f"s3://{bucket}/st"
+    api.ingest_billing([FOCUS], store=uri)
+    store = open_store(uri)
+    assert isinstance(store, ObjectStore)
+    gen = store.state().generation + 1
+    _client().put_object(Bucket=bucket, Key=f"st/_log/{gen:020d}.json", Body=_nested(200_000))
+    code, out = _cli("store", "list", "--store", uri)
+    assert code == 2 and "nested more than" in out and "Traceback" not in out, out
