@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from finops_cli.errors import InputError
-from finops_cli.store.store import DATASETS, Store, file_source_key
+from finops_cli.store.store import DATASETS, Store, file_source_key, schema_problem
 
 #: datasets whose manifest entries own the files named by their key
 OWNING = ("billing", "utilization")
@@ -203,6 +203,10 @@ def check_store(store: Store) -> CheckResult:
                 result.problems.append(Problem(rel, f"unreadable ({exc}); remove its source and ingest it again"))
                 continue
             result.rows += table.num_rows
+            problem = schema_problem(dataset, table.schema)
+            if problem:
+                result.problems.append(Problem(rel, f"{problem}; remove its source and ingest it again"))
+                continue
             if dataset not in OWNING:
                 continue
             key = file_source_key(path.stem)

@@ -24,11 +24,13 @@ other file of a partition (a corrected re-export of a billing period replaces th
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import re
 import shutil
 import stat
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -174,6 +176,9 @@ class Store:
                 raise InputError(
                     f"damaged store file ({exc}); delete it and ingest its source again", path=path
                 ) from None
+            problem = schema_problem(name, schemas[path])
+            if problem:
+                raise InputError(f"{problem}; remove its source and ingest it again", path=path)
         return schemas
 
     def file_schema(self, located: str) -> pa.Schema:
@@ -289,6 +294,52 @@ class Store:
                 "the next ingest into this store finishes it (readers never replay journals)",
                 path=self.root,
             )
+
+
+def _family(t: pa.DataType) -> str:
+    """What a query can do with a column of type ``t``: older writers' types of one family read alike."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return str(t)
+
+
+@functools.cache
+def dataset_schema(name: str) -> pa.Schema:
+    """The schema ingest writes for dataset ``name``; an aggregate's is its query's over an empty detail file."""
+    from finops_cli.ingest.spot.ingest import SPOT_SCHEMA
+    from finops_cli.ingest.utilization.common import STORE_SCHEMA
+    from finops_cli.schema.billing import BILLING_SCHEMA
+    from finops_cli.store import engine
+    from finops_cli.store.queries import AGGREGATES
+
+    details = {"billing": BILLING_SCHEMA, "utilization": STORE_SCHEMA, "spot_prices": SPOT_SCHEMA}
+    if name in details:
+        return details[name]
+    detail, query = AGGREGATES[name]
+    with tempfile.TemporaryDirectory(prefix="finops-schema-") as tmp:
+        path = Path(tmp, partition_dir(detail, dict.fromkeys(DATASETS[detail], "x")), "k.parquet")
+        path.parent.mkdir(parents=True)
+        pq.write_table(details[detail].empty_table(), path)
+        return engine.run_files(query, {detail: [path]}).schema
+
+
+def schema_problem(name: str, schema: pa.Schema) -> str | None:
+    """Why a file of dataset ``name`` with ``schema`` cannot be read as one (a column of another type), else None.
+
+    A column the dataset does not know, or one an older file lacks, is fine: queries see NULL for it.
+    """
+    want = dataset_schema(name)
+    for f in schema:
+        i = want.get_field_index(f.name)
+        if i >= 0 and _family(f.type) != _family(want.field(i).type):
+            return f"column {f.name} is {f.type}, a {name} file holds {want.field(i).type}"
+    return None
 
 
 def _read_bounded(path: Path) -> bytes:

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from finops_cli import api
 from finops_cli.cli.app import app
+from finops_cli.errors import InputError
 from finops_cli.store import open_store
 from finops_cli.store.layout import MAX_DOCUMENT_BYTES
 from finops_cli.store.remote import ObjectStore
@@ -160,3 +161,27 @@ def test_store_documents_are_bounded_in_depth_and_size(tmp_path: Path, bucket: s
     _client().put_object(Bucket=bucket, Key=f"st/_log/{gen:020d}.json", Body=_nested(200_000))
     code, out = _cli("store", "list", "--store", uri)
     assert code == 2 and "nested more than" in out and "Traceback" not in out, out
+
+
+@pytest.mark.parametrize("dataset", ["billing", "billing_hourly"])
+def test_a_store_file_of_the_wrong_schema_is_named(tmp_path: Path, dataset: str) -> None:
+    """Issue #27 item 7: a valid Parquet file of another schema made ``costs`` exit 70 and ``store check`` say ok."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from finops_cli.store import Store
+
+    root = tmp_path / "st"
+    api.ingest_billing([FOCUS], store=root)
+    path = Store(root).files(dataset)[0]
+    table = pq.read_table(path)
+    column = "BilledCost" if dataset == "billing" else table.schema.names[-1]
+    i = table.schema.get_field_index(column)
+    table = table.set_column(i, column, pa.array([f"${v}" for v in table[column].to_pylist()]))
+    pq.write_table(table, path)
+    with pytest.raises(InputError, match=f"{path.name}: column {column} is string"):
+        Store(root).checked_files(dataset)  # what every query reads the store through
+    for args in (("costs",), ("store", "check")) if dataset == "billing" else (("store", "check"),):
+        code, out = _cli(*args, "--store", str(root))
+        assert code == 2, (args, out)
+        assert path.name in out and f"column {column} is string" in out and "Traceback" not in out, out
