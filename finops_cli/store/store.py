@@ -186,8 +186,21 @@ class Store:
         return pq.read_metadata(located, filesystem=self.filesystem).schema.to_arrow_schema()
 
     def files(self, name: str) -> list[Path]:
+        """The dataset's data files. A symlink anywhere in it is refused by name: followed, it could read data
+        from outside the store; skipped, it would drop money silently (readers and ``store remove`` alike)."""
         d = self.dataset_dir(name)
-        return sorted(p for p in d.rglob("*.parquet") if not p.name.startswith((".", "_"))) if d.is_dir() else []
+        if d.is_symlink():
+            raise InputError("is a symlink; a store's datasets are real directories (nothing was read)", path=d)
+        found = []
+        for top, dirs, names in os.walk(d):
+            for n in [*dirs, *names]:
+                if os.path.islink(os.path.join(top, n)):
+                    raise InputError(
+                        "is a symlink; a store's partitions and files are real (nothing was read or changed)",
+                        path=Path(top, n),
+                    )
+            found += [Path(top, n) for n in names if n.endswith(".parquet") and not n.startswith((".", "_"))]
+        return sorted(found)
 
     def source_files(self, name: str, key: str) -> list[Path]:
         """Every file of dataset ``name`` written under idempotency key ``key`` (one per partition and part)."""
@@ -445,6 +458,8 @@ def _checked_plan(root: Path, plan: object, journal: Path) -> tuple[list[Path], 
     moves = []
     for src, dst in plan["moves"]:
         s = _inside(root, src, under=(_STAGING,), what="staged file", journal=journal)
+        if os.path.realpath(s) != os.path.join(os.path.realpath(root), src):
+            raise refuse(f"staged file {src!r} is or passes through a symlink")
         if Path(src).parts[:2] != Path(plan["staging"]).parts:
             raise refuse(f"staged file {src!r} is not in the journal's staging directory")
         d = (

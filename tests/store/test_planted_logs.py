@@ -185,3 +185,39 @@ def test_a_store_file_of_the_wrong_schema_is_named(tmp_path: Path, dataset: str)
         code, out = _cli(*args, "--store", str(root))
         assert code == 2, (args, out)
         assert path.name in out and f"column {column} is string" in out and "Traceback" not in out, out
+
+
+def test_a_staged_symlink_is_never_moved_into_a_dataset(tmp_path: Path) -> None:
+    """Issue #27 item 14: a planted journal moved a staged symlink pointing outside into a dataset."""
+    root = tmp_path / "st"
+    api.ingest_billing([FOCUS], store=root)
+    outside = tmp_path / "outside.parquet"
+    outside.write_bytes(b"PAR1")
+    staged = root / ".staging" / "tx1"
+    staged.mkdir(parents=True)
+    (staged / "k.parquet").symlink_to(outside)
+    part = "billing/provider=aws/billing_period=2026-10"
+    plan = {"deletes": [], "moves": [[".staging/tx1/k.parquet", f"{part}/k.parquet"]], "staging": ".staging/tx1"}
+    (root / ".journal-tx1.json").write_text(json.dumps(plan))
+    code, out = _cli("ingest", "billing", str(FOCUS), "--store", str(root))
+    assert code == 2 and "symlink" in out and "Traceback" not in out, out
+    assert not (root / part / "k.parquet").is_symlink()
+
+
+def test_a_symlinked_partition_is_refused_by_readers_and_remove(tmp_path: Path) -> None:
+    """Issue #27 item 15: readers skipped it ($23,808 missing from costs); store remove dropped its entry."""
+    from finops_cli.store import Store
+
+    root = tmp_path / "st"
+    api.ingest_billing([FOCUS], store=root)
+    part = Store(root).files("billing")[0].parent
+    moved = tmp_path / "elsewhere"
+    part.rename(moved)
+    part.symlink_to(moved, target_is_directory=True)
+    key = Store(root).manifest()[0]["source_key"]
+    before = (root / "manifest.json").read_bytes()
+    for args in (("costs",), ("store", "list"), ("store", "check"), ("store", "remove", key)):
+        code, out = _cli(*args, "--store", str(root))
+        assert code == 2, (args, out)
+        assert part.name in out and "symlink" in out and "Traceback" not in out, out
+    assert (root / "manifest.json").read_bytes() == before
