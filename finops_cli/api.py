@@ -300,12 +300,12 @@ def _waste_reports(
         raise InputError(
             "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
         )
+    reason = "--month"
     if month is None:
-        from finops_cli.estate.horizon import choose_horizon
+        from finops_cli.estate.horizon import default_month
 
-        month = f"{choose_horizon(None, None, st).horizon.start:%Y-%m}"  # the one default-month rule
-        if month not in util_months and month not in bill_months:  # no GPU usage anywhere: the latest data
-            month = (util_months or bill_months)[-1]
+        picked = default_month(st)  # the one default-month rule
+        month, reason = picked.month, picked.reason
     if month not in util_months and month not in bill_months:
         have = ", ".join(f"{kind} {', '.join(ms)}" for kind, ms in (("utilisation", util_months),
                                                                   ("billing", bill_months)) if ms)  # fmt: skip
@@ -325,7 +325,10 @@ def _waste_reports(
         else None
     )
     if costs is not None and costs.num_rows:
-        currencies = sorted(v for v in costs["BillingCurrency"].unique().to_pylist() if v is not None)
+        import pyarrow.compute as pc
+
+        gpu = costs.filter(pc.greater(pc.fill_null(costs["gpu_hours"], 0.0), 0.0))  # only GPU resources are priced
+        currencies = sorted(v for v in gpu["BillingCurrency"].unique().to_pylist() if v is not None)
         if len(currencies) > 1:
             raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
     reports: dict[str, WasteReport] = {}
@@ -334,6 +337,7 @@ def _waste_reports(
         for group in groupings:
             reports[group] = billed_gpu_report(billing, fleet=fl, by=group)
             reports[group].totals["month"] = month
+            reports[group].month_reason = reason
         return reports
     aggregated = st.has_aggregate("utilization_devices") and st.has_aggregate("utilization_histogram")
     usage_query, histogram_query = (WASTE_DEVICE_USAGE, WASTE_HISTOGRAM)
@@ -357,6 +361,7 @@ def _waste_reports(
     )
     for report in reports.values():
         report.totals["month"] = month
+        report.month_reason = reason
     return reports
 
 
@@ -430,9 +435,16 @@ def costs(
     from finops_cli.core.baseline import match_billing
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_fleet
-    from finops_cli.report.costs import CHARGEBACK_RULES, COST_BASES, CostsResult, compare_costs, group_costs
+    from finops_cli.report.costs import (
+        CHARGEBACK_RULES,
+        COST_BASES,
+        CostsResult,
+        compare_costs,
+        group_costs,
+        partial_month_notes,
+    )
     from finops_cli.report.costs import chargeback as charge
-    from finops_cli.store.cost_query import NONE, cost_groups, usage_groups
+    from finops_cli.store.cost_query import NONE, cost_groups, month_coverage, usage_groups
 
     for flag, value in (("--month", month), ("--compare", compare)):
         if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
@@ -455,8 +467,17 @@ def costs(
     periods = st.partition_values("billing", "billing_period") if st.has("billing") else []
     if not periods:
         raise InputError("no billing in the store; run 'finops ingest billing' first")
+    month_reason = None
     if (compare or chargeback) and month is None:
-        month = periods[-1]
+        from finops_cli.estate.horizon import default_month
+
+        picked = default_month(st)  # the one default-month rule (plan, stack, waste, estate draft use it too)
+        month, month_reason = picked.month, picked.reason
+        if compare == month:
+            raise InputError(
+                f"--compare {compare} is the month itself (month: {month}: {month_reason}); "
+                "give --month for the other month"
+            )
     for flag, value in (("--month", month), ("--compare", compare)):
         if value is not None and value not in periods:
             raise InputError(f"{flag} {value}: no billing for it in the store (have {', '.join(periods)})")
@@ -492,12 +513,16 @@ def costs(
         rows, totals = compare_costs(frame, [b for b in by if b != "month"], basis, month, compare)
         cols = [(b, "text") for b in by if b != "month"]
         columns = [*cols, ("currency", "text"), *_COMPARE_COLUMNS]
-        return CostsResult("compare", columns, rows, totals, basis, [month, compare], notes)
+        coverage = month_coverage(st, [month, compare], gpu_only=not all_lines)
+        partial = partial_month_notes(coverage, [month, compare], "lines" if all_lines else "GPU lines")
+        return CostsResult(
+            "compare", columns, rows, totals, basis, [month, compare], notes + partial, month_reason, partial
+        )
     if chargeback is not None:
         usage = usage_groups(st, team_tag, months)
         rows, totals, more = charge(frame, usage, basis, chargeback, team_tag)
         columns = [(team_tag, "text"), ("currency", "text"), *_CHARGEBACK_COLUMNS]
-        return CostsResult("chargeback", columns, rows, totals, basis, months, notes + more)
+        return CostsResult("chargeback", columns, rows, totals, basis, months, notes + more, month_reason)
     rows, totals = group_costs(frame, by, basis)
     columns = [*[(b, "text") for b in by], ("currency", "text"), *_GROUP_COLUMNS]
     return CostsResult("groups", columns, rows, totals, basis, months or periods, notes)

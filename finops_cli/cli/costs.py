@@ -113,7 +113,11 @@ def register(app: typer.Typer) -> None:
         month: Annotated[str | None, typer.Option("--month", help="Only this billing month (YYYY-MM).")] = None,
         compare: Annotated[
             str | None,
-            typer.Option("--compare", help="Month over month: --month (default the latest) against this YYYY-MM."),
+            typer.Option(
+                "--compare",
+                help="Month over month: --month (default: the latest month with GPU usage in the store) against "
+                "this YYYY-MM; a partial month is called out.",
+            ),
         ] = None,
         cost: Annotated[
             str, typer.Option("--cost", help="effective (EffectiveCost, amortised) or billed (BilledCost).")
@@ -155,6 +159,10 @@ def register(app: typer.Typer) -> None:
             chargeback=chargeback,
             team_tag=team_tag,
         )
+        if result.month_reason is not None:
+            log.info(f"month: {result.months[0]}: {result.month_reason}")
+        for warning in result.warnings:
+            log.warning(warning)
         if fmt == CostsFormat.json:
             emit_json(result.as_json(), out)
             return

@@ -428,7 +428,12 @@ def register_group(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="Directory for fleet.yaml and workloads.yaml.")],
         store: StoreOpt = None,
         month: Annotated[
-            str | None, typer.Option("--month", help="Billing month YYYY-MM (default: the latest in the store).")
+            str | None,
+            typer.Option(
+                "--month",
+                help="Billing month YYYY-MM (default: the latest month with GPU usage in the store, the rule "
+                "plan and costs use).",
+            ),
         ] = None,
         currency: Annotated[
             str | None, typer.Option("--currency", help="Only GPU lines in this currency (needed when mixed).")
@@ -440,6 +445,7 @@ def register_group(app: typer.Typer) -> None:
         from finops_cli import api
 
         draft, paths = api.estate_draft(store=store, out=out, month=month, currency=currency, force=force)
+        log.info(f"month: {draft.month}: {draft.month_reason}")
         basis = sorted(set(draft.demand_basis.values()))
         emit_text(
             f"drafted {paths[0]} ({draft.substrates} substrates, {draft.currency} {draft.gpu_effective_cost:,.2f} "

@@ -1,6 +1,7 @@
 """``finops estate draft``: a first fleet.yaml and workloads.yaml written from the store.
 
-What is inferred, from one billing month (default: the latest) and its utilisation:
+What is inferred, from one billing month (default: the one default-month rule,
+:func:`finops_cli.estate.horizon.default_month`) and its utilisation:
 
 - one substrate per (provider, billing account, region, instance type, pricing category) seen in the GPU
   lines (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`: GPU-hours, or usage of a GPU instance type such as a
@@ -57,6 +58,7 @@ class Draft:
     workloads: int
     gpu_effective_cost: float
     demand_basis: dict[str, str] = field(default_factory=dict)  # workload id -> "utilisation" | "billing"
+    month_reason: str = "--month"  # why this month (the default-month rule's reason), for stderr
 
 
 def _slug(text: str) -> str:
@@ -97,15 +99,25 @@ def peak_from_events(events: pd.DataFrame) -> float:
     return float(max(running.max(), 0.0)) if len(running) else 0.0
 
 
-def _params(store: Store, month: str | None, currency: str | None) -> tuple[str, str]:
-    """The month (default: the latest billing period) and the currency of its GPU lines; exit 2 if ambiguous."""
+def _params(store: Store, month: str | None, currency: str | None) -> tuple[str, str, str]:
+    """The month (default: the one default-month rule, :func:`finops_cli.estate.horizon.default_month`), why, and
+    the currency of its GPU lines; exit 2 if ambiguous."""
+    from finops_cli.estate.horizon import default_month
     from finops_cli.store import engine
     from finops_cli.store.queries import DRAFT_CURRENCIES
 
     periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
     if not periods:
         raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.location)
-    month = month or periods[-1]
+    reason = "--month"
+    if month is None:
+        picked = default_month(store)
+        month, reason = picked.month, picked.reason
+        if month not in periods:  # utilisation is later than any bill: the draft needs that month's bill
+            raise InputError(
+                f"month {month} ({reason}) has no billing to draft from (billing periods: {', '.join(periods)}); "
+                "ingest its bill or give --month"
+            )
     if month not in periods:
         raise InputError(f"--month {month}: no billing for it in the store (have {', '.join(periods)})")
     found = engine.run_pandas(store, DRAFT_CURRENCIES, {"month": month})
@@ -121,7 +133,7 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
         currency = currencies[0] if currencies else "USD"
     elif currency not in currencies:
         raise InputError(f"--currency {currency}: no GPU line of {month} is in it (have {', '.join(currencies)})")
-    return month, currency
+    return month, currency, reason
 
 
 def _busy_hours(store: Store, month: str) -> pd.Series:
@@ -322,7 +334,7 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
     """Draft fleet.yaml and workloads.yaml from ``store``'s GPU billing lines (and utilisation) of ``month``."""
     from finops_cli.core.demand import Horizon
 
-    month, currency = _params(store, month, currency)
+    month, currency, reason = _params(store, month, currency)
     hours = Horizon.month(month).hours
     subs = _substrate_rows(store, month, currency, hours)
     work = _workload_rows(store, month, currency, _busy_hours(store, month))
@@ -336,6 +348,7 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
         workloads=len(work),
         gpu_effective_cost=sum(r["effective_cost"] for r in subs),
         demand_basis={r["id"]: r["basis"] for r in work},
+        month_reason=reason,
     )
 
 

@@ -46,6 +46,8 @@ class CostsResult:
     cost: CostBasis
     months: list[str]
     notes: list[str] = field(default_factory=list)
+    month_reason: str | None = None  # the default-month rule's reason when the month was not given (for stderr)
+    warnings: list[str] = field(default_factory=list)  # partial months and the like (stderr, and in notes)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +111,42 @@ def compare_costs(
     ]
     totals = {str(c): float(v) for c, v in frame[frame["month"] == month].groupby("currency")[col].sum().items()}
     return rows, totals
+
+
+#: ``costs --compare`` calls a month partial when its lines are fewer than this share of the earlier month's.
+PARTIAL_LINES_RATIO = 0.5
+
+
+def partial_month_notes(coverage: pd.DataFrame | None, months: list[str], what: str = "GPU lines") -> list[str]:
+    """What makes a month-over-month comparison lopsided, one sentence per month: a month whose ``what`` start on
+    fewer days than the month has, or (the later of two months) with fewer than :data:`PARTIAL_LINES_RATIO` of the
+    earlier month's lines. ``coverage``: :func:`finops_cli.store.cost_query.month_coverage`'s frame."""
+    import calendar
+
+    rows = {} if coverage is None else {str(r["month"]): r for r in coverage.to_dict("records")}
+    notes = []
+    for month in months:
+        r = rows.get(month)
+        year, mon = (int(x) for x in month.split("-"))
+        size = calendar.monthrange(year, mon)[1]
+        if r is None or not r["lines"]:
+            notes.append(f"{month} is a partial month: it has no {what}")
+            continue
+        if int(r["days"]) < size:
+            first, last = pd.Timestamp(r["first_start"]), pd.Timestamp(r["last_end"])
+            notes.append(
+                f"{month} is a partial month: its {what} start on {int(r['days'])} of its {size} days "
+                f"({first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC)"
+            )
+    if len(months) == 2:
+        early, late = sorted(months)
+        a, b = rows.get(early), rows.get(late)
+        if a is not None and b is not None and a["lines"] and b["lines"] < PARTIAL_LINES_RATIO * a["lines"]:
+            notes.append(
+                f"{late} has far fewer {what} than {early} ({int(b['lines']):,} against {int(a['lines']):,}): "
+                "it may be a partial export"
+            )
+    return notes
 
 
 def split_exact(amounts: dict[str, float], total: float, currency: str) -> dict[str, float]:

@@ -108,3 +108,17 @@ def usage_groups(store: Store, column: str, months: Sequence[str]) -> pd.DataFra
     listed = _params(params, "m", list(months))
     frame = engine.run_pandas(store, USAGE_GROUPS, params, column=engine.quote_identifier(column), months=listed)
     return None if frame is None or frame.empty else frame
+
+
+def month_coverage(store: Store, months: Sequence[str], *, gpu_only: bool = True) -> pd.DataFrame | None:
+    """Per billing period in ``months``: ``lines``, ``days`` (distinct UTC days charge periods start on),
+    ``first_start`` and ``last_end`` of the GPU lines (every line unless ``gpu_only``)."""
+    from finops_cli.schema.billing import GPU_LINE_SQL
+    from finops_cli.store import engine
+    from finops_cli.store.queries import MONTH_COVERAGE
+
+    params: dict[str, Any] = {}
+    conds = [f"billing_period IN ({_params(params, 'm', list(months))})"]
+    if gpu_only:
+        conds.append(GPU_LINE_SQL)
+    return engine.run_pandas(store, MONTH_COVERAGE, params, conditions=" AND ".join(conds))

@@ -518,6 +518,23 @@ GROUP BY COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged)
 """,
 )
 
+#: Per billing period: the lines ``{conditions}`` selects (GPU lines, or every line), the distinct UTC days their
+#: charge periods start on, and the first start and last end: ``costs --compare`` calls a month partial from these.
+MONTH_COVERAGE = Query(
+    "month_coverage",
+    ("billing",),
+    """
+SELECT billing_period AS month,
+       count(*) AS lines,
+       count(DISTINCT CAST(ChargePeriodStart AS DATE)) AS days,
+       min(ChargePeriodStart) AS first_start,
+       max(ChargePeriodEnd) AS last_end
+FROM billing
+WHERE {conditions}
+GROUP BY billing_period
+""",
+)
+
 QUERIES: dict[str, Query] = {
     q.name: q
     for q in (
