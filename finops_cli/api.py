@@ -678,6 +678,14 @@ def priced_fleet(
     return _Priced(resolved, sources, choice, st, instant)
 
 
+def check_max_price_age(days: float | None) -> None:
+    """``--max-price-age``: a number of days >= 0 (exit 2 otherwise)."""
+    from finops_cli.errors import InputError
+
+    if days is not None and not (math.isfinite(days) and days >= 0):
+        raise InputError(f"--max-price-age {days}: expected a number of days >= 0")
+
+
 def as_of_instant(as_of: datetime | None) -> datetime:
     """``as_of`` as an aware UTC instant to the second; None is now."""
     instant = datetime.now(UTC) if as_of is None else as_of
@@ -723,17 +731,22 @@ def stack(
     horizon: str | DemandHorizon | None = None,
     fx: dict[str, float] | None = None,
     as_of: datetime | None = None,
+    max_price_age: float | None = None,
 ) -> StackResult:
     """The merit order (docs/economics.md §5) of each workload, or of ``workload`` only, cleared against its demand.
 
     Demand per workload is its mean hourly units when deferrable, else its peak hour, over ``horizon``
     (default: the default-month rule, :func:`finops_cli.estate.horizon.choose_horizon`). Without
     ``workloads`` the fleet is shown in GPU-hours. A ``price_feed`` needs the spot-price store (``store``
-    or the default one). ``fx``: exchange rates (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``.
+    or the default one). ``fx``: exchange rates (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``. Stale and thin
+    prices (``max_price_age`` days, :func:`finops_cli.estate.prices.price_warnings`) are in the warnings.
     """
     from finops_cli.core.stack import build_stack
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_estate, load_fleet
+    from finops_cli.estate.prices import price_warnings
+
+    check_max_price_age(max_price_age)
 
     if workloads is None:
         if workload is not None:
@@ -745,7 +758,7 @@ def stack(
             fl.currency,
             p.sources,
             p.horizon,
-            p.choice.warnings,
+            [*p.choice.warnings, *price_warnings(p.sources, max_price_age)],
             p.choice.line,
         )
     est = load_estate(fleet, workloads)
@@ -756,7 +769,9 @@ def stack(
             known = ", ".join(w.id for w in est.workloads.workloads)
             raise InputError(f"--workload {workload!r} is not in {workloads} (known: {known})")
     p, warnings, demand, observed = _priced_demand(est, store, horizon, fx, as_of)
-    warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small]
+    warnings = (
+        warnings + [r.note() for r in est.rates if r.estimate.too_small] + price_warnings(p.sources, max_price_age)
+    )
     stacks = []
     for w in chosen:
         col = demand[w.id]
@@ -916,6 +931,7 @@ def plan(
     fx: dict[str, float] | None = None,
     tolerance: float | None = None,
     as_of: datetime | None = None,
+    max_price_age: float | None = None,
 ) -> PlanResult:
     """Plan ``estate``'s demand on its fleet: the cheapest compliant mix, with savings against the bill.
 
@@ -944,6 +960,9 @@ def plan(
     as_of
         The instant price ages and "the current month" are counted from (default now); recorded in the
         document, so the same inputs and ``as_of`` give the same plan on any date.
+    max_price_age
+        Days above which a price is stale (default :data:`finops_cli.estate.prices.DEFAULT_MAX_PRICE_AGE_DAYS`);
+        stale and thin prices are in ``result.warnings`` (:func:`finops_cli.estate.prices.price_warnings`).
 
     Raises
     ------
@@ -953,7 +972,7 @@ def plan(
     from finops_cli.core.baseline import billed_baseline
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand_sources
-    from finops_cli.estate.prices import fx_used, reference_price_notes
+    from finops_cli.estate.prices import fx_used, price_warnings, reference_price_notes
     from finops_cli.planner import DEFAULT_TOLERANCE, plan_demand
     from finops_cli.planner.document import plan_document
     from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP
@@ -972,6 +991,7 @@ def plan(
         raise InputError(f"--time-limit {time_limit}: expected seconds > 0")
     if tolerance is not None and not (math.isfinite(tolerance) and 0 <= tolerance < 1):
         raise InputError(f"--tolerance {tolerance}: expected a fraction in [0, 1)")
+    check_max_price_age(max_price_age)
     p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx, default_store=False, as_of=as_of)
     hz, sources = p.horizon, p.sources
     resolved = replace(estate, fleet=p.fleet)
@@ -1006,7 +1026,8 @@ def plan(
     document.prices = [PriceUsed.model_validate(src.as_dict()) for src in sources]
     document.notes.extend(src.note() for src in sources)
     document.fx = fx_used(sources)
-    return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, p.choice.warnings)
+    warnings = [*p.choice.warnings, *price_warnings(sources, max_price_age)]
+    return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, warnings)
 
 
 # --- report, gate ---------------------------------------------------------------------------------

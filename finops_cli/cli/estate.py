@@ -14,6 +14,7 @@ from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
     FxOpt,
+    MaxPriceAgeOpt,
     ModeOpt,
     OptionalWorkloadsOpt,
     OutOpt,
@@ -305,6 +306,7 @@ def register(app: typer.Typer) -> None:
         horizon: HorizonOpt = None,
         fx: FxOpt = None,
         as_of: AsOfOpt = None,
+        max_price_age: MaxPriceAgeOpt = None,
         out: OutOpt = None,
     ) -> None:
         """The merit-order supply curve: compliant substrates by cost per unit of usable output."""
@@ -321,6 +323,7 @@ def register(app: typer.Typer) -> None:
             horizon=horizon,
             fx=parse_fx(fx),
             as_of=parse_as_of(as_of),
+            max_price_age=max_price_age,
         )
         _warn(result.warnings, result.horizon_note)
         if chart is not None:

@@ -188,3 +188,15 @@ AsOfOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+MaxPriceAgeOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-price-age",
+        metavar="DAYS",
+        help="Warn when a price is older than DAYS at --as-of (default: 30 for a spot-price feed, 180 for a "
+        "reference list price); feeds whose data covers less than their window are called out too.",
+        show_default=False,
+    ),
+]
