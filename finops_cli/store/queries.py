@@ -504,6 +504,41 @@ GROUP BY COALESCE(workload, team, $untagged), team
 """,
 )
 
+#: GPU-hours per draft workload and charge period (start, end; one hour when it has no later end): the draft's
+#: hourly demand profile spreads each period's GPU-hours evenly over it (hourly lines keep the bill's shape).
+DRAFT_WORKLOAD_PERIODS = Query(
+    "draft_workload_periods",
+    ("billing",),
+    f"""
+WITH tagged AS (
+  SELECT COALESCE(x_GpuHours, 0.0) AS g, ChargePeriodStart AS s,
+         CASE WHEN ChargePeriodEnd > ChargePeriodStart THEN ChargePeriodEnd
+              ELSE ChargePeriodStart + INTERVAL 1 HOUR END AS e,
+         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.workload') END, '') AS workload,
+         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.team') END, '') AS team{_DRAFT_GPU_LINES}
+    AND BillingCurrency = $currency AND COALESCE(x_GpuHours, 0.0) > 0
+)
+SELECT COALESCE(workload, team, $untagged) AS workload, s, e, sum(g) AS gpu_hours
+FROM tagged
+GROUP BY COALESCE(workload, team, $untagged), s, e
+""",
+)
+
+#: Busy GPU-hours per draft workload and clock hour (a sample counts in the hour it starts): the draft's hourly
+#: demand profile where utilisation was ingested.
+DRAFT_BUSY_HOURLY = Query(
+    "draft_busy_hourly",
+    ("utilization",),
+    """
+SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS workload,
+       date_trunc('hour', "timestamp") AS hour,
+       sum(LEAST(GREATEST(utilization, 0.0), 1.0) * interval_s) / 3600.0 AS busy_hours
+FROM utilization
+WHERE month = $month AND NOT isnan(utilization)
+GROUP BY ALL
+""",
+)
+
 #: Busy GPU-hours (utilisation clipped to [0, 1] × interval) per draft workload: the ``workload`` column,
 #: else ``team``, else untagged; NaN utilisation is left out.
 DRAFT_BUSY_HOURS = Query(
