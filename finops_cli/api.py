@@ -10,7 +10,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -444,7 +444,7 @@ def costs(
         partial_month_notes,
     )
     from finops_cli.report.costs import chargeback as charge
-    from finops_cli.store.cost_query import NONE, cost_groups, month_coverage, usage_groups
+    from finops_cli.store.cost_query import NONE, actual_cost_notes, cost_groups, month_coverage, usage_groups
 
     for flag, value in (("--month", month), ("--compare", compare)):
         if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
@@ -506,6 +506,9 @@ def costs(
             frame = frame[frame["substrate"].isin(filters["substrate"])]
     basis = cost
     notes: list[str] = []
+    actual_only = actual_cost_notes(st, months or periods) if basis == "effective" else []
+    if all_lines and chargeback is None:
+        notes.append("all lines: cost is every line's; per_gpu_hour is the GPU lines' cost ÷ their GPU-hours")
     if frame.empty:
         notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
     if compare is not None:
@@ -516,16 +519,21 @@ def costs(
         coverage = month_coverage(st, [month, compare], gpu_only=not all_lines)
         partial = partial_month_notes(coverage, [month, compare], "lines" if all_lines else "GPU lines")
         return CostsResult(
-            "compare", columns, rows, totals, basis, [month, compare], notes + partial, month_reason, partial
-        )
+            "compare", columns, rows, totals, basis, [month, compare], notes + partial + actual_only, month_reason,
+            partial + actual_only, all_lines,
+        )  # fmt: skip
     if chargeback is not None:
         usage = usage_groups(st, team_tag, months)
         rows, totals, more = charge(frame, usage, basis, chargeback, team_tag)
         columns = [(team_tag, "text"), ("currency", "text"), *_CHARGEBACK_COLUMNS]
-        return CostsResult("chargeback", columns, rows, totals, basis, months, notes + more, month_reason)
+        return CostsResult(
+            "chargeback", columns, rows, totals, basis, months, notes + more + actual_only, month_reason, actual_only
+        )
     rows, totals = group_costs(frame, by, basis)
     columns = [*[(b, "text") for b in by], ("currency", "text"), *_GROUP_COLUMNS]
-    return CostsResult("groups", columns, rows, totals, basis, months or periods, notes)
+    return CostsResult(
+        "groups", columns, rows, totals, basis, months or periods, notes + actual_only, None, actual_only, all_lines
+    )
 
 
 # --- estate: validate, stack, netc ----------------------------------------------------------------
@@ -739,12 +747,12 @@ def stack(
     (default: the default-month rule, :func:`finops_cli.estate.horizon.choose_horizon`). Without
     ``workloads`` the fleet is shown in GPU-hours. A ``price_feed`` needs the spot-price store (``store``
     or the default one). ``fx``: exchange rates (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``. Stale and thin
-    prices (``max_price_age`` days, :func:`finops_cli.estate.prices.price_warnings`) are in the warnings.
+    prices (``max_price_age`` days, :func:`finops_cli.core.price_checks.price_warnings`) are in the warnings.
     """
+    from finops_cli.core.price_checks import price_warnings
     from finops_cli.core.stack import build_stack
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_estate, load_fleet
-    from finops_cli.estate.prices import price_warnings
 
     check_max_price_age(max_price_age)
 
@@ -907,6 +915,14 @@ def write_schedule(result: PlanResult, path: str | Path) -> Path:
     return target
 
 
+def _horizon_months(hz: DemandHorizon) -> list[str]:
+    """The billing periods (``YYYY-MM``) a horizon touches."""
+    import pandas as pd
+
+    last = hz.end - timedelta(microseconds=1)
+    return [f"{m:%Y-%m}" for m in pd.period_range(f"{hz.start:%Y-%m}", f"{last:%Y-%m}", freq="M")]
+
+
 def default_horizon(estate: Estate | None, store: Store | None = None) -> DemandHorizon:
     """The default-month rule (:func:`finops_cli.estate.horizon.choose_horizon`): the latest month with
     GPU usage in the store; else the first month a timestamped demand profile covers; else this month."""
@@ -961,8 +977,8 @@ def plan(
         The instant price ages and "the current month" are counted from (default now); recorded in the
         document, so the same inputs and ``as_of`` give the same plan on any date.
     max_price_age
-        Days above which a price is stale (default :data:`finops_cli.estate.prices.DEFAULT_MAX_PRICE_AGE_DAYS`);
-        stale and thin prices are in ``result.warnings`` (:func:`finops_cli.estate.prices.price_warnings`).
+        Days above which a price is stale (default :data:`finops_cli.core.price_checks.DEFAULT_MAX_PRICE_AGE_DAYS`);
+        stale and thin prices are in ``result.warnings`` (:func:`finops_cli.core.price_checks.price_warnings`).
 
     Raises
     ------
@@ -970,14 +986,16 @@ def plan(
         No compliant destination for a workload, or demand above compliant capacity (exit 3).
     """
     from finops_cli.core.baseline import billed_baseline
+    from finops_cli.core.price_checks import price_warnings
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand_sources
-    from finops_cli.estate.prices import fx_used, price_warnings, reference_price_notes
+    from finops_cli.estate.prices import fx_used, reference_price_notes
     from finops_cli.planner import DEFAULT_TOLERANCE, plan_demand
     from finops_cli.planner.document import plan_document
     from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP
     from finops_cli.schema.plan import DemandSource, PriceUsed
     from finops_cli.store import engine
+    from finops_cli.store.cost_query import actual_cost_notes
 
     if mode not in ("cost", "reliability"):
         raise InputError(f"--mode {mode!r}: expected cost or reliability")
@@ -1015,18 +1033,21 @@ def plan(
         tolerance=DEFAULT_TOLERANCE if tolerance is None else tolerance,
     )
     billed = None
+    actual_only: list[str] = []
     if store is not None and store.has("billing"):
         groups = engine.baseline_groups(store, resolved.fleet, hz.start, hz.end)
         if groups is not None:
             billed = billed_baseline(groups, resolved.fleet)
+            actual_only = actual_cost_notes(store, _horizon_months(hz))
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
     document.as_of = p.as_of
+    document.notes.extend(actual_only)  # the billed baseline's effective cost leaves a commitment out
     document.notes.extend(r.note() for r in estate.rates)
     document.demand_sources.extend(DemandSource.model_validate(o.as_dict()) for o in observed)
     document.prices = [PriceUsed.model_validate(src.as_dict()) for src in sources]
     document.notes.extend(src.note() for src in sources)
     document.fx = fx_used(sources)
-    warnings = [*p.choice.warnings, *price_warnings(sources, max_price_age)]
+    warnings = [*p.choice.warnings, *price_warnings(sources, max_price_age), *actual_only]
     return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, warnings)
 
 
@@ -1148,6 +1169,10 @@ def _report_inputs_and_write(
         submit_charts(inputs, drawing)
     start, _ = horizon_bounds(doc)
     month = None if start is None else f"{start:%Y-%m}"
+    if month is not None:
+        from finops_cli.store.cost_query import actual_cost_notes
+
+        inputs.notes.extend(f"{n[0].upper()}{n[1:]}." for n in actual_cost_notes(st, [month]))
 
     supply_notes: list[str] = []  # after idle waste's note in the report, as they always were
     if fleet is not None and workloads is not None:

@@ -44,9 +44,10 @@ def _text_rows(result: Any) -> list[list[str]]:
 
 def _title(result: Any) -> str:
     basis = "amortised (EffectiveCost)" if result.cost == "effective" else "as billed (BilledCost)"
+    spend = "Spend, all lines" if result.all_lines else "GPU spend"
     what = {
-        "groups": "GPU spend",
-        "compare": f"GPU spend {result.months[0]} vs {result.months[-1]}",
+        "groups": spend,
+        "compare": f"{spend} {result.months[0]} vs {result.months[-1]}",
         "chargeback": "Chargeback",
     }[result.mode]
     months = "" if result.mode == "compare" else f", {', '.join(result.months)}"

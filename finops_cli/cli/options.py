@@ -21,9 +21,25 @@ class Mode(StrEnum):
     reliability = "reliability"
 
 
+def store_option(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """``--store`` callback: given after the command it wins; else ``finops --store DIR <command>`` (the global
+    option, as ``--pricebook``); else ``$FINOPS_STORE``; else None (the default ``.finops/``)."""
+    source = ctx.get_parameter_source(param.name or "store")
+    if source is not None and source.name == "COMMANDLINE":
+        return value
+    root = ctx.find_root().params.get("store")
+    return Path(root) if root else value
+
+
 StoreOpt = Annotated[
     Path | None,
-    typer.Option("--store", envvar="FINOPS_STORE", help="Store directory (default .finops/).", show_default=False),
+    typer.Option(
+        "--store",
+        envvar="FINOPS_STORE",
+        help="Store directory or bucket URI (default .finops/; also 'finops --store DIR <command>' or $FINOPS_STORE).",
+        show_default=False,
+        callback=store_option,
+    ),
 ]
 FormatOpt = Annotated[
     OutputFormat | None,

@@ -48,6 +48,7 @@ class CostsResult:
     notes: list[str] = field(default_factory=list)
     month_reason: str | None = None  # the default-month rule's reason when the month was not given (for stderr)
     warnings: list[str] = field(default_factory=list)  # partial months and the like (stderr, and in notes)
+    all_lines: bool = False  # every billing line, not only GPU lines (the title says which)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -62,13 +63,16 @@ class CostsResult:
 
 
 def group_costs(frame: pd.DataFrame, by: list[str], cost: CostBasis) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """One row per group × currency, largest cost first; and Σ cost per currency."""
+    """One row per group × currency, largest cost first; and Σ cost per currency. ``per_gpu_hour`` divides the cost
+    of the group's GPU lines by their GPU-hours (``gpu_<cost>`` columns), also when the frame holds every line."""
     col = COST_COLUMN[cost]
     keys = [*by, "currency"]
-    g = frame.groupby(keys, dropna=False, sort=False)[["billed_cost", "effective_cost", "gpu_hours", "lines"]].sum()
+    gpu_col = f"gpu_{col}" if f"gpu_{col}" in frame.columns else col  # GPU lines' cost (all lines: a part of it)
+    sums = list(dict.fromkeys(["billed_cost", "effective_cost", "gpu_hours", "lines", gpu_col]))
+    g = frame.groupby(keys, dropna=False, sort=False)[sums].sum()
     g = g.reset_index()
     g["cost"] = g[col]
-    g["per_gpu_hour"] = (g["cost"] / g["gpu_hours"]).where(g["gpu_hours"] > 0)
+    g["per_gpu_hour"] = (g[gpu_col] / g["gpu_hours"]).where(g["gpu_hours"] > 0)  # over GPU lines only
     g = g.sort_values(["currency", "cost", *by], ascending=[True, False, *([True] * len(by))], kind="stable")
     rows = [
         {

@@ -8,7 +8,7 @@ Rules (each optional; every failed rule is reported, not just the first):
 - ``max-increase-usd``  delta = planned − baseline ≤ U   (in the plans' currency)
 - ``max-spot-share``    spot_share = Σ cost of spot allocations / Σ cost of all allocations ≤ S (a fraction)
 - ``stale-prices``      (``--fail-on-stale-prices``) no price in plan.json's ``prices[]`` older than its limit
-  (``--max-price-age``, else :data:`~finops_cli.estate.prices.DEFAULT_MAX_PRICE_AGE_DAYS`); ages are those
+  (``--max-price-age``, else :data:`~finops_cli.core.price_checks.DEFAULT_MAX_PRICE_AGE_DAYS`); ages are those
   the plan recorded, counted to its ``as_of``: the gate never reads the clock
 - ``max-node-rounding-pct``  100 · what rounding the plan's fractional nodes up to whole nodes would add
   (``totals.fractional_node_rounding_cost``) / planned cost ≤ P
@@ -365,7 +365,7 @@ def evaluate(
 
 def _price_rules(new: PlanDocument, thresholds: Thresholds, rules: list[RuleResult]) -> list[str]:
     """The ``stale-prices`` rule (``--fail-on-stale-prices``) over the ages plan.json recorded; the warnings left."""
-    from finops_cli.estate.prices import stale_prices, thin_prices
+    from finops_cli.core.price_checks import stale_prices, thin_prices
 
     stale = stale_prices(new.prices, thresholds.max_price_age)
     warnings = thin_prices(new.prices)

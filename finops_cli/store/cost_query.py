@@ -46,7 +46,8 @@ def cost_groups(
     months: Sequence[str] | None = None,
     gpu_only: bool = True,
 ) -> pd.DataFrame | None:
-    """Σ BilledCost, Σ EffectiveCost, Σ x_GpuHours and line count per ``columns`` × currency.
+    """Σ BilledCost, Σ EffectiveCost, Σ x_GpuHours and line count per ``columns`` × currency, and the costs of the
+    GPU lines among them (``gpu_billed_cost``, ``gpu_effective_cost``: what a price per GPU-hour divides).
 
     ``columns``: dimension names (:data:`DIMENSIONS`), raw billing column names, or tag keys. ``where``:
     name → accepted values (a line passes when its value is one of them; ``(none)`` selects empty ones).
@@ -77,7 +78,9 @@ def cost_groups(
         conds.append(f"billing_period IN ({_params(params, 'm', months)})")
     for name, values in (where or {}).items():
         conds.append(f"COALESCE({expr(name)}, $none) IN ({_params(params, 'w', [str(v) for v in values])})")
-    frame = engine.run_pandas(store, COST_GROUPS, params, groups=groups, conditions=" AND ".join(conds))
+    frame = engine.run_pandas(
+        store, COST_GROUPS, params, groups=groups, conditions=" AND ".join(conds), gpu_line=GPU_LINE_SQL
+    )
     if frame is None:
         return None
     return frame.rename(columns={f"g{i}": c for i, c in enumerate(columns)})
@@ -122,3 +125,31 @@ def month_coverage(store: Store, months: Sequence[str], *, gpu_only: bool = True
     if gpu_only:
         conds.append(GPU_LINE_SQL)
     return engine.run_pandas(store, MONTH_COVERAGE, params, conditions=" AND ".join(conds))
+
+
+def actual_cost_notes(store: Store, months: Sequence[str]) -> list[str]:
+    """One sentence per provider × period × currency of ``months`` whose effective cost rests on an actual-cost
+    export without its amortised counterpart: commitment purchases (EffectiveCost 0, as FOCUS has it) or
+    commitment-covered usage, and no amortised cost on that usage (:data:`~finops_cli.store.queries.ACTUAL_COST_ONLY`).
+    """
+    from finops_cli.store import engine
+    from finops_cli.store.queries import ACTUAL_COST_ONLY
+
+    if not months or not store.has("billing"):
+        return []
+    params: dict[str, Any] = {}
+    listed = _params(params, "m", list(months))
+    frame = engine.run_pandas(store, ACTUAL_COST_ONLY, params, months=listed)
+    out = []
+    for r in [] if frame is None else frame.to_dict("records"):
+        bought = (
+            f"commitment purchases of {r['currency']} {float(r['purchases']):,.2f} billed up front"
+            if r["purchase_lines"]
+            else "commitment-covered usage billed at 0"
+        )
+        out.append(
+            f"{r['provider']} {r['month']}: effective cost rests on an actual-cost export without its amortised "
+            f"counterpart ({bought}; EffectiveCost leaves the commitment out): ingest the amortised export for "
+            "effective cost"
+        )
+    return out

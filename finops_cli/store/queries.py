@@ -357,7 +357,9 @@ SELECT {groups}BillingCurrency AS currency,
        sum(COALESCE(BilledCost, 0.0)) AS billed_cost,
        sum(COALESCE(EffectiveCost, 0.0)) AS effective_cost,
        sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
-       count(*) AS lines
+       count(*) AS lines,
+       sum(CASE WHEN {gpu_line} THEN COALESCE(BilledCost, 0.0) ELSE 0.0 END) AS gpu_billed_cost,
+       sum(CASE WHEN {gpu_line} THEN COALESCE(EffectiveCost, 0.0) ELSE 0.0 END) AS gpu_effective_cost
 FROM billing
 WHERE {conditions}
 GROUP BY ALL
@@ -567,6 +569,29 @@ SELECT billing_period AS month,
 FROM billing
 WHERE {conditions}
 GROUP BY billing_period
+""",
+)
+
+#: Per provider, billing period and currency: commitment purchases and the effective cost of commitment-covered
+#: usage. Purchases or covered usage with no amortised cost on the usage means the period came from an actual-cost
+#: export alone (Azure's "actual"): its EffectiveCost leaves the commitment out. ``{months}``: ``$mN`` parameters.
+ACTUAL_COST_ONLY = Query(
+    "actual_cost_only",
+    ("billing",),
+    """
+SELECT provider, billing_period AS month, BillingCurrency AS currency,
+       count(*) FILTER (WHERE ChargeCategory = 'Purchase'
+                        AND (CommitmentDiscountId IS NOT NULL OR PricingCategory = 'Committed')) AS purchase_lines,
+       COALESCE(sum(BilledCost) FILTER (WHERE ChargeCategory = 'Purchase'
+                        AND (CommitmentDiscountId IS NOT NULL OR PricingCategory = 'Committed')), 0.0) AS purchases,
+       count(*) FILTER (WHERE ChargeCategory = 'Usage' AND PricingCategory = 'Committed') AS covered_lines,
+       COALESCE(sum(abs(EffectiveCost)) FILTER (WHERE ChargeCategory = 'Usage'
+                                               AND PricingCategory = 'Committed'), 0.0) AS covered_effective
+FROM billing
+WHERE billing_period IN ({months})
+GROUP BY ALL
+HAVING (purchase_lines > 0 OR covered_lines > 0) AND covered_effective = 0
+ORDER BY provider, month, currency
 """,
 )
 
