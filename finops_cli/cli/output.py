@@ -113,11 +113,11 @@ def status(message: str) -> Iterator[Callable[[str], None]]:
 
 
 def emit_text(text: str, out: Path | None = None) -> None:
-    """Write a finished document: atomically to ``out`` (temp + rename), else to stdout (a terminal gets
-    no control characters from the data: :func:`~finops_cli.cli.terminal.terminal_safe`)."""
+    """Write a finished document: atomically to ``out`` (temp + rename), else to stdout. Either way without
+    control characters from the data (:func:`~finops_cli.cli.terminal.terminal_safe`): a pipe ends up in a
+    terminal too (``| tee``, CI logs), and so does ``cat`` of a file."""
+    text = terminal_safe(text)
     if out is None:
-        if sys.stdout.isatty():
-            text = terminal_safe(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     write_text(out, text)
