@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--by",
                 help="Comma-separated: month, provider, account, region, instance_type, pricing_category, resource, "
-                "service, substrate (needs --fleet) or any tag key (team, workload, ...). Default: team.",
+                "service, substrate (needs --fleet) or any tag key (team, workload, ...); at most 32. Default: team.",
             ),
         ] = None,
         where: Annotated[
