@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from decimal import Context, Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -63,6 +63,9 @@ from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
 from finops_cli.store import engine as store_engine
 from finops_cli.store.store import StagedWriter, file_source_key, part_key, stage_aggregates
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 DATASET = "billing"
 #: half a cent, in the nano-units of :func:`exact_sum`
@@ -377,17 +380,9 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
         for job in plan:
             yield stage_file(job, staging, progress, len(plan))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    # spawn, not fork: a forked child would inherit pyarrow's and DuckDB's thread pools mid-flight
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_worker,
-        initargs=(os.getpid(), max(1, usable_cores() // workers)),
-    )
+    pool = _pool(workers)
     try:
         futures = [pool.submit(stage_file, job, staging) for job in plan]
         for job, future in zip(plan, futures, strict=True):
@@ -404,6 +399,34 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # no worker writes into staging after an abort
+
+
+#: multiprocessing's resource tracker warns when it removes the pool's semaphores after a killed (SIGKILL) parent
+_TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """The worker pool of a ``--jobs N`` ingest: spawned processes that die with this one.
+
+    spawn, not fork: a forked child would inherit pyarrow's and DuckDB's thread pools mid-flight. The pool's
+    queues hold named semaphores registered with multiprocessing's resource tracker, a process of its own
+    that outlives a parent killed with SIGKILL, removes them (as it should) and then printed a "leaked
+    semaphore objects" UserWarning on the user's terminal. The tracker takes its warning options from this
+    process's ``sys.warnoptions`` when it starts: it is started here with that one warning ignored.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import resource_tracker
+
+    if _TRACKER_QUIET not in sys.warnoptions:
+        sys.warnoptions.append(_TRACKER_QUIET)
+    resource_tracker.ensure_running()
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(os.getpid(), max(1, usable_cores() // workers)),
+    )
 
 
 def _start_worker(parent: int, threads: int) -> None:
