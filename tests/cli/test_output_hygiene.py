@@ -83,3 +83,29 @@ def test_csv_neutralises_formulas_and_keeps_numbers(store: Path) -> None:
         assert float(row["cost"]) == 10.0  # numbers stay numbers
     teams = {row["team"] for row in rows}
     assert "'" + TEAMS["formula"] in teams and "'" + TEAMS["at"] in teams and "'" + TEAMS["plus"] in teams
+
+
+def test_a_library_warning_is_a_debug_line_not_user_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27 item 16, the safety net: numpy's "overflow encountered in divide" reached stderr; any Python
+    warning under the CLI is now a debug line, shown with -v only."""
+    import warnings
+
+    import numpy as np
+
+    from finops_cli import api
+
+    def overflowing(*args: object, **kwargs: object) -> list:
+        np.array([1e308]) / np.array([1e-10])  # a RuntimeWarning, as from the planner's arithmetic
+        return []
+
+    monkeypatch.setattr(api, "store_sources", overflowing)
+    for flags, shown in (([], False), (["-v"], True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")  # numpy warns once per place by default: each run warns here
+            r = CliRunner().invoke(app, [*flags, "store", "list", "--store", str(tmp_path / "s")], env=ENV)
+        assert r.exit_code == 0, r.output
+        assert ("overflow encountered in divide" in r.stderr) is shown, r.stderr
+        assert "RuntimeWarning: overflow" not in r.stdout
+        if shown:
+            line = next(x for x in r.stderr.splitlines() if "overflow" in x)
+            assert line.startswith("debug: RuntimeWarning")
