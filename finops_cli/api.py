@@ -1442,7 +1442,7 @@ def replay_plan(
     from finops_cli.errors import InputError
     from finops_cli.estate.demand_io import estate_demand
     from finops_cli.report.gate import plan_or_path
-    from finops_cli.sim.dispatch.replay import PlanMismatch
+    from finops_cli.sim.dispatch.replay import PlanMismatch, check_plan_matches
     from finops_cli.sim.dispatch.replay import replay_plan as run_replay
 
     if seed < 0:
@@ -1466,8 +1466,8 @@ def replay_plan(
         )
     p = priced_fleet(estate.fleet, store, horizon=hz, estate=estate, fx=fx, demand_from_store=True, as_of=doc.as_of)
     resolved = replace(estate, fleet=p.fleet)
-    (log or (lambda _m: None))(f"replaying the plan: {hz.start:%Y-%m-%dT%H:%MZ} + {hz.hours} h (the plan's horizon)")
     workloads = list(resolved.workloads.workloads)
+    check_plan_matches(doc, resolved.fleet, workloads)
     demand = estate_demand(resolved, hz, p.store)
     served: dict[str, float] = {}
     for a in doc.allocations:
@@ -1483,6 +1483,7 @@ def replay_plan(
                 f"{want:,.4g}: not the plan of these workloads (re-plan)"
             )
     sched = read_schedule(schedule) if isinstance(schedule, str | Path) else schedule
+    (log or (lambda _m: None))(f"replaying the plan: {hz.start:%Y-%m-%dT%H:%MZ} + {hz.hours} h (the plan's horizon)")
     return run_replay(doc, resolved.fleet, workloads, sched, seeds=seeds, seed=seed)
 
 
