@@ -384,29 +384,38 @@ def _one_seed(
     return states, deferred
 
 
-def _hourly_useful(
-    plan: PlanDocument, schedule: pd.DataFrame | None, spot: list[tuple[str, str]]
-) -> dict[tuple[str, str], np.ndarray]:
-    """Useful GPU-hours per hour of each spot allocation: the schedule's ``gpus``, else the total spread evenly."""
+@dataclass(frozen=True)
+class _Load:
+    """One spot (workload, substrate) pair's load: useful GPU-hours per hour, its units per GPU-hour, its cost."""
+
+    useful: np.ndarray
+    units_per_gpu_hour: float
+    cost: float
+
+
+def _spot_loads(plan: PlanDocument, schedule: pd.DataFrame | None) -> dict[tuple[str, str], _Load]:
+    """Each spot pair's hourly load: the schedule's ``gpus`` rows, else the allocation spread evenly."""
     hours = plan.horizon.hours
-    out = {key: np.zeros(hours) for key in spot}
+    out: dict[tuple[str, str], _Load] = {}
     if schedule is None:
         for a in plan.allocations:
-            if (a.workload, a.substrate) in out:
-                out[(a.workload, a.substrate)] += a.gpu_hours / hours
+            if a.kind == "spot" and a.gpu_hours > 0:
+                spread = np.full(hours, a.gpu_hours / hours)
+                out[(a.workload, a.substrate)] = _Load(spread, a.units / a.gpu_hours, a.cost)
         return out
-    rows = schedule[schedule["kind"] == "spot"]
-    for (wid, sid), g in rows.groupby(["workload", "substrate"], sort=False):
-        key = (str(wid), str(sid))
-        if key not in out:
-            raise PlanMismatch(f"the schedule runs {wid} on {sid}, which the plan does not allocate")
-        np.add.at(out[key], g["hour"].to_numpy(dtype=np.int64), g["gpus"].to_numpy(dtype=float))
+    rows = schedule[(schedule["kind"] == "spot") & (schedule["gpus"] > 0)]
+    for (wid, sid), g in rows.groupby(["workload", "substrate"], sort=True):
+        useful = np.zeros(hours)
+        np.add.at(useful, g["hour"].to_numpy(dtype=np.int64), g["gpus"].to_numpy(dtype=float))
+        gpus = float(g["gpus"].sum())
+        out[(str(wid), str(sid))] = _Load(useful, float(g["units"].sum()) / gpus, float(g["cost"].sum()))
     return out
 
 
-def check_schedule(plan: PlanDocument, schedule: pd.DataFrame) -> None:
-    """The schedule must be the plan's: the columns ``finops plan --schedule`` writes, hours inside its horizon."""
-    need = {"hour", "workload", "substrate", "kind", "gpus", "cost"}
+def check_schedule(plan: PlanDocument, schedule: pd.DataFrame, fleet: Fleet, workloads: list[Workload]) -> None:
+    """The schedule must be the plan's: the columns ``finops plan --schedule`` writes, hours inside its horizon,
+    workloads and substrates of this estate. (Its repaired hours may use pairs the block plan does not.)"""
+    need = {"hour", "workload", "substrate", "kind", "gpus", "units", "cost"}
     missing = sorted(need - set(schedule.columns))
     if missing:
         raise PlanMismatch(f"the schedule lacks column(s) {', '.join(missing)}: write it with finops plan --schedule")
@@ -416,10 +425,19 @@ def check_schedule(plan: PlanDocument, schedule: pd.DataFrame) -> None:
             f"the schedule runs hours {int(hours.min())}..{int(hours.max())}, the plan's horizon has "
             f"{plan.horizon.hours}: not this plan's schedule"
         )
-    planned = {(a.workload, a.substrate) for a in plan.allocations}
-    for wid, sid in schedule[["workload", "substrate"]].drop_duplicates().itertuples(index=False):
-        if (wid, sid) not in planned:
-            raise PlanMismatch(f"the schedule runs {wid} on {sid}, which the plan does not allocate")
+    subs = {s.id: s for s in fleet.substrates}
+    wls = {w.id: w for w in workloads}
+    for wid, sid, kind in schedule[["workload", "substrate", "kind"]].drop_duplicates().itertuples(index=False):
+        if wid not in wls:
+            raise PlanMismatch(f"the schedule serves workload {wid!r}, which the workloads file does not have")
+        s = subs.get(str(sid))
+        if s is None or s.kind != kind:
+            raise PlanMismatch(f"the schedule runs {wid} on {sid} ({kind}), which the fleet does not have")
+        if kind == "spot":
+            try:
+                cost_per_unit(s, wls[wid], fleet)
+            except SpotNeverFinishes as exc:
+                raise PlanMismatch(f"the schedule runs {wid} on {sid}, the fleet now refuses it ({exc})") from None
 
 
 def replay_plan(
@@ -440,33 +458,24 @@ def replay_plan(
         raise InputError(f"--seeds {seeds}: expected an integer >= 1")
     check_plan_matches(plan, fleet, workloads)
     if schedule is not None:
-        check_schedule(plan, schedule)
+        check_schedule(plan, schedule, fleet, workloads)
     subs = {s.id: s for s in fleet.substrates}
     wls = {w.id: w for w in workloads}
-    spot_allocs = [a for a in plan.allocations if a.kind == "spot" and a.gpu_hours > 0]
-    keys = [(a.workload, a.substrate) for a in spot_allocs]
-    useful = _hourly_useful(plan, schedule, keys)
+    loads = _spot_loads(plan, schedule)
     alloc_cost = sum(a.cost for a in plan.allocations)
-    if schedule is None:
-        schedule_delta = 0.0
-        spot_cost = {(a.workload, a.substrate): a.cost for a in spot_allocs}
-    else:
-        schedule_delta = float(schedule["cost"].sum()) - alloc_cost
-        sc = schedule[schedule["kind"] == "spot"].groupby(["workload", "substrate"])["cost"].sum()
-        spot_cost = {k: float(sc.get(k, 0.0)) for k in keys}
+    schedule_delta = 0.0 if schedule is None else float(schedule["cost"].sum()) - alloc_cost
     pairs: list[_Pair] = []
-    for a in spot_allocs:
-        s, w = subs[a.substrate], wls[a.workload]
+    for (wid, sid), load in loads.items():
+        s, w = subs[sid], wls[wid]
         terms = spot_terms(s, w)
         price = useful_gpu_hour_price(s, w)
-        useful_total = float(useful[(a.workload, a.substrate)].sum())
-        cost = spot_cost[(a.workload, a.substrate)]
-        k = cost / (useful_total * price.total) if useful_total > 0 and price.total > 0 else 0.0
+        useful_total = float(load.useful.sum())
+        k = load.cost / (useful_total * price.total) if useful_total > 0 and price.total > 0 else 0.0
         lam = terms.preemptions_per_hour
         pairs.append(
             _Pair(
-                a.workload,
-                a.substrate,
+                wid,
+                sid,
                 terms.interval_hours,
                 terms.write_hours,
                 terms.resume_hours,
@@ -475,9 +484,9 @@ def replay_plan(
                 expected_lost_hours(lam, terms.interval_hours) if lam > 0 else 0.0,
                 k * price.base,
                 k * terms.resume_fee * s.preference,
-                a.units / a.gpu_hours,
-                useful[(a.workload, a.substrate)],
-                cost,
+                load.units_per_gpu_hour,
+                load.useful,
+                load.cost,
             )
         )
     by_substrate: dict[str, list[int]] = {}
