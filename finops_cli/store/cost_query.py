@@ -78,9 +78,7 @@ def cost_groups(
         conds.append(f"billing_period IN ({_params(params, 'm', months)})")
     for name, values in (where or {}).items():
         conds.append(f"COALESCE({expr(name)}, $none) IN ({_params(params, 'w', [str(v) for v in values])})")
-    frame = engine.run_pandas(
-        store, COST_GROUPS, params, groups=groups, conditions=" AND ".join(conds), gpu_line=GPU_LINE_SQL
-    )
+    frame = engine.run_pandas(store, COST_GROUPS, params, groups=groups, conditions=" AND ".join(conds))
     if frame is None:
         return None
     return frame.rename(columns={f"g{i}": c for i, c in enumerate(columns)})

@@ -352,16 +352,16 @@ GROUP BY hour, x_AcceleratorType
 COST_GROUPS = Query(
     "cost_groups",
     ("billing",),
-    """
-SELECT {groups}BillingCurrency AS currency,
+    f"""
+SELECT {{groups}}BillingCurrency AS currency,
        sum(COALESCE(BilledCost, 0.0)) AS billed_cost,
        sum(COALESCE(EffectiveCost, 0.0)) AS effective_cost,
        sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
        count(*) AS lines,
-       sum(CASE WHEN {gpu_line} THEN COALESCE(BilledCost, 0.0) ELSE 0.0 END) AS gpu_billed_cost,
-       sum(CASE WHEN {gpu_line} THEN COALESCE(EffectiveCost, 0.0) ELSE 0.0 END) AS gpu_effective_cost
+       sum(CASE WHEN {GPU_LINE_SQL} THEN COALESCE(BilledCost, 0.0) ELSE 0.0 END) AS gpu_billed_cost,
+       sum(CASE WHEN {GPU_LINE_SQL} THEN COALESCE(EffectiveCost, 0.0) ELSE 0.0 END) AS gpu_effective_cost
 FROM billing
-WHERE {conditions}
+WHERE {{conditions}}
 GROUP BY ALL
 """,
 )
