@@ -14,27 +14,12 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from finops_cli.errors import InputError
+from finops_cli.schema.spot import SPOT_SCHEMA
 from finops_cli.store import Store
 
 DATASET = "spot_prices"
 _KEY = "prices"  # one file per (provider, month): merged, de-duplicated, replaced as a whole
 
-SPOT_SCHEMA = pa.schema(
-    [
-        ("timestamp", pa.timestamp("us", tz="UTC")),
-        ("region", pa.string()),
-        ("zone", pa.string()),
-        ("instance_type", pa.string()),
-        ("product_description", pa.string()),
-        ("price_kind", pa.string()),  # spot | on_demand
-        ("usd_per_instance_hour", pa.float64()),
-        ("gpus", pa.int32()),
-        ("accelerator", pa.string()),
-        ("usd_per_gpu_hour", pa.float64()),
-        ("source", pa.string()),  # aws-api | aws-cli-json | csv | gcp-catalog
-        ("sku_id", pa.string()),
-    ]
-)
 #: a price change is identified by these; re-ingesting one replaces it
 IDENTITY = ["timestamp", "region", "zone", "instance_type", "product_description", "price_kind"]
 
@@ -294,7 +279,9 @@ def ingest_spot_prices(
     for f in files or []:
         path = Path(f)
         if not path.is_file():
-            raise InputError("is a directory; --file expects a file" if path.is_dir() else "no such file", path=path)
+            from finops_cli.files import kind_of_path
+
+            raise InputError(f"{kind_of_path(path)}; --file expects a regular file", path=path)
         name = path.name.lower()
         if name.endswith((".json", ".json.gz")):
             df = aws_records_to_frame(read_aws_cli_json(path), "aws-cli-json", path)
