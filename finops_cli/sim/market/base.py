@@ -173,6 +173,7 @@ class Policy:
         self.lost_hours = [0.0] * n
         self.finish: list[float | None] = [None] * n
         self.started = [False] * n
+        self.next_ckpt = [math.inf] * n  # a running tenant's next checkpoint (inf: it finishes first)
         self.version = [0] * n
         self.used: list[list[str]] = [[] for _ in range(n)]
         self.waiting: list[deque[int]] = [deque() for _ in self.types]
@@ -341,6 +342,9 @@ class Policy:
         nxt = max(t, self.run_from[i]) + self.tenants[i].checkpoint_interval_hours
         if nxt < max(t, self.run_from[i]) + remaining - EPS:
             heapq.heappush(self._heap, (nxt, _CHECKPOINT, i, self.version[i], 0))
+            self.next_ckpt[i] = nxt
+        else:
+            self.next_ckpt[i] = math.inf  # it finishes before another checkpoint
 
     def stop(self, i: int, t: float, *, lose_work: bool = False) -> int:
         """Take tenant ``i`` off its accelerator now; ``lose_work`` rolls back to the last checkpoint."""
@@ -443,12 +447,17 @@ class Policy:
 
         — the cost of finishing on its best alternative :math:`Y` (the next in its preference, at that
         type's floor price :math:`p_Y`), plus the value of the time it saves (``value_per_hour`` :math:`v`
-        and the deadline penalty :math:`\pi` avoided), less what a migration would cost now, all divided
-        by its remaining time on :math:`X`. :math:`f` is the progress it keeps (its last checkpoint) and
-        :math:`\hat M` = ``overhead_estimate`` × (``checkpoint_restart_cost`` + ``restart_hours`` ×
-        (:math:`p_Y + v`)), counted only once the tenant has started. :math:`M` is subtracted (the paper's
-        worked example) unless ``options.incumbent_migration`` is ``add`` and the tenant holds the
-        platform. Capped by the remaining budget ÷ :math:`R_X`; a tenant without an alternative bids
+        and the deadline penalty :math:`\pi` avoided), adjusted by what a migration would cost now, all
+        divided by its remaining time on :math:`X`. :math:`f` is the progress it keeps (its last
+        checkpoint) and :math:`\hat M` = ``overhead_estimate`` × (``checkpoint_restart_cost`` +
+        ``restart_hours`` × (:math:`p_Y + v`)), counted only once the tenant has started.
+
+        A challenger subtracts :math:`\hat M` (moving costs it that). An incumbent (``incumbent``: it
+        holds ``type_j``) with ``options.incumbent_migration`` = ``add`` (the default, the workshop
+        paper's App B) *adds* it while it is past its last checkpoint — leaving now would cost it a
+        checkpoint-restart — and bids its plain break-even at a checkpoint boundary; ``subtract`` (an
+        ablation) subtracts it like a challenger. Capped by the launch table's ``max_price`` for the
+        type and by the remaining budget ÷ :math:`R_X`; a tenant without an alternative bids
         ``max_bid_multiple × base``. With :math:`v = 0` and no deadline this is the break-even bid.
         """
         self.bid_updates += 1
@@ -471,8 +480,15 @@ class Policy:
             if self.started[i]:
                 m = tenant.checkpoint_restart_cost + tenant.restart_hours * (p_y + v)
                 m *= tenant.overhead_estimate
-                value += m if (incumbent and self.opts.incumbent_migration == "add") else -m
+                if incumbent and self.opts.incumbent_migration == "add":
+                    if self.progress_at(i, self.now) > self.ckpt[i] + 1e-9:
+                        value += m  # mid-epoch: moving now means a checkpoint-restart
+                else:
+                    value -= m
             bid = max(0.0, value / rem_x)
+        cap = tenant.max_price(self.types[type_j])
+        if cap is not None:
+            bid = min(bid, cap)
         if tenant.budget is not None:
             self.settle(i, self.now)
             bid = min(bid, max(0.0, tenant.budget - self.cost[i]) / rem_x)
