@@ -1599,6 +1599,8 @@ def market_experiment(
     n_accelerators: int | None = None,
     window_hours: float | None = None,
     out_dir: str | Path | None = None,
+    seeds: int | None = None,
+    spot: str = "paper",
 ) -> MarketExperiment:
     """Run one of the LaissezCloud paper's experiments on generated clusters (``simulate market --experiment``).
 
@@ -1614,7 +1616,15 @@ def market_experiment(
     if window_hours is not None and window_hours <= 0:
         raise InputError(f"--window-hours {window_hours}: expected hours > 0")
     try:
-        result = run_experiment(name, size=size, seed=seed, n_accelerators=n_accelerators, window_hours=window_hours)
+        result = run_experiment(
+            name,
+            size=size,
+            seed=seed,
+            n_accelerators=n_accelerators,
+            window_hours=window_hours,
+            seeds=seeds,
+            spot=spot,
+        )
     except ValueError as exc:
         raise InputError(str(exc)) from None
     if out_dir is not None:

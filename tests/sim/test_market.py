@@ -338,10 +338,44 @@ def test_property_nobody_beats_on_demand_on_cost(sc):
     """On-demand runs each tenant on its cheapest type at base price: every unit of progress under any
     policy costs at least that (prices never fall below base; lost work and migrations only add)."""
     results = {r.policy: {t.tenant: t for t in r.tenants} for r in simulate_market(sc, "all")}
+    share = sc.options.spot_price_share
     for policy, tenants in results.items():
         for tid, t in tenants.items():
             assert t.finish_hours is not None, (policy, tid)
-            assert t.cost >= results["on-demand"][tid].cost - 1e-9, (policy, tid)
+            # the spot class is sold at a discount: never below that share of on-demand
+            floor = results["on-demand"][tid].cost * (share if policy == "spot" else 1.0)
+            assert t.cost >= floor - 1e-9, (policy, tid)
+
+
+# --- the spot class -------------------------------------------------------------------------------
+
+
+def test_spot_is_cheaper_and_the_provider_reclaims_it_bid_blind():
+    """A batch tenant (no value of time) buys spot at 30 % of base; an on-demand arrival finding the
+    cluster full makes the provider reclaim it, whatever it would pay: it loses its work since its
+    checkpoint and waits for capacity."""
+    pools = [{"type": "X", "count": 1, "base_price_per_hour": 1.0}]
+    sc = _scenario(
+        pools,
+        [
+            {"id": "batch", "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.25},
+            {
+                "id": "urgent",
+                "arrival_hours": 0.4,
+                "execution_hours": {"X": 1.0},
+                "checkpoint_interval_hours": 0.25,
+                "value_per_hour": 0.01,  # any value of time: it buys on-demand
+            },
+        ],
+    )
+    res, t = _run(sc, "spot")
+    (pre,) = _events(res, "preempt")
+    assert pre["tenant"] == "batch" and pre["t"] == pytest.approx(0.4)
+    assert t["batch"].work_lost_hours == pytest.approx(0.15)  # 0.4 − its checkpoint at 0.25
+    assert t["urgent"].cost == pytest.approx(1.0) and t["urgent"].finish_hours == pytest.approx(1.4)
+    # batch: 0.4 h at spot price, then restarts from 0.25 after urgent leaves: 0.75 h more at spot price
+    assert t["batch"].cost == pytest.approx(0.3 * (0.4 + 0.75))
+    assert t["batch"].finish_hours == pytest.approx(2.15)
 
 
 def test_scenario_errors_name_the_field(tmp_path: Path):

@@ -119,6 +119,13 @@ class Tenant(_Strict):
     deadline: Deadline | None = None
     overhead_estimate: PositiveFloat = 1.0  # the agent's migration cost estimate ÷ the true cost
     launch_table: list[LaunchEntry] | None = Field(default=None, min_length=1)
+    spot_opt_in: bool | None = None  # under ``spot``: buy the spot class (None: iff no value of time, no deadline)
+
+    def opts_into_spot(self) -> bool:
+        """Whether this tenant buys the spot class under the ``spot`` baseline."""
+        if self.spot_opt_in is not None:
+            return self.spot_opt_in
+        return self.value_per_hour == 0 and self.deadline is None
 
     def max_price(self, accelerator_type: str) -> float | None:
         """The launch table's maximum price for a type (None: no maximum)."""
@@ -160,7 +167,10 @@ class MarketOptions(_Strict):
     bid_clip: float | None = Field(default=None, ge=0)  # a bid may exceed the current price by at most this share
     floor_fall_per_hour: float | None = Field(default=None, gt=0)  # USD/h per hour the price may fall
     incumbent_migration: Literal["subtract", "add"] = "add"
-    max_bid_multiple: PositiveFloat = 10.0  # bid (× base) of a tenant with no alternative and no budget
+    max_bid_multiple: PositiveFloat = 10.0
+    spot_price_share: float = Field(
+        default=0.3, gt=0, le=1
+    )  # spot price ÷ base price (``spot`` policy)  # bid (× base) of a tenant with no alternative and no budget
 
 
 class Scenario(_Strict):
