@@ -37,18 +37,30 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from finops_cli.errors import InputError
-from finops_cli.store.store import DATASETS, Store, Transaction, new_txid
+from finops_cli.store.layout import (
+    DATASETS,
+    MAX_DOCUMENT_BYTES,
+    TXN_DIR,
+    check_manifest,
+    check_rel,
+    check_txid,
+    generation_name,
+    generation_of,
+    new_txid,
+    object_key,
+    partition_dir,
+    read_document,
+)
+from finops_cli.store.store import Store, Transaction
 from finops_cli.uri import Location, open_uri, short
 
 FORMAT = "finops-object-store/1"
 _LOG = "_log"
-_TXN = "_txn"
-_GEN_DIGITS = 20
+_TXN = TXN_DIR
 #: log objects kept behind the newest (history for a manual look; readers only need the newest)
 KEEP_GENERATIONS = 20
 #: an uncommitted transaction's uploads older than this are debris of a killed writer
 ORPHAN_AGE = timedelta(hours=6)
-_MAX_STATE_BYTES = 256 << 20
 
 
 @dataclass
@@ -104,15 +116,11 @@ class ObjectStore(Store):
             infos = self.filesystem.get_file_info(FileSelector(self._log_dir(), allow_not_found=True))
         except OSError as exc:
             raise InputError(f"cannot list the store: {short(exc)}", path=self.location) from None
-        gens = []
-        for i in infos:
-            name = i.base_name
-            if i.type == FileType.File and name.endswith(".json") and name[:-5].isdigit():
-                gens.append(int(name[:-5]))
-        return sorted(gens)
+        gens = [generation_of(i.base_name) for i in infos if i.type == FileType.File]
+        return sorted(g for g in gens if g is not None)
 
     def _log_path(self, generation: int) -> str:
-        return f"{self._log_dir()}/{generation:0{_GEN_DIGITS}d}.json"
+        return f"{self._log_dir()}/{generation_name(generation)}"
 
     def _read_state(self) -> _State:
         gens = self._generations()
@@ -127,35 +135,31 @@ class ObjectStore(Store):
                 )
             return _State()
         path = self._log_path(gens[-1])
+        where = self.loc.uri_of(path)  # type: ignore[union-attr]
         try:
             with self.filesystem.open_input_stream(path) as fh:
-                raw = fh.read(_MAX_STATE_BYTES + 1)
+                raw = fh.read(MAX_DOCUMENT_BYTES + 1)
         except OSError as exc:
             raise InputError(f"cannot read the store's state: {short(exc)}", path=self.location) from None
+        doc = read_document(raw, where, what="store state")
         try:
-            doc = json.loads(raw)
-            if len(raw) > _MAX_STATE_BYTES or doc.get("format") != FORMAT:
+            if not isinstance(doc, dict) or doc.get("format") != FORMAT:
                 raise ValueError(f"not a {FORMAT} state")
+            if doc.get("generation") != gens[-1]:
+                raise ValueError(f"its generation is {doc.get('generation')!r}, its name says {gens[-1]}")
             files = doc["files"]
-            manifest = doc["manifest"]
-            if not isinstance(files, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in files.items()
-            ):
+            if not isinstance(files, dict):
                 raise ValueError("files must map paths to transaction ids")
-            if not isinstance(manifest, list) or not all(isinstance(e, dict) for e in manifest):
-                raise ValueError("manifest must be a list of objects")
-            for rel in files:
-                _check_rel(rel)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise InputError(
-                f"unreadable store state {self.loc.uri_of(path)} ({exc}); is --store a finops store?",  # type: ignore[union-attr]
-                path=self.location,
-            ) from None
-        return _State(gens[-1], files, manifest)
+            for rel, txid in files.items():
+                check_rel(rel)
+                check_txid(txid)
+        except (ValueError, KeyError) as exc:
+            raise InputError(f"unreadable store state ({exc}); is --store a finops store?", path=where) from None
+        return _State(gens[-1], files, check_manifest(doc.get("manifest"), where))
 
     # ------------------------------------------------------------------------------ reading
     def physical(self, rel: str, txid: str) -> str:
-        return f"{self.root}/{_TXN}/{txid}/{rel}"
+        return object_key(str(self.root), txid, rel)
 
     def locate(self, path: Path) -> str:
         rel = str(PurePosixPath(path).relative_to(self.root))
@@ -170,9 +174,7 @@ class ObjectStore(Store):
         return bool(self.files(name))
 
     def file_keys(self, dataset: str, partition: Any) -> list[str]:
-        from finops_cli.store.store import _partition_dir
-
-        pdir = str(_partition_dir(dataset, partition))
+        pdir = str(partition_dir(dataset, partition))
         return sorted(PurePosixPath(r).stem for r in self.state().files if str(PurePosixPath(r).parent) == pdir)
 
     def partition_files(self, partition_dir: Path) -> list[Path]:
@@ -225,18 +227,6 @@ class ObjectStore(Store):
             raise InputError(
                 f"cannot write the store: {short(exc)}; nothing was committed", path=self.location
             ) from None
-
-
-def _check_rel(rel: str) -> None:
-    parts = PurePosixPath(rel).parts
-    if (
-        not parts
-        or parts[0] not in DATASETS
-        or any(p in ("", ".", "..") for p in parts)
-        or rel.startswith("/")
-        or not rel.endswith(".parquet")
-    ):
-        raise ValueError(f"{rel!r} is not a data file of a finops store")
 
 
 @dataclass
@@ -363,5 +353,13 @@ def _tidy(store: ObjectStore, base: _State, files: dict[str, str], generation: i
     with suppress(OSError):
         for info in fs.get_file_info(FileSelector(f"{store.root}/{_TXN}", allow_not_found=True)):
             txid = info.base_name
-            if info.type == FileType.Directory and txid not in live and txid[:15] < cutoff:
+            if info.type == FileType.Directory and _is_txid(txid) and txid not in live and txid[:15] < cutoff:
                 fs.delete_dir(info.path)
+
+
+def _is_txid(name: str) -> bool:
+    try:
+        check_txid(name)
+    except ValueError:
+        return False
+    return True

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from finops_cli.errors import InputError
-from finops_cli.store.store import DATASETS, Store, file_source_key
+from finops_cli.store.store import DATASETS, Store, file_source_key, schema_problem
 
 #: datasets whose manifest entries own the files named by their key
 OWNING = ("billing", "utilization")
@@ -187,11 +187,7 @@ def _read_whole(store: Store, path: Path) -> pa.Table:
 def check_store(store: Store) -> CheckResult:
     """Re-read every file and verify it against the manifest (see the module docstring)."""
     result = CheckResult(store=store.location)
-    try:
-        entries = store.manifest()
-    except InputError as exc:
-        result.problems.append(Problem("manifest.json", str(exc)))
-        entries = []
+    entries = store.manifest()  # an unreadable manifest is one line (every file would belong to no source)
     result.sources = len(entries)
     # per key: rows and BilledCost per currency actually in the files
     rows: dict[str, int] = defaultdict(int)
@@ -207,6 +203,10 @@ def check_store(store: Store) -> CheckResult:
                 result.problems.append(Problem(rel, f"unreadable ({exc}); remove its source and ingest it again"))
                 continue
             result.rows += table.num_rows
+            problem = schema_problem(dataset, table.schema)
+            if problem:
+                result.problems.append(Problem(rel, f"{problem}; remove its source and ingest it again"))
+                continue
             if dataset not in OWNING:
                 continue
             key = file_source_key(path.stem)

@@ -24,11 +24,13 @@ other file of a partition (a corrected re-export of a billing period replaces th
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import re
 import shutil
-import uuid
+import stat
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -43,32 +45,26 @@ import pyarrow.parquet as pq
 
 from finops_cli.atomic import note_input, write_text
 from finops_cli.errors import InputError
+from finops_cli.store.layout import (
+    DATASETS,
+    MAX_DOCUMENT_BYTES,
+    check_manifest,
+    new_txid,
+    partition_dir,
+    read_document,
+)
+from finops_cli.store.layout import safe_value as _safe_value
 
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks; running one writer at a time is then the user's job
     fcntl = None  # type: ignore[assignment]
 
-#: dataset name -> its Hive partition columns, outermost first.
-DATASETS: dict[str, tuple[str, ...]] = {
-    "billing": ("provider", "billing_period"),
-    "utilization": ("month",),
-    "spot_prices": ("provider", "month"),
-    # ingest aggregates: one file per detail file, same partition and name, written at commit
-    "billing_hourly": ("provider", "billing_period"),
-    "utilization_hourly": ("month",),
-    "utilization_devices": ("month",),
-    "utilization_histogram": ("month",),
-}
-
 DEFAULT_STORE_DIR = ".finops"
 STORE_ENV = "FINOPS_STORE"
 _MANIFEST = "manifest.json"
 _STAGING = ".staging"
 _LOCK = ".lock"
-_MAX_JOURNAL_BYTES = 64 << 20
-#: a partition value or file key (file systems allow 255 bytes per name; leave room for "provider=" and ".parquet")
-_MAX_NAME_BYTES = 200
 
 
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -105,35 +101,8 @@ def store_exists(root: str | os.PathLike[str] | None = None) -> bool:
     return is_uri(resolved) or resolved.exists()
 
 
-def new_txid() -> str:
-    """A transaction id: sortable by start time, unique across writers."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
-
-
 def _partition_dir(dataset: str, partition: Mapping[str, str]) -> Path:
-    cols = DATASETS[dataset]
-    missing = [c for c in cols if c not in partition]
-    if missing:
-        raise ValueError(f"partition for {dataset!r} lacks {missing}")
-    parts = [f"{c}={_safe_value(str(partition[c]))}" for c in cols]
-    return Path(dataset, *parts)
-
-
-def _safe_value(value: str) -> str:
-    """Partition values and keys become path names: bounded, printable, visible to readers, one level."""
-    if (
-        not value
-        or len(value.encode()) > _MAX_NAME_BYTES
-        or value.startswith((".", "_"))
-        or any(ch in value for ch in "/\\")
-        or not value.isprintable()
-    ):
-        shown = value if len(value) <= 40 else value[:40] + "..."
-        raise InputError(
-            f"invalid store partition value {shown!r} (expected up to {_MAX_NAME_BYTES} bytes of printable text, "
-            "no '/', '\\', leading '.' or '_')"
-        )
-    return value
+    return Path(partition_dir(dataset, partition))
 
 
 @dataclass
@@ -207,6 +176,9 @@ class Store:
                 raise InputError(
                     f"damaged store file ({exc}); delete it and ingest its source again", path=path
                 ) from None
+            problem = schema_problem(name, schemas[path])
+            if problem:
+                raise InputError(f"{problem}; remove its source and ingest it again", path=path)
         return schemas
 
     def file_schema(self, located: str) -> pa.Schema:
@@ -214,8 +186,21 @@ class Store:
         return pq.read_metadata(located, filesystem=self.filesystem).schema.to_arrow_schema()
 
     def files(self, name: str) -> list[Path]:
+        """The dataset's data files. A symlink anywhere in it is refused by name: followed, it could read data
+        from outside the store; skipped, it would drop money silently (readers and ``store remove`` alike)."""
         d = self.dataset_dir(name)
-        return sorted(p for p in d.rglob("*.parquet") if not p.name.startswith((".", "_"))) if d.is_dir() else []
+        if d.is_symlink():
+            raise InputError("is a symlink; a store's datasets are real directories (nothing was read)", path=d)
+        found = []
+        for top, dirs, names in os.walk(d):
+            for n in [*dirs, *names]:
+                if os.path.islink(os.path.join(top, n)):
+                    raise InputError(
+                        "is a symlink; a store's partitions and files are real (nothing was read or changed)",
+                        path=Path(top, n),
+                    )
+            found += [Path(top, n) for n in names if n.endswith(".parquet") and not n.startswith((".", "_"))]
+        return sorted(found)
 
     def source_files(self, name: str, key: str) -> list[Path]:
         """Every file of dataset ``name`` written under idempotency key ``key`` (one per partition and part)."""
@@ -276,15 +261,9 @@ class Store:
 
     def manifest(self) -> list[dict[str, Any]]:
         path = self.root / _MANIFEST
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return []
-        try:
-            entries = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"unreadable store manifest ({exc}); is --store a finops store?", path=path) from None
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            raise InputError("not a finops store manifest (expected a JSON list of objects)", path=path)
-        return entries
+        return check_manifest(read_document(_read_bounded(path), path, what="store manifest"), path)
 
     # ----------------------------------------------------------------- writing
     @contextmanager
@@ -328,6 +307,65 @@ class Store:
                 "the next ingest into this store finishes it (readers never replay journals)",
                 path=self.root,
             )
+
+
+def _family(t: pa.DataType) -> str:
+    """What a query can do with a column of type ``t``: older writers' types of one family read alike."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return str(t)
+
+
+@functools.cache
+def dataset_schema(name: str) -> pa.Schema:
+    """The schema ingest writes for dataset ``name``; an aggregate's is its query's over an empty detail file."""
+    from finops_cli.ingest.spot.ingest import SPOT_SCHEMA
+    from finops_cli.ingest.utilization.common import STORE_SCHEMA
+    from finops_cli.schema.billing import BILLING_SCHEMA
+    from finops_cli.store import engine
+    from finops_cli.store.queries import AGGREGATES
+
+    details = {"billing": BILLING_SCHEMA, "utilization": STORE_SCHEMA, "spot_prices": SPOT_SCHEMA}
+    if name in details:
+        return details[name]
+    detail, query = AGGREGATES[name]
+    with tempfile.TemporaryDirectory(prefix="finops-schema-") as tmp:
+        path = Path(tmp, partition_dir(detail, dict.fromkeys(DATASETS[detail], "x")), "k.parquet")
+        path.parent.mkdir(parents=True)
+        pq.write_table(details[detail].empty_table(), path)
+        return engine.run_files(query, {detail: [path]}).schema
+
+
+def schema_problem(name: str, schema: pa.Schema) -> str | None:
+    """Why a file of dataset ``name`` with ``schema`` cannot be read as one (a column of another type), else None.
+
+    A column the dataset does not know, or one an older file lacks, is fine: queries see NULL for it.
+    """
+    want = dataset_schema(name)
+    for f in schema:
+        i = want.get_field_index(f.name)
+        if i >= 0 and _family(f.type) != _family(want.field(i).type):
+            return f"column {f.name} is {f.type}, a {name} file holds {want.field(i).type}"
+    return None
+
+
+def _read_bounded(path: Path) -> bytes:
+    """At most :data:`MAX_DOCUMENT_BYTES` + 1 bytes of a store document: a regular file, never a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise InputError("not a regular file; is --store a finops store?", path=path)
+            return fh.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        why = "a symlink" if exc.errno == errno.ELOOP else _reason(exc)
+        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
 
 
 def _reason(exc: OSError) -> str:
@@ -396,14 +434,7 @@ def _inside(root: Path, rel: object, *, under: tuple[str, ...], what: str, journ
 
 def _read_journal(root: Path, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
     """A journal's deletes, moves and staging directory, each checked to stay inside the store."""
-    try:
-        if journal.is_symlink() or journal.stat().st_size > _MAX_JOURNAL_BYTES:
-            raise TypeError("not a regular journal file")
-        plan = json.loads(journal.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, RecursionError, ValueError, TypeError) as exc:
-        raise InputError(
-            f"unreadable transaction journal ({exc}); the store needs a manual look", path=journal
-        ) from None
+    plan = read_document(_read_bounded(journal), journal, what="transaction journal; the store needs a manual look")
     return _checked_plan(root, plan, journal)
 
 
@@ -427,6 +458,8 @@ def _checked_plan(root: Path, plan: object, journal: Path) -> tuple[list[Path], 
     moves = []
     for src, dst in plan["moves"]:
         s = _inside(root, src, under=(_STAGING,), what="staged file", journal=journal)
+        if os.path.realpath(s) != os.path.join(os.path.realpath(root), src):
+            raise refuse(f"staged file {src!r} is or passes through a symlink")
         if Path(src).parts[:2] != Path(plan["staging"]).parts:
             raise refuse(f"staged file {src!r} is not in the journal's staging directory")
         d = (

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import boto3
@@ -170,7 +171,8 @@ def test_sample_estate_in_a_bucket_answers_like_on_disk(s3_samples: ObjectStore,
         _same(api.waste(store=local, by=by).to_dict(), api.waste(store=s3, by=by).to_dict())
     _same(api.costs(store=local, by=["team"]).as_json(), api.costs(store=s3, by=["team"]).as_json())
     est = api.estate(SAMPLES / "fleet.yaml", SAMPLES / "workloads.yaml")
-    plans = [api.plan(est, st, horizon="2026-10").document.model_dump(mode="json") for st in (local, s3)]
+    as_of = datetime(2026, 11, 1, tzinfo=UTC)  # the same instant for both: a plan records it
+    plans = [api.plan(est, st, horizon="2026-10", as_of=as_of).document.model_dump(mode="json") for st in (local, s3)]
     _same(*plans)
 
     check = api.store_check(s3)
