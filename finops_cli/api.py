@@ -1029,7 +1029,14 @@ def _savings_by_lever(
         merit = out.merit_order
         use = dispatch_use(merit.cost_by_substrate, merit.gpu_hours_by_substrate)
     attribution = attribute_savings(
-        out, estate.fleet, workloads, demand, use, baseline, mode=mode, solver=solver  # type: ignore[arg-type]
+        out,
+        estate.fleet,
+        workloads,
+        demand,
+        use,
+        baseline,
+        mode="reliability" if mode == "reliability" else "cost",
+        solver=solver,
     )
     return lever_document(attribution, document.totals.savings, document.totals.baseline_source or "billing")
 

@@ -131,9 +131,7 @@ def billed_baseline(groups: pd.DataFrame, fleet: Fleet) -> BilledBaseline:
     gpu_hours = None
     if "gpu_hours" in matched:
         gpu_hours = matched["gpu_hours"].astype(float).fillna(0.0).groupby(substrate[substrate.notna()]).sum()
-    return BilledBaseline(
-        cost, int(matched["lines"].sum()), int(groups["lines"].sum()), currencies, billed, gpu_hours
-    )
+    return BilledBaseline(cost, int(matched["lines"].sum()), int(groups["lines"].sum()), currencies, billed, gpu_hours)
 
 
 def cost_by_kind(cost_by_substrate: pd.Series, fleet: Fleet) -> dict[str, float]:

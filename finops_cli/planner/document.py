@@ -20,8 +20,8 @@ from finops_cli.schema.plan import (
     ClearingPrice,
     Commitment,
     Horizon,
-    PlanDocument,
     LeverSaving,
+    PlanDocument,
     SavingsByLever,
     SolverInfo,
     SubstrateCost,
@@ -80,9 +80,7 @@ def lever_document(attr: LeverAttribution, savings: float | None, source: str = 
         method=attr.method,
         order=list(attr.order),
         levers=[
-            LeverSaving(
-                lever=t.lever, label=t.label, saving=r, evidence=t.evidence, basis=t.basis, applied=t.applied
-            )
+            LeverSaving(lever=t.lever, label=t.label, saving=r, evidence=t.evidence, basis=t.basis, applied=t.applied)
             for t, r in zip(attr.terms, rounded[1:], strict=True)
         ],
         residual=rounded[0],

@@ -61,11 +61,11 @@ Lever = Literal["right_sizing", "commitments", "spot", "api", "reliability"]
 #: The order of the ordered (cumulative) method, and the order levers are listed in.
 LEVER_ORDER: tuple[Lever, ...] = ("right_sizing", "commitments", "spot", "api", "reliability")
 LEVER_LABELS: dict[str, str] = {
-    "right_sizing": "right-sizing to the demand (paying for the GPU-hours it needs, not idle instance-hours)",
-    "commitments": "commitment sizing (buying reserved capacity)",
+    "right_sizing": "right-sizing to the demand",
+    "commitments": "commitment sizing",
     "spot": "moving work to spot",
-    "api": "moving work to pay-as-you-go APIs",
-    "reliability": "the cost of reliability (latency-critical work kept off spot)",
+    "api": "moving work to APIs",
+    "reliability": "the cost of reliability (work kept off spot)",
 }
 #: What a lever's figure rests on: ``measured`` (idle from utilisation), ``inferred`` (idle from the demand),
 #: ``modelled`` (a re-solve of the plan on fleet prices), ``not_measured`` (no data to say), ``not_applied``.
@@ -105,6 +105,7 @@ class LeverTerm:
     evidence: Evidence
     basis: str  # one sentence: what the figure rests on
     applied: bool  # the plan uses the lever (else its saving is exactly 0)
+    measured_share: float | None = None  # right-sizing: share of the paid GPU-hours whose idle was measured
 
     @property
     def label(self) -> str:
@@ -173,9 +174,7 @@ def billing_use(
     if rest and billed > 0 and plan_gpu_hours > 0:
         ratio = min(1.0, max(MIN_UTILIZATION, plan_gpu_hours / billed))
         util.update(dict.fromkeys(rest, ratio))
-    return BaselineUse(
-        "billing", {str(k): float(v) for k, v in cost.items()}, hours, util, frozenset(measured), ratio
-    )
+    return BaselineUse("billing", {str(k): float(v) for k, v in cost.items()}, hours, util, frozenset(measured), ratio)
 
 
 def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
@@ -242,7 +241,9 @@ def _steer_rows(rows: pd.DataFrame, sel: pd.Series, dearest: pd.Series) -> pd.Da
     rows = rows.copy()
     if STEER not in rows:
         rows[STEER] = 0.0
-    target = rows.loc[sel, "group"].map(dearest).astype(float) * (1 + STEER_MARGIN) * rows.loc[sel, "units_per_gpu_hour"]
+    target = (
+        rows.loc[sel, "group"].map(dearest).astype(float) * (1 + STEER_MARGIN) * rows.loc[sel, "units_per_gpu_hour"]
+    )
     charge = (target - rows.loc[sel, "usd_per_gpu_hour"]).clip(lower=0.0)
     rows.loc[sel, STEER] = charge
     rows.loc[sel, "penalty_per_gpu_hour"] = rows.loc[sel, "penalty_per_gpu_hour"] + charge
@@ -282,9 +283,9 @@ def _steer(
 def restrict(frame: PlanFrame, off: set[str], use: BaselineUse) -> PlanFrame:
     """``frame`` with the levers in ``off`` switched off (right-sizing's prices come from :func:`unsized_fleet`).
 
-    What a switched-off lever would add (spot above the baseline's use, APIs the baseline did not use) stays in the model as a last resort for work nothing else can serve, charged at that work's
-    dearest real price per unit (:func:`_steer_rows`); the charge counts in ``v(S)``, so ``v`` only falls as
-    levers are switched on.
+    What a switched-off lever would add (spot above the baseline's use, APIs the baseline did not use) stays in
+    the model as a last resort for work nothing else can serve, charged at that work's dearest real price per
+    unit (:func:`_steer_rows`); the charge counts in ``v(S)``, so ``v`` only falls as levers are switched on.
     """
     rows, capacity, commitments = frame.rows, frame.capacity, frame.commitments
     dearest = (rows["usd_per_gpu_hour"] / rows["units_per_gpu_hour"]).groupby(rows["group"]).max()
@@ -383,7 +384,9 @@ def attribute_savings(
         if on not in values:
             # a lever the plan does not pull is off in every coalition (the plan is optimal without it too)
             f = base_frame("right_sizing" in on, mode == "reliability" and "reliability" in on)
-            values[on] = _plan_cost(restrict(f, set(LEVER_ORDER) - on, use), name, integer_nodes, dearest, notes, on)
+            values[on] = _plan_cost(
+                restrict(f, {str(x) for x in LEVER_ORDER} - on, use), name, integer_nodes, dearest, notes, on
+            )
         return values[on]
 
     n = len(players)
@@ -394,20 +397,21 @@ def attribute_savings(
             for k in range(n):
                 weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
                 for s in combinations(others, k):
-                    on = frozenset(s)
-                    savings[lever] += weight * (v(on) - v(on | {lever}))
+                    with_ = frozenset(s)
+                    savings[lever] += weight * (v(with_) - v(with_ | {lever}))
         order: tuple[Lever, ...] = ()
     else:
         order = tuple(p for p in LEVER_ORDER if p in players)
-        on = frozenset[str]()
+        done: frozenset[str] = frozenset()
         for lever in order:
-            savings[lever] = v(on) - v(on | {lever})
-            on = on | {lever}
+            savings[lever] = v(done) - v(done | {lever})
+            done = done | {lever}
     model_baseline = v(frozenset())
     terms = [
         LeverTerm(lever, savings.get(lever, 0.0), *_evidence(lever, lever in players, use, mode), lever in players)
         for lever in LEVER_ORDER
     ]
+    terms[0].measured_share = measured_share(use)
     return LeverAttribution(
         method=method,
         terms=terms,
@@ -471,6 +475,15 @@ def _plan_cost(
             "charged each workload's dearest compliant price"
         )
     return cost
+
+
+def measured_share(use: BaselineUse) -> float | None:
+    """Share of the baseline's paid GPU-hours (non-API) whose busy share was measured from utilisation."""
+    paid = {sid: h for sid, h in use.gpu_hours.items() if h > 0 and sid in use.utilization}
+    total = sum(paid.values())
+    if use.source != "billing" or total <= 0:
+        return None
+    return sum(h for sid, h in paid.items() if sid in use.measured) / total
 
 
 def _evidence(lever: Lever, applied: bool, use: BaselineUse, mode: Mode) -> tuple[Evidence, str]:

@@ -116,6 +116,7 @@ class LeverSaving(_Doc):
     evidence: LeverEvidence
     basis: str  # what the figure rests on, one sentence
     applied: bool
+    measured_share: float | None = None  # right_sizing: share of the paid GPU-hours whose idle was measured
 
 
 class SavingsByLever(_Doc):
