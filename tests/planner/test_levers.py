@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finops_cli.planner import plan_demand
 from finops_cli.planner import levers as lv
+from finops_cli.planner import plan_demand
 from finops_cli.planner.document import cents, lever_document
 from tests.hypothesis_budget import examples
 from tests.planner.planner_helpers import demand, fleet, workload
