@@ -80,7 +80,15 @@ def lever_document(attr: LeverAttribution, savings: float | None, source: str = 
         method=attr.method,
         order=list(attr.order),
         levers=[
-            LeverSaving(lever=t.lever, label=t.label, saving=r, evidence=t.evidence, basis=t.basis, applied=t.applied)
+            LeverSaving(
+                lever=t.lever,
+                label=t.label,
+                saving=r,
+                evidence=t.evidence,
+                basis=t.basis,
+                applied=t.applied,
+                measured_share=None if t.measured_share is None else round(t.measured_share, 4),
+            )
             for t, r in zip(attr.terms, rounded[1:], strict=True)
         ],
         residual=rounded[0],
