@@ -42,6 +42,30 @@ MAX_DEPTH = 64
 MAX_VALUES = 50_000_000
 
 
+def kind_of_path(path: Path) -> str:
+    """What ``path`` is, for an error about a path that is not a regular file: a FIFO or ``/dev/zero`` is not
+    "no such file" (reading one would block or never end)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "no such file"
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc.__class__.__name__}"
+    for test, what in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a named pipe (FIFO)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return f"is {what}"
+    return "is not a regular file"
+
+
 def _open_binary(path: Path) -> BinaryIO:
     """``path`` opened for reading bytes, decompressed if it ends in ``.gz`` (gzip is imported only then)."""
     if path.name.endswith(".gz"):

@@ -173,7 +173,7 @@ def get_products(
             for text in page.get("PriceList", []):
                 try:
                     yield json.loads(text)
-                except (TypeError, ValueError):
+                except (TypeError, ValueError, RecursionError):  # RecursionError: nested thousands deep
                     raise InputError("AWS Price List: a PriceList item is not JSON") from None
     except (BotoCoreError, ClientError, ResponseParserError) as exc:
         raise InputError(f"AWS Price List GetProducts: {error_line(exc)}") from None

@@ -64,7 +64,7 @@ def _get_json(url: str, timeout: float) -> dict[str, Any]:
         raise InputError(f"Azure Retail Prices: a page larger than {MAX_PAGE_BYTES >> 20} MiB ({_short(url)})")
     try:
         page = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
         raise InputError(f"Azure Retail Prices: the answer is not JSON ({_short(url)})") from None
     if not isinstance(page, dict):
         raise InputError(f"Azure Retail Prices: the answer is not a JSON object ({_short(url)})")

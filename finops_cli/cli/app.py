@@ -168,6 +168,13 @@ def _root(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Print errors only on stderr: no notes, warnings or progress display."
     ),
+    store: str | None = typer.Option(
+        None,
+        "--store",
+        help="Store directory or bucket URI for every command (a command's own --store wins; else $FINOPS_STORE, "
+        "else .finops/).",
+        show_default=False,
+    ),
     pricebook: str | None = typer.Option(
         None,
         "--pricebook",

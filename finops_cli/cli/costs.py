@@ -21,6 +21,7 @@ class CostsFormat(StrEnum):
 
 
 def _cell(kind: str, value: Any, currency: str) -> str:
+    from finops_cli.cli.terminal import cell_safe
     from finops_cli.report.format import money, number, pct, unit_price
 
     if value is None:
@@ -35,7 +36,7 @@ def _cell(kind: str, value: Any, currency: str) -> str:
         return unit_price(value, currency)
     if kind == "number":
         return number(value, 0 if isinstance(value, int) else 1)
-    return str(value)
+    return cell_safe(value)  # a tag value: one line, inert
 
 
 def _text_rows(result: Any) -> list[list[str]]:
@@ -44,9 +45,10 @@ def _text_rows(result: Any) -> list[list[str]]:
 
 def _title(result: Any) -> str:
     basis = "amortised (EffectiveCost)" if result.cost == "effective" else "as billed (BilledCost)"
+    spend = "Spend, all lines" if result.all_lines else "GPU spend"
     what = {
-        "groups": "GPU spend",
-        "compare": f"GPU spend {result.months[0]} vs {result.months[-1]}",
+        "groups": spend,
+        "compare": f"{spend} {result.months[0]} vs {result.months[-1]}",
         "chargeback": "Chargeback",
     }[result.mode]
     months = "" if result.mode == "compare" else f", {', '.join(result.months)}"
@@ -59,6 +61,34 @@ def _totals(result: Any) -> str:
     return "total: " + ", ".join(money(v, c) for c, v in sorted(result.totals.items())) if result.totals else ""
 
 
+#: A spreadsheet evaluates a cell that starts with one of these as a formula (OWASP "CSV Injection")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(kind: str, value: Any) -> object:
+    """A text cell from the data that a spreadsheet would run (``=HYPERLINK(…)``) gets a leading ``'``, as OWASP
+    advises; numbers are ours and stay numbers (a credit's ``-12.5`` is not a formula)."""
+    if value is None:
+        return ""
+    if kind != "text" and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.6f}" if isinstance(value, float) else value
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _csv(result: Any) -> str:
+    """RFC 4180 CSV by the standard library's writer (quotes, separators and line ends inside values)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([name for name, _ in result.columns])
+    for row in result.rows:
+        writer.writerow([_csv_cell(kind, row.get(name)) for name, kind in result.columns])
+    return buf.getvalue()
+
+
 def render(result: Any, fmt: CostsFormat) -> str:
     """The result in ``fmt`` (JSON and CSV carry raw numbers; table and markdown format money per currency)."""
     if fmt == CostsFormat.json:
@@ -67,9 +97,7 @@ def render(result: Any, fmt: CostsFormat) -> str:
         return json.dumps(result.as_json(), indent=2, allow_nan=False)
     names = [name for name, _ in result.columns]
     if fmt == CostsFormat.csv:
-        import pandas as pd
-
-        return pd.DataFrame(result.rows, columns=names).to_csv(index=False, float_format="%.6f")
+        return _csv(result)
     tail = [t for t in (_totals(result), *result.notes) if t]
     if fmt == CostsFormat.markdown:
         from finops_cli.report.escape import md_table
@@ -103,7 +131,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--by",
                 help="Comma-separated: month, provider, account, region, instance_type, pricing_category, resource, "
-                "service, substrate (needs --fleet) or any tag key (team, workload, ...). Default: team.",
+                "service, substrate (needs --fleet) or any tag key (team, workload, ...); at most 32. Default: team.",
             ),
         ] = None,
         where: Annotated[
@@ -113,7 +141,11 @@ def register(app: typer.Typer) -> None:
         month: Annotated[str | None, typer.Option("--month", help="Only this billing month (YYYY-MM).")] = None,
         compare: Annotated[
             str | None,
-            typer.Option("--compare", help="Month over month: --month (default the latest) against this YYYY-MM."),
+            typer.Option(
+                "--compare",
+                help="Month over month: --month (default: the latest month with GPU usage in the store) against "
+                "this YYYY-MM; a partial month is called out.",
+            ),
         ] = None,
         cost: Annotated[
             str, typer.Option("--cost", help="effective (EffectiveCost, amortised) or billed (BilledCost).")
@@ -155,6 +187,10 @@ def register(app: typer.Typer) -> None:
             chargeback=chargeback,
             team_tag=team_tag,
         )
+        if result.month_reason is not None:
+            log.info(f"month: {result.months[0]}: {result.month_reason}")
+        for warning in result.warnings:
+            log.warning(warning)
         if fmt == CostsFormat.json:
             emit_json(result.as_json(), out)
             return

@@ -14,6 +14,7 @@ from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
     FxOpt,
+    MaxPriceAgeOpt,
     ModeOpt,
     OptionalWorkloadsOpt,
     OutOpt,
@@ -305,6 +306,7 @@ def register(app: typer.Typer) -> None:
         horizon: HorizonOpt = None,
         fx: FxOpt = None,
         as_of: AsOfOpt = None,
+        max_price_age: MaxPriceAgeOpt = None,
         out: OutOpt = None,
     ) -> None:
         """The merit-order supply curve: compliant substrates by cost per unit of usable output."""
@@ -321,6 +323,7 @@ def register(app: typer.Typer) -> None:
             horizon=horizon,
             fx=parse_fx(fx),
             as_of=parse_as_of(as_of),
+            max_price_age=max_price_age,
         )
         _warn(result.warnings, result.horizon_note)
         if chart is not None:
@@ -428,7 +431,12 @@ def register_group(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="Directory for fleet.yaml and workloads.yaml.")],
         store: StoreOpt = None,
         month: Annotated[
-            str | None, typer.Option("--month", help="Billing month YYYY-MM (default: the latest in the store).")
+            str | None,
+            typer.Option(
+                "--month",
+                help="Billing month YYYY-MM (default: the latest month with GPU usage in the store, the rule "
+                "plan and costs use).",
+            ),
         ] = None,
         currency: Annotated[
             str | None, typer.Option("--currency", help="Only GPU lines in this currency (needed when mixed).")
@@ -440,6 +448,7 @@ def register_group(app: typer.Typer) -> None:
         from finops_cli import api
 
         draft, paths = api.estate_draft(store=store, out=out, month=month, currency=currency, force=force)
+        log.info(f"month: {draft.month}: {draft.month_reason}")
         basis = sorted(set(draft.demand_basis.values()))
         emit_text(
             f"drafted {paths[0]} ({draft.substrates} substrates, {draft.currency} {draft.gpu_effective_cost:,.2f} "

@@ -106,6 +106,29 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option("--max-spot-share", help="Fail if spot carries more than this fraction (0-1) of the cost."),
         ] = None,
+        max_price_age: Annotated[
+            float | None,
+            typer.Option(
+                "--max-price-age",
+                metavar="DAYS",
+                help="A price older than DAYS (the age plan.json recorded at its --as-of) is stale (default: 30 for "
+                "a spot-price feed, 180 for a reference price). Warned about; a failure with --fail-on-stale-prices.",
+                show_default=False,
+            ),
+        ] = None,
+        fail_on_stale_prices: Annotated[
+            bool, typer.Option("--fail-on-stale-prices", help="Fail if any price of the plan is stale.")
+        ] = False,
+        max_node_rounding_pct: Annotated[
+            float | None,
+            typer.Option(
+                "--max-node-rounding-pct",
+                metavar="P",
+                help="Fail if rounding the plan's fractional nodes up to whole nodes would add more than P percent "
+                "of its cost (without it: a warning above 10 %).",
+                show_default=False,
+            ),
+        ] = None,
         fmt: Annotated[
             GateFormat, typer.Option("--format", help="Output format (text is the old name of table).")
         ] = GateFormat.table,
@@ -122,8 +145,18 @@ def register(app: typer.Typer) -> None:
         from finops_cli.report.gate import Thresholds, render, summary_line
 
         check_not_an_input(out, plan, baseline)
-        thresholds = Thresholds(budget, max_increase_pct, max_increase_usd, max_spot_share)
+        thresholds = Thresholds(
+            budget,
+            max_increase_pct,
+            max_increase_usd,
+            max_spot_share,
+            max_price_age=max_price_age,
+            fail_on_stale_prices=fail_on_stale_prices,
+            max_node_rounding_pct=max_node_rounding_pct,
+        )
         result = api.gate(plan, baseline, thresholds)
+        for warning in result.warnings:
+            log.warning(warning)
         if fmt in (GateFormat.text, GateFormat.table):
             renderable = render_text(result)
             if out is None:

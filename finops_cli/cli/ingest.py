@@ -192,7 +192,8 @@ def render_summary(summary: IngestSummary) -> Group:
     for c in summary.conservation:
         checks.append(
             f"conserved {c['currency']}: cost in {money(c['cost_in'], c['currency'])} = "
-            f"billed in store {money(c['billed_cost_written'], c['currency'])}"
+            f"billed in store {money(c['billed_cost_written'], c['currency'])}; effective "
+            f"{money(c['effective_cost_in'], c['currency'])} = {money(c['effective_cost_written'], c['currency'])}"
         )
     replaced = [s for s in summary.sources if s.get("replaced_rows") is not None]
     lines = [

@@ -21,9 +21,25 @@ class Mode(StrEnum):
     reliability = "reliability"
 
 
+def store_option(ctx: typer.Context, param: typer.CallbackParam, value: Path | None) -> Path | None:
+    """``--store`` callback: given after the command it wins; else ``finops --store DIR <command>`` (the global
+    option, as ``--pricebook``); else ``$FINOPS_STORE``; else None (the default ``.finops/``)."""
+    source = ctx.get_parameter_source(param.name or "store")
+    if source is not None and source.name == "COMMANDLINE":
+        return value
+    root = ctx.find_root().params.get("store")
+    return Path(root) if root else value
+
+
 StoreOpt = Annotated[
     Path | None,
-    typer.Option("--store", envvar="FINOPS_STORE", help="Store directory (default .finops/).", show_default=False),
+    typer.Option(
+        "--store",
+        envvar="FINOPS_STORE",
+        help="Store directory or bucket URI (default .finops/; also 'finops --store DIR <command>' or $FINOPS_STORE).",
+        show_default=False,
+        callback=store_option,
+    ),
 ]
 FormatOpt = Annotated[
     OutputFormat | None,
@@ -185,6 +201,18 @@ AsOfOpt = Annotated[
         envvar="FINOPS_AS_OF",
         help="The instant price ages, staleness and 'the current month' are counted from (ISO-8601 date or time, "
         "UTC unless a zone is given; default now). Recorded in plan.json, so a plan never depends on the clock.",
+        show_default=False,
+    ),
+]
+
+
+MaxPriceAgeOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-price-age",
+        metavar="DAYS",
+        help="Warn when a price is older than DAYS at --as-of (default: 30 for a spot-price feed, 180 for a "
+        "reference list price); feeds whose data covers less than their window are called out too.",
         show_default=False,
     ),
 ]

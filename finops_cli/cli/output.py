@@ -79,7 +79,14 @@ class StderrHandler(logging.Handler):
 
 
 def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
-    """``-q``: errors only; default: notes and warnings; ``-v``: also debug detail (timings, choices made)."""
+    """``-q``: errors only; default: notes and warnings; ``-v``: also debug detail (timings, choices made).
+
+    Python warnings (numpy's ``RuntimeWarning``, a library's ``FutureWarning``) are a developer's concern, not
+    a user's: they become debug lines (:func:`_warning_to_log`), shown with ``-v`` only. finops says what a user
+    must know through this logger, never through :mod:`warnings`.
+    """
+    import warnings
+
     level = logging.ERROR if quiet else logging.DEBUG if verbose > 0 else logging.INFO
     for handler in list(log.handlers):
         if isinstance(handler, StderrHandler):
@@ -87,6 +94,14 @@ def configure_logging(verbose: int = 0, quiet: bool = False) -> None:
     log.addHandler(StderrHandler())
     log.setLevel(level)
     log.propagate = False
+    warnings.showwarning = _warning_to_log
+
+
+def _warning_to_log(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+) -> None:
+    """A library warning as one debug line (the safety net; each known source is fixed where it arises)."""
+    log.debug(f"{category.__name__}: {message} ({Path(filename).name}:{lineno})")
 
 
 @contextmanager
@@ -113,11 +128,11 @@ def status(message: str) -> Iterator[Callable[[str], None]]:
 
 
 def emit_text(text: str, out: Path | None = None) -> None:
-    """Write a finished document: atomically to ``out`` (temp + rename), else to stdout (a terminal gets
-    no control characters from the data: :func:`~finops_cli.cli.terminal.terminal_safe`)."""
+    """Write a finished document: atomically to ``out`` (temp + rename), else to stdout. Either way without
+    control characters from the data (:func:`~finops_cli.cli.terminal.terminal_safe`): a pipe ends up in a
+    terminal too (``| tee``, CI logs), and so does ``cat`` of a file."""
+    text = terminal_safe(text)
     if out is None:
-        if sys.stdout.isatty():
-            text = terminal_safe(text)
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     write_text(out, text)

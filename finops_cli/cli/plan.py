@@ -23,6 +23,7 @@ from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
     FxOpt,
+    MaxPriceAgeOpt,
     ModeOpt,
     OutOpt,
     OutputFormat,
@@ -361,6 +362,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
         fx: FxOpt = None,
         as_of: AsOfOpt = None,
+        max_price_age: MaxPriceAgeOpt = None,
         tolerance: Annotated[
             float | None,
             typer.Option("--tolerance", help="Certified gap to reach by refining blocks (default 0.001 = 0.1 %)."),
@@ -412,6 +414,7 @@ def register(app: typer.Typer) -> None:
                 fx=parse_fx(fx),
                 tolerance=tolerance,
                 as_of=parse_as_of(as_of),
+                max_price_age=max_price_age,
             )
         log.debug(f"plan: solved in {time.perf_counter() - started:.2f} s ({solver.value})")
         log.info(result.horizon_note)

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rich import box
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from finops_cli.cli.terminal import cell_safe
 from finops_cli.report.format import compact_money, money, number, pct
 
 __all__ = ["Col", "compact_money", "money", "money_table", "number", "pct", "table_text"]
@@ -66,7 +67,7 @@ def _cell(col: Col, value: Any, currency: str) -> Text:
     if isinstance(value, Text):
         return value
     if col.kind == "text" or isinstance(value, str):
-        return Text("" if value is None else str(value))
+        return Text(cell_safe(value))  # a line end in data must not forge a row
     decimals = col.decimals
     if col.kind in ("money", "delta", "saving"):
         text = money(value, currency, signed=col.kind == "delta", decimals=decimals)
@@ -125,9 +126,12 @@ def money_table(
 
 
 def table_text(renderable: RenderableType, width: int = 120) -> str:
-    """Render a rich renderable to plain text (no colour codes), e.g. for ``--out`` or tests."""
+    """Render a rich renderable to plain text (no colour codes, no control characters from the data), e.g. for
+    ``--out`` or tests."""
+    from finops_cli.cli.console import SafeConsole
+
     buffer = io.StringIO()
-    console = Console(
+    console = SafeConsole(
         file=buffer, width=width, no_color=True, color_system=None, highlight=False, soft_wrap=False, emoji=False
     )
     console.print(renderable)

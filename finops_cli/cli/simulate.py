@@ -144,6 +144,7 @@ def _dispatch_summary(doc: dict[str, Any], currency: str) -> list[str]:
         f"rejected: {rej['requests']:,} requests, {number(rej['units'], 1)} units ({rej_why})",
         f"spot preemptions: {pre['count']:,}, requeued {number(pre['requeued_units'], 1)} units, "
         f"lost work {money(pre['lost_cost'], currency)}; SLO-risk units {number(doc['slo_risk_units'], 1)}",
+        *(f"not in the plan's model: {n}" for n in doc.get("not_in_plan", [])),
     ]
 
 
@@ -188,6 +189,129 @@ def _dispatch_markdown(doc: dict[str, Any], currency: str) -> str:
             ],
             ["left", "right", "right", "right", "right", "right"],
             trusted=[False, True, True, True, True, True],
+        )
+    )
+    return "\n".join(lines) + "\n"
+
+
+# --- plan replay ----------------------------------------------------------------------------------
+
+
+def _replay_summary(doc: dict[str, Any]) -> list[str]:
+    cur = doc["currency"]
+    se = doc["realised_cost_se"]
+    err = "" if se is None else f" ± {money(se, cur)} (standard error)"
+    pre = doc["preemptions"]
+    lines = [
+        f"plan replay: {doc['seeds']:,} seed(s) from {doc['first_seed']}, {doc['horizon']['hours']:,} hours from "
+        f"{doc['horizon']['start']}, load from the plan's {doc['source']}",
+        f"planned cost {money(doc['planned_cost'], cur)}; mean realised cost {money(doc['realised_cost'], cur)}{err}; "
+        f"difference {money(doc['difference'], cur)}",
+        doc["agreement"],
+        f"preemptions: {number(pre['realised'], 1)} realised on average, "
+        f"{number(pre['expected'], 1)} expected by the plan",
+    ]
+    unserved = {w: u for w, u in doc["unserved"]["units_by_workload"].items() if u >= 0.005}
+    if unserved:
+        lines.append("unserved: " + ", ".join(f"{w} {number(u, 2)} units" for w, u in unserved.items()))
+    lines += [f"model: {m}" for m in doc["model"]]
+    lines += [f"note: {n}" for n in doc["notes"]]
+    return lines
+
+
+def _replay_tables(doc: dict[str, Any]) -> list[Any]:
+    cur = doc["currency"]
+    causes = money_table(
+        "Realised − planned, by cause",
+        [Col("Cause"), Col("Amount", "money"), Col("Std error", "text"), Col("Meaning")],
+        [
+            [c["cause"], c["amount"], "—" if c["se"] is None else money(c["se"], cur), c["meaning"]]
+            for c in doc["causes"]
+        ],
+        totals=True,
+        currency=cur,
+    )
+    pairs = money_table(
+        "Spot allocations",
+        [
+            Col("Workload"),
+            Col("Substrate"),
+            Col("λ/h", "number", 4),
+            Col("τ min", "number", 1),
+            Col("W", "number", 4),
+            Col("Planned", "money"),
+            Col("Realised", "money"),
+            Col("Preempt. exp.", "number", 1),
+            Col("Preempt.", "number", 1),
+            Col("Unserved units", "number", 2),
+        ],
+        [
+            [
+                p["workload"],
+                p["substrate"],
+                p["preemptions_per_hour"],
+                p["interval_minutes"],
+                p["multiplier"],
+                p["planned_cost"],
+                p["realised_cost"],
+                p["expected_preemptions"],
+                p["preemptions"],
+                p["unserved_units"],
+            ]
+            for p in doc["by_pair"]
+        ],
+        totals=[
+            "Total",
+            "",
+            "",
+            "",
+            "",
+            sum(p["planned_cost"] for p in doc["by_pair"]),
+            sum(p["realised_cost"] for p in doc["by_pair"]),
+            sum(p["expected_preemptions"] for p in doc["by_pair"]),
+            sum(p["preemptions"] for p in doc["by_pair"]),
+            sum(p["unserved_units"] for p in doc["by_pair"]),
+        ],
+        currency=cur,
+    )
+    return [causes, pairs]
+
+
+def _replay_markdown(doc: dict[str, Any]) -> str:
+    cur = doc["currency"]
+    lines = ["# Plan replay", ""]
+    lines += [f"- {s}" for s in _replay_summary(doc)]
+    lines += ["", "## Realised − planned, by cause", ""]
+    lines.append(
+        md_table(
+            ["Cause", "Amount", "Std error", "Meaning"],
+            [
+                [c["cause"], money(c["amount"], cur), "—" if c["se"] is None else money(c["se"], cur), c["meaning"]]
+                for c in doc["causes"]
+            ],
+            ["left", "right", "right", "left"],
+            trusted=[False, True, True, False],
+        )
+    )
+    lines += ["", "## Spot allocations", ""]
+    lines.append(
+        md_table(
+            ["Workload", "Substrate", "λ/h", "W", "Planned", "Realised", "Preemptions expected", "Preemptions"],
+            [
+                [
+                    p["workload"],
+                    p["substrate"],
+                    number(p["preemptions_per_hour"], 4),
+                    number(p["multiplier"], 4),
+                    money(p["planned_cost"], cur),
+                    money(p["realised_cost"], cur),
+                    number(p["expected_preemptions"], 1),
+                    number(p["preemptions"], 1),
+                ]
+                for p in doc["by_pair"]
+            ],
+            ["left", "left", "right", "right", "right", "right", "right", "right"],
+            trusted=[False, False, True, True, True, True, True, True],
         )
     )
     return "\n".join(lines) + "\n"
@@ -356,14 +480,63 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = None,
         store: StoreOpt = None,
         out: OutOpt = None,
+        plan: Annotated[
+            Path | None,
+            typer.Option(
+                "--plan",
+                help="Replay this plan.json's own allocation hour by hour under sampled preemptions and report "
+                "realised against planned cost, by cause (docs/dispatch.md, 'Replaying a plan').",
+            ),
+        ] = None,
+        schedule: Annotated[
+            Path | None,
+            typer.Option(
+                "--schedule",
+                help="With --plan: the plan's certified hourly schedule (finops plan --schedule); default: each "
+                "allocation spread evenly over the horizon.",
+            ),
+        ] = None,
+        seeds: Annotated[
+            int, typer.Option("--seeds", help="With --plan: seeds to average (from --seed on); the error is their SE.")
+        ] = 100,
     ) -> None:
-        """Replay requests through the merit order: gate, cheapest current price, congestion, events."""
+        """Replay requests through the merit order: gate, cheapest current price, congestion, events.
+
+        With --plan, replay that plan's own allocation instead, and compare realised with planned cost.
+        """
         fmt = output_format(fmt, out)
 
         from finops_cli import api
+        from finops_cli.errors import InputError
         from finops_cli.estate.prices import parse_fx
 
         est = api.estate(fleet, workloads)
+        if plan is None and schedule is not None:
+            raise InputError("--schedule replays a plan's hourly schedule: give --plan plan.json too")
+        if plan is not None:
+            given = [f for f, on in (("--trace", trace), ("--generate", generate), ("--events", events)) if on]
+            if given:
+                raise InputError(f"--plan replays the plan's own allocation: {', '.join(given)} do(es) not apply")
+            rep = api.replay_plan(
+                est,
+                plan,
+                schedule=schedule,
+                seeds=seeds,
+                seed=seed,
+                store=store,
+                horizon=horizon,
+                fx=parse_fx(fx),
+                as_of=parse_as_of(as_of),
+                log=log.info,
+            )
+            rdoc = rep.as_dict()
+            if fmt == OutputFormat.json:
+                emit_text(json.dumps(rdoc, indent=2, allow_nan=False), out)
+            elif fmt == OutputFormat.markdown:
+                emit_text(_replay_markdown(rdoc), out)
+            else:
+                _emit_tables(_replay_summary(rdoc), _replay_tables(rdoc), out)
+            return
         result = api.simulate_dispatch(
             est,
             trace,

@@ -1,10 +1,14 @@
-"""Terminal safety: data printed to a terminal cannot drive it.
+"""The one sanitiser for text output: data printed by finops cannot drive a terminal or forge lines.
 
-Tags, ids and names come from other people's files; a team tag holding ``ESC[2J`` clears the screen,
-an OSC sequence retitles the window or writes to the clipboard, ``\\r`` overwrites what was printed.
-Every rich console of the CLI is a :class:`~finops_cli.cli.console.SafeConsole`, which replaces control
-characters in the text it renders (its own styling and cursor codes are separate segments and untouched);
-plain text written to a terminal goes through :func:`terminal_safe`. Files and pipes get the data unchanged.
+Tags, ids and names come from other people's files and APIs; a team tag holding ``ESC[2J`` clears the
+screen, an OSC sequence retitles the window or writes to the clipboard, ``\\r`` overwrites what was printed,
+a bidi override (U+202E) makes text read backwards, and a newline inside a cell forges a table row.
+Every text output goes through here, whether it is written to a terminal, a pipe (``| tee``, CI logs) or
+``--out``: :func:`terminal_safe` for whole documents (their own tabs and line ends are kept),
+:func:`cell_safe` for one value in a table cell (no line ends either). Every rich console of the CLI is a
+:class:`~finops_cli.cli.console.SafeConsole`, which applies :func:`terminal_safe` to the text it renders
+(its own styling and cursor codes are separate segments and untouched). Markdown escaping
+(:mod:`finops_cli.report.escape`) builds on the same character classes.
 
 This module does not import rich (the console does, when the first one is made): ``finops validate`` prints
 one plain line and need not load it.
@@ -14,11 +18,21 @@ from __future__ import annotations
 
 import re
 
-#: C0 controls except tab and newline, DEL, C1 controls (8-bit CSI/OSC), bidi overrides/isolates
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: bidi embeddings, overrides, isolates and marks: "evil\u202eexe.txt" displays reversed (Trojan Source)
+BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+#: C0 controls except tab and newline, DEL, C1 controls (8-bit CSI/OSC), Unicode line/paragraph separators
+CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029"
+_CONTROL = re.compile(f"[{CONTROLS}{BIDI}]")
+_CELL = re.compile(f"[\t\n{CONTROLS}{BIDI}]")
 REPLACEMENT = "\ufffd"
 
 
 def terminal_safe(text: str) -> str:
-    """``text`` with every control character (but tab and newline) shown as U+FFFD."""
+    """``text`` with every control character (but tab and newline) and bidi control shown as U+FFFD."""
     return _CONTROL.sub(REPLACEMENT, text) if _CONTROL.search(text) else text
+
+
+def cell_safe(value: object) -> str:
+    """One value on one line: also tab and newline become U+FFFD, so a value cannot start a forged row."""
+    text = "" if value is None else str(value)
+    return _CELL.sub(REPLACEMENT, text) if _CELL.search(text) else text

@@ -161,8 +161,7 @@ def register(app: typer.Typer) -> None:
             report = api.waste(
                 store=store, by=by.value, fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month
             )
-        why = "--month" if month else "latest month with GPU usage in the store"
-        log.info(f"month: {report.totals.get('month')}: {why}")
+        log.info(f"month: {report.totals.get('month')}: {report.month_reason}")
         if fmt is OutputFormat.json:
             emit_json(report.to_dict(), out)
         elif fmt is OutputFormat.markdown:

@@ -45,6 +45,32 @@ def expected_lost_hours(preemptions_per_hour: float, interval_hours: float) -> f
     return 1 / lam - tau / math.expm1(x)
 
 
+def lost_hours_at(quantile: float, preemptions_per_hour: float, interval_hours: float) -> float:
+    """Work lost to one preemption at ``quantile`` ∈ [0, 1) of its distribution: the inverse CDF.
+
+    Under the planner's model a preemption falls at an exponential time into the current checkpoint interval,
+    so the work since the last checkpoint is exponential(λ) truncated to ``[0, τ)``; its mean is
+    :func:`expected_lost_hours`. ``lost_hours_at(U)`` with ``U`` uniform samples it (the plan replay).
+    """
+    lam, tau = preemptions_per_hour, interval_hours
+    x = lam * tau
+    if x < 1e-9:
+        return quantile * tau
+    return -math.log1p(quantile * math.expm1(-x)) / lam
+
+
+def expected_cost_per_preemption(
+    price_per_gpu_hour: float, preemptions_per_hour: float, interval_hours: float, resume_hours: float, fee: float
+) -> float:
+    """Money one preemption costs on average: ``C·(t_lost + R) + F`` (work redone, resume time, the fee).
+
+    ``NETC = C·T + C·T·δ/τ + λ·T·W × expected_cost_per_preemption`` (the wall hours add up).
+    """
+    lam = preemptions_per_hour
+    t_lost = expected_lost_hours(lam, interval_hours) if lam > 0 else interval_hours / 2
+    return price_per_gpu_hour * (t_lost + resume_hours) + fee
+
+
 def wall_hours_per_useful_hour(
     preemptions_per_hour: float, interval_hours: float, write_hours: float, resume_hours: float
 ) -> float:

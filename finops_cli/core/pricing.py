@@ -51,15 +51,34 @@ def capacity_gpus(substrate: Substrate, fleet: Fleet) -> float | None:
     return cap
 
 
-def spot_multiplier(substrate: Substrate, workload: Workload, preemptions_per_hour: float | None = None) -> float:
-    """NETC multiplier W for ``workload`` on ``substrate`` (1 for non-spot substrates).
+@dataclass(frozen=True)
+class SpotTerms:
+    """The NETC inputs of one (workload, spot substrate) pair, in hours: λ, τ, δ, R and the fee F.
 
-    Non-interruptible work on spot restarts from scratch on a preemption: modelled as W with the
-    checkpoint interval equal to the job's run (here: one hour of work per restart). ``preemptions_per_hour``
-    overrides the substrate's λ.
+    The one place the planner, ``finops netc`` and the plan replay (``finops simulate dispatch --plan``) read
+    them from, so the rate and checkpoint a plan was priced with are the ones its replay samples.
     """
-    if substrate.kind != "spot":
-        return 1.0
+
+    preemptions_per_hour: float
+    interval_hours: float
+    write_hours: float
+    resume_hours: float
+    resume_fee: float  # currency per preemption, before preference
+
+    @property
+    def multiplier(self) -> float:
+        """``W = (1 + δ/τ) / (1 − λ(t_lost + R))``; raises :class:`SpotNeverFinishes`."""
+        return wall_hours_per_useful_hour(
+            self.preemptions_per_hour, self.interval_hours, self.write_hours, self.resume_hours
+        )
+
+
+def spot_terms(substrate: Substrate, workload: Workload, preemptions_per_hour: float | None = None) -> SpotTerms:
+    """λ, τ, δ, R and F of ``workload`` on the spot ``substrate`` (``preemptions_per_hour`` overrides λ).
+
+    Non-interruptible work restarts from scratch on a preemption: modelled as a one-hour checkpoint interval
+    (one hour of work lost per restart); interruptible work without a ``checkpoint`` as 30 minutes, no write time.
+    """
     lam = (substrate.interruptions_per_hour or 0.0) if preemptions_per_hour is None else preemptions_per_hour
     if workload.checkpoint is not None:
         tau_h = workload.checkpoint.interval_minutes / 60
@@ -67,7 +86,17 @@ def spot_multiplier(substrate: Substrate, workload: Workload, preemptions_per_ho
     else:
         tau_h = (DEFAULT_CHECKPOINT_MINUTES if workload.interruptible else 60.0) / 60
         delta_h = 0.0
-    return wall_hours_per_useful_hour(lam, tau_h, delta_h, substrate.resume_minutes / 60)
+    return SpotTerms(lam, tau_h, delta_h, substrate.resume_minutes / 60, substrate.resume_cost)
+
+
+def spot_multiplier(substrate: Substrate, workload: Workload, preemptions_per_hour: float | None = None) -> float:
+    """NETC multiplier W for ``workload`` on ``substrate`` (1 for non-spot substrates); see :func:`spot_terms`.
+
+    ``preemptions_per_hour`` overrides the substrate's λ.
+    """
+    if substrate.kind != "spot":
+        return 1.0
+    return spot_terms(substrate, workload, preemptions_per_hour).multiplier
 
 
 @dataclass(frozen=True)

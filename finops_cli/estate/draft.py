@@ -1,6 +1,7 @@
 """``finops estate draft``: a first fleet.yaml and workloads.yaml written from the store.
 
-What is inferred, from one billing month (default: the latest) and its utilisation:
+What is inferred, from one billing month (default: the one default-month rule,
+:func:`finops_cli.estate.horizon.default_month`) and its utilisation:
 
 - one substrate per (provider, billing account, region, instance type, pricing category) seen in the GPU
   lines (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`: GPU-hours, or usage of a GPU instance type such as a
@@ -23,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -57,6 +59,8 @@ class Draft:
     workloads: int
     gpu_effective_cost: float
     demand_basis: dict[str, str] = field(default_factory=dict)  # workload id -> "utilisation" | "billing"
+    profiles: dict[str, str] = field(default_factory=dict)  # path relative to workloads.yaml -> hour,units CSV
+    month_reason: str = "--month"  # why this month (the default-month rule's reason), for stderr
 
 
 def _slug(text: str) -> str:
@@ -97,15 +101,25 @@ def peak_from_events(events: pd.DataFrame) -> float:
     return float(max(running.max(), 0.0)) if len(running) else 0.0
 
 
-def _params(store: Store, month: str | None, currency: str | None) -> tuple[str, str]:
-    """The month (default: the latest billing period) and the currency of its GPU lines; exit 2 if ambiguous."""
+def _params(store: Store, month: str | None, currency: str | None) -> tuple[str, str, str]:
+    """The month (default: the one default-month rule, :func:`finops_cli.estate.horizon.default_month`), why, and
+    the currency of its GPU lines; exit 2 if ambiguous."""
+    from finops_cli.estate.horizon import default_month
     from finops_cli.store import engine
     from finops_cli.store.queries import DRAFT_CURRENCIES
 
     periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
     if not periods:
         raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.location)
-    month = month or periods[-1]
+    reason = "--month"
+    if month is None:
+        picked = default_month(store)
+        month, reason = picked.month, picked.reason
+        if month not in periods:  # utilisation is later than any bill: the draft needs that month's bill
+            raise InputError(
+                f"month {month} ({reason}) has no billing to draft from (billing periods: {', '.join(periods)}); "
+                "ingest its bill or give --month"
+            )
     if month not in periods:
         raise InputError(f"--month {month}: no billing for it in the store (have {', '.join(periods)})")
     found = engine.run_pandas(store, DRAFT_CURRENCIES, {"month": month})
@@ -121,7 +135,7 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
         currency = currencies[0] if currencies else "USD"
     elif currency not in currencies:
         raise InputError(f"--currency {currency}: no GPU line of {month} is in it (have {', '.join(currencies)})")
-    return month, currency
+    return month, currency, reason
 
 
 def _busy_hours(store: Store, month: str) -> pd.Series:
@@ -237,6 +251,9 @@ def _fleet_yaml(rows: list[dict], month: str, currency: str) -> str:
         )
         out.append("    isolation: dedicated    # NOT INFERRED")
         out.append(f"    gpus: {_dump(r['gpus'])}    # peak concurrent GPUs billed in {month}")
+        out.append(
+            "    comfortable_utilization: 1.0    # INFERRED: the bill ran at this peak; lower it to price queueing"
+        )
         if r["gpus_per_node"]:
             out.append(f"    gpus_per_node: {_dump(r['gpus_per_node'])}")
         rate = round(r["rate"], 6)
@@ -260,7 +277,77 @@ def _fleet_yaml(rows: list[dict], month: str, currency: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def _workload_rows(store: Store, month: str, currency: str, busy: pd.Series) -> list[dict]:
+def spread_hourly(periods: pd.DataFrame, start: pd.Timestamp, hours: int) -> np.ndarray:
+    """GPU-hours per clock hour of ``[start, start + hours)``: each row's ``gpu_hours`` spread evenly over its charge
+    period ``s``..``e`` (to the minute), the same assumption :func:`peak_concurrent_gpus` makes. What falls outside
+    the horizon is left out (a line that starts in the month before counts its part in this one)."""
+    minutes = hours * 60
+    if periods.empty:
+        return np.zeros(hours)
+    s = pd.to_datetime(periods["s"], utc=True)
+    e = pd.to_datetime(periods["e"], utc=True)
+    length = ((e - s).dt.total_seconds() / 60.0).clip(lower=1.0).to_numpy()
+    rate = periods["gpu_hours"].astype(float).to_numpy() / length  # GPU-hours per minute
+    first = np.floor((s - start).dt.total_seconds().to_numpy() / 60.0).astype(np.int64)
+    end = first + np.maximum(np.round(length).astype(np.int64), 1)
+    lo, hi = np.clip(first, 0, minutes), np.clip(end, 0, minutes)
+    steps = np.zeros(minutes + 1)
+    np.add.at(steps, lo, rate)
+    np.add.at(steps, hi, -rate)
+    per_minute = np.cumsum(steps)[:minutes]
+    return per_minute.reshape(hours, 60).sum(axis=1)
+
+
+def _period_words(hours: pd.Series) -> str:
+    """How long a workload's billing lines run, in words: the shape a drafted profile can keep."""
+    lo, hi = float(hours.min()), float(hours.max())
+    span = f"{lo:g} h" if lo == hi else f"{lo:g}-{hi:g} h"
+    if hi <= 1:
+        return f"charge periods of {span}: the bill's hourly shape"
+    if hi <= 24:
+        return f"charge periods of {span}: flat within each period"
+    return f"charge periods of {span}: flat over long periods, the shape inside them is not known"
+
+
+def _hourly_profiles(store: Store, month: str, currency: str, hours: int) -> dict[str, tuple[np.ndarray, str]]:
+    """Per workload tag: GPU-hours per hour of the month from its billing lines, and the lines' period lengths."""
+    from finops_cli.store import engine
+    from finops_cli.store.queries import DRAFT_WORKLOAD_PERIODS
+
+    params = {"month": month, "currency": currency, "untagged": UNTAGGED}
+    periods = engine.run_pandas(store, DRAFT_WORKLOAD_PERIODS, params)
+    start = pd.Timestamp(f"{month}-01", tz="UTC")
+    out: dict[str, tuple[np.ndarray, str]] = {}
+    if periods is None:
+        return out
+    for name, part in periods.groupby("workload", sort=True):
+        length = (pd.to_datetime(part["e"], utc=True) - pd.to_datetime(part["s"], utc=True)).dt.total_seconds()
+        out[str(name)] = (spread_hourly(part, start, hours), _period_words(length / 3600.0))
+    return out
+
+
+def _busy_profiles(store: Store, month: str, hours: int) -> dict[str, np.ndarray]:
+    """Per workload tag: busy GPU-hours per hour of the month from utilisation."""
+    from finops_cli.store import engine
+    from finops_cli.store.queries import DRAFT_BUSY_HOURLY
+
+    if not store.has("utilization") or month not in store.partition_values("utilization", "month"):
+        return {}
+    frame = engine.run_pandas(store, DRAFT_BUSY_HOURLY, {"month": month, "untagged": UNTAGGED})
+    start = pd.Timestamp(f"{month}-01", tz="UTC")
+    out: dict[str, np.ndarray] = {}
+    if frame is None:
+        return out
+    for name, part in frame.groupby("workload", sort=True):
+        index = ((pd.to_datetime(part["hour"], utc=True) - start).dt.total_seconds() // 3600).astype(int).to_numpy()
+        keep = (index >= 0) & (index < hours)
+        profile = np.zeros(hours)
+        np.add.at(profile, index[keep], part["busy_hours"].astype(float).fillna(0.0).to_numpy()[keep])
+        out[str(name)] = profile
+    return out
+
+
+def _workload_rows(store: Store, month: str, currency: str, busy: pd.Series, hours: int) -> list[dict]:
     from finops_cli.store import engine
     from finops_cli.store.queries import DRAFT_WORKLOAD_TEAMS
 
@@ -268,6 +355,8 @@ def _workload_rows(store: Store, month: str, currency: str, busy: pd.Series) -> 
         store, DRAFT_WORKLOAD_TEAMS, {"month": month, "currency": currency, "untagged": UNTAGGED}
     )
     assert groups is not None
+    billed_profiles = _hourly_profiles(store, month, currency, hours)
+    busy_profiles = _busy_profiles(store, month, hours) if len(busy) else {}
     billed = groups.groupby("workload")["gpu_hours"].sum()
     teams = _most_frequent(groups.assign(team=groups["team"].fillna("unassigned")), "workload", "team", "lines")
     names = sorted(set(billed.index) | set(busy.index))
@@ -278,6 +367,11 @@ def _workload_rows(store: Store, month: str, currency: str, busy: pd.Series) -> 
         while wid in used:
             wid += "-x"
         used.add(wid)
+        profile, shape = (
+            (busy_profiles.get(name, np.zeros(hours)), "busy GPU-hours per hour from utilisation")
+            if use_busy
+            else billed_profiles.get(name, (np.zeros(hours), "no GPU-hours"))
+        )
         rows.append(
             {
                 "id": wid,
@@ -286,15 +380,32 @@ def _workload_rows(store: Store, month: str, currency: str, busy: pd.Series) -> 
                 "gpu_hours": float(busy[name] if use_busy else billed[name]),
                 "basis": "utilisation" if use_busy else "billing",
                 "billed": float(billed.get(name, 0.0)),
+                "profile": profile,
+                "shape": shape,
             }
         )
-    return [r for r in rows if r["gpu_hours"] > 0]
+    return [r for r in rows if r["gpu_hours"] > 0 and r["profile"].sum() > 0]
+
+
+#: Where the draft writes each workload's hourly demand profile, relative to workloads.yaml.
+PROFILE_DIR = "profiles"
+
+
+def profile_csv(profile: np.ndarray, month: str) -> str:
+    """``hour,units`` with the UTC start of every hour of ``month`` (zeros included, so it covers the horizon)."""
+    start = pd.Timestamp(f"{month}-01", tz="UTC")
+    lines = ["hour,units"]
+    for h, units in enumerate(profile):
+        lines.append(f"{start + pd.Timedelta(hours=h):%Y-%m-%dT%H:%M:%SZ},{round(float(units), 6):g}")
+    return "\n".join(lines) + "\n"
 
 
 def _workloads_yaml(rows: list[dict], accelerators: list[str], month: str) -> str:
     out = [
         f"# DRAFT written by 'finops estate draft': one workload per workload/team tag seen in {month}.",
-        "# Demand is in GPU-hours: busy GPU-hours where utilisation was ingested, else billed GPU-hours.",
+        "# Demand is in GPU-hours: busy GPU-hours where utilisation was ingested, else billed GPU-hours, hour by",
+        f"# hour in {PROFILE_DIR}/<id>.csv. INFERRED: a billing line's GPU-hours are spread evenly over its charge",
+        "# period (hourly lines keep the bill's shape; daily or monthly lines are flat within the period).",
         "# NOT INFERRED for every workload: throughput (1 unit per GPU-hour on every accelerator), compliance",
         "# (requires: nothing), SLO (standard), interruptible (false), deferrable (false). Reference: docs/estate.md.",
         "version: 1",
@@ -312,7 +423,12 @@ def _workloads_yaml(rows: list[dict], accelerators: list[str], month: str) -> st
         out.append("    slo: standard    # NOT INFERRED")
         out.append("    interruptible: false    # NOT INFERRED")
         out.append("    unit: gpu_hours")
-        out.append(f"    demand: {{total: {round(r['gpu_hours'], 3)}}}    # {month}: {basis}")
+        profiled = float(r["profile"].sum())
+        path = _dump(f"{PROFILE_DIR}/{r['id']}.csv")
+        out.append(
+            f"    demand: {{profile: {path}}}    # {month}: {basis}; "
+            f"{profiled:,.1f} GPU-hours, peak {float(r['profile'].max()):,.1f} in an hour; INFERRED: {r['shape']}"
+        )
         out.append(f"    throughput: {throughput}    # NOT INFERRED: units per GPU-hour by accelerator")
         out.append("    # requires: {jurisdictions: [...], providers: [...], isolation: dedicated}    # NOT INFERRED")
     return "\n".join(out) + "\n"
@@ -322,10 +438,10 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
     """Draft fleet.yaml and workloads.yaml from ``store``'s GPU billing lines (and utilisation) of ``month``."""
     from finops_cli.core.demand import Horizon
 
-    month, currency = _params(store, month, currency)
+    month, currency, reason = _params(store, month, currency)
     hours = Horizon.month(month).hours
     subs = _substrate_rows(store, month, currency, hours)
-    work = _workload_rows(store, month, currency, _busy_hours(store, month))
+    work = _workload_rows(store, month, currency, _busy_hours(store, month), hours)
     accelerators = sorted({r["accelerator"] for r in subs})
     return Draft(
         fleet_yaml=_fleet_yaml(subs, month, currency),
@@ -336,6 +452,8 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
         workloads=len(work),
         gpu_effective_cost=sum(r["effective_cost"] for r in subs),
         demand_basis={r["id"]: r["basis"] for r in work},
+        profiles={f"{PROFILE_DIR}/{r['id']}.csv": profile_csv(r["profile"], month) for r in work},
+        month_reason=reason,
     )
 
 
@@ -345,10 +463,14 @@ def write_draft(draft: Draft, out: Path, *, force: bool = False) -> tuple[Path, 
 
     check_writable(out, directory=True)
     fleet, workloads = out / "fleet.yaml", out / "workloads.yaml"
+    profiles = {out / name: text for name, text in draft.profiles.items()}
     if not force:
-        for path in (fleet, workloads):
+        for path in (fleet, workloads, *profiles):
             if path.exists():
                 raise InputError("exists; pass --force to overwrite the draft", path=path)
+    for path, text in profiles.items():  # the profiles first: workloads.yaml names them
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text(path, text)
     write_text(fleet, draft.fleet_yaml)
     write_text(workloads, draft.workloads_yaml)
     return fleet, workloads

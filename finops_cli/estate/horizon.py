@@ -1,9 +1,11 @@
-"""The one default-month rule every command uses (``plan``, ``stack``, ``netc``, ``simulate dispatch``).
+"""The one default-month rule every command uses (``plan``, ``stack``, ``netc``, ``simulate dispatch``,
+``waste``, ``estate draft``, ``costs --chargeback`` and ``costs --compare``): :func:`default_month`.
 
-Without ``--horizon`` a command prices and plans the **latest month with GPU usage in the store**
-(billing lines with GPU-hours, or utilisation samples), else the first month a timestamped demand
-profile covers, else the current calendar month (UTC). A month with only non-GPU lines (a stray $0.24
-storage charge) does not count. Each command prints the month and why on stderr, and warns when the
+Without ``--horizon``/``--month`` a command uses the **latest month with GPU usage in the store**
+(billing lines with GPU-hours, or utilisation samples); else the first month a timestamped demand
+profile covers (commands that read an estate); else the latest billing period (no GPU line anywhere);
+else the current calendar month at ``--as-of`` (UTC). A month with only non-GPU lines (a stray $0.24
+storage charge) never decides. Each command prints the month and why on stderr, and warns when the
 store's utilisation, its billing and the horizon are different months: the baseline, the idle waste
 and the plan would then describe different periods.
 """
@@ -62,25 +64,58 @@ def _profile_month(estate: Estate | None) -> str | None:
     return None if hz is sentinel else f"{hz.start:%Y-%m}"
 
 
+@dataclass(frozen=True)
+class MonthChoice:
+    """The month the default-month rule picked, why, and what the store holds (for warnings)."""
+
+    month: str
+    reason: str
+    billed: str | None = None  # latest billing period with GPU-hours
+    utilisation: str | None = None  # latest month with utilisation samples
+
+    @property
+    def line(self) -> str:
+        """``month: 2024-09: latest month with GPU usage in the store (…)``: what a command prints on stderr."""
+        return f"month: {self.month}: {self.reason}"
+
+
+def default_month(store: Store | None, estate: Estate | None = None, as_of: datetime | None = None) -> MonthChoice:
+    """The one default-month rule (module docstring): every command without ``--month``/``--horizon`` asks here."""
+    has_billing = store is not None and store.has("billing")
+    billed = latest_billed_gpu_month(store) if store is not None and has_billing else None
+    util = latest_utilization_month(store) if store is not None else None
+    periods = store.partition_values("billing", "billing_period") if store is not None and has_billing else []
+    if billed or util:
+        month = max(m for m in (billed, util) if m)
+        seen = ", ".join(f"{what} {m}" for what, m in (("GPU billing", billed), ("utilisation", util)) if m)
+        later = [p for p in periods if p > month]
+        skipped = f"; later billing periods without GPU lines: {', '.join(later)}" if later else ""
+        reason = f"latest month with GPU usage in the store ({seen}{skipped})"
+    elif (profile := _profile_month(estate)) is not None:
+        month, reason = profile, "the month the demand profiles cover (no GPU usage in the store)"
+    elif periods:
+        month, reason = periods[-1], "the latest billing period (no GPU usage in the store)"
+    else:
+        now = as_of or datetime.now(UTC)
+        month, reason = f"{now:%Y-%m}", "the current month (no GPU usage in the store, no dated profile)"
+    return MonthChoice(month, reason, billed, util)
+
+
 def choose_horizon(
     given: str | Horizon | None, estate: Estate | None, store: Store | None, as_of: datetime | None = None
 ) -> HorizonChoice:
-    """``given`` (``YYYY-MM``, ``START:HOURS`` or a horizon), else the default month (module docstring);
+    """``given`` (``YYYY-MM``, ``START:HOURS`` or a horizon), else :func:`default_month`'s month;
     ``as_of`` (default now) is the instant "the current month" is counted from."""
+    if given is None:
+        picked = default_month(store, estate, as_of)
+        hz, reason, billed, util = Horizon.month(picked.month), picked.reason, picked.billed, picked.utilisation
+        return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
     billed = latest_billed_gpu_month(store) if store is not None and store.has("billing") else None
     util = latest_utilization_month(store) if store is not None else None
     if isinstance(given, Horizon):
         hz, reason = given, "as given"
-    elif isinstance(given, str):
-        hz, reason = Horizon.parse(given), "--horizon"
-    elif billed or util:
-        month = max(m for m in (billed, util) if m)
-        hz, reason = Horizon.month(month), "latest month with GPU usage in the store"
-    elif (profile := _profile_month(estate)) is not None:
-        hz, reason = Horizon.month(profile), "the month the demand profiles cover (no GPU usage in the store)"
     else:
-        now = as_of or datetime.now(UTC)
-        hz, reason = Horizon.month(f"{now:%Y-%m}"), "the current month (no GPU usage in the store, no dated profile)"
+        hz, reason = Horizon.parse(given), "--horizon"
     return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
 
 

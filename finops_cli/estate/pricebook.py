@@ -20,6 +20,7 @@ substrate may say ``price_ref: aws/p5.48xlarge/on_demand`` instead of a number (
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -158,13 +159,20 @@ def _check_reference_rows(header: list[str], rows: list[dict[str, str]], path: P
             raise InputError("source: every reference price needs its source", path=path, where=where)
         if not (row["usd_per_gpu_hour"] or row["usd_per_unit"]):
             raise InputError("give usd_per_gpu_hour or usd_per_unit", path=path, where=where)
-        for col in ("gpus", "usd_per_instance_hour", "usd_per_gpu_hour", "usd_per_unit"):
+        for col in ("usd_per_instance_hour", "usd_per_gpu_hour", "usd_per_unit"):
             try:
                 value = _num(row[col])
             except ValueError:
-                value = -1.0
-            if value is not None and not value >= 0:
-                raise InputError(f"{col}: expected a number >= 0, got {row[col]!r}", path=path, where=where)
+                value = math.nan
+            # finite and > 0: an ``inf`` passed ``>= 0`` and every plan priced with it exited 70
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise InputError(f"{col}: expected a finite price > 0, got {row[col][:40]!r}", path=path, where=where)
+        try:
+            gpus = _num(row["gpus"])
+        except ValueError:
+            gpus = math.nan
+        if gpus is not None and not (math.isfinite(gpus) and gpus == int(gpus) and 0 < gpus <= 100_000):
+            raise InputError(f"gpus: expected a whole number > 0, got {row['gpus'][:40]!r}", path=path, where=where)
 
 
 #: The columns of the overlaid reference table: the file's, when each row was fetched, ``origin`` and ``ref``.

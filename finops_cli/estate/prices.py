@@ -65,6 +65,8 @@ class PriceSource:
     age_days: int | None = None
     unit_prices: dict[str, float] | None = None  # api substrates: per unit served, in ``currency``
     pricebook: ReferencePrice | None = None  # the pricebook row a price_ref resolved to
+    covered_hours: float | None = None  # price_feed: hours of its window the data covers
+    window_days: float | None = None  # price_feed: the window the statistic is asked over
 
     @property
     def source(self) -> str:
@@ -100,6 +102,8 @@ class PriceSource:
             "pricebook_source": None if self.pricebook is None else self.pricebook.source,
             "pricebook": None if self.pricebook is None else self.pricebook.origin,
             "fetched_at": None if self.pricebook is None else self.pricebook.fetched_at,
+            "covered_hours": None if self.covered_hours is None else round(self.covered_hours, 3),
+            "window_days": self.window_days,
         }
 
     def note(self) -> str:
@@ -290,6 +294,7 @@ def _resolve_one(
         src = PriceSource(
             s.id, "price_feed", price, currency, detail, stat.value, QUOTE_CURRENCY, rate, feed.statistic,
             stat.start, stat.end, stat.samples, stat.product, age_days=max(0, (as_of - stat.newest.date()).days),
+            covered_hours=stat.covered_hours, window_days=stat.window_days,
         )  # fmt: skip
         return s.model_copy(update={"price_per_gpu_hour": price}), src
     if s.price_ref is not None:

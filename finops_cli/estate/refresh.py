@@ -23,6 +23,7 @@ it is written atomically.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from contextlib import suppress
@@ -44,6 +45,7 @@ from finops_cli.estate.pricebook import (
     reference_prices,
     user_pricebook_dir,
 )
+from finops_cli.report.escape import one_line
 
 PROVIDERS = ("aws", "gcp", "azure")
 COLUMNS = [*REF_COLUMNS, FETCHED_AT]
@@ -68,6 +70,37 @@ def _money(x: float) -> str:
     return f"{x:.6f}".rstrip("0").rstrip(".") or "0"
 
 
+#: No instance costs this much an hour; a larger "price" is a broken or hostile answer, not a list price.
+MAX_USD_PER_HOUR = 1e6
+#: what an API's region or instance type may look like before it becomes a pricebook key (and a CSV cell)
+_API_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,79}")
+
+
+def api_price(value: object, what: str, *, text: bool) -> float:
+    """A price from an API answer as a finite number ≥ 0 and below :data:`MAX_USD_PER_HOUR`, else one line.
+
+    ``text``: the API sends prices as strings (AWS ``pricePerUnit``), else as JSON numbers (Azure
+    ``retailPrice``); ``true`` is not $1 and ``1e999`` (which JSON reads as infinity) is not a price.
+    """
+    ok_type = isinstance(value, str) if text else isinstance(value, int | float) and not isinstance(value, bool)
+    try:
+        price = float(value) if ok_type else math.nan  # type: ignore[arg-type]
+    except ValueError:
+        price = math.nan
+    if not (math.isfinite(price) and 0 <= price <= MAX_USD_PER_HOUR):
+        shown = one_line(repr(value), 40)
+        raise InputError(f"{what}: price {shown} is not a finite number of USD between 0 and {MAX_USD_PER_HOUR:.0e}")
+    return price
+
+
+def _api_id(value: str, what: str, source: str) -> str:
+    """A region or instance type as the API named it, refused unless it looks like one (no line ends, escapes,
+    bidi controls or a leading ``=`` reach the pricebook)."""
+    if not _API_ID.fullmatch(value):
+        raise InputError(f"{source}: {what} {one_line(repr(value), 40)} is not a valid name; nothing written")
+    return value
+
+
 def _row(
     provider: str,
     offering: str,
@@ -79,9 +112,15 @@ def _row(
     source: str,
     fetched: datetime,
 ) -> dict[str, str]:
+    """One pricebook row: every provider's rows pass here, so every API string is checked here.
+
+    Keys (instance type, region) must look like names or the refresh fails; the source text is made one
+    printable line (control characters, line ends and bidi controls go: :func:`one_line`)."""
+    api = source.split(" (", 1)[0]
+    api_price(per_instance, f"{api}: {one_line(offering, 40)} in {one_line(region, 40)}", text=False)
     return {
         "provider": provider,
-        "offering": offering,
+        "offering": _api_id(offering, "instance type", api),
         "term": term,
         "accelerator": accelerator or "",
         "gpus": str(gpus) if gpus else "",
@@ -89,8 +128,8 @@ def _row(
         "usd_per_gpu_hour": _money(per_instance / gpus) if gpus else "",
         "unit": "",
         "usd_per_unit": "",
-        "region": region,
-        "source": source,
+        "region": _api_id(region, "region", api),
+        "source": one_line(source, 400),
         "read_on": fetched.date().isoformat(),
         FETCHED_AT: fetched.isoformat().replace("+00:00", "Z"),
     }
@@ -120,6 +159,8 @@ def aws_rows(products: Iterable[dict[str, Any]], fetched: datetime) -> list[dict
     for product in products:
         attrs = (product.get("product") or {}).get("attributes") or {}
         itype, region = attrs.get("instanceType"), attrs.get("regionCode")
+        if not isinstance(itype, str) or not isinstance(region, str):
+            continue
         if not itype or not region or any(attrs.get(k) != v for k, v in AWS_LIST_PRICE.items()):
             continue
         for term in ((product.get("terms") or {}).get("OnDemand") or {}).values():
@@ -127,10 +168,8 @@ def aws_rows(products: Iterable[dict[str, Any]], fetched: datetime) -> list[dict
                 usd = (dim.get("pricePerUnit") or {}).get("USD")
                 if dim.get("unit") != "Hrs" or str(dim.get("beginRange", "0")) != "0" or usd is None:
                     continue
-                try:
-                    price = float(usd)
-                except ValueError:
-                    raise InputError(f"AWS Price List: {itype} in {region}: price {usd!r} is not a number") from None
+                where = f"AWS Price List: {one_line(itype, 40)} in {one_line(region, 40)}"
+                price = api_price(usd, where, text=True)
                 if not price > 0:
                     continue
                 facts = instance_gpu_facts("aws", itype)
@@ -258,16 +297,16 @@ def azure_rows(items: Iterable[dict[str, Any]], fetched: datetime) -> list[dict[
     for item in items:
         size, region = item.get("armSkuName"), item.get("armRegionName")
         sku_name, product = str(item.get("skuName", "")), str(item.get("productName", ""))
+        if not isinstance(size, str) or not isinstance(region, str):
+            continue
         if not size or not region or item.get("type") != "Consumption" or item.get("unitOfMeasure") != "1 Hour":
             continue
         if "windows" in product.lower() or "low priority" in sku_name.lower():
             continue
         if item.get("currencyCode", "USD") != "USD":
             raise InputError(f"Azure Retail Prices returned {item.get('currencyCode')} prices; only USD is supported")
-        try:
-            price = float(item.get("retailPrice"))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise InputError(f"Azure Retail Prices: {size} in {region}: retailPrice is not a number") from None
+        where = f"Azure Retail Prices: {one_line(size, 40)} in {one_line(region, 40)}: retailPrice"
+        price = api_price(item.get("retailPrice"), where, text=False)
         if not price > 0:
             continue
         term = "spot" if sku_name.lower().endswith(" spot") else "on_demand"

@@ -103,6 +103,10 @@ def discover(paths: Iterable[str | Path], what: str = "export", suffixes: Collec
                 raise InputError(f"directory holds no {what} files ({', '.join(suffixes)})", path=p)
             candidates = inside
         else:
+            if not p.is_file():  # a FIFO or a device would block or never end: say what it is
+                from finops_cli.files import kind_of_path
+
+                raise InputError(f"{kind_of_path(p)}; expected a regular file", path=p)
             kind_of(p)
             candidates = [p]
         for f in candidates:

@@ -203,8 +203,11 @@ def certify(
             bad = over.any(axis=0)
             if not bad.any():
                 continue
-            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-                factor = np.where(over, np.clip(limit / np.where(act > 0, act, 1.0), 0.0, 1.0), 1.0)[:, bad]
+            # an over-full row keeps limit/act of its work: divided only where 0 < limit < act (the ratio is in
+            # (0, 1), no overflow); a row with no room (limit ≤ 0) keeps nothing
+            factor = np.where(over, 0.0, 1.0)
+            np.divide(limit, act, out=factor, where=over & (limit > 0) & (act > 0))
+            factor = np.clip(factor, 0.0, 1.0)[:, bad]
             col_factor = np.ones((len(cols_b), int(bad.sum())))
             _at_rows(np.minimum, col_factor, inv, factor[local])
             hours_bad = hours[bad]
@@ -376,8 +379,9 @@ class _Refill:
             for m in range(rows_j.shape[1]):
                 has = rows_j[:, m] >= 0
                 _at_rows(np.add, asked, rows_j[has, m], vals_j[has, m, None] * want[has])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = np.where(asked > spare, spare / np.where(asked > 0, asked, 1.0), 1.0)
+            # divided only where a row is over-asked (0 ≤ spare < asked): the share is in [0, 1). Dividing
+            # everywhere overflowed where a residue of ``lost`` (a denormal) met a large spare.
+            share = np.divide(spare, asked, out=np.ones_like(spare), where=asked > spare)
             factor = np.ones_like(want)
             for m in range(rows_j.shape[1]):
                 has = rows_j[:, m] >= 0

@@ -9,6 +9,7 @@ import pandas as pd
 
 from finops_cli.core.baseline import BilledBaseline, cost_change_by_kind
 from finops_cli.core.pricing import cost_per_unit
+from finops_cli.core.rounding import percent_of
 from finops_cli.planner import PlannerOutput
 from finops_cli.planner.baseline import DispatchResult, sunk_by_substrate
 from finops_cli.planner.frame import PlanFrame
@@ -177,7 +178,7 @@ def plan_document(
         planned_cost=_r(planned, 2),
         baseline_cost=None if baseline is None else _r(baseline, 2),
         savings=None if savings is None else _r(savings, 2),
-        savings_pct=_r(100 * savings / baseline, 4) if savings is not None and baseline else None,
+        savings_pct=percent_of(savings, baseline) if savings is not None and baseline is not None else None,
         sunk_cost=_r(sol.sunk_cost, 2),
         penalty=_r(sol.penalty, 2),
         usage_cost=_r(sol.usage_cost, 2),

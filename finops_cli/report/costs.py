@@ -46,6 +46,9 @@ class CostsResult:
     cost: CostBasis
     months: list[str]
     notes: list[str] = field(default_factory=list)
+    month_reason: str | None = None  # the default-month rule's reason when the month was not given (for stderr)
+    warnings: list[str] = field(default_factory=list)  # partial months and the like (stderr, and in notes)
+    all_lines: bool = False  # every billing line, not only GPU lines (the title says which)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -60,13 +63,16 @@ class CostsResult:
 
 
 def group_costs(frame: pd.DataFrame, by: list[str], cost: CostBasis) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """One row per group × currency, largest cost first; and Σ cost per currency."""
+    """One row per group × currency, largest cost first; and Σ cost per currency. ``per_gpu_hour`` divides the cost
+    of the group's GPU lines by their GPU-hours (``gpu_<cost>`` columns), also when the frame holds every line."""
     col = COST_COLUMN[cost]
     keys = [*by, "currency"]
-    g = frame.groupby(keys, dropna=False, sort=False)[["billed_cost", "effective_cost", "gpu_hours", "lines"]].sum()
+    gpu_col = f"gpu_{col}" if f"gpu_{col}" in frame.columns else col  # GPU lines' cost (all lines: a part of it)
+    sums = list(dict.fromkeys(["billed_cost", "effective_cost", "gpu_hours", "lines", gpu_col]))
+    g = frame.groupby(keys, dropna=False, sort=False)[sums].sum()
     g = g.reset_index()
     g["cost"] = g[col]
-    g["per_gpu_hour"] = (g["cost"] / g["gpu_hours"]).where(g["gpu_hours"] > 0)
+    g["per_gpu_hour"] = (g[gpu_col] / g["gpu_hours"]).where(g["gpu_hours"] > 0)  # over GPU lines only
     g = g.sort_values(["currency", "cost", *by], ascending=[True, False, *([True] * len(by))], kind="stable")
     rows = [
         {
@@ -109,6 +115,42 @@ def compare_costs(
     ]
     totals = {str(c): float(v) for c, v in frame[frame["month"] == month].groupby("currency")[col].sum().items()}
     return rows, totals
+
+
+#: ``costs --compare`` calls a month partial when its lines are fewer than this share of the earlier month's.
+PARTIAL_LINES_RATIO = 0.5
+
+
+def partial_month_notes(coverage: pd.DataFrame | None, months: list[str], what: str = "GPU lines") -> list[str]:
+    """What makes a month-over-month comparison lopsided, one sentence per month: a month whose ``what`` start on
+    fewer days than the month has, or (the later of two months) with fewer than :data:`PARTIAL_LINES_RATIO` of the
+    earlier month's lines. ``coverage``: :func:`finops_cli.store.cost_query.month_coverage`'s frame."""
+    import calendar
+
+    rows = {} if coverage is None else {str(r["month"]): r for r in coverage.to_dict("records")}
+    notes = []
+    for month in months:
+        r = rows.get(month)
+        year, mon = (int(x) for x in month.split("-"))
+        size = calendar.monthrange(year, mon)[1]
+        if r is None or not r["lines"]:
+            notes.append(f"{month} is a partial month: it has no {what}")
+            continue
+        if int(r["days"]) < size:
+            first, last = pd.Timestamp(r["first_start"]), pd.Timestamp(r["last_end"])
+            notes.append(
+                f"{month} is a partial month: its {what} start on {int(r['days'])} of its {size} days "
+                f"({first:%Y-%m-%d %H:%M} to {last:%Y-%m-%d %H:%M} UTC)"
+            )
+    if len(months) == 2:
+        early, late = sorted(months)
+        a, b = rows.get(early), rows.get(late)
+        if a is not None and b is not None and a["lines"] and b["lines"] < PARTIAL_LINES_RATIO * a["lines"]:
+            notes.append(
+                f"{late} has far fewer {what} than {early} ({int(b['lines']):,} against {int(a['lines']):,}): "
+                "it may be a partial export"
+            )
+    return notes
 
 
 def split_exact(amounts: dict[str, float], total: float, currency: str) -> dict[str, float]:

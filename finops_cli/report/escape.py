@@ -19,10 +19,13 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
+from finops_cli.cli.terminal import BIDI
+
 #: Inline-significant markdown punctuation (CommonMark + GFM tables, strikethrough, maths).
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>#|~$&]|(?<![^\W_])_|_(?![^\W_]))")
-#: Unicode bidi overrides/isolates: can make "evil.exe" display as "exe.live" (Trojan Source).
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+#: Unicode bidi controls: can make "evil.exe" display as "exe.live" (Trojan Source); the same class as the
+#: terminal sanitiser's (one definition of what data may not carry into any output)
+_BIDI = re.compile(f"[{BIDI}]")
 _ZWSP = "&#8203;"
 DEFAULT_MAX_LEN = 80
 

@@ -71,10 +71,14 @@ def pct(fraction: float | None, *, signed: bool = False, decimals: int = 1) -> s
 
 
 def number(value: float | None, decimals: int = 0) -> str:
-    """Format a quantity (GPU-hours, units) with thousands separators; ``—`` for None/NaN."""
+    """Format a quantity (GPU-hours, units) with thousands separators; ``—`` for None/NaN. A non-zero quantity is
+    never shown as zero: ``number(0.04, 1) -> "0.04"`` (:func:`finops_cli.core.rounding.round_quantity`)."""
     if _missing(value):
         return "—"
-    return f"{float(value):,.{decimals}f}"  # type: ignore[arg-type]
+    from finops_cli.core.rounding import quantity_decimals
+
+    x = float(value)  # type: ignore[arg-type]
+    return f"{x:,.{quantity_decimals(x, decimals) if math.isfinite(x) else decimals}f}"
 
 
 #: Compact suffixes, largest first: each step is 1000× the next.

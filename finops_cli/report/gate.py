@@ -7,6 +7,14 @@ Rules (each optional; every failed rule is reported, not just the first):
 - ``max-increase-pct``  delta_pct = 100 · (planned − baseline) / baseline ≤ P
 - ``max-increase-usd``  delta = planned − baseline ≤ U   (in the plans' currency)
 - ``max-spot-share``    spot_share = Σ cost of spot allocations / Σ cost of all allocations ≤ S (a fraction)
+- ``stale-prices``      (``--fail-on-stale-prices``) no price in plan.json's ``prices[]`` older than its limit
+  (``--max-price-age``, else :data:`~finops_cli.core.price_checks.DEFAULT_MAX_PRICE_AGE_DAYS`); ages are those
+  the plan recorded, counted to its ``as_of``: the gate never reads the clock
+- ``max-node-rounding-pct``  100 · what rounding the plan's fractional nodes up to whole nodes would add
+  (``totals.fractional_node_rounding_cost``) / planned cost ≤ P
+
+Stale and thin prices, and node rounding above :data:`NODE_ROUNDING_WARN_PCT` %, are warnings when no rule asks
+to fail on them.
 
 The baseline is the ``--baseline`` plan's ``totals.planned_cost`` (the target branch's plan); without
 one, the new plan's own ``totals.baseline_cost`` (what the billing store says the same demand cost).
@@ -41,6 +49,8 @@ GITHUB_COMMENT_LIMIT = 65_536
 _GITHUB_BUDGET = GITHUB_COMMENT_LIMIT - 2_048
 #: Above this many detail rows the per-workload table is folded into ``<details>``.
 DETAILS_FOLD_ROWS = 15
+#: Without ``--max-node-rounding-pct`` the gate warns when whole nodes would add more than this % of the plan.
+NODE_ROUNDING_WARN_PCT = 10.0
 COMMITMENTS_ROW = "(new commitments)"
 FIXED_ROW = "(sunk and fixed costs)"
 
@@ -97,6 +107,9 @@ class Thresholds:
     max_increase_pct: float | None = None
     max_increase_usd: float | None = None
     max_spot_share: float | None = None
+    max_price_age: float | None = None  # days; None: the default limit per price method
+    fail_on_stale_prices: bool = False
+    max_node_rounding_pct: float | None = None
 
     def validate(self) -> None:
         for name, value in asdict(self).items():
@@ -105,6 +118,10 @@ class Thresholds:
                 raise InputError(f"{flag}: expected a finite number, got {value}")
         if self.budget is not None and self.budget < 0:
             raise InputError(f"--budget: expected an amount ≥ 0, got {self.budget}")
+        for flag, value in (("--max-price-age", self.max_price_age), ("--max-node-rounding-pct",
+                                                                      self.max_node_rounding_pct)):  # fmt: skip
+            if value is not None and value < 0:
+                raise InputError(f"{flag}: expected a number ≥ 0, got {value}")
         if self.max_spot_share is not None and not 0 <= self.max_spot_share <= 1:
             raise InputError(f"--max-spot-share: expected a fraction between 0 and 1, got {self.max_spot_share}")
 
@@ -145,6 +162,10 @@ class GateResult:
     unserved_units: float
     breakdown: list[BreakdownRow] = field(default_factory=list)
     schema_version: int = GATE_SCHEMA_VERSION
+    #: stale or thin prices and node rounding no rule was asked to fail on (one sentence each)
+    warnings: list[str] = field(default_factory=list)
+    #: 100 · fractional_node_rounding_cost / planned cost (None: the plan has no such figure)
+    node_rounding_pct: float | None = None
 
     @property
     def failed(self) -> list[RuleResult]:
@@ -167,6 +188,8 @@ class GateResult:
             "unserved_units": self.unserved_units,
             "horizon": self.horizon,
             "solver": self.solver,
+            "warnings": self.warnings,
+            "node_rounding_pct": self.node_rounding_pct,
             "breakdown": [
                 {
                     "workload": b.workload,
@@ -319,6 +342,8 @@ def evaluate(
             )
         )
 
+    warnings = _price_rules(new, thresholds, rules)
+    rounding_pct = _node_rounding_rule(new, thresholds, rules, warnings)
     return GateResult(
         passed=all(r.passed for r in rules),
         rules=rules,
@@ -333,7 +358,58 @@ def evaluate(
         solver=new.solver.model_dump(),
         unserved_units=sum(u.units for u in new.unserved),
         breakdown=_breakdown(new, baseline),
+        warnings=warnings,
+        node_rounding_pct=rounding_pct,
     )
+
+
+def _price_rules(new: PlanDocument, thresholds: Thresholds, rules: list[RuleResult]) -> list[str]:
+    """The ``stale-prices`` rule (``--fail-on-stale-prices``) over the ages plan.json recorded; the warnings left."""
+    from finops_cli.core.price_checks import stale_prices, thin_prices
+
+    stale = stale_prices(new.prices, thresholds.max_price_age)
+    warnings = thin_prices(new.prices)
+    if thresholds.fail_on_stale_prices:
+        ok = not stale
+        what = "; ".join(stale) if stale else "no price older than its limit"
+        rules.append(RuleResult("stale-prices", 0, len(stale), ok, what))
+    else:
+        warnings = stale + warnings
+    return warnings
+
+
+def _node_rounding_rule(
+    new: PlanDocument, thresholds: Thresholds, rules: list[RuleResult], warnings: list[str]
+) -> float | None:
+    """``max-node-rounding-pct``: what whole nodes would add to a plan that assumed fractional ones, in % of it."""
+    added = new.totals.fractional_node_rounding_cost
+    planned = new.totals.planned_cost
+    if added is None:
+        return None
+    share = 100.0 * added / planned if planned > 0 else (0.0 if added <= 0 else math.inf)
+    cur = new.currency.upper()
+    what = (
+        f"rounding {new.totals.fractional_nodes or 0} fractional node block(s) up to whole nodes would add "
+        f"{_money(added, cur)}, {_pct_text(share)} of the planned cost"
+    )
+    if thresholds.max_node_rounding_pct is not None:
+        ok = _le(share, thresholds.max_node_rounding_pct)
+        rules.append(
+            RuleResult("max-node-rounding-pct", thresholds.max_node_rounding_pct, _finite(share), ok,
+                       f"{what} (limit {thresholds.max_node_rounding_pct:g}%)")
+        )  # fmt: skip
+    elif share > NODE_ROUNDING_WARN_PCT:
+        warnings.append(f"{what}: plan with --integer-nodes (or gate with --max-node-rounding-pct)")
+    return _finite(share)
+
+
+def _pct_text(share: float) -> str:
+    return "∞ %" if not math.isfinite(share) else f"{share:,.1f}%"
+
+
+def _finite(x: float) -> float:
+    """JSON has no infinity: a share over a zero planned cost is reported as a very large number."""
+    return x if math.isfinite(x) else 1e300
 
 
 # --- renderers -------------------------------------------------------------------------------------
@@ -361,6 +437,10 @@ def render_json(result: GateResult) -> str:
 
 
 def threshold_text(rule: RuleResult, currency: str) -> tuple[str, str]:
+    if rule.name == "stale-prices":
+        return f"{rule.threshold:g} stale", f"{rule.actual:g} stale"
+    if rule.name == "max-node-rounding-pct":
+        return f"{rule.threshold:g}%", "n/a" if rule.actual is None else _pct_text(rule.actual)
     if rule.name == "max-increase-pct":
         actual = "n/a" if rule.actual is None else f"{rule.actual:+.2f}%"
         return f"+{rule.threshold:g}%", actual
@@ -455,6 +535,7 @@ def _warnings(result: GateResult) -> list[str]:
     status = str(result.solver.get("status", "")).lower()
     if status and status not in ("optimal", "ok"):
         out.append(f"> ⚠️ Solver status: {md_text(result.solver.get('status'))}.")
+    out += [f"> ⚠️ {md_text(w, None)}." for w in result.warnings]
     return out
 
 

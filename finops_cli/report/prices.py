@@ -160,6 +160,10 @@ class FeedStat:
     samples: int  # price-change events inside the window
     product: str | None  # the one product description used (None: the feed carries none)
     newest: datetime  # newest price change used
+    #: hours of the window the data actually covers: from the window start (when a price was in effect there) or
+    #: the first price change inside it, to the window end; less than ``window_days × 24`` on a young feed
+    covered_hours: float | None = None
+    window_days: float | None = None
 
 
 def _select_product(
@@ -254,7 +258,9 @@ def feed_statistic(
         window = f"the {window_days:g} days before {end_ts.isoformat()}"
         raise NoPriceData(f"no spot prices for {what} in {window}") from None
     in_window = sel[(sel["timestamp"] > start_ts) & (sel["timestamp"] <= end_ts)]
-    used = sel[sel["timestamp"] <= end_ts]["timestamp"].max()
+    upto = sel[sel["timestamp"] <= end_ts]["timestamp"]
+    used = upto.max()
+    covered_from = start_ts if upto.min() <= start_ts else upto.min()  # a price in effect at the start covers it
     return FeedStat(
         value=float(stats[statistic]),
         start=start_ts.to_pydatetime(),
@@ -262,6 +268,8 @@ def feed_statistic(
         samples=len(in_window),
         product=used_product,
         newest=used.to_pydatetime(),
+        covered_hours=max((end_ts - covered_from).total_seconds(), 0.0) / 3600.0,
+        window_days=float(window_days),
     )
 
 

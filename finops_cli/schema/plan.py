@@ -188,6 +188,8 @@ class PriceUsed(_Doc):
     pricebook_source: str | None = None  # the row's own source (a provider's page or price API call)
     pricebook: str | None = None  # "shipped" or the user pricebook file the row came from
     fetched_at: str | None = None  # ISO-8601 UTC, rows written by finops pricebook refresh
+    covered_hours: float | None = None  # price_feed: hours of the window its data covers (a young feed: fewer)
+    window_days: float | None = None  # price_feed: the window the statistic was asked over
 
 
 class Certification(_Doc):

@@ -46,7 +46,8 @@ def cost_groups(
     months: Sequence[str] | None = None,
     gpu_only: bool = True,
 ) -> pd.DataFrame | None:
-    """Σ BilledCost, Σ EffectiveCost, Σ x_GpuHours and line count per ``columns`` × currency.
+    """Σ BilledCost, Σ EffectiveCost, Σ x_GpuHours and line count per ``columns`` × currency, and the costs of the
+    GPU lines among them (``gpu_billed_cost``, ``gpu_effective_cost``: what a price per GPU-hour divides).
 
     ``columns``: dimension names (:data:`DIMENSIONS`), raw billing column names, or tag keys. ``where``:
     name → accepted values (a line passes when its value is one of them; ``(none)`` selects empty ones).
@@ -108,3 +109,45 @@ def usage_groups(store: Store, column: str, months: Sequence[str]) -> pd.DataFra
     listed = _params(params, "m", list(months))
     frame = engine.run_pandas(store, USAGE_GROUPS, params, column=engine.quote_identifier(column), months=listed)
     return None if frame is None or frame.empty else frame
+
+
+def month_coverage(store: Store, months: Sequence[str], *, gpu_only: bool = True) -> pd.DataFrame | None:
+    """Per billing period in ``months``: ``lines``, ``days`` (distinct UTC days charge periods start on),
+    ``first_start`` and ``last_end`` of the GPU lines (every line unless ``gpu_only``)."""
+    from finops_cli.schema.billing import GPU_LINE_SQL
+    from finops_cli.store import engine
+    from finops_cli.store.queries import MONTH_COVERAGE
+
+    params: dict[str, Any] = {}
+    conds = [f"billing_period IN ({_params(params, 'm', list(months))})"]
+    if gpu_only:
+        conds.append(GPU_LINE_SQL)
+    return engine.run_pandas(store, MONTH_COVERAGE, params, conditions=" AND ".join(conds))
+
+
+def actual_cost_notes(store: Store, months: Sequence[str]) -> list[str]:
+    """One sentence per provider × period × currency of ``months`` whose effective cost rests on an actual-cost
+    export without its amortised counterpart: commitment purchases (EffectiveCost 0, as FOCUS has it) or
+    commitment-covered usage, and no amortised cost on that usage (:data:`~finops_cli.store.queries.ACTUAL_COST_ONLY`).
+    """
+    from finops_cli.store import engine
+    from finops_cli.store.queries import ACTUAL_COST_ONLY
+
+    if not months or not store.has("billing"):
+        return []
+    params: dict[str, Any] = {}
+    listed = _params(params, "m", list(months))
+    frame = engine.run_pandas(store, ACTUAL_COST_ONLY, params, months=listed)
+    out = []
+    for r in [] if frame is None else frame.to_dict("records"):
+        bought = (
+            f"commitment purchases of {r['currency']} {float(r['purchases']):,.2f} billed up front"
+            if r["purchase_lines"]
+            else "commitment-covered usage billed at 0"
+        )
+        out.append(
+            f"{r['provider']} {r['month']}: effective cost rests on an actual-cost export without its amortised "
+            f"counterpart ({bought}; EffectiveCost leaves the commitment out): ingest the amortised export for "
+            "effective cost"
+        )
+    return out

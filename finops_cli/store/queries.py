@@ -354,14 +354,16 @@ GROUP BY hour, x_AcceleratorType
 COST_GROUPS = Query(
     "cost_groups",
     ("billing",),
-    """
-SELECT {groups}BillingCurrency AS currency,
+    f"""
+SELECT {{groups}}BillingCurrency AS currency,
        sum(COALESCE(BilledCost, 0.0)) AS billed_cost,
        sum(COALESCE(EffectiveCost, 0.0)) AS effective_cost,
        sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
-       count(*) AS lines
+       count(*) AS lines,
+       sum(CASE WHEN {GPU_LINE_SQL} THEN COALESCE(BilledCost, 0.0) ELSE 0.0 END) AS gpu_billed_cost,
+       sum(CASE WHEN {GPU_LINE_SQL} THEN COALESCE(EffectiveCost, 0.0) ELSE 0.0 END) AS gpu_effective_cost
 FROM billing
-WHERE {conditions}
+WHERE {{conditions}}
 GROUP BY ALL
 """,
 )
@@ -506,6 +508,41 @@ GROUP BY COALESCE(workload, team, $untagged), team
 """,
 )
 
+#: GPU-hours per draft workload and charge period (start, end; one hour when it has no later end): the draft's
+#: hourly demand profile spreads each period's GPU-hours evenly over it (hourly lines keep the bill's shape).
+DRAFT_WORKLOAD_PERIODS = Query(
+    "draft_workload_periods",
+    ("billing",),
+    f"""
+WITH tagged AS (
+  SELECT COALESCE(x_GpuHours, 0.0) AS g, ChargePeriodStart AS s,
+         CASE WHEN ChargePeriodEnd > ChargePeriodStart THEN ChargePeriodEnd
+              ELSE ChargePeriodStart + INTERVAL 1 HOUR END AS e,
+         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.workload') END, '') AS workload,
+         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.team') END, '') AS team{_DRAFT_GPU_LINES}
+    AND BillingCurrency = $currency AND COALESCE(x_GpuHours, 0.0) > 0
+)
+SELECT COALESCE(workload, team, $untagged) AS workload, s, e, sum(g) AS gpu_hours
+FROM tagged
+GROUP BY COALESCE(workload, team, $untagged), s, e
+""",
+)
+
+#: Busy GPU-hours per draft workload and clock hour (a sample counts in the hour it starts): the draft's hourly
+#: demand profile where utilisation was ingested.
+DRAFT_BUSY_HOURLY = Query(
+    "draft_busy_hourly",
+    ("utilization",),
+    """
+SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS workload,
+       date_trunc('hour', "timestamp") AS hour,
+       sum(LEAST(GREATEST(utilization, 0.0), 1.0) * interval_s) / 3600.0 AS busy_hours
+FROM utilization
+WHERE month = $month AND NOT isnan(utilization)
+GROUP BY ALL
+""",
+)
+
 #: Busy GPU-hours (utilisation clipped to [0, 1] × interval) per draft workload: the ``workload`` column,
 #: else ``team``, else untagged; NaN utilisation is left out.
 DRAFT_BUSY_HOURS = Query(
@@ -517,6 +554,46 @@ SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS 
 FROM utilization
 WHERE month = $month AND NOT isnan(utilization)
 GROUP BY COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged)
+""",
+)
+
+#: Per billing period: the lines ``{conditions}`` selects (GPU lines, or every line), the distinct UTC days their
+#: charge periods start on, and the first start and last end: ``costs --compare`` calls a month partial from these.
+MONTH_COVERAGE = Query(
+    "month_coverage",
+    ("billing",),
+    """
+SELECT billing_period AS month,
+       count(*) AS lines,
+       count(DISTINCT CAST(ChargePeriodStart AS DATE)) AS days,
+       min(ChargePeriodStart) AS first_start,
+       max(ChargePeriodEnd) AS last_end
+FROM billing
+WHERE {conditions}
+GROUP BY billing_period
+""",
+)
+
+#: Per provider, billing period and currency: commitment purchases and the effective cost of commitment-covered
+#: usage. Purchases or covered usage with no amortised cost on the usage means the period came from an actual-cost
+#: export alone (Azure's "actual"): its EffectiveCost leaves the commitment out. ``{months}``: ``$mN`` parameters.
+ACTUAL_COST_ONLY = Query(
+    "actual_cost_only",
+    ("billing",),
+    """
+SELECT provider, billing_period AS month, BillingCurrency AS currency,
+       count(*) FILTER (WHERE ChargeCategory = 'Purchase'
+                        AND (CommitmentDiscountId IS NOT NULL OR PricingCategory = 'Committed')) AS purchase_lines,
+       COALESCE(sum(BilledCost) FILTER (WHERE ChargeCategory = 'Purchase'
+                        AND (CommitmentDiscountId IS NOT NULL OR PricingCategory = 'Committed')), 0.0) AS purchases,
+       count(*) FILTER (WHERE ChargeCategory = 'Usage' AND PricingCategory = 'Committed') AS covered_lines,
+       COALESCE(sum(abs(EffectiveCost)) FILTER (WHERE ChargeCategory = 'Usage'
+                                               AND PricingCategory = 'Committed'), 0.0) AS covered_effective
+FROM billing
+WHERE billing_period IN ({months})
+GROUP BY ALL
+HAVING (purchase_lines > 0 OR covered_lines > 0) AND covered_effective = 0
+ORDER BY provider, month, currency
 """,
 )
 

@@ -77,8 +77,9 @@ def test_plain_text_to_a_terminal_is_cleaned(monkeypatch: pytest.MonkeyPatch) ->
     )
 
     monkeypatch.setattr(sys, "stdout", pipe := io.StringIO())
-    emit_text(EVIL)
-    assert pipe.getvalue() == EVIL + "\n"  # a pipe or a file gets the data unchanged
+    emit_text(f"a\tb\n{EVIL}")
+    # a pipe ends up on a terminal too (| tee, CI logs): cleaned the same (issue 27 item 10)
+    assert pipe.getvalue() == tty.getvalue()
 
 
 def test_an_error_message_carrying_data_is_cleaned(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -32,6 +33,10 @@ def _gpu_lines(store: Store) -> pd.DataFrame:
     frame = store.read("billing").to_pandas()  # type: ignore[union-attr]
     usage_of_gpu_type = (frame["x_GpuCount"].fillna(0) > 0) & (frame["ChargeCategory"] == "Usage")
     return frame[(frame["x_GpuHours"].fillna(0).astype(float) > 0) | usage_of_gpu_type]
+
+
+def _profile_total(path: Path) -> float:
+    return float(pd.read_csv(path)["units"].sum())
 
 
 def _cents(x: float) -> int:
@@ -114,7 +119,7 @@ def test_sample_exports_draft_validate_plan_report_without_hand_edits(sample_sto
     # demand: busy GPU-hours where utilisation exists, never above what was billed for the tag
     wl = load_workloads(workloads)
     assert {w.unit for w in wl.workloads} == {"gpu_hours"}
-    busy = sum(w.demand.total or 0 for w in wl.workloads)
+    busy = sum(_profile_total(out / str(w.demand.profile)) for w in wl.workloads)
     assert 0 < busy <= gpu["x_GpuHours"].sum()
 
 
@@ -187,7 +192,10 @@ def test_messy_store_accounts_currencies_spot_reserved_untagged(tmp_path: Path) 
     assert od["gpus"] == 8.0 and od["price_per_gpu_hour"] == pytest.approx((1200.0 + 60.0) / 288.0)
     wl = {w["id"]: w for w in yaml.safe_load(draft.workloads_yaml)["workloads"]}
     assert set(wl) == {"research", "ft", "untagged"}
-    assert wl["research"]["demand"]["total"] == pytest.approx(192 + 96 + 192)  # billed: no utilisation
+    research = pd.read_csv(io.StringIO(draft.profiles[wl["research"]["demand"]["profile"]]))
+    assert research["units"].sum() == pytest.approx(192 + 96 + 192)  # billed: no utilisation
+    # the bill's shape: 8 + 8 GPUs (aws and coreweave) all day one, 4 GPUs day two, nothing after
+    assert len(research) == 744 and list(research["units"][[0, 23, 24, 47, 48]]) == [16, 16, 4, 4, 0]
     assert draft.gpu_effective_cost == pytest.approx(600 + 500 + 250 + 400 + 600 + 60)
     eur = draft_estate(store, currency="EUR")
     assert yaml.safe_load(eur.fleet_yaml)["currency"] == "EUR" and eur.substrates == 1

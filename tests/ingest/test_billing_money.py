@@ -129,3 +129,55 @@ def test_conservation_sums_are_exact_where_floats_drop_cents() -> None:
     many = pa.array([0.1] * 1000 + [MAX_LINE_AMOUNT, -MAX_LINE_AMOUNT])
     assert exact_sum(many) == 100 * 10**9
     assert exact_sum(pa.array([], pa.float64())) == 0
+
+
+def _focus_with_effective(path: Path, effective: list[str]) -> Path:
+    """$67.20 on-prem GPU lines (the sample's shape), one a day, with the given EffectiveCost cells."""
+    header = ["BillingAccountId", "BillingPeriodStart", "ChargePeriodStart", "ChargePeriodEnd", "BilledCost"]
+    header += ["EffectiveCost", "BillingCurrency", "ProviderName", "ChargeCategory", "ConsumedQuantity"]
+    header += ["ConsumedUnit", "x_InstanceType", "x_GpuCount", "x_AcceleratorType"]
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        for day, eff in enumerate(effective, start=1):
+            start, end = f"2026-10-{day:02d}T00:00:00Z", f"2026-10-{day + 1:02d}T00:00:00Z"
+            line = ["kestrel", "2026-10-01", start, end, "67.2", eff, "USD", "On-Premises", "Usage", "24"]
+            w.writerow([*line, "Hours", "hgx-h100-8", "8", "H100"])
+    return path
+
+
+@pytest.mark.parametrize(
+    "name, cells, row",
+    [
+        ("one-empty", ["67.2", "67.2", "", "67.2", "67.2"], 3),
+        ("one-nan", ["67.2", "67.2", "67.2", "NaN", "67.2"], 4),
+        ("all-empty", ["", "", "", "", ""], 1),  # was TypeError, exit 70
+    ],
+)
+def test_an_empty_effective_cost_is_refused_not_stored_as_null(tmp_path: Path, name: str, cells, row: int) -> None:
+    """Issue 27 items 3, 4: an empty EffectiveCost was stored as null ($268.80 amortised against $336.00
+    billed, reported "conserved"); FOCUS says EffectiveCost MUST NOT be null, so the line is refused."""
+    path = _focus_with_effective(tmp_path / f"{name}.csv", cells)
+    store = tmp_path / "s"
+    result = _ingest(path, store)
+    assert result.exit_code == 2, result.output
+    line = result.stderr.strip()
+    assert "\n" not in line and f"{name}.csv" in line and f"row {row}" in line and "EffectiveCost" in line, line
+    assert not (store / "billing").exists()
+
+
+def test_effective_cost_is_conserved_and_reported(tmp_path: Path) -> None:
+    """Every money column the store keeps is accounted for: EffectiveCost in = EffectiveCost written."""
+    import pyarrow.parquet as pq
+
+    path = _focus_with_effective(tmp_path / "ok.csv", ["67.2", "50", "67.2", "0", "67.2"])
+    store = tmp_path / "s"
+    result = CliRunner().invoke(
+        app, ["ingest", "billing", str(path), "--store", str(store), "-f", "focus", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    (check,) = json.loads(result.stdout)["conservation"]
+    assert check["cost_in"] == check["billed_cost_written"] == pytest.approx(336.0)
+    assert check["effective_cost_in"] == check["effective_cost_written"] == pytest.approx(251.6)
+    stored = pq.read_table(store / "billing").column("EffectiveCost").to_pylist()
+    assert None not in stored and sum(stored) == pytest.approx(251.6)

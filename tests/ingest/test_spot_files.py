@@ -160,3 +160,18 @@ def test_cli_errors_exit_2(tmp_path: Path) -> None:
         app, ["ingest", "spot-prices", "--store", str(tmp_path / "s"), "--file", str(tmp_path / "x.json")]
     )
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("command", [["spot-prices", "--file"], ["billing"], ["utilization"]])
+def test_a_fifo_or_a_device_is_named_for_what_it_is(tmp_path: Path, command: list[str]) -> None:
+    """Issue 27 item 17: ``--file`` on a FIFO or ``/dev/zero`` said "no such file" (reading either would block
+    or never end)."""
+    import os
+
+    fifo = tmp_path / "feed.csv"
+    os.mkfifo(fifo)
+    for path, says in ((fifo, "is a named pipe (FIFO)"), (Path("/dev/zero"), "is a character device")):
+        args = ["ingest", *command, str(path), "--store", str(tmp_path / "s")]
+        r = CliRunner().invoke(app, args, env={"NO_COLOR": "1"})
+        assert r.exit_code == 2 and says in r.stderr and "regular file" in r.stderr, r.output
+        assert "no such file" not in r.stderr

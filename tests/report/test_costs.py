@@ -267,3 +267,20 @@ def test_cli_formats_and_bad_input(messy) -> None:
         assert code == 2 and says in err and "Traceback" not in err, (args, err)
     code, _, err = _run("costs", "--store", store.root.parent / "nothing")
     assert code == 2 and "ingest billing" in err
+
+
+def test_by_is_capped_and_a_repeat_is_named_briefly(messy) -> None:
+    """Issue 27 items 13, 17: 1,000 dimensions took 12.5 s (3,000 did not finish in 60 s); a repeated
+    dimension's error quoted the whole argument (tens of kB)."""
+    from finops_cli.api import MAX_COST_DIMENSIONS
+
+    store, _ = messy
+    many = ",".join(f"tag{i}" for i in range(3000))
+    code, _, err = _run("costs", "--store", store.root, "--by", many)
+    assert code == 2 and "3,000 dimensions" in err and f"at most {MAX_COST_DIMENSIONS}" in err and len(err) < 300
+    dims = ",".join(f"tag{i}" for i in range(MAX_COST_DIMENSIONS))
+    code, _, err = _run("costs", "--store", store.root, "--by", dims, "--format", "json")
+    assert code == 0, err
+    long = "x" * 20_000
+    code, _, err = _run("costs", "--store", store.root, "--by", f"{long},team,{long}")
+    assert code == 2 and "named twice" in err and len(err) < 300, err[:300]

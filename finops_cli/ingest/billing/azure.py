@@ -6,11 +6,14 @@ without the outer braces (``"team": "research","env": "prod"``), PricingModel sp
 (EA) or camelCase (MCA), cost as ``Cost`` (EA) or ``CostInBillingCurrency`` (MCA).
 
 Cost in (conservation): the cost column (``CostInBillingCurrency``, else ``Cost``) per ``BillingCurrency``.
-BilledCost = EffectiveCost = that column: an *actual* export bills commitment purchases up front (covered
-usage shows 0), an *amortized* export spreads them over the covered usage (and shows unused commitment
-as ``UnusedReservation`` / ``UnusedSavingsPlan`` lines). Both describe the same money, so an account's
-actual and amortized exports of one period share one idempotency key: ingest one of them (amortized for
-baselines); the later replaces the earlier, and giving both in one command is an error.
+BilledCost = EffectiveCost = that column, except a commitment purchase (``ChargeType`` Purchase, ``PricingModel``
+Reservation or SavingsPlan), whose EffectiveCost is 0 as FOCUS defines it: its amortised share belongs on the
+usage it covers. An *actual* export bills commitment purchases up front (covered usage shows 0), so its effective
+cost leaves the commitment out (``finops costs``, ``plan`` and the report say so:
+:func:`finops_cli.store.cost_query.actual_cost_notes`); an *amortized* export spreads them over the covered usage
+(and shows unused commitment as ``UnusedReservation`` / ``UnusedSavingsPlan`` lines). Both describe the same
+money, so an account's actual and amortized exports of one period share one idempotency key: ingest one of
+them (amortized for baselines); the later replaces the earlier, and giving both in one command is an error.
 """
 
 from __future__ import annotations
@@ -216,7 +219,7 @@ class AzureCost(BillingFormat):
             "ChargePeriodStart": day,
             "ChargePeriodEnd": pc.add(day, one_day),
             "BilledCost": cost,
-            "EffectiveCost": cost,
+            "EffectiveCost": where(_commitment_purchase(charge_type, model), 0.0, cost),
             "ListCost": list_cost,
             "BillingCurrency": get("BillingCurrency"),
             "ChargeCategory": category,
@@ -248,6 +251,18 @@ class AzureCost(BillingFormat):
         return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="azure")
 
 
+#: PricingModel spellings of a commitment (a purchase of one has EffectiveCost 0 in FOCUS)
+COMMITMENT_MODELS = ["Reservation", "SavingsPlan", "Savings Plan"]
+
+
+def _commitment_purchase(charge_type: pa.Array, model: pa.Array | None) -> pa.Array:
+    """True on a commitment purchase line: ChargeType Purchase with a Reservation or SavingsPlan pricing model."""
+    purchase = pc.fill_null(pc.equal(charge_type, "Purchase"), False)
+    if model is None:
+        return pc.and_(purchase, pa.scalar(False))
+    return pc.and_(purchase, pc.fill_null(isin(model, COMMITMENT_MODELS), False))
+
+
 def _service_type(obj: object) -> str | None:
     if not isinstance(obj, dict):
         raise ValueError("AdditionalInfo must be an object")
@@ -269,9 +284,7 @@ def _note_kind(ctx: BatchContext, charge_type: pa.Array, model: pa.Array | None,
     unused = pc.any(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"])).as_py()
     covered = None
     if model is not None:
-        committed_usage = pc.and_(
-            pc.equal(charge_type, "Usage"), isin(model, ["Reservation", "SavingsPlan", "Savings Plan"])
-        )
+        committed_usage = pc.and_(pc.equal(charge_type, "Usage"), isin(model, COMMITMENT_MODELS))
         if pc.any(pc.fill_null(committed_usage, False)).as_py():
             covered = pc.any(pc.fill_null(pc.and_(committed_usage, pc.greater(cost, 0.0)), False)).as_py()
     if unused or covered:

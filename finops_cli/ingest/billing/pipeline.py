@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from decimal import Context, Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -63,6 +63,9 @@ from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 from finops_cli.store import Store
 from finops_cli.store import engine as store_engine
 from finops_cli.store.store import StagedWriter, file_source_key, part_key, stage_aggregates
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 DATASET = "billing"
 #: half a cent, in the nano-units of :func:`exact_sum`
@@ -102,7 +105,7 @@ class IngestSummary:
     cost: list[dict[str, Any]]
     #: [{accelerator, pricing_category, gpu_hours}]
     gpu_hours: list[dict[str, Any]]
-    #: [{currency, cost_in, billed_cost_written, difference}]
+    #: [{currency, cost_in, billed_cost_written, difference, effective_cost_in, effective_cost_written}]
     conservation: list[dict[str, Any]]
     #: [{key, billing_account, billing_period, format, replaced_rows, rows}]
     sources: list[dict[str, Any]] = field(default_factory=list)
@@ -119,6 +122,10 @@ class _Acc:
 
     cost_in: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     billed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    #: the format's EffectiveCost in and EffectiveCost written, per currency (the other money column the
+    #: store keeps; ListCost and ContractedCost default to BilledCost, which is conserved)
+    effective_in: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    effective: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     by_provider: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(_zero_totals))
     gpu: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -154,6 +161,10 @@ class _Acc:
             self.cost_in[c] += nano
         for c, nano in other.billed.items():
             self.billed[c] += nano
+        for c, nano in other.effective_in.items():
+            self.effective_in[c] += nano
+        for c, nano in other.effective.items():
+            self.effective[c] += nano
         for pc_key, totals in other.by_provider.items():
             tot = self.by_provider[pc_key]
             for i in range(3):
@@ -369,17 +380,9 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
         for job in plan:
             yield stage_file(job, staging, progress, len(plan))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    # spawn, not fork: a forked child would inherit pyarrow's and DuckDB's thread pools mid-flight
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_worker,
-        initargs=(os.getpid(), max(1, usable_cores() // workers)),
-    )
+    pool = _pool(workers)
     try:
         futures = [pool.submit(stage_file, job, staging) for job in plan]
         for job, future in zip(plan, futures, strict=True):
@@ -396,6 +399,34 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
             yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # no worker writes into staging after an abort
+
+
+#: multiprocessing's resource tracker warns when it removes the pool's semaphores after a killed (SIGKILL) parent
+_TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    """The worker pool of a ``--jobs N`` ingest: spawned processes that die with this one.
+
+    spawn, not fork: a forked child would inherit pyarrow's and DuckDB's thread pools mid-flight. The pool's
+    queues hold named semaphores registered with multiprocessing's resource tracker, a process of its own
+    that outlives a parent killed with SIGKILL, removes them (as it should) and then printed a "leaked
+    semaphore objects" UserWarning on the user's terminal. The tracker takes its warning options from this
+    process's ``sys.warnoptions`` when it starts: it is started here with that one warning ignored.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import resource_tracker
+
+    if _TRACKER_QUIET not in sys.warnoptions:
+        sys.warnoptions.append(_TRACKER_QUIET)
+    resource_tracker.ensure_running()
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_start_worker,
+        initargs=(os.getpid(), max(1, usable_cores() // workers)),
+    )
 
 
 def _start_worker(parent: int, threads: int) -> None:
@@ -558,12 +589,26 @@ def check_money(values: pa.Array | pa.ChunkedArray, name: str, ctx: BatchContext
 
 
 def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
-    """Add the source's own money (per currency, before any mapping or splitting) to the conservation tally."""
+    """Add the source's own money (per currency, before any mapping or splitting) to the conservation tally,
+    and the format's EffectiveCost to its own: an empty one is refused, never summed as nothing."""
     currency = conv.columns.get("BillingCurrency")
     amounts = pc.cast(conv.cost_in, pa.float64())
     if currency is None:
         raise InputError("no billing currency column", path=ctx.path)
     check_money(amounts, "the line's cost", ctx)
+    effective = conv.columns.get("EffectiveCost")
+    effective = amounts if effective is None else pc.cast(effective, pa.float64())
+    # FOCUS: "EffectiveCost MUST NOT be null"; a silent null would drop money from every amortized report.
+    # (Where BilledCost is empty too, the check of required columns names BilledCost.)
+    i = first_bad_row(pc.and_(pc.is_null(effective), pc.is_valid(amounts)))
+    if i is not None:
+        raise InputError(
+            "EffectiveCost is empty or not a number (FOCUS: it must not be null; write BilledCost "
+            "where nothing is amortized)",
+            path=ctx.path,
+            where=f"row {ctx.first_row + i}, column 'EffectiveCost'",
+        )
+    check_money(effective, "EffectiveCost", ctx)
     distinct = pc.unique(currency).to_pylist()
     for c in distinct:  # a currency is printed next to every amount: only ISO 4217 codes enter the store
         if c is not None and not is_iso4217(c):
@@ -573,16 +618,15 @@ def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
                 path=ctx.path,
                 where=f"row {ctx.first_row + i}",
             )
-    if len(distinct) == 1:
-        pairs = [(distinct[0], exact_sum(amounts))]
-    else:
-        pairs = []
-        for c in distinct:
+    for c in distinct:
+        if len(distinct) == 1:
+            cost, eff = exact_sum(amounts), exact_sum(effective)
+        else:
             mask = pc.is_null(currency) if c is None else pc.fill_null(pc.equal(currency, c), False)
-            pairs.append((c, exact_sum(pc.filter(amounts, mask))))
-    for c, a in pairs:
-        acc.cost_in[c] += a
-        acc.by_file[(str(ctx.path), c)][0] += a
+            cost, eff = exact_sum(pc.filter(amounts, mask)), exact_sum(pc.filter(effective, mask))
+        acc.cost_in[c] += cost
+        acc.by_file[(str(ctx.path), c)][0] += cost
+        acc.effective_in[c] += eff
 
 
 def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc, conv: Converted) -> pa.Table:
@@ -734,6 +778,7 @@ def _write(tx: Any, table: pa.Table, fmt: str, acc: _Acc, path: Path, suffix: st
         # What actually goes to the store (not the group's aggregate): the conservation check's "out".
         written = exact_sum(part["BilledCost"])
         acc.billed[currency] += written
+        acc.effective[currency] += exact_sum(part["EffectiveCost"])
         acc.by_file[(str(path), currency)][1] += written
         acc.rows_written += part.num_rows
         acc.currency_of[(account, period)].add(currency)
@@ -794,14 +839,16 @@ def _check_conservation(acc: _Acc) -> None:
         _conserved(cost_in, written, currency, path)
     for currency in sorted(set(acc.cost_in) | set(acc.billed)):
         _conserved(acc.cost_in.get(currency, 0), acc.billed.get(currency, 0), currency, None)
+    for currency in sorted(set(acc.effective_in) | set(acc.effective)):
+        _conserved(acc.effective_in.get(currency, 0), acc.effective.get(currency, 0), currency, None, "EffectiveCost")
 
 
-def _conserved(cin: int, out: int, currency: str, path: str | None) -> None:
+def _conserved(cin: int, out: int, currency: str, path: str | None, what: str = "cost") -> None:
     """``cin`` and ``out`` are exact nano-unit sums (:func:`exact_sum`): no NaN, inf or lost cent."""
     if abs(cin - out) < CENT:
         return
     raise InputError(
-        f"money not conserved in {currency}: the cost in the file{'' if path else 's'} sums to {_units(cin):,.2f} "
+        f"money not conserved in {currency}: the {what} in the file{'' if path else 's'} sums to {_units(cin):,.2f} "
         f"but {_units(out):,.2f} would be written; nothing written",
         path=path,
     )
@@ -854,6 +901,8 @@ def _summary(store: Store, files: list[FileSummary], acc: _Acc, previous: dict[A
                 "cost_in": round(float(_units(cin)), 6),
                 "billed_cost_written": round(float(_units(out)), 6),
                 "difference": round(float(_units(out - cin)), 6),
+                "effective_cost_in": round(float(_units(acc.effective_in.get(currency, 0))), 6),
+                "effective_cost_written": round(float(_units(acc.effective.get(currency, 0))), 6),
             }
         )
     sources = [

@@ -294,7 +294,9 @@ def ingest_spot_prices(
     for f in files or []:
         path = Path(f)
         if not path.is_file():
-            raise InputError("is a directory; --file expects a file" if path.is_dir() else "no such file", path=path)
+            from finops_cli.files import kind_of_path
+
+            raise InputError(f"{kind_of_path(path)}; --file expects a regular file", path=path)
         name = path.name.lower()
         if name.endswith((".json", ".json.gz")):
             df = aws_records_to_frame(read_aws_cli_json(path), "aws-cli-json", path)

@@ -143,6 +143,10 @@ def _sources(paths: list[Path]) -> list[Path]:
         if not p.exists():
             raise InputError("no such file or directory", path=p)
         if not p.is_dir():
+            if not p.is_file():  # a FIFO or a device would block or never end: say what it is
+                from finops_cli.files import kind_of_path
+
+                raise InputError(f"{kind_of_path(p)}; expected a regular file", path=p)
             add(p)
             continue
         note_input(p, tree=True)

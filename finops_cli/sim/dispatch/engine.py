@@ -50,6 +50,18 @@ from finops_cli.sim import streams
 
 INF = math.inf
 
+#: What this request-level model does that the planner's NETC does not: printed with every dispatch result, so
+#: its cost is never read as the plan's (``finops simulate dispatch --plan`` replays a plan under the planner's model).
+NOT_IN_PLAN = (
+    "per-request loss: a preempted request loses a uniform share of its work (the planner loses the work since the "
+    "last checkpoint, t_lost ≈ τ/2 per preemption), and non-interruptible work restarts the whole request",
+    "lost work is redone at once on another destination, never on the pool that lost it (the planner redoes it on the "
+    "same pool, inside the NETC multiplier W)",
+    "each request goes to the cheapest destination at that moment: no commitments bought, no deferral of work, no "
+    "hourly optimisation (the planner solves the whole horizon)",
+    "compare with a plan: finops simulate dispatch --plan plan.json",
+)
+
 #: Why the cheapest destination (at uncongested prices) was passed over.
 SPILL_REASONS = ("congestion", "full", "rate_limit", "outage")
 
@@ -170,6 +182,7 @@ class DispatchResult:
             "seed": self.seed,
             "window_hours": self.window_hours,
             "unit_prices": self.unit_prices,
+            "not_in_plan": list(NOT_IN_PLAN),
         }
 
 
