@@ -239,7 +239,7 @@ def plan_document(
         commitments=commitments,
         unserved=unserved,
         mode=mode,  # type: ignore[arg-type]
-        cost_change_by_kind=None if by_kind is None else {k: _r(v, 2) for k, v in by_kind.items()},
+        cost_change_by_kind=None if by_kind is None else {k: _r(v, 2) + 0.0 for k, v in by_kind.items()},
         by_substrate=by_substrate,
         clearing_prices=prices,
         merit_order_unserved=[
