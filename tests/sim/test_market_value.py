@@ -254,8 +254,9 @@ def _value_scenarios(draw):
 @given(_value_scenarios())
 def test_property_value_agents_never_lose_work_under_renegotiate(sc):
     res, t = _run(sc, "renegotiate")
-    assert all(x.finish_hours is not None for x in t.values())
-    assert all(x.work_lost_hours == 0 for x in t.values())
+    # everyone finishes unless its money ran out; only a tenant stopped by its budget loses work
+    assert all((x.finish_hours is not None) != x.budget_exhausted for x in t.values())
+    assert all(x.work_lost_hours == 0 for x in t.values() if not x.budget_exhausted)
     for e in _events(res, "migrate"):
         at_checkpoint = any(c["t"] == e["t"] for c in _events(res, "checkpoint", e["tenant"]))
         was_idle = any(w["t"] <= e["t"] for w in _events(res, "wait", e["tenant"]))
@@ -266,12 +267,54 @@ def test_property_value_agents_never_lose_work_under_renegotiate(sc):
     assert again.as_dict() == res.as_dict()
 
 
-def test_budget_below_the_floor_with_no_alternative_still_runs():
-    """Regression: a tenant whose budget caps its bid below the floor, with no other type, waited forever
-    beside a free accelerator. It now runs at the floor (a budget caps bids, not spending)."""
+def test_budget_that_pays_for_the_job_nowhere_does_not_launch():
+    """A budget below the job's cost on every type at base prices: the tenant never launches, spends
+    nothing and is reported ``budget_exhausted`` (earlier it ran at the floor and overspent)."""
     sc = _scenario(
         [{"type": "A", "count": 1, "base_price_per_hour": 1.0}],
         [{"id": "poor", "execution_hours": {"A": 1.0}, "checkpoint_interval_hours": 0.5, "budget": 0.5}],
     )
-    _, t = _run(sc, "renegotiate")
-    assert t["poor"].finish_hours == pytest.approx(1.0) and t["poor"].cost == pytest.approx(1.0)
+    for policy in ("renegotiate", "fcfs", "spot", "fcfs-preempt", "on-demand"):
+        _, t = _run(sc, policy)
+        assert t["poor"].finish_hours is None and t["poor"].cost == 0 and t["poor"].budget_exhausted, policy
+
+
+def test_budget_is_a_spending_limit_the_tenant_stops_when_its_money_runs_out():
+    """Preempted after its checkpoint, a tenant whose budget covered the job exactly must redo lost work:
+    it is stopped the instant it has spent its budget (a ``budget`` event), unfinished."""
+    pools = [{"type": "X", "count": 1, "base_price_per_hour": 1.0}]
+    low = {"id": "low", "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.25, "budget": 1.0}
+    high = {"id": "high", "arrival_hours": 0.4, "execution_hours": {"X": 0.5}, "checkpoint_interval_hours": 0.25}
+    res, t = _run(_scenario(pools, [low, {**high, "value_per_hour": 5.0}]), "fcfs-preempt")
+    assert t["low"].budget_exhausted and t["low"].finish_hours is None
+    assert t["low"].cost == pytest.approx(1.0)
+    (stop,) = _events(res, "budget", "low")
+    assert stop["t"] == pytest.approx(1.5)  # 0.4 h before the preemption + 0.6 h after it at $1/h
+
+
+def test_a_budget_chooses_the_type_it_can_pay_for():
+    """The budget is part of the launch decision: a tenant launches only where the whole job fits it."""
+    pools = [{"type": k, "count": 1, "base_price_per_hour": p} for k, p in (("X", 3.0), ("Y", 0.5))]
+    tenant = {"id": "b", "execution_hours": {"X": 1.0, "Y": 3.0}, "checkpoint_interval_hours": 0.5}
+    tenant["value_per_hour"] = 10.0
+    for budget, where in ((2.0, ["Y"]), (5.0, ["X"])):
+        _, t = _run(_scenario(pools, [{**tenant, "budget": budget}]), "renegotiate")
+        assert t["b"].accelerators == where and t["b"].cost <= budget + 1e-9
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(_value_scenarios())
+def test_property_nobody_spends_more_than_its_budget_and_money_is_conserved(sc):
+    """Under every policy: a tenant's payments never exceed its budget, and what tenants pay is what the
+    provider's ledger received (accelerator-hours at their prices plus checkpoint-restart fees)."""
+    from finops_cli.sim.market import simulate_market
+
+    budgets = {x.id: x.budget for x in sc.tenants}
+    for res in simulate_market(sc, "all", log_events=False):
+        for x in res.tenants:
+            b = budgets[x.tenant]
+            if b is not None:
+                assert x.cost <= b * (1 + 1e-9) + 1e-9, (res.policy, x.tenant, x.cost, b)
+        paid = sum(x.cost for x in res.tenants)
+        received = res.provider["accelerator_revenue"] + res.provider["restart_fees"]
+        assert paid == pytest.approx(received, rel=1e-9, abs=1e-9), res.policy

@@ -293,9 +293,11 @@ def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
             "budget": budget,
             "cost": t.cost,
             "completion_hours": t.completion_hours,
-            "retained": None if not t.completion_hours else min(1.0, best / t.completion_hours),
+            # an unfinished job (its money ran out, or never covered it) retained nothing
+            "retained": 0.0 if not t.completion_hours else min(1.0, best / t.completion_hours),
             "migrations": t.migrations,
             "deadline_missed": t.deadline_missed,
+            "budget_exhausted": t.budget_exhausted,
         }
 
     def with_probe(budget: float | None) -> Scenario:
@@ -309,7 +311,7 @@ def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
         rows.append(probe_row(plain, policy, None, None))
     summary = {"probe_cheapest_cost": cheapest, "probe_best_hours": best}
     cols = ["policy", "budget_multiple", "budget", "cost", "completion_hours", "retained", "migrations"]
-    cols += ["deadline_missed"]
+    cols += ["deadline_missed", "budget_exhausted"]
     return ExperimentResult("frontier", {}, cols, rows, summary)
 
 
