@@ -84,7 +84,12 @@ def test_frontier_has_a_budget_curve_and_baseline_points(outputs):
     curve = [r for r in doc["rows"] if r["policy"] == "renegotiate"]
     assert len(curve) >= 6 and curve[-1]["budget"] is None
     assert {r["policy"] for r in doc["rows"]} == {"renegotiate", "fcfs", "spot", "on-demand"}
-    assert all(r["retained"] is not None and 0 < r["retained"] <= 1 for r in doc["rows"])
+    assert all(r["retained"] is not None and 0 <= r["retained"] <= 1 for r in doc["rows"])
+    for r in curve:  # a budget is a spending limit: the probe never pays more than it
+        if r["budget"] is not None:
+            assert r["cost"] <= r["budget"] + 1e-9, r
+    # below its cheapest cost at base the probe cannot pay for the job anywhere: it does not launch
+    assert all(r["cost"] == 0 and r["retained"] == 0 for r in curve if (r["budget_multiple"] or 9) < 1)
 
 
 def test_operator_renegotiate_keeps_the_capped_group_under_its_cap_longer_than_fcfs(outputs):
