@@ -242,6 +242,8 @@ def _value_scenarios(draw):
             }
         if draw(st.booleans()):
             t["budget"] = draw(st.floats(0.05, 5.0))
+        if draw(st.booleans()):
+            t["value_ramp"] = {"to_value_per_hour": draw(st.sampled_from([0.0, 5.0, 50.0])), "over_hours": 0.5}
         tenants.append(t)
     options = {
         "bid_clip": draw(st.sampled_from([None, 0.1, 1.0])),
@@ -318,3 +320,48 @@ def test_property_nobody_spends_more_than_its_budget_and_money_is_conserved(sc):
         paid = sum(x.cost for x in res.tenants)
         received = res.provider["accelerator_revenue"] + res.provider["restart_fees"]
         assert paid == pytest.approx(received, rel=1e-9, abs=1e-9), res.policy
+
+
+# --- time-varying value (Fig. 2) ------------------------------------------------------------------
+
+
+def _fig2():
+    pools = [{"type": k, "count": 1, "base_price_per_hour": 1.0} for k in ("F", "S")]
+    a = {"id": "A", "execution_hours": {"F": 1.0, "S": 2.0}, "checkpoint_interval_hours": 0.25}
+    b = {"id": "B", "arrival_hours": 0.05, "execution_hours": {"F": 1.0, "S": 1.5}, "checkpoint_interval_hours": 0.25}
+    return pools, a, {**b, "value_ramp": {"to_value_per_hour": 10.0, "over_hours": 1.0}}
+
+
+def test_rising_value_wins_the_fast_type_that_a_launch_time_bid_cannot():
+    """Fig. 2: B launches with no urgency (its break-even $1.50 loses to A's $2.00 for F and it runs on S);
+    its value of time rises, and at its first checkpoint its continuous bid, (1.5 + 2.5 · 0.5) ÷ 1 = $2.75,
+    beats A's: A moves to S at its own checkpoint. With a launch-time bid (``fcfs-preempt``) or a constant
+    value, B never gets F."""
+    pools, a, b = _fig2()
+    res, t = _run(_scenario(pools, [a, b]), "renegotiate")
+    bids = [e["price"] for e in _events(res, "bid", "B")]
+    assert bids[0] == pytest.approx(1.5) and bids[1] == pytest.approx(2.75)
+    assert t["B"].accelerators == ["S", "F"] and t["A"].accelerators[:2] == ["F", "S"]  # A returns once B is done
+    assert t["A"].work_lost_hours == 0 and t["B"].work_lost_hours == 0
+    _, fixed = _run(_scenario(pools, [a, b]), "fcfs-preempt")
+    flat = {k: v for k, v in b.items() if k != "value_ramp"}
+    const_res, const = _run(_scenario(pools, [a, flat]), "renegotiate")
+    # without the rising bid B gets F only once A has finished on it (at 1.0 h)
+    assert min(e["t"] for e in _events(const_res, "migrate", "B")) >= 1.0 - 1e-9
+    assert t["B"].finish_hours < min(const["B"].finish_hours, fixed["B"].finish_hours)
+
+
+def test_value_ramp_time_value_is_the_integral():
+    tenant = Tenant.model_validate(
+        {
+            "id": "r",
+            "arrival_hours": 1.0,
+            "execution_hours": {"X": 1.0},
+            "checkpoint_interval_hours": 1.0,
+            "value_per_hour": 2.0,
+            "value_ramp": {"to_value_per_hour": 6.0, "over_hours": 2.0},
+        }
+    )
+    assert tenant.value_at(0.5) == 2.0 and tenant.value_at(2.0) == pytest.approx(4.0) and tenant.value_at(9) == 6.0
+    assert tenant.time_value(4.0) == pytest.approx(8.0 + 6.0)  # (2 + 6) / 2 · 2 h, then 6 · 1 h
+    assert not tenant.opts_into_spot()

@@ -570,7 +570,7 @@ class Policy:
             y = others[0]
             rem_y = (1.0 - f) * self.hours[i][y]
             p_y = self.floor_price(y)
-            v = tenant.value_per_hour
+            v = tenant.value_at(self.now)  # a continuous bid uses the value of time now
             value = rem_y * p_y
             if v or tenant.deadline is not None:
                 value += v * (rem_y - rem_x) + self.penalty(i, self.now + rem_y) - self.penalty(i, self.now + rem_x)
@@ -625,7 +625,7 @@ class Policy:
                     accelerators=self.used[i],
                     deadline_missed=missed,
                     penalty=0.0 if fin is None else self.penalty(i, fin),
-                    time_value=(took or 0.0) * tenant.value_per_hour,
+                    time_value=0.0 if fin is None else tenant.time_value(fin),
                     budget_exhausted=self.exhausted[i],
                 )
             )

@@ -72,6 +72,8 @@ class Renegotiate(Policy):
         if self.displaced[i]:
             self.leave(i, t)
             return
+        if self.tenants[i].value_ramp is not None:
+            self.rerank(i, t)
         x = self.pref[i][0]
         a = self.on[i]
         incumbent = self.acc_type[a] == x and r < 0
@@ -98,6 +100,24 @@ class Renegotiate(Policy):
                 self.leave(i, t)
                 return
         self.challenge(i, t)
+
+    def rerank(self, i: int, t: float) -> None:
+        """A tenant whose value of time changes re-ranks its types at its checkpoint: least generalized cost
+        to finish the rest at the floor prices and its value of time *now*. A new first choice withdraws
+        its standing bid; it then bids for the new type (and may move to a cheaper one when urgency is low)."""
+        tenant = self.tenants[i]
+        v = tenant.value_at(t)
+        rest = 1.0 - self.ckpt[i]
+
+        def key(j: int) -> tuple[float, float, int]:
+            h = rest * self.hours[i][j]
+            return (h * (self.floor_price(j) + v) + tenant.penalty_at(t + h), h, j)
+
+        old = self.pref[i][0]
+        self.pref[i] = sorted(self.pref[i], key=key)
+        if self.pref[i][0] != old:
+            self.withdraw(i, t)
+            self.pool[old].discard(i)
 
     def on_finish(self, i: int, a: int, t: float) -> None:
         self.withdraw(i, t)
