@@ -129,3 +129,11 @@ def test_experiment_usage_errors_exit_2(tmp_path: Path):
     (tmp_path / "file").write_text("x")
     r = runner.invoke(app, ["simulate", "market", "--experiment", "frontier", "--out-dir", str(tmp_path / "file")])
     assert r.exit_code == 2 and "not a directory" in r.output
+
+
+def test_urgency_rows_per_profile_and_policy_and_zero_urgency_pays_the_cheapest(outputs):
+    doc = outputs["urgency"]
+    profiles = {r["urgency"] for r in doc["rows"]}
+    assert len(profiles) == 6 and {r["policy"] for r in doc["rows"]} == {"renegotiate", "spot", "on-demand"}
+    rn = {r["urgency"]: r for r in doc["rows"] if r["policy"] == "renegotiate"}
+    assert rn["0 $/h"]["cost"] <= min(r["cost"] for r in rn.values()) + 1e-9  # no urgency: the cheapest allocation
