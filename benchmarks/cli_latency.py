@@ -7,9 +7,9 @@ Usage::
 
 Each command runs ``--runs`` times after one warm-up run (so the OS page cache and ``__pycache__`` are warm);
 the table shows the median wall time, the fastest run, the median CPU time (user + system of the process,
-which a busy machine stretches far less than the wall time) and the target of issue #16. The machine's load
-average is printed before and after: on a shared 2-core machine a load above 2 stretches every wall figure,
-so quote the load with the numbers. ``import pandas`` alone is timed too, as the yardstick the small commands must beat.
+which a busy machine stretches far less than the wall time) and the target (docs/performance.md). The machine's
+load average is printed before and after: on a 2-core machine a load above 2 stretches every wall figure.
+``import pandas`` alone is timed too, as the yardstick the small commands must beat.
 
 Bytecode: an installed wheel has its ``.pyc`` files (pip compiles them), but an editable checkout run with
 ``PYTHONDONTWRITEBYTECODE=1`` (set in some shells and CI images) compiles every ``finops_cli`` module from source in
