@@ -56,8 +56,9 @@ def cents(values: list[float], total: float) -> list[float]:
     missing = target - sum(floors)
     step = 1 if missing >= 0 else -1
     order = rest if missing >= 0 else rest[::-1]
-    for k in range(abs(missing)):
-        floors[order[k % len(order)]] += step
+    whole, extra = divmod(abs(missing), len(order))  # whole cents to every value, then one each to the first
+    for k, i in enumerate(order):
+        floors[i] += step * (whole + (k < extra))
     return [f / 100 for f in floors]
 
 
