@@ -579,7 +579,7 @@ def _input_bytes(store: Store, query: Query) -> float:
     for dataset in query.tables:
         for path in store.files(dataset):
             with suppress(OSError):  # gone since the query: it counted for nothing
-                total += os.stat(path).st_size
+                total += os.stat(store.locate(path)).st_size
     return total
 
 

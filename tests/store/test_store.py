@@ -142,7 +142,7 @@ def test_opening_the_store_during_a_live_transaction_leaves_its_staging_alone(tm
     _write(s, _table([1.0]), "src1")  # creates the store and its lock file
     with s.transaction() as tx:
         tx.write_partitioned("billing", _table([2.0]), "src2")
-        staged = list((root / ".staging").rglob("*.parquet"))
+        staged = list(tx.staging.rglob("*.parquet"))
         assert staged
         reader = f"from finops_cli.store import Store; print(Store({str(root)!r}).read('billing').num_rows)"
         proc = subprocess.run([sys.executable, "-c", reader], capture_output=True, text=True, check=True)
