@@ -1054,6 +1054,10 @@ def plan(
             billed = billed_baseline(groups, resolved.fleet)
             actual_only = actual_cost_notes(store, _horizon_months(hz))
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
+    if document.totals.baseline_cost is not None:
+        document.savings_by_lever = _savings_by_lever(
+            out, resolved, workloads, demand, document, billed, store, hz, mode, solver
+        )
     document.as_of = p.as_of
     document.notes.extend(actual_only)  # the billed baseline's effective cost leaves a commitment out
     document.notes.extend(r.note() for r in estate.rates)
@@ -1063,6 +1067,59 @@ def plan(
     document.fx = fx_used(sources)
     warnings = [*p.choice.warnings, *price_warnings(sources, max_price_age), *actual_only]
     return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, warnings)
+
+
+def _measured_utilization(store: Store | None, estate: Estate, month: str) -> dict[str, float]:
+    """Busy ÷ device-hours per fleet substrate from the store's utilisation of ``month`` (empty without it)."""
+    if store is None or not store.has("utilization") or month not in store.partition_values("utilization", "month"):
+        return {}
+    fleet_path = estate.fleet_path
+    report = waste_reports(store=store, by=("substrate",), fleet=fleet_path, month=month)["substrate"]
+    ids = {s.id for s in estate.fleet.substrates}
+    return {
+        str(g["key"]): float(g["busy_hours"]) / float(g["device_hours"])
+        for g in report.groups
+        if str(g.get("key")) in ids and g.get("device_hours") and g.get("busy_hours") is not None
+    }
+
+
+def _savings_by_lever(
+    out: Any,
+    estate: Estate,
+    workloads: list[Any],
+    demand: pd.DataFrame,
+    document: PlanDocument,
+    billed: Any,
+    store: Store | None,
+    hz: DemandHorizon,
+    mode: str,
+    solver: str,
+) -> Any:
+    """The plan's saving attributed to the levers that earned it (:mod:`finops_cli.planner.levers`)."""
+    from finops_cli.planner.document import lever_document
+    from finops_cli.planner.levers import attribute_savings, billing_use, dispatch_use
+
+    baseline = document.totals.baseline_cost
+    assert baseline is not None
+    if document.totals.baseline_source == "billing":
+        allocs = out.solution.allocations
+        plan_hours = float(allocs.loc[allocs["kind"] != "api", "gpu_hours"].sum()) if len(allocs) else 0.0
+        measured = _measured_utilization(store, estate, f"{hz.start:%Y-%m}")
+        use = billing_use(billed.cost_by_substrate, billed.gpu_hours_by_substrate, estate.fleet, plan_hours, measured)
+    else:
+        merit = out.merit_order
+        use = dispatch_use(merit.cost_by_substrate, merit.gpu_hours_by_substrate)
+    attribution = attribute_savings(
+        out,
+        estate.fleet,
+        workloads,
+        demand,
+        use,
+        baseline,
+        mode="reliability" if mode == "reliability" else "cost",
+        solver=solver,
+    )
+    return lever_document(attribution, document.totals.savings, document.totals.baseline_source or "billing")
 
 
 # --- report, gate ---------------------------------------------------------------------------------
@@ -1599,6 +1656,8 @@ def market_experiment(
     n_accelerators: int | None = None,
     window_hours: float | None = None,
     out_dir: str | Path | None = None,
+    seeds: int | None = None,
+    spot: str = "paper",
 ) -> MarketExperiment:
     """Run one of the LaissezCloud paper's experiments on generated clusters (``simulate market --experiment``).
 
@@ -1614,7 +1673,15 @@ def market_experiment(
     if window_hours is not None and window_hours <= 0:
         raise InputError(f"--window-hours {window_hours}: expected hours > 0")
     try:
-        result = run_experiment(name, size=size, seed=seed, n_accelerators=n_accelerators, window_hours=window_hours)
+        result = run_experiment(
+            name,
+            size=size,
+            seed=seed,
+            n_accelerators=n_accelerators,
+            window_hours=window_hours,
+            seeds=seeds,
+            spot=spot,
+        )
     except ValueError as exc:
         raise InputError(str(exc)) from None
     if out_dir is not None:

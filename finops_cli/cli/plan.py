@@ -145,7 +145,6 @@ def _tables(doc: dict) -> list:
                 currency=cur,
             )
         )
-    br = doc.get("savings_breakdown") or {}
     lines = [
         ["Planned cost", t["planned_cost"]],
         ["  of which usage (incl. NETC overhead)", t.get("usage_cost")],
@@ -161,13 +160,29 @@ def _tables(doc: dict) -> list:
         ["Merit-order reference", t.get("merit_order_cost")],
     ]
     tables.append(money_table("Totals", [Col("Item"), Col("Amount", "money")], lines, currency=cur))
-    if br:
+    by_lever = doc.get("savings_by_lever")
+    if by_lever:
+        rows = [
+            [r["lever"].replace("_", " "), r["saving"], r["evidence"].replace("_", " ")] for r in by_lever["levers"]
+        ]
+        rows.append(["not attributed (bill vs model)", by_lever["residual"], "residual"])
+        how = "Shapley" if by_lever["method"] == "shapley" else "ordered: " + ", ".join(by_lever.get("order") or [])
         tables.append(
             money_table(
-                "Savings breakdown",
-                [Col("Bucket"), Col("Saving", "saving")],
-                [[k.replace("_", " "), v] for k, v in br.items()],
-                totals=["Savings", t["savings"]],
+                f"Savings by lever ({how}, {by_lever['solves']} re-solves)",
+                [Col("Lever"), Col("Saving", "saving"), Col("Evidence")],
+                rows,
+                totals=["Savings", t["savings"], ""],
+                currency=cur,
+            )
+        )
+    change = doc.get("cost_change_by_kind")
+    if change:
+        tables.append(
+            money_table(
+                "Cost change by substrate kind (plan − baseline: where cost lands, not a lever)",
+                [Col("Kind"), Col("Change", "saving")],
+                [[k.replace("_", "-"), v] for k, v in change.items()],
                 currency=cur,
             )
         )

@@ -36,6 +36,7 @@ from finops_cli.report.escape import md_table
 class PolicyChoice(StrEnum):
     fcfs = "fcfs"
     fcfs_preempt = "fcfs-preempt"
+    spot = "spot"
     on_demand = "on-demand"
     renegotiate = "renegotiate"
     all = "all"
@@ -47,6 +48,12 @@ class ExperimentChoice(StrEnum):
     volatility = "volatility"
     frontier = "frontier"
     operator = "operator"
+    urgency = "urgency"
+
+
+class SpotChoice(StrEnum):
+    paper = "paper"
+    oracle = "oracle"
 
 
 class SizeChoice(StrEnum):
@@ -584,7 +591,14 @@ def register(app: typer.Typer) -> None:
         size: Annotated[
             SizeChoice, typer.Option("--size", help="Experiment size (docs/market.md): small runs in seconds.")
         ] = SizeChoice.small,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the generated clusters and tenants.")] = 0,
+        seed: Annotated[int, typer.Option("--seed", help="First seed of the generated clusters and tenants.")] = 0,
+        seeds: Annotated[
+            int | None, typer.Option("--seeds", min=1, help="Seeds per point (default: 3 small, 5 full).")
+        ] = None,
+        spot: Annotated[
+            SpotChoice,
+            typer.Option("--spot", help="Spot baseline: paper (opt-in class, unilateral preemption) or oracle."),
+        ] = SpotChoice.paper,
         accelerators: Annotated[
             int | None, typer.Option("--accelerators", help="Override the size's cluster size.")
         ] = None,
@@ -608,7 +622,9 @@ def register(app: typer.Typer) -> None:
         if experiment is not None:
             if scenario is not None:
                 raise InputError("give --scenario FILE or --experiment NAME, not both")
-            _experiment(experiment.value, size.value, seed, accelerators, window_hours, out_dir, fmt, out)
+            _experiment(
+                experiment.value, size.value, seed, accelerators, window_hours, out_dir, fmt, out, seeds, spot.value
+            )
             return
         if scenario is None:
             raise InputError("give --scenario FILE (or --experiment NAME)")
@@ -685,13 +701,22 @@ def _experiment(
     out_dir: Path,
     fmt: OutputFormat,
     out: Path | None,
+    seeds: int | None = None,
+    spot: str = "paper",
 ) -> None:
     from finops_cli import api
     from finops_cli.atomic import check_writable, write_text
 
     check_writable(out_dir, directory=True)
     result = api.market_experiment(
-        name, size=size, seed=seed, n_accelerators=accelerators, window_hours=window_hours, out_dir=out_dir
+        name,
+        size=size,
+        seed=seed,
+        n_accelerators=accelerators,
+        window_hours=window_hours,
+        out_dir=out_dir,
+        seeds=seeds,
+        spot=spot,
     )
     doc = result.as_dict()
     payload = json.dumps(doc, indent=2, allow_nan=False)

@@ -16,17 +16,13 @@ groups rather than on every line. The baseline is the sum of ``EffectiveCost`` (
 commitments appear where they are consumed); the invoice amount of the same lines (``BilledCost``, "as
 billed") is kept beside it.
 
-Savings ``= baseline − planned``, and by substrate kind (each term is baseline − plan of that kind,
-so the four add up to the total):
+Savings ``= baseline − planned``. Two different quantities explain it, and they keep different names:
 
-- ``idle_reclaimed``: owned and on-demand substrates: billed instance-hours, mostly idle, replaced
-  by the GPU-hours the demand needs;
-- ``spot_shift``: spot substrates, counting the plan's *interruptible* work on spot only (negative when
-  the plan moves work onto spot, whose saving then shows where that work came from);
-- ``spot_non_interruptible``: minus the planned cost of non-interruptible work the plan puts on spot
-  (cost mode allows it; it is a risk, not a lever, so it is kept out of ``spot_shift``);
-- ``commitment_sizing``: reserved substrates, prepaid plus commitments the plan buys;
-- ``api_overflow``: pay-as-you-go APIs.
+- :func:`cost_change_by_kind`: planned − baseline cost per substrate kind (owned, reserved, spot, on_demand,
+  api). It says *where the cost lands*: moving work from on-demand to spot shows as a fall on the on-demand
+  row and a rise on the spot row. It is not a lever.
+- the savings by lever (:mod:`finops_cli.planner.levers`): what *earned* the saving (right-sizing, spot,
+  commitments, APIs, reliability), by re-solving the plan with levers switched off (docs/economics.md §6).
 """
 
 from __future__ import annotations
@@ -46,12 +42,8 @@ PRICING_CATEGORY_KIND: dict[str, SubstrateKind] = {
     "Standard": "on_demand",
 }
 
-BREAKDOWN_KINDS: dict[str, tuple[str, ...]] = {
-    "idle_reclaimed": ("owned", "on_demand"),
-    "spot_shift": ("spot",),
-    "commitment_sizing": ("reserved",),
-    "api_overflow": ("api",),
-}
+#: substrate kinds in the order the cost change by kind lists them
+KINDS: tuple[SubstrateKind, ...] = ("owned", "reserved", "spot", "on_demand", "api")
 
 
 @dataclass(frozen=True)
@@ -64,6 +56,7 @@ class BilledBaseline:
     lines_in_horizon: int
     currencies: tuple[str, ...]
     billed_cost: float | None = None  # Σ BilledCost of the matched lines (None: the input had no BilledCost)
+    gpu_hours_by_substrate: pd.Series | None = None  # Σ x_GpuHours of the matched lines (None: not in the input)
 
     @property
     def cost(self) -> float:
@@ -135,7 +128,10 @@ def billed_baseline(groups: pd.DataFrame, fleet: Fleet) -> BilledBaseline:
         )
     cost = matched["cost"].astype(float).groupby(substrate[substrate.notna()]).sum()
     billed = float(matched["billed_cost"].astype(float).sum()) if "billed_cost" in matched else None
-    return BilledBaseline(cost, int(matched["lines"].sum()), int(groups["lines"].sum()), currencies, billed)
+    gpu_hours = None
+    if "gpu_hours" in matched:
+        gpu_hours = matched["gpu_hours"].astype(float).fillna(0.0).groupby(substrate[substrate.notna()]).sum()
+    return BilledBaseline(cost, int(matched["lines"].sum()), int(groups["lines"].sum()), currencies, billed, gpu_hours)
 
 
 def cost_by_kind(cost_by_substrate: pd.Series, fleet: Fleet) -> dict[str, float]:
@@ -147,19 +143,14 @@ def cost_by_kind(cost_by_substrate: pd.Series, fleet: Fleet) -> dict[str, float]
     return out
 
 
-def savings_breakdown(
-    baseline_by_substrate: pd.Series,
-    planned_by_substrate: pd.Series,
-    fleet: Fleet,
-    non_interruptible_spot_cost: float = 0.0,
-) -> dict:
-    """Baseline − plan by kind bucket (see the module docstring); the values add up to the total savings.
+def cost_change_by_kind(
+    baseline_by_substrate: pd.Series, planned_by_substrate: pd.Series, fleet: Fleet
+) -> dict[str, float]:
+    """Planned − baseline cost per substrate kind (every kind of the fleet, in :data:`KINDS` order).
 
-    ``non_interruptible_spot_cost``: planned cost of non-interruptible work on spot substrates; it moves
-    from ``spot_shift`` (a lever for interruptible work) to ``spot_non_interruptible`` (its negative).
+    Negative = the plan spends less there. The values add up to ``−savings``. Where the cost lands, not what
+    earned the saving: that is the attribution by lever (:mod:`finops_cli.planner.levers`).
     """
     base, plan = cost_by_kind(baseline_by_substrate, fleet), cost_by_kind(planned_by_substrate, fleet)
-    out = {name: sum(base.get(k, 0.0) - plan.get(k, 0.0) for k in kinds) for name, kinds in BREAKDOWN_KINDS.items()}
-    out["spot_shift"] += non_interruptible_spot_cost
-    out["spot_non_interruptible"] = -non_interruptible_spot_cost
-    return out
+    present = {s.kind for s in fleet.substrates} | set(base) | set(plan)
+    return {k: plan.get(k, 0.0) - base.get(k, 0.0) for k in KINDS if k in present}

@@ -49,6 +49,8 @@ class DispatchResult:
     unserved_units: float
     penalty: float = 0.0
     unserved: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["workload", "block", "units"]))
+    # pool GPU-hours held per substrate (spot: wall hours, W per useful hour; API: units served)
+    gpu_hours_by_substrate: pd.Series = field(default_factory=lambda: pd.Series(dtype=float))
 
     @property
     def cost(self) -> float:
@@ -151,7 +153,12 @@ def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
     _round_to_nodes(frame, held, cost)
     by_substrate = pd.Series(cost, dtype=float).add(sunk_by_substrate(frame), fill_value=0.0)
     unserved = _per_workload(frame, short)
-    return DispatchResult(by_substrate, float(unserved["units"].sum()), penalty[0], unserved)
+    gpu_hours: dict[str, float] = {}
+    for (sid, b), gpus in held.items():
+        gpu_hours[sid] = gpu_hours.get(sid, 0.0) + gpus * float(hours[b])
+    return DispatchResult(
+        by_substrate, float(unserved["units"].sum()), penalty[0], unserved, pd.Series(gpu_hours, dtype=float)
+    )
 
 
 def _whole_node_quota(frame: PlanFrame, fixed: dict[tuple[str, int], float]) -> None:

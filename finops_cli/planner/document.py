@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 import pandas as pd
 
-from finops_cli.core.baseline import BilledBaseline, savings_breakdown
+from finops_cli.core.baseline import BilledBaseline, cost_change_by_kind
 from finops_cli.core.pricing import cost_per_unit
 from finops_cli.core.rounding import percent_of
 from finops_cli.planner import PlannerOutput
 from finops_cli.planner.baseline import DispatchResult, sunk_by_substrate
 from finops_cli.planner.frame import PlanFrame
+from finops_cli.planner.levers import LeverAttribution
 from finops_cli.schema.estate import Fleet
 from finops_cli.schema.plan import (
     Allocation,
@@ -19,8 +21,9 @@ from finops_cli.schema.plan import (
     ClearingPrice,
     Commitment,
     Horizon,
+    LeverSaving,
     PlanDocument,
-    SavingsBreakdown,
+    SavingsByLever,
     SolverInfo,
     SubstrateCost,
     Totals,
@@ -42,8 +45,60 @@ def planned_by_substrate(out: PlannerOutput) -> pd.Series:
     return out.solution.cost_by_substrate().add(sunk_by_substrate(out.frame), fill_value=0.0)
 
 
-def _breakdown(breakdown: dict[str, float] | None) -> SavingsBreakdown | None:
-    return None if breakdown is None else SavingsBreakdown(**{k: _r(v, 2) for k, v in breakdown.items()})
+def cents(values: list[float], total: float) -> list[float]:
+    """``values`` rounded to cents so that they add up to ``total`` (itself rounded to cents) exactly.
+
+    Largest remainder: each value is rounded down to the cent, and the cents still missing go one each to the
+    values that lost most in rounding (ties: the earlier value)."""
+    target = round(total * 100)
+    floors = [math.floor(v * 100 + 1e-9) for v in values]
+    rest = sorted(range(len(values)), key=lambda i: (-(values[i] * 100 - floors[i]), i))
+    missing = target - sum(floors)
+    step = 1 if missing >= 0 else -1
+    order = rest if missing >= 0 else rest[::-1]
+    for k in range(abs(missing)):
+        floors[order[k % len(order)]] += step
+    return [f / 100 for f in floors]
+
+
+RESIDUAL_BASIS = {
+    "billing": (
+        "the bill minus the cheapest plan with every lever off (the bill's own substrates, idle and spot use): "
+        "placement on those substrates, idle nobody measured, and prices paid against fleet prices"
+    ),
+    "merit_order": (
+        "the greedy merit-order reference minus the cheapest plan with the same options: better placement "
+        "(deferrable work, shared capacity), not a lever"
+    ),
+}
+
+
+def lever_document(attr: LeverAttribution, savings: float | None, source: str = "billing") -> SavingsByLever:
+    """The attribution as plan.json carries it: terms in cents adding up to ``totals.savings`` exactly."""
+    total = attr.savings if savings is None else savings
+    rounded = cents([attr.residual, *(t.saving for t in attr.terms)], total)
+    return SavingsByLever(
+        method=attr.method,
+        order=list(attr.order),
+        levers=[
+            LeverSaving(
+                lever=t.lever,
+                label=t.label,
+                saving=r,
+                evidence=t.evidence,
+                basis=t.basis,
+                applied=t.applied,
+                measured_share=None if t.measured_share is None else round(t.measured_share, 4),
+            )
+            for t, r in zip(attr.terms, rounded[1:], strict=True)
+        ],
+        residual=rounded[0],
+        residual_basis=RESIDUAL_BASIS.get(source, RESIDUAL_BASIS["billing"]),
+        model_baseline_cost=_r(attr.model_baseline_cost, 2),
+        solves=attr.solves,
+        seconds=round(attr.seconds, 3),
+        notes=attr.notes,
+    )
 
 
 def merit_unserved_note(merit: DispatchResult, frame: PlanFrame, use_billing: bool) -> str:
@@ -85,14 +140,7 @@ def plan_document(
         base_by_s = merit.cost_by_substrate
     baseline = None if base_by_s is None else float(base_by_s.sum())
     savings = None if baseline is None else baseline - planned
-    allocs = sol.allocations
-    if len(allocs):
-        on_spot = allocs["kind"].eq("spot")
-        rigid = ~allocs["workload"].map(lambda w: frame.workloads[w].interruptible).astype(bool)
-        non_interruptible_spot = float(allocs.loc[on_spot & rigid, "cost"].sum())
-    else:
-        non_interruptible_spot = 0.0
-    breakdown = None if base_by_s is None else savings_breakdown(base_by_s, plan_by_s, fleet, non_interruptible_spot)
+    by_kind = None if base_by_s is None else cost_change_by_kind(base_by_s, plan_by_s, fleet)
     notes = []
     if not merit.serves_all:
         notes.append(merit_unserved_note(merit, frame, use_billing))
@@ -191,7 +239,7 @@ def plan_document(
         commitments=commitments,
         unserved=unserved,
         mode=mode,  # type: ignore[arg-type]
-        savings_breakdown=_breakdown(breakdown),
+        cost_change_by_kind=None if by_kind is None else {k: _r(v, 2) + 0.0 for k, v in by_kind.items()},
         by_substrate=by_substrate,
         clearing_prices=prices,
         merit_order_unserved=[

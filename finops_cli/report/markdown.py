@@ -36,18 +36,20 @@ PHILLY_UTILIZATION = 0.52
 KIND_ORDER = ["owned", "reserved", "spot", "on_demand", "api"]
 KIND_LABEL = {"owned": "owned", "reserved": "reserved", "spot": "spot", "on_demand": "on-demand", "api": "API (PAYG)"}
 LEVER_SHORT = {
-    "idle_reclaimed": "idle reclaimed",
-    "spot_shift": "spot shift",
-    "commitment_sizing": "commitment sizing",
-    "api_overflow": "API overflow",
-    "spot_non_interruptible": "non-interruptible on spot",
+    "right_sizing": "right-sizing",
+    "commitments": "commitments",
+    "spot": "spot",
+    "api": "APIs",
+    "reliability": "reliability",
+    "residual": "not attributed",
 }
-LEVERS = {
-    "idle_reclaimed": "reclaiming idle owned and on-demand capacity",
-    "spot_shift": "shifting interruptible work to spot",
-    "commitment_sizing": "right-sizing reserved commitments",
-    "api_overflow": "sending overflow to PAYG APIs",
-    "spot_non_interruptible": "non-interruptible work placed on spot (a risk, not a lever)",
+#: How a lever's figure is described in prose, by its evidence (docs/economics.md §6)
+EVIDENCE_WORDS = {
+    "measured": "idle measured from utilisation",
+    "inferred": "idle inferred from demand profiles, not measured",
+    "modelled": "modelled by re-solving the plan",
+    "not_measured": "not measured",
+    "not_applied": "not used by this plan",
 }
 #: Wording of the baseline by ``totals.baseline_source``: what the data is, never more.
 BASELINE_LABEL = {"billing": "amortised (EffectiveCost)", "merit_order": "estimate (merit order)"}
@@ -163,24 +165,35 @@ def gpu_hours_by_kind(plan: PlanDocument) -> dict[str, float]:
 
 
 def levers(plan: PlanDocument) -> list[tuple[str, float]]:
-    """Savings levers, biggest first: the planner's savings breakdown when present (Σ = totals.savings).
+    """The saving by lever, biggest first (``savings_by_lever``; Σ with the residual = ``totals.savings``).
 
-    ``spot_shift`` counts interruptible work only; non-interruptible work on spot is its own (negative)
-    row, never presented as a lever. A plan written before that split carries it inside ``spot_shift``:
-    :func:`non_interruptible_spot` lets the report take it out.
+    Only levers the plan applied are listed (a lever it did not use saves exactly 0), each named with the
+    evidence it rests on; the residual (what the bill paid beyond the model of it) is its own row. A plan
+    written before the attribution has none: its per-kind deltas are where cost landed, never levers.
     """
-    breakdown = plan.savings_breakdown
-    if breakdown is None:
+    by = plan.savings_by_lever
+    if by is None:
         return []
-    values = {k: float(getattr(breakdown, k)) for k in LEVERS if getattr(breakdown, k, None) is not None}
-    rigid = non_interruptible_spot(plan)
-    if rigid and not values.get("spot_non_interruptible"):  # older plan: split it here
-        values["spot_shift"] = values.get("spot_shift", 0.0) + rigid
-        values["spot_non_interruptible"] = -rigid
-    if not values.get("spot_non_interruptible"):
-        values.pop("spot_non_interruptible", None)
-    items = [(LEVERS[k], v) for k, v in values.items()]
-    return sorted(items, key=lambda kv: -kv[1])
+    items = [(lever_label(r.label, r.evidence, r.measured_share), float(r.saving)) for r in by.levers if r.applied]
+    items.sort(key=lambda kv: -kv[1])
+    if by.residual:
+        items.append((RESIDUAL_LABEL, float(by.residual)))
+    return items
+
+
+RESIDUAL_LABEL = "not attributed to a lever (the bill vs the model of its own options)"
+
+
+def lever_label(label: str, evidence: str, share: float | None = None) -> str:
+    """A lever in words with its evidence: ``right-sizing … (idle measured from utilisation)``."""
+    return f"{label} ({evidence_words(evidence, share)})"
+
+
+def evidence_words(evidence: str, share: float | None = None) -> str:
+    """What a lever rests on, in words; idle partly measured says how much (never "measured" for all of it)."""
+    if evidence == "inferred" and share is not None and share > 0:
+        return f"idle measured from utilisation on {pct(share, decimals=0)} of the paid GPU-hours, inferred on the rest"
+    return EVIDENCE_WORDS.get(evidence, evidence)
 
 
 def non_interruptible_spot(plan: PlanDocument) -> float:
@@ -305,16 +318,21 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
             f"leaves {number(short, 1)} units of demand unserved, so its cost ({_pm(t.merit_order_cost, cur)}) "
             "is for less work than the plan does."
         )
-    candidates = [(name, value) for name, value in levers(plan) if value > 0]
-    team_doc = inp.waste.by.get("team") if inp.waste is not None else None
-    priced = [g for g in (team_doc or {}).get("groups", []) if g.get("idle_cost")]
-    if priced:
-        worst = max(priced, key=lambda g: g["idle_cost"])
-        candidates.append((f"putting team {md_text(worst.get('key'))}'s idle GPUs to work", float(worst["idle_cost"])))
-    top = sorted(candidates, key=lambda kv: -kv[1])[:3]
-    if top:
-        listed = "; ".join(f"{i}. {name} ({_pm(value, cur)})" for i, (name, value) in enumerate(top, 1))
-        parts.append(f"The biggest levers: {listed}.")
+    by = plan.savings_by_lever
+    if by is not None and t.savings is not None:
+        # levers only: the residual is no lever, and idle waste above is a measurement, not a second lever
+        top = sorted((r for r in by.levers if r.applied and r.saving > 0), key=lambda r: -r.saving)[:3]
+        if top:
+            listed = "; ".join(
+                f"{i}. {r.label} ({_pm(r.saving, cur)}, {evidence_words(r.evidence, r.measured_share)})"
+                for i, r in enumerate(top, 1)
+            )
+            parts.append(f"The levers that earned it: {listed}.")
+        if by.residual:
+            parts.append(
+                f"{_pm(by.residual, cur)} of the difference is not attributed to a lever: "
+                f"{md_text(by.residual_basis, None)}."
+            )
     if plan.commitments:
         buys = ", ".join(
             f"{c.blocks} block(s) ({number(c.gpus)} GPUs) of {md_text(c.substrate)}" for c in plan.commitments
@@ -503,7 +521,6 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
         out += ["The plan buys no new commitments.", ""]
 
     out += ["### Savings", ""]
-    lever_rows = levers(plan)
     if t.baseline_cost is not None and t.savings is not None:
         out += [
             f"Baseline {_pm(t.baseline_cost, cur)} − plan {_pm(t.planned_cost, cur)} = "
@@ -511,10 +528,38 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
             + (" Reliability penalties steer the plan but are not money." if t.penalty else ""),
             "",
         ]
-        if lever_rows:
-            srows = [[md_text(name), money(value, cur)] for name, value in lever_rows]
-            srows.append(["**Total**", f"**{money(sum(v for _, v in lever_rows), cur)}**"])
-            out += [md_table(["Lever", "Saving"], srows, ["left", "right"], trusted=True), ""]
+        by = plan.savings_by_lever
+        if by is not None:
+            srows = [
+                [md_text(r.label), money(r.saving, cur), md_text(evidence_words(r.evidence, r.measured_share), None)]
+                for r in sorted(by.levers, key=lambda r: (not r.applied, -r.saving))
+            ]
+            srows.append([md_text(RESIDUAL_LABEL), money(by.residual, cur), md_text(by.residual_basis, None)])
+            attributed = by.residual + sum(r.saving for r in by.levers)
+            srows.append(["**Total**", f"**{money(attributed, cur)}**", ""])
+            how = (
+                "Shapley values over the levers the plan uses"
+                if by.method == "shapley"
+                else "levers switched on one at a time (" + ", ".join(by.order) + ")"
+            )
+            out += [
+                f"Savings by the lever that earned them ({how}; {by.solves} re-solves of the plan, "
+                "docs/economics.md §6):",
+                "",
+                md_table(["Lever", "Saving", "Evidence"], srows, ["left", "right", "left"], trusted=True),
+                "",
+            ]
+        elif plan.savings_breakdown is not None:
+            out += ["_Savings by lever not available: the plan predates the attribution._", ""]
+        change = plan.cost_change_by_kind
+        if change:
+            krows = [[md_text(KIND_LABEL.get(k, k)), money(v, cur, signed=True)] for k, v in change.items()]
+            out += [
+                "Cost change by substrate kind (where the cost lands, not what earned it):",
+                "",
+                md_table(["Substrate kind", "Plan − baseline"], krows, ["left", "right"], trusted=True),
+                "",
+            ]
         if "waterfall" in charts:
             out += [f"![Savings waterfall from baseline to plan]({charts['waterfall']})", ""]
     else:
@@ -810,8 +855,7 @@ def submit_charts(inp: ReportInputs, drawing: Drawing) -> None:
         )
     t = plan.totals
     if "waterfall" not in drawing and t.baseline_cost is not None:
-        short = {LEVERS[k]: v for k, v in LEVER_SHORT.items()}
-        steps = [(short.get(name, name), value) for name, value in levers(plan)]
+        steps = waterfall_steps(plan)
         drawing.submit(
             "waterfall",
             name("waterfall"),
@@ -821,6 +865,17 @@ def submit_charts(inp: ReportInputs, drawing: Drawing) -> None:
             t.planned_cost,
             currency=cur,
         )
+
+
+def waterfall_steps(plan: PlanDocument) -> list[tuple[str, float]]:
+    """The savings waterfall's steps: levers the plan applied and the residual (older plans: none)."""
+    by = plan.savings_by_lever
+    if by is None:
+        return []
+    steps = [(LEVER_SHORT[r.lever], float(r.saving)) for r in by.levers if r.applied]
+    if by.residual:
+        steps.append((LEVER_SHORT["residual"], float(by.residual)))
+    return steps
 
 
 def _collect_charts(inp: ReportInputs, drawing: Drawing) -> tuple[dict[str, str], list[str]]:

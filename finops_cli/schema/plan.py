@@ -91,13 +91,51 @@ class Unserved(_Doc):
 
 
 class SavingsBreakdown(_Doc):
-    """Baseline − plan by substrate kind (docs/planner.md); the buckets add up to ``totals.savings``."""
+    """Read-only: plans written before the lever attribution carried baseline − plan by substrate kind under
+    this name. New plans write ``cost_change_by_kind`` and ``savings_by_lever`` instead."""
 
     idle_reclaimed: float  # owned + on_demand
     spot_shift: float  # spot, interruptible work only
     commitment_sizing: float  # reserved (prepaid + bought)
     api_overflow: float  # api
     spot_non_interruptible: float = 0.0  # minus the planned cost of non-interruptible work on spot (a risk)
+
+
+LeverName = Literal["right_sizing", "commitments", "spot", "api", "reliability"]
+#: measured: idle from utilisation; inferred: idle from the demand profiles; modelled: a re-solve of the plan;
+#: not_measured: no data to say; not_applied: the plan does not use the lever (its saving is 0)
+LeverEvidence = Literal["measured", "inferred", "modelled", "not_measured", "not_applied"]
+
+
+class LeverSaving(_Doc):
+    """One lever's share of the saving (docs/economics.md §6)."""
+
+    lever: LeverName
+    label: str  # in words, as the report prints it
+    saving: float  # negative: the lever costs money (the cost of reliability)
+    evidence: LeverEvidence
+    basis: str  # what the figure rests on, one sentence
+    applied: bool
+    measured_share: float | None = None  # right_sizing: share of the paid GPU-hours whose idle was measured
+
+
+class SavingsByLever(_Doc):
+    """``totals.savings = residual + Σ levers[].saving``, to the cent.
+
+    ``model_baseline_cost`` is the cheapest plan with every lever off (the baseline's own options); the
+    ``residual`` (``baseline_cost − model_baseline_cost``) is what the baseline paid beyond it, which no lever
+    explains (placement on the baseline's own substrates, idle nobody measured, prices paid vs fleet prices).
+    """
+
+    method: Literal["shapley", "ordered"]
+    order: list[LeverName] = Field(default_factory=list)  # the ordered method's order (empty for Shapley)
+    levers: list[LeverSaving]
+    residual: float
+    residual_basis: str
+    model_baseline_cost: float
+    solves: int = Field(ge=0)
+    seconds: float = Field(ge=0)
+    notes: list[str] = Field(default_factory=list)
 
 
 class SubstrateCost(_Doc):
@@ -201,7 +239,10 @@ class PlanDocument(_Doc):
     commitments: list[Commitment]
     unserved: list[Unserved]
     mode: Literal["cost", "reliability"] = "cost"
-    savings_breakdown: SavingsBreakdown | None = None
+    savings_breakdown: SavingsBreakdown | None = None  # older plans only (read, never written)
+    # planned − baseline cost per substrate kind: where the cost lands (not a lever; Σ = −totals.savings)
+    cost_change_by_kind: dict[str, float] | None = None
+    savings_by_lever: SavingsByLever | None = None  # what earned the saving (None without a baseline)
     by_substrate: list[SubstrateCost] = Field(default_factory=list)
     clearing_prices: list[ClearingPrice] = Field(default_factory=list)
     merit_order_unserved: list[Unserved] = Field(default_factory=list)  # the greedy reference's shortfall

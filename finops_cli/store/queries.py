@@ -116,7 +116,8 @@ BILLED_BASELINE = Query(
 SELECT provider, RegionId, x_InstanceType, PricingCategory, BillingCurrency{match_columns},
        count(*) AS lines,
        sum(EffectiveCost) AS cost,
-       sum(BilledCost) AS billed_cost
+       sum(BilledCost) AS billed_cost,
+       sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours
 FROM billing
 WHERE billing_period >= $first_period
   AND ChargePeriodStart >= $start AND ChargePeriodStart < $end
@@ -303,7 +304,8 @@ BILLED_BASELINE_HOURLY = Query(
 SELECT provider, RegionId, x_InstanceType, PricingCategory, BillingCurrency{match_columns},
        sum(lines) AS lines,
        sum(effective_cost) AS cost,
-       sum(billed_cost) AS billed_cost
+       sum(billed_cost) AS billed_cost,
+       sum(gpu_hours) AS gpu_hours
 FROM billing_hourly
 WHERE billing_period >= $first_period
   AND hour >= $start AND hour < $end

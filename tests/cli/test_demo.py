@@ -77,6 +77,8 @@ def _masked_plan(doc: dict) -> dict:
     for key in ("seconds", "build_seconds"):
         doc["solver"].pop(key, None)
     doc["certification"].pop("seconds", None)
+    if doc.get("savings_by_lever"):
+        doc["savings_by_lever"].pop("seconds", None)
     return doc
 
 

@@ -78,7 +78,7 @@ def test_reference_that_leaves_work_unserved_is_no_baseline() -> None:
     assert t.merit_order_cost < t.planned_cost
     assert t.merit_order_unserved_units == pytest.approx(9.0)
     assert t.baseline_cost is None and t.savings is None and t.savings_pct is None and t.baseline_source is None
-    assert doc.savings_breakdown is None
+    assert doc.savings_by_lever is None and doc.cost_change_by_kind is None
     assert sum(u.units for u in doc.merit_order_unserved) == pytest.approx(9.0)
     assert any("leaves 9 units of demand unserved" in n and "no saving is claimed" in n for n in doc.notes)
 

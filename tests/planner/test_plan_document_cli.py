@@ -137,7 +137,10 @@ def test_api_plan_with_billing_store_and_schema(estate_files, store):
     assert t["sunk_cost"] == pytest.approx(4 * 2.0 * 24)
     assert t["planned_cost"] == pytest.approx(t["usage_cost"] + t["commitment_cost"] + t["sunk_cost"], abs=0.02)
     assert t["savings"] == pytest.approx(t["baseline_cost"] - t["planned_cost"], abs=0.02)
-    assert sum(doc["savings_breakdown"].values()) == pytest.approx(t["savings"], abs=0.05)
+    assert sum(doc["cost_change_by_kind"].values()) == pytest.approx(-t["savings"], abs=0.05)
+    by_lever = doc["savings_by_lever"]  # what earned it, to the cent (docs/economics.md §6)
+    assert round(by_lever["residual"] + sum(r["saving"] for r in by_lever["levers"]), 2) == t["savings"]
+    assert "savings_breakdown" not in doc or doc["savings_breakdown"] is None
     # what the report needs to say only what the data says: BilledCost beside the amortised baseline, which
     # substrates the bill covers, and each allocation's slo / interruptible
     assert t["baseline_billed_cost"] == pytest.approx(0.9 * t["baseline_cost"], abs=0.01)

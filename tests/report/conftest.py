@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from finops_cli.planner.levers import LEVER_LABELS, LEVER_ORDER
 from finops_cli.schema.plan import PlanDocument
 
 #: (workload, substrate, kind, gpu_hours, units, cost)
@@ -23,12 +24,13 @@ BASE_ALLOCATIONS = [
 
 #: baseline cost ÷ planned cost per substrate kind in the default documents (the old mix was dearer on demand)
 BASELINE_FACTOR = {"owned": 1.0, "reserved": 1.0, "spot": 0.4, "on_demand": 4.0, "api": 2.5}
+#: the fixture's stand-in attribution: each kind's saving credited to one lever (a real plan re-solves)
 LEVER_OF_KIND = {
-    "owned": "idle_reclaimed",
-    "on_demand": "idle_reclaimed",
-    "spot": "spot_shift",
-    "reserved": "commitment_sizing",
-    "api": "api_overflow",
+    "owned": "right_sizing",
+    "on_demand": "right_sizing",
+    "spot": "spot",
+    "reserved": "commitments",
+    "api": "api",
 }
 
 
@@ -48,10 +50,11 @@ def make_plan(
 ) -> dict[str, Any]:
     """A plan JSON document shaped like the planner's: ``planned_cost`` = Σ allocation + Σ commitment + sunk.
 
-    With ``planner_extras`` it carries what ``finops plan`` adds (``by_substrate``, ``savings_breakdown``,
-    ``baseline_source``, per-allocation ``netc_overhead``), consistent with the totals: the baseline per
+    With ``planner_extras`` it carries what ``finops plan`` adds (``by_substrate``, ``cost_change_by_kind``,
+    ``savings_by_lever``, ``baseline_source``, per-allocation ``netc_overhead``), consistent with the totals:
+    the baseline per
     substrate is the planned cost × :data:`BASELINE_FACTOR` of its kind (``baseline_cost="derived"``) and
-    the savings breakdown is baseline − plan per lever.
+    each kind's saving is credited to one lever (:data:`LEVER_OF_KIND`).
     """
     allocations = BASE_ALLOCATIONS if allocations is None else allocations
     commitments = (
@@ -110,10 +113,26 @@ def make_plan(
             for s in sorted(planned_by_s)
         ]
         if baseline_cost is not None:
-            levers = dict.fromkeys(["idle_reclaimed", "spot_shift", "commitment_sizing", "api_overflow"], 0.0)
+            change: dict[str, float] = {}
+            levers = dict.fromkeys(LEVER_ORDER, 0.0)
             for s, v in planned_by_s.items():
+                change[kind_of[s]] = change.get(kind_of[s], 0.0) + v - base_by_s[s]
                 levers[LEVER_OF_KIND[kind_of[s]]] += base_by_s[s] - v
-            doc["savings_breakdown"] = levers
+            doc["cost_change_by_kind"] = change
+            doc["savings_by_lever"] = {
+                "method": "shapley",
+                "levers": [
+                    {"lever": k, "label": LEVER_LABELS[k], "saving": v, "applied": bool(v),
+                     "evidence": ("measured" if k == "right_sizing" else "modelled") if v else "not_applied",
+                     "basis": "fixture"}
+                    for k, v in levers.items()
+                ],
+                "residual": 0.0,
+                "residual_basis": "fixture",
+                "model_baseline_cost": baseline_cost,
+                "solves": 7,
+                "seconds": 0.5,
+            }  # fmt: skip
         doc["clearing_prices"] = [
             {"workload": w, "block": -1, "hours": float(hours), "price_per_unit": round(c / u, 6)}
             for w, _, _, _, u, c in allocations

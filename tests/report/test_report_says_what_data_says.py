@@ -7,10 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
-from finops_cli.core.baseline import savings_breakdown
 from finops_cli.report.markdown import (
     ReportInputs,
     WasteInputs,
@@ -18,7 +16,6 @@ from finops_cli.report.markdown import (
     render_markdown,
     write_report,
 )
-from finops_cli.schema.estate import Fleet
 from finops_cli.schema.plan import PlanDocument
 from tests.report.conftest import make_plan
 
@@ -138,34 +135,51 @@ def test_latency_critical_work_on_spot_in_cost_mode_is_a_visible_risk() -> None:
     assert "Latency-critical work on spot" not in calm
 
 
-def test_the_spot_lever_counts_interruptible_work_only() -> None:
-    doc = _latency_on_spot("cost")
+def _lever(doc: dict[str, Any], lever: str) -> dict[str, Any]:
+    return next(r for r in doc["savings_by_lever"]["levers"] if r["lever"] == lever)
+
+
+def test_a_lever_is_described_by_its_evidence_and_idle_is_never_a_second_lever() -> None:
+    doc = make_plan()
+    rs = _lever(doc, "right_sizing")
+    for evidence, words in (("measured", "idle measured from utilisation"), ("inferred", "idle inferred")):
+        rs["evidence"] = evidence
+        md = render_markdown(ReportInputs(plan=_plan(doc), waste=_waste("2026-10")))
+        summary = _summary(md)
+        assert words in summary
+        if evidence == "inferred":
+            assert "idle measured" not in summary
+        # idle measured in the store is stated once as a measurement; it is never added as a lever of its own
+        assert "idle GPUs to work" not in md
+        assert summary.count("The levers that earned it") == 1
+    rs.update(evidence="not_measured", applied=False)
+    md = render_markdown(ReportInputs(plan=_plan(doc)))
+    assert "right-sizing" not in _summary(md)
+    assert "Idle waste was not measured" in _summary(md)
+
+
+def test_the_lever_table_adds_up_to_the_saving_and_keeps_the_per_kind_change_apart() -> None:
+    doc = make_plan()
+    doc["savings_by_lever"]["residual"] = 10.0
+    _lever(doc, "spot")["saving"] -= 10.0
     plan = _plan(doc)
-    spot_shift = plan.savings_breakdown.spot_shift  # type: ignore[union-attr]
-    rows = dict((name, value) for name, value in levers(plan))
-    assert rows["shifting interruptible work to spot"] == pytest.approx(spot_shift + 2_000.0)
-    assert rows["non-interruptible work placed on spot (a risk, not a lever)"] == pytest.approx(-2_000.0)
-    assert sum(rows.values()) == pytest.approx(sum(doc["savings_breakdown"].values()))
+    rows = levers(plan)
+    assert sum(v for _, v in rows) == pytest.approx(doc["totals"]["savings"])
+    md = render_markdown(ReportInputs(plan=plan))
+    assert "Cost change by substrate kind (where the cost lands, not what earned it)" in md
+    assert "not attributed to a lever" in md
 
 
-def test_planner_breakdown_moves_non_interruptible_spot_out_of_the_lever() -> None:
-    fleet = Fleet.model_validate(
-        {
-            "version": 1,
-            "substrates": [
-                {"id": "spot", "provider": "aws", "kind": "spot", "accelerator": "H100", "jurisdiction": "US",
-                 "gpus": 8, "price_per_gpu_hour": 2.0, "interruptions_per_hour": 0.05},
-                {"id": "od", "provider": "aws", "kind": "on_demand", "accelerator": "H100", "jurisdiction": "US",
-                 "price_per_gpu_hour": 6.0},
-            ],
-        }
-    )  # fmt: skip
-    base = pd.Series({"od": 1000.0})
-    plan = pd.Series({"spot": 300.0, "od": 100.0})
-    out = savings_breakdown(base, plan, fleet, non_interruptible_spot_cost=120.0)
-    assert out["spot_shift"] == pytest.approx(-300.0 + 120.0)
-    assert out["spot_non_interruptible"] == pytest.approx(-120.0)
-    assert sum(out.values()) == pytest.approx(1000.0 - 400.0)  # still adds up to the savings
+def test_a_plan_written_before_the_attribution_claims_no_lever() -> None:
+    doc = make_plan()
+    doc.pop("savings_by_lever")
+    doc.pop("cost_change_by_kind")
+    doc["savings_breakdown"] = {"idle_reclaimed": 11.0, "spot_shift": -3.1, "commitment_sizing": 0.0,
+                                "api_overflow": 0.0}  # fmt: skip
+    md = render_markdown(ReportInputs(plan=_plan(doc)))
+    assert levers(_plan(doc)) == []
+    assert "idle reclaimed" not in md.lower() and "The levers that earned it" not in md
+    assert "Savings by lever not available" in md
 
 
 def test_the_report_cites_only_shipped_documents() -> None:

@@ -138,7 +138,7 @@ def test_dispatch_needs_a_trace(estate):
 def test_market_all_policies_table():
     r = _invoke("simulate", "market", "--scenario", str(SAMPLE), "--policy", "all")
     assert r.exit_code == 0, r.output
-    for name in ("fcfs", "fcfs-preempt", "on-demand", "renegotiate"):
+    for name in ("fcfs", "fcfs-preempt", "spot", "on-demand", "renegotiate"):
         assert name in r.stdout
     assert "Trainium → A10" in r.stdout
 
@@ -152,7 +152,7 @@ def test_market_json_has_event_log_and_markdown_renders(tmp_path: Path):
     assert {t["tenant"] for t in doc["tenants"]} == {"app-a", "app-b"}
     r = _invoke("simulate", "market", "--scenario", str(SAMPLE), "--policy", "all", "--format", "json", "--no-events")
     names = [p["policy"] for p in json.loads(r.stdout)["policies"]]
-    assert names == ["fcfs", "fcfs-preempt", "on-demand", "renegotiate"]
+    assert names == ["fcfs", "fcfs-preempt", "spot", "on-demand", "renegotiate"]
     r = _invoke("simulate", "market", "--scenario", str(SAMPLE), "--format", "markdown")
     assert r.exit_code == 0 and r.stdout.startswith("# Market simulation")
 

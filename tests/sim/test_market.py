@@ -27,56 +27,73 @@ def _sample() -> Scenario:
 
 
 def test_worked_example_renegotiate():
+    """The workshop paper's example from Table 1's own inputs: B at minute 0, A at minute 5."""
     res, t = _run(_sample(), "renegotiate")
-    bids = {e["tenant"]: e["price"] for e in _events(res, "bid") if e["t"] == 0}
-    assert bids["app-a"] == pytest.approx(0.687, abs=0.003)  # 0.804 × 0.30 / 0.35 = 0.6891
-    assert bids["app-b"] == pytest.approx(0.762, abs=0.001)  # 0.548 × 0.32 / 0.23 = 0.7624
-    # B wins the A10 and pays A's bid; A runs on Trainium
-    a10_prices = [(e["t"], e["price"]) for e in _events(res, "price") if e["accelerator"] == "A10/0"]
-    assert a10_prices[0] == (0.0, pytest.approx(bids["app-a"]))
+    bids = [(round(e["t"], 4), e["tenant"], e["price"]) for e in _events(res, "bid")]
+    # B alone at 0; A's break-even at minute 5: Trainium 0.30 h × $0.804 ÷ 0.35 h on the A10
+    assert bids[1][:2] == (0.0833, "app-a") and bids[1][2] == pytest.approx(0.687, abs=0.003)
+    # B defends mid-epoch, adding its checkpoint-restart: (0.32 × 0.469 + 0.025) ÷ 0.23
+    assert bids[2][:2] == (0.0833, "app-b") and bids[2][2] == pytest.approx(0.762, abs=0.002)
+    # B keeps the A10 and pays A's bid (second price); A runs on Trainium, its bid open
+    a10 = [(round(e["t"], 4), e["price"]) for e in _events(res, "price") if e["accelerator"] == "A10/0"]
+    assert a10[0] == (0.0833, pytest.approx(bids[1][2]))
     assert [e["accelerator"] for e in _events(res, "start")] == ["A10/0", "Trainium/0"]
-    # at its checkpoint B re-bids ≈ 0.652, loses, moves to the L4; A moves at its own checkpoint paying 0.652
-    (rebid,) = [e for e in _events(res, "bid", "app-b") if e["t"] > 0]
-    assert rebid["t"] == pytest.approx(0.15) and rebid["price"] == pytest.approx(0.652, abs=0.001)
-    assert [(e["t"], e["accelerator"]) for e in _events(res, "migrate")] == [
-        (pytest.approx(0.15), "L4/0"),
-        (pytest.approx(0.2), "A10/0"),
+    # at its checkpoint B re-bids its plain break-even 0.15 ÷ 0.23 = 0.652, loses and moves to the L4
+    assert bids[3][:2] == (0.15, "app-b") and bids[3][2] == pytest.approx(0.652, abs=0.001)
+    assert len(bids) == 4
+    assert [(round(e["t"], 4), e["tenant"], e["accelerator"]) for e in _events(res, "migrate")] == [
+        (0.15, "app-b", "L4/0"),
+        (0.1833, "app-a", "A10/0"),  # A finishes its epoch on Trainium, then loads its checkpoint
     ]
     (move_a,) = _events(res, "migrate", "app-a")
     assert move_a["price"] == pytest.approx(0.652, abs=0.001)
-    # the price returns to the base when B finishes
-    assert a10_prices[-1] == (pytest.approx(t["app-b"].finish_hours), pytest.approx(0.606))
+    # when B finishes the contention is gone and the price falls to the $0.606 base
+    assert a10[-1] == (round(t["app-b"].finish_hours, 4), pytest.approx(0.606))
     assert t["app-a"].accelerators == ["Trainium", "A10"] and t["app-b"].accelerators == ["A10", "L4"]
-    # money: every segment at its price, plus one checkpoint-restart each
-    b_cost = 0.15 * bids["app-a"] + (0.32 * 0.08 / 0.23) * 0.548 + 0.0088
-    assert t["app-b"].cost == pytest.approx(b_cost)
-    a_cost = 0.2 * 0.804 + (t["app-b"].finish_hours - 0.2) * rebid["price"] + 0.0088
+    # money: every segment at its price, one checkpoint-restart each, and A pays the A10 it won while
+    # it finished its epoch on Trainium (double-paying rather than losing progress)
+    p_a, p_b = bids[1][2], bids[3][2]
+    b_cost = (1 / 12) * 0.606 + (0.15 - 1 / 12) * p_a + (0.32 * 0.08 / 0.23) * 0.469 + 0.025
+    assert t["app-b"].cost == pytest.approx(b_cost, abs=1e-6)
+    t_a = 1 / 12 + 0.1
+    a_cost = 0.1 * 0.804 + (t_a - 0.15) * p_b + 0.025 + (t["app-b"].finish_hours - t_a) * p_b
     a_cost += (t["app-a"].finish_hours - t["app-b"].finish_hours) * 0.606
-    assert t["app-a"].cost == pytest.approx(a_cost)
+    assert t["app-a"].cost == pytest.approx(a_cost, abs=1e-6)
     assert all(x.work_lost_hours == 0 for x in res.tenants)
 
 
 def test_worked_example_fcfs_both_arrival_orders():
-    _, a_first = _run(_sample(), "fcfs")
-    assert a_first["app-a"].accelerators == ["A10"] and a_first["app-b"].accelerators == ["L4"]
-    assert a_first["app-a"].cost == pytest.approx(0.35 * 0.606)
-    assert a_first["app-b"].cost == pytest.approx(0.32 * 0.548)
-    assert a_first["app-b"].performance_retained == pytest.approx(0.23 / 0.32)
-    raw = yaml.safe_load(SAMPLE.read_text())
-    raw["tenants"].reverse()  # same arrival time: listing order decides
-    _, b_first = _run(Scenario.model_validate(raw), "fcfs")
+    _, b_first = _run(_sample(), "fcfs")  # the sample: B at minute 0, A at minute 5
     assert b_first["app-b"].accelerators == ["A10"] and b_first["app-a"].accelerators == ["Trainium"]
     assert b_first["app-a"].cost == pytest.approx(0.30 * 0.804)
     assert b_first["app-a"].performance_retained == pytest.approx(1.0)
-
-
-def test_incumbent_add_option_keeps_b_on_the_a10():
     raw = yaml.safe_load(SAMPLE.read_text())
-    raw["options"] = {"incumbent_migration": "add"}
-    res, t = _run(Scenario.model_validate(raw), "renegotiate")
-    assert t["app-b"].accelerators == ["A10"] and t["app-b"].migrations == 0
-    (rebid,) = [e for e in _events(res, "bid", "app-b") if e["t"] > 0]
-    assert rebid["price"] == pytest.approx(0.762 + 0.11, abs=0.002)
+    raw["tenants"][0]["arrival_hours"], raw["tenants"][1]["arrival_hours"] = 0.0, 1 / 12  # A first
+    _, a_first = _run(Scenario.model_validate(raw), "fcfs")
+    assert a_first["app-a"].accelerators == ["A10"] and a_first["app-b"].accelerators == ["L4"]
+    assert a_first["app-a"].cost == pytest.approx(0.35 * 0.606)
+    assert a_first["app-b"].cost == pytest.approx(0.15, abs=1e-3)  # Table 1: $0.15 (+8 %)
+    assert a_first["app-b"].performance_retained == pytest.approx(0.23 / 0.32)
+
+
+def test_incumbent_subtract_ablation_gives_the_a10_to_a_at_once():
+    """The ablation: an incumbent that *subtracts* its migration cost defends 0.652 − 0.109 = 0.543 at
+    minute 5 and loses to A's 0.689 there; it still leaves only at its checkpoint."""
+    raw = yaml.safe_load(SAMPLE.read_text())
+    raw["options"] = {"incumbent_migration": "subtract"}
+    res, _ = _run(Scenario.model_validate(raw), "renegotiate")
+    (defence,) = [e for e in _events(res, "bid", "app-b") if 0 < e["t"] < 0.1]
+    assert defence["price"] == pytest.approx((0.15 - 0.025) / 0.23, abs=1e-3)
+    (lose,) = _events(res, "lose", "app-b")
+    assert lose["t"] == pytest.approx(1 / 12)
+    assert _events(res, "migrate", "app-b")[0]["t"] == pytest.approx(0.15)
+
+
+def test_incumbent_adds_migration_cost_only_mid_epoch():
+    """`add`: mid-epoch the defence carries the checkpoint-restart; at a checkpoint it is the break-even."""
+    res, _ = _run(_sample(), "renegotiate")
+    b = [e["price"] for e in _events(res, "bid", "app-b")]
+    assert b[1] - b[2] == pytest.approx(0.025 / 0.23, abs=1e-6)
 
 
 # --- auction rules --------------------------------------------------------------------------------
@@ -166,8 +183,9 @@ def test_floor_fall_rate_bounds_the_drop():
 def test_bid_clip_caps_a_bid_relative_to_current_price():
     sc = _scenario(_POOLS, [_bidder("a", 3.0)], bid_clip=0.1)
     res, _ = _run(sc, "renegotiate")
-    (bid,) = _events(res, "bid", "a")
-    assert bid["price"] == pytest.approx(0.5 * 1.1)
+    bid, defence = _events(res, "bid", "a")
+    assert bid["price"] == pytest.approx(0.5 * 1.1)  # an incoming bid: clipped to (1 + clip) × the price
+    assert defence["price"] == pytest.approx(3.0)  # the incumbent's defence is never clipped
 
 
 def test_fallback_holder_can_be_displaced_and_everyone_finishes():
@@ -320,10 +338,44 @@ def test_property_nobody_beats_on_demand_on_cost(sc):
     """On-demand runs each tenant on its cheapest type at base price: every unit of progress under any
     policy costs at least that (prices never fall below base; lost work and migrations only add)."""
     results = {r.policy: {t.tenant: t for t in r.tenants} for r in simulate_market(sc, "all")}
+    share = sc.options.spot_price_share
     for policy, tenants in results.items():
         for tid, t in tenants.items():
             assert t.finish_hours is not None, (policy, tid)
-            assert t.cost >= results["on-demand"][tid].cost - 1e-9, (policy, tid)
+            # the spot class is sold at a discount: never below that share of on-demand
+            floor = results["on-demand"][tid].cost * (share if policy == "spot" else 1.0)
+            assert t.cost >= floor - 1e-9, (policy, tid)
+
+
+# --- the spot class -------------------------------------------------------------------------------
+
+
+def test_spot_is_cheaper_and_the_provider_reclaims_it_bid_blind():
+    """A batch tenant (no value of time) buys spot at 30 % of base; an on-demand arrival finding the
+    cluster full makes the provider reclaim it, whatever it would pay: it loses its work since its
+    checkpoint and waits for capacity."""
+    pools = [{"type": "X", "count": 1, "base_price_per_hour": 1.0}]
+    sc = _scenario(
+        pools,
+        [
+            {"id": "batch", "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.25},
+            {
+                "id": "urgent",
+                "arrival_hours": 0.4,
+                "execution_hours": {"X": 1.0},
+                "checkpoint_interval_hours": 0.25,
+                "value_per_hour": 0.01,  # any value of time: it buys on-demand
+            },
+        ],
+    )
+    res, t = _run(sc, "spot")
+    (pre,) = _events(res, "preempt")
+    assert pre["tenant"] == "batch" and pre["t"] == pytest.approx(0.4)
+    assert t["batch"].work_lost_hours == pytest.approx(0.15)  # 0.4 − its checkpoint at 0.25
+    assert t["urgent"].cost == pytest.approx(1.0) and t["urgent"].finish_hours == pytest.approx(1.4)
+    # batch: 0.4 h at spot price, then restarts from 0.25 after urgent leaves: 0.75 h more at spot price
+    assert t["batch"].cost == pytest.approx(0.3 * (0.4 + 0.75))
+    assert t["batch"].finish_hours == pytest.approx(2.15)
 
 
 def test_scenario_errors_name_the_field(tmp_path: Path):

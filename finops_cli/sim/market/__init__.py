@@ -1,6 +1,7 @@
 """The continuous-renegotiation market simulator: one policy per module, a shared :class:`Policy` base.
 
-``fcfs`` (allocations fixed for life), ``fcfs-preempt`` (spot-like), ``on-demand`` (no contention) and
+``fcfs`` (allocations fixed for life), ``spot`` (the cloud spot class), ``fcfs-preempt`` (a value-aware
+preemptive oracle), ``on-demand`` (no contention) and
 ``renegotiate`` (LaissezCloud). :func:`simulate_market` runs one or all of them on a scenario.
 """
 
@@ -12,9 +13,10 @@ from finops_cli.sim.market.fcfs_preempt import FCFSPreempt
 from finops_cli.sim.market.on_demand import OnDemand
 from finops_cli.sim.market.renegotiate import Renegotiate
 from finops_cli.sim.market.scenario import AcceleratorPool, MarketOptions, Scenario, Tenant
+from finops_cli.sim.market.spot import Spot
 
 #: Registry: policy name → class (``all`` runs them in this order).
-POLICIES: dict[str, type[Policy]] = {p.name: p for p in (FCFS, FCFSPreempt, OnDemand, Renegotiate)}
+POLICIES: dict[str, type[Policy]] = {p.name: p for p in (FCFS, FCFSPreempt, Spot, OnDemand, Renegotiate)}
 
 
 def simulate_market(

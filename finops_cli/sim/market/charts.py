@@ -14,7 +14,8 @@ from finops_cli.atomic import atomic_path
 
 POLICY_STYLE = {
     "fcfs": ("#9e9e9e", "o", "FCFS (on-demand contract)"),
-    "fcfs-preempt": ("#dd8452", "s", "FCFS + preemption (spot-like)"),
+    "fcfs-preempt": ("#dd8452", "s", "spot oracle (value-aware preemption)"),
+    "spot": ("#c62828", "v", "spot (opt-in class, provider preempts)"),
     "renegotiate": ("#1565c0", "^", "renegotiate (LaissezCloud)"),
     "on-demand": ("#2e7d32", "D", "on-demand, uncontended"),
 }
@@ -45,17 +46,26 @@ def _pct_axis(ax: Any) -> None:
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
 
 
+def _policies(doc: dict[str, Any]) -> list[str]:
+    """The compared policies present in an experiment's rows, in legend order."""
+    present = {r.get("policy") for r in doc["rows"]}
+    return [p for p in ("fcfs", "spot", "fcfs-preempt", "renegotiate") if p in present]
+
+
 def contention_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """Figure 6 shape: per composition, performance retained (top) and cost (bottom) vs contention."""
     plt = _plt()
     comps = list(dict.fromkeys(r["composition"] for r in doc["rows"]))
     fig, axes = plt.subplots(2, len(comps), figsize=(4.2 * len(comps), 6.5), squeeze=False, sharex=True, sharey="row")
     for c, comp in enumerate(comps):
-        for policy in ("fcfs", "fcfs-preempt", "renegotiate"):
+        for policy in _policies(doc):
             rows = [r for r in doc["rows"] if r["composition"] == comp and r["policy"] == policy]
             colour, marker, label = POLICY_STYLE[policy]
             x = [r["contention"] for r in rows]
-            axes[0][c].plot(x, [r["retained"] for r in rows], marker=marker, color=colour, label=label)
+            err = [r.get("retained_ci") or 0.0 for r in rows]
+            axes[0][c].errorbar(
+                x, [r["retained"] for r in rows], yerr=err, marker=marker, color=colour, label=label, capsize=3
+            )
             axes[1][c].plot(x, [r["cost"] for r in rows], marker=marker, color=colour, label=label)
         axes[0][c].set_title(comp)
         _pct_axis(axes[0][c])
@@ -63,7 +73,7 @@ def contention_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     axes[0][0].set_ylabel("performance retained vs uncontended")
     axes[1][0].set_ylabel("cost paid (USD)")
     axes[0][0].legend(fontsize=8)
-    fig.suptitle(f"Contention: performance and cost per policy (seed {doc['params'].get('seed')})")
+    fig.suptitle(f"Contention: performance and cost per policy (mean, 95 % CI over seeds {doc['params'].get('seeds')})")
     return _save(fig, path)
 
 
@@ -161,7 +171,7 @@ def operator_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     cap = doc["summary"].get("cap")
     for c, rho in enumerate(levels):
         ax = axes[0][c]
-        for policy in ("fcfs", "fcfs-preempt", "renegotiate"):
+        for policy in _policies(doc):
             tl = doc["series"].get(f"{policy} rho={rho:g}") or []
             if tl:
                 colour, _m, label = POLICY_STYLE[policy]
@@ -177,12 +187,31 @@ def operator_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     return _save(fig, path)
 
 
+def urgency_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Figure 7: the probe's cost vs performance per urgency level and policy."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for policy in dict.fromkeys(r["policy"] for r in doc["rows"]):
+        rows = [r for r in doc["rows"] if r["policy"] == policy and r["cost"] is not None]
+        colour, marker, label = POLICY_STYLE[policy]
+        ax.scatter([r["cost"] for r in rows], [r["retained"] for r in rows], color=colour, marker=marker, label=label)
+        for r in rows:
+            ax.annotate(r["urgency"], (r["cost"], r["retained"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+    ax.set_xlabel("probe tenant's cost (USD)")
+    ax.set_ylabel("probe's performance retained (best time ÷ achieved)")
+    _pct_axis(ax)
+    ax.legend(fontsize=8)
+    ax.set_title("Urgency: what one tenant pays and gets (labels: its value of time)")
+    return _save(fig, path)
+
+
 CHARTS = {
     "contention": contention_chart,
     "overhead": overhead_chart,
     "volatility": volatility_chart,
     "frontier": frontier_chart,
     "operator": operator_chart,
+    "urgency": urgency_chart,
 }
 
 

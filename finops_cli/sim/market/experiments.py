@@ -19,6 +19,8 @@ Metrics (per policy, over the tenants of one scenario):
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,8 +30,12 @@ from finops_cli.sim.market import families
 from finops_cli.sim.market.base import PolicyResult
 from finops_cli.sim.market.scenario import Scenario, Tenant
 
-EXPERIMENTS = ("contention", "overhead", "volatility", "frontier", "operator")
-BASELINES = ("fcfs", "fcfs-preempt")
+EXPERIMENTS = ("contention", "overhead", "volatility", "frontier", "operator", "urgency")
+#: The spot baseline: ``paper`` — the cloud spot class (opt-in, cheaper, unilateral preemption);
+#: ``oracle`` — ``fcfs-preempt`` (value-aware preemption by launch-time bid, base price).
+SPOT_POLICIES = {"paper": "spot", "oracle": "fcfs-preempt"}
+#: Seeds per point when not given: each table cell is a mean with a 95 % interval over these.
+DEFAULT_SEEDS = {"small": 3, "full": 5}
 
 
 @dataclass
@@ -128,23 +134,23 @@ FLOOR_FALLS: tuple[float | None, ...] = (None, 2.0, 0.5, 0.1)
 BUDGET_MULTIPLES: tuple[float | None, ...] = (0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, None)
 
 
-def contention(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+def contention(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
     """Figure 6: retained performance and cost per policy across contention levels and compositions."""
     rows: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {"reduction_vs": {b: [] for b in BASELINES}}
+    summary: dict[str, Any] = {"reduction_vs": {b: [] for b in ("fcfs", spot)}}
     for comp in families.COMPOSITIONS:
         for rho in families.CONTENTION_LEVELS:
             sc = families.generate(comp, rho, n_accelerators=n_accelerators, window_hours=window_hours, seed=seed)
             ref = _run(sc, "on-demand")
-            by_policy = {p: metrics(_run(sc, p), ref) for p in ("fcfs", "fcfs-preempt", "renegotiate")}
+            by_policy = {p: metrics(_run(sc, p), ref) for p in ("fcfs", spot, "renegotiate")}
             for m in by_policy.values():
                 rows.append({"composition": comp, "contention": rho, **m})
-            for b in BASELINES:
+            for b in ("fcfs", spot):
                 d_b, d_r = by_policy[b]["degradation"], by_policy["renegotiate"]["degradation"]
                 summary["reduction_vs"][b].append(
                     {"composition": comp, "contention": rho, "reduction": _reduction(d_b, d_r), "points": d_b - d_r}
                 )
-    for b in BASELINES:
+    for b in ("fcfs", spot):
         vals = [r["reduction"] for r in summary["reduction_vs"][b] if r["reduction"] is not None]
         summary[f"reduction_vs_{b}_range"] = [min(vals), max(vals)] if vals else None
     cols = ["composition", "contention", "policy", "tenants", "retained", "retained_urgent", "fastest_retained"]
@@ -178,7 +184,7 @@ def _scaled(sc: Scenario, *, overhead: float = 1.0, estimate: float = 1.0) -> Sc
     return sc.model_copy(update={"tenants": tenants})
 
 
-def overhead(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+def overhead(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
     """Figures 13 and 15: migration cost × a multiplier until renegotiation acts like FCFS; mis-estimation.
 
     The multiplier sweep runs twice: with the incumbent *subtracting* its migration cost from its
@@ -232,7 +238,7 @@ def _degenerate(sweep: list[dict[str, Any]]) -> float | None:
     return found
 
 
-def volatility(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+def volatility(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
     """Figure 14: ``bid_clip`` × ``floor_fall_per_hour``: churn (migrations per tenant-hour) vs performance."""
     base = _focus(n_accelerators, window_hours, seed)
     ref = _run(base, "on-demand")
@@ -257,7 +263,7 @@ def volatility(n_accelerators: int, window_hours: float, seed: int) -> Experimen
     return ExperimentResult("volatility", {}, cols, rows, summary)
 
 
-def frontier(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
     """Figure 8: one tenant's cost vs its performance retained as its budget varies; spot-like and
     on-demand points for the same tenant."""
     base = _focus(n_accelerators, window_hours, seed)
@@ -287,9 +293,11 @@ def frontier(n_accelerators: int, window_hours: float, seed: int) -> ExperimentR
             "budget": budget,
             "cost": t.cost,
             "completion_hours": t.completion_hours,
-            "retained": None if not t.completion_hours else min(1.0, best / t.completion_hours),
+            # an unfinished job (its money ran out, or never covered it) retained nothing
+            "retained": 0.0 if not t.completion_hours else min(1.0, best / t.completion_hours),
             "migrations": t.migrations,
             "deadline_missed": t.deadline_missed,
+            "budget_exhausted": t.budget_exhausted,
         }
 
     def with_probe(budget: float | None) -> Scenario:
@@ -299,12 +307,65 @@ def frontier(n_accelerators: int, window_hours: float, seed: int) -> ExperimentR
         budget = None if multiple is None else multiple * cheapest
         rows.append(probe_row(with_probe(budget), "renegotiate", budget, multiple))
     plain = with_probe(None)
-    for policy in ("fcfs", "fcfs-preempt", "on-demand"):
+    for policy in ("fcfs", spot, "on-demand"):
         rows.append(probe_row(plain, policy, None, None))
     summary = {"probe_cheapest_cost": cheapest, "probe_best_hours": best}
     cols = ["policy", "budget_multiple", "budget", "cost", "completion_hours", "retained", "migrations"]
-    cols += ["deadline_missed"]
+    cols += ["deadline_missed", "budget_exhausted"]
     return ExperimentResult("frontier", {}, cols, rows, summary)
+
+
+#: The urgency experiment's value-of-time profiles (USD/h): constant levels, and one that rises from 0 to 30
+#: over the probe's best time × 1.5 (Fig. 2's tenant whose willingness to pay grows).
+URGENCY_LEVELS: tuple[float, ...] = (0.0, 1.0, 3.0, 10.0, 30.0)
+
+
+def urgency(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+    """Figure 7: one tenant's cost and performance as its urgency (value of time) varies, per policy.
+
+    The probe (4 units of work on all five types, mid-window arrival, no deadline, no budget) runs on the
+    focus scenario with each constant value of time in :data:`URGENCY_LEVELS` and with a rising one. Under
+    ``renegotiate`` its agent bids what finishing sooner is worth at live prices: a low-urgency tenant
+    settles for cheaper allocations. ``spot`` and ``on-demand`` decide at launch (the probe opts into spot).
+    """
+    base = _focus(n_accelerators, window_hours, seed)
+    hours = {k: families.ACCELERATORS[k][1] for k in families.COMPOSITIONS[FOCUS_COMPOSITION]}
+    work = 4.0
+    best = work * min(hours.values())
+    probe: dict[str, Any] = {
+        "id": "probe-urgency",
+        "arrival_hours": window_hours / 2,
+        "work": work,
+        "execution_hours": hours,
+        "checkpoint_interval_hours": 0.5,
+        "checkpoint_restart_cost": 0.25,
+        "restart_hours": 0.02,
+    }
+    profiles: list[tuple[str, dict[str, Any]]] = [(f"{v:g} $/h", {"value_per_hour": v}) for v in URGENCY_LEVELS]
+    profiles.append(
+        ("0 → 30 $/h", {"value_per_hour": 0.0, "value_ramp": {"to_value_per_hour": 30.0, "over_hours": 1.5 * best}})
+    )
+    rows: list[dict[str, Any]] = []
+    for label, value in profiles:
+        for policy in ("renegotiate", spot, "on-demand"):
+            extra = {"spot_opt_in": True} if policy == spot else {}
+            tenant = Tenant.model_validate({**probe, **value, **extra})
+            res = _run(base.model_copy(update={"tenants": [*base.tenants, tenant]}), policy)
+            (t,) = [x for x in res.tenants if x.tenant == "probe-urgency"]
+            rows.append(
+                {
+                    "urgency": label,
+                    "policy": policy,
+                    "cost": t.cost,
+                    "completion_hours": t.completion_hours,
+                    "retained": 0.0 if not t.completion_hours else min(1.0, best / t.completion_hours),
+                    "migrations": t.migrations,
+                    "first_type": t.accelerators[0] if t.accelerators else None,
+                    "types": " → ".join(t.accelerators),
+                }
+            )
+    cols = ["urgency", "policy", "cost", "completion_hours", "retained", "migrations", "first_type", "types"]
+    return ExperimentResult("urgency", {}, cols, rows, {"probe_best_hours": best})
 
 
 #: The operator experiment's power-capped group: H100s in dense racks, a little cheaper at base, whose
@@ -318,7 +379,7 @@ CAPPED = {
 OPERATOR_LEVELS = (0.8, 1.2)
 
 
-def operator(n_accelerators: int, window_hours: float, seed: int) -> ExperimentResult:
+def operator(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
     """Figure 11 (InfraMaps): a power cap expressed only as a price steers load off a group of accelerators."""
     extra = [
         {
@@ -341,7 +402,7 @@ def operator(n_accelerators: int, window_hours: float, seed: int) -> ExperimentR
             hours_alias={"H100-dense": "H100"},
         )
         ref = _run(sc, "on-demand")
-        for policy in ("fcfs", "fcfs-preempt", "renegotiate"):
+        for policy in ("fcfs", spot, "renegotiate"):
             res = _run(sc, policy)
             load = res.load.get("H100-dense", {})
             rows.append(
@@ -360,13 +421,76 @@ def operator(n_accelerators: int, window_hours: float, seed: int) -> ExperimentR
     return ExperimentResult("operator", {"capped_group": CAPPED}, cols, rows, summary, series)
 
 
-RUNNERS: dict[str, Callable[[int, float, int], ExperimentResult]] = {
+RUNNERS: dict[str, Callable[[int, float, int, str], ExperimentResult]] = {
     "contention": contention,
     "overhead": overhead,
     "volatility": volatility,
     "frontier": frontier,
     "operator": operator,
+    "urgency": urgency,
 }
+
+
+#: The columns that name a table cell (everything else is a metric averaged over seeds).
+KEYS = {
+    "contention": ("composition", "contention", "policy"),
+    "overhead": ("sweep", "multiplier", "estimate"),
+    "volatility": ("bid_clip", "floor_fall_per_hour"),
+    "frontier": ("policy", "budget_multiple"),
+    "operator": ("contention", "policy"),
+    "urgency": ("urgency", "policy"),
+}
+#: Metrics shown with their 95 % interval (``<metric>_ci``: the half-width) in every table.
+CI_METRICS = ("retained", "cost", "churn_per_tenant_hour", "migrations_per_tenant", "capped_mean_load", "points")
+
+#: Two-sided 95 % Student-t quantiles by degrees of freedom (1–9; beyond, 1.96 is close enough for a table).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def mean_ci(values: list[float]) -> tuple[float | None, float | None]:
+    """Mean and the half-width of its 95 % t-interval over seeds (None with fewer than 2 values)."""
+    vals = [v for v in values if v is not None and not math.isnan(v)]
+    if not vals:
+        return None, None
+    m = statistics.fmean(vals)
+    if len(vals) < 2:
+        return m, None
+    return m, _T95.get(len(vals) - 1, 1.96) * statistics.stdev(vals) / math.sqrt(len(vals))
+
+
+def aggregate(name: str, per_seed: list[ExperimentResult]) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per cell: the mean of every numeric metric over seeds, ``<metric>_ci`` for :data:`CI_METRICS`."""
+    keys = KEYS[name]
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for res in per_seed:
+        for row in res.rows:
+            groups.setdefault(tuple(row.get(k) for k in keys), []).append(row)
+    rows = []
+    for key, members in groups.items():
+        out: dict[str, Any] = dict(zip(keys, key, strict=True))
+        out["seeds"] = len(members)
+        for col in members[0]:
+            if col in keys:
+                continue
+            vals = [m.get(col) for m in members]
+            if all(isinstance(v, bool) for v in vals if v is not None):
+                nums = [float(v) for v in vals if v is not None]
+                out[col] = statistics.fmean(nums) if nums else None  # a share of seeds
+                continue
+            if not all(isinstance(v, int | float) for v in vals if v is not None):
+                out[col] = vals[0]
+                continue
+            m, ci = mean_ci([float(v) for v in vals if v is not None])
+            out[col] = m
+            if col in CI_METRICS:
+                out[f"{col}_ci"] = ci
+        rows.append(out)
+    cols: list[str] = []
+    for c in per_seed[0].columns:
+        cols.append(c)
+        if c in CI_METRICS:
+            cols.append(f"{c}_ci")
+    return rows, [*cols, "seeds"]
 
 
 def run_experiment(
@@ -376,13 +500,55 @@ def run_experiment(
     seed: int = 0,
     n_accelerators: int | None = None,
     window_hours: float | None = None,
+    seeds: int | None = None,
+    spot: str = "paper",
 ) -> ExperimentResult:
-    """Run one experiment (a name from :data:`EXPERIMENTS`) on the generated families at ``size``."""
+    """Run one experiment (a name from :data:`EXPERIMENTS`) on the generated families at ``size``, over
+    ``seeds`` seeds from ``seed`` (each cell: the mean and a 95 % interval), with the ``spot`` baseline."""
     if name not in RUNNERS:
         raise ValueError(f"unknown experiment {name!r}; expected one of {', '.join(EXPERIMENTS)}")
+    if spot not in SPOT_POLICIES:
+        raise ValueError(f"unknown spot baseline {spot!r}; expected one of {', '.join(SPOT_POLICIES)}")
     n, w = _size(size, n_accelerators, window_hours)
+    k = seeds or DEFAULT_SEEDS[size]
     t0 = time.perf_counter()
-    out = RUNNERS[name](n, w, seed)
-    out.params = {"size": size, "accelerators": n, "window_hours": w, "seed": seed, **out.params}
-    out.summary["wall_seconds"] = time.perf_counter() - t0
+    per_seed = [RUNNERS[name](n, w, s, SPOT_POLICIES[spot]) for s in range(seed, seed + k)]
+    rows, cols = aggregate(name, per_seed)
+    out = per_seed[0]
+    summary: dict[str, Any] = {}
+    if name == "contention":
+        summary = _contention_summary(per_seed, SPOT_POLICIES[spot])
+    else:
+        summary = {**out.summary, "summary_seed": seed}  # the single-run summary of the first seed
+    params = {"size": size, "accelerators": n, "window_hours": w, "seeds": list(range(seed, seed + k))}
+    result = ExperimentResult(name, {**params, "spot": spot, **out.params}, cols, rows, summary, out.series)
+    result.summary["wall_seconds"] = time.perf_counter() - t0
+    return result
+
+
+def _contention_summary(per_seed: list[ExperimentResult], spot: str) -> dict[str, Any]:
+    """Per cell and baseline: the reduction of degradation by renegotiation, mean and 95 % interval over seeds."""
+    out: dict[str, Any] = {"reduction_vs": {}}
+    for b in ("fcfs", spot):
+        cells: dict[tuple[str, float], list[dict[str, Any]]] = {}
+        for res in per_seed:
+            for r in res.summary["reduction_vs"][b]:
+                cells.setdefault((r["composition"], r["contention"]), []).append(r)
+        agg = []
+        for (comp, rho), rs in cells.items():
+            red, red_ci = mean_ci([r["reduction"] for r in rs if r["reduction"] is not None])
+            pts, pts_ci = mean_ci([r["points"] for r in rs])
+            agg.append(
+                {
+                    "composition": comp,
+                    "contention": rho,
+                    "reduction": red,
+                    "reduction_ci": red_ci,
+                    "points": pts,
+                    "points_ci": pts_ci,
+                }
+            )
+        out["reduction_vs"][b] = agg
+        vals = [float(x) for a in agg if isinstance(x := a["reduction"], float)]
+        out[f"reduction_vs_{b}_range"] = [min(vals), max(vals)] if vals else None
     return out

@@ -30,6 +30,7 @@ arXiv:2604.22509.
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any
 
 from finops_cli.sim.market.base import EPS, Policy
@@ -52,6 +53,7 @@ class Renegotiate(Policy):
         self.claim_bid = [0.0] * n_acc  # the claimant's bid on each accelerator
         self.displaced_bid = [0.0] * n_acc  # a displaced holder's claim: a losing bid until it leaves
         self.claims: list[list[tuple[float, int, int]]] = [[] for _ in self.types]  # (bid, acc, stamp)
+        self.idle_from = [-1.0] * n_acc  # a won accelerator vacated before its winner moved in: billed since
 
     # --- decision points --------------------------------------------------------------------------
 
@@ -70,6 +72,8 @@ class Renegotiate(Policy):
         if self.displaced[i]:
             self.leave(i, t)
             return
+        if self.tenants[i].value_ramp is not None:
+            self.rerank(i, t)
         x = self.pref[i][0]
         a = self.on[i]
         incumbent = self.acc_type[a] == x and r < 0
@@ -97,11 +101,31 @@ class Renegotiate(Policy):
                 return
         self.challenge(i, t)
 
+    def rerank(self, i: int, t: float) -> None:
+        """A tenant whose value of time changes re-ranks its types at its checkpoint: least generalized cost
+        to finish the rest at the floor prices and its value of time *now*. A new first choice withdraws
+        its standing bid; it then bids for the new type (and may move to a cheaper one when urgency is low)."""
+        tenant = self.tenants[i]
+        v = tenant.value_at(t)
+        rest = 1.0 - self.ckpt[i]
+
+        def key(j: int) -> tuple[float, float, int]:
+            h = rest * self.hours[i][j]
+            return (h * (self.floor_price(j) + v) + tenant.penalty_at(t + h), h, j)
+
+        old = self.pref[i][0]
+        self.pref[i] = sorted(self.pref[i], key=key)
+        if self.pref[i][0] != old:
+            self.withdraw(i, t)
+            self.pool[old].discard(i)
+
     def on_finish(self, i: int, a: int, t: float) -> None:
         self.withdraw(i, t)
         self.displaced[i] = False
         r = self.reserved_acc[i]
         if r >= 0:
+            self.bill_idle(r, t)
+            self.idle_from[r] = -1.0
             self.reserved_acc[i] = self.reserved_by[r] = -1
             self.claim_changed(r)
             if self.holder[r] < 0:
@@ -117,8 +141,8 @@ class Renegotiate(Policy):
         x = self.pref[i][0]
         bid = self.willingness_to_pay(i, x, incumbent=incumbent)
         clip = self.opts.bid_clip
-        if clip is not None:
-            ref = self.on[i] if incumbent else (self.reserved_acc[i] if self.reserved_acc[i] >= 0 else self.target[i])
+        if clip is not None and not incumbent:  # clips incoming bids, never an incumbent's defence
+            ref = self.reserved_acc[i] if self.reserved_acc[i] >= 0 else self.target[i]
             current = self.price_at(ref, t) if ref >= 0 else self.floor_price(x)
             bid = min(bid, current * (1.0 + clip))
         return bid
@@ -161,8 +185,10 @@ class Renegotiate(Policy):
     def _best(self, bidders: dict[int, float] | set[int]) -> int:
         best, key = -1, None
         for i in bidders:
-            if self.finish[i] is not None:
+            if self.finish[i] is not None or self.exhausted[i]:
                 continue
+            if self.on[i] >= 0 and self.next_ckpt[i] == math.inf:
+                continue  # it finishes where it runs before it could move: its bid only sets the price
             k = (self.bid[i], -i)
             if key is None or k > key:
                 best, key = i, k
@@ -181,7 +207,7 @@ class Renegotiate(Policy):
                 self.move_in(i, r, t)
                 return
             for j in self.pref[i][1:]:  # run on a free fallback until the holder leaves at its checkpoint
-                a = self.take_free(j)
+                a = self.take_free(j) if self.can_afford(i, j) else -1
                 if a >= 0:
                     self.start(i, a, t)
                     return
@@ -191,12 +217,13 @@ class Renegotiate(Policy):
         if self.on[i] >= 0:
             return
         for j in self.pref[i][1:]:
-            a = self.take_free(j)
+            a = self.take_free(j) if self.can_afford(i, j) else -1
             if a >= 0:
                 self.start(i, a, t)
                 return
-        a = self.take_free(self.pref[i][0])  # bid below the floor, no alternative free: run at the floor
-        if a >= 0:  # rather than wait for nothing (a budget caps bids, not spending)
+        x = self.pref[i][0]  # bid below the floor, no alternative free: run at the floor rather than wait
+        a = self.take_free(x) if self.can_afford(i, x) else -1
+        if a >= 0:
             self.start(i, a, t)
             return
         self.enqueue(i)
@@ -230,9 +257,13 @@ class Renegotiate(Policy):
         for j in ch:
             ch[j] = self.bid[j]
         j = self._best(ch)
+        if j >= 0 and c >= 0 and self.bid[j] > self.claim_bid[a] + EPS and self.holder[a] == c:
+            self.defend(c, a, t)  # the holder's agent answers the challenge with its live defence
         if j >= 0 and (c < 0 or self.bid[j] > self.claim_bid[a] + EPS):
             if c >= 0:
                 if self.reserved_by[a] == c:
+                    self.bill_idle(a, t)
+                    self.idle_from[a] = -1.0
                     self.reserved_acc[c] = -1
                 else:
                     self.displaced[c] = True
@@ -256,10 +287,75 @@ class Renegotiate(Policy):
             if h < 0:
                 if self.on[j] < 0:
                     self.move_in(j, a, t)
+                else:
+                    self._idle(a, t)
             elif self.displaced[h] and self.seg_t0[h] == t and self.progress_at(h, t) <= self.ckpt[h] + EPS:
                 self.leave(h, t)  # started this instant: nothing to checkpoint, it can go now
             return
         self.reprice(a, t)
+
+    def defend(self, c: int, a: int, t: float) -> None:
+        """The running holder ``c`` of ``a`` re-evaluates its claim now (mid-epoch it adds what leaving
+        would cost it; see :meth:`Policy.willingness_to_pay`)."""
+        if self.pref[c][0] == self.acc_type[a]:
+            new_bid = self._bid(c, t, incumbent=True)
+            if abs(new_bid - self.bid[c]) > EPS:
+                self.bid[c] = new_bid
+                self.log(t, "bid", c, a, new_bid)
+        self.claim_changed(a)
+
+    def set_price(self, a: int, target: float, t: float) -> None:
+        self.bill_idle(a, t)
+        super().set_price(a, target, t)
+        r = self.reserved_by[a]
+        if r >= 0 and self.idle_from[a] >= 0:
+            self.schedule_budget(r, t)
+
+    # --- budgets: the idle accelerator a winner reserved is part of what it spends ------------------
+
+    def spent(self, i: int, t: float) -> float:
+        r = self.reserved_acc[i]
+        if r >= 0:
+            self.bill_idle(r, t)
+        return super().spent(i, t)
+
+    def burn_rate(self, i: int, t: float) -> float:
+        r = self.reserved_acc[i]
+        idle = self.price_at(r, t) if r >= 0 and self.idle_from[r] >= 0 else 0.0
+        return super().burn_rate(i, t) + idle
+
+    def _idle(self, a: int, t: float) -> None:
+        """``a`` sits vacated, reserved for a winner still running elsewhere: billed to it from ``t``."""
+        self.idle_from[a] = t
+        self.schedule_budget(self.reserved_by[a], t)
+
+    def on_budget_exhausted(self, i: int, a: int, t: float) -> None:
+        """Out of money: its bids are withdrawn, an accelerator it won is released, the one it held freed."""
+        self.withdraw(i, t)
+        self.pool[self.pref[i][0]].discard(i)
+        self.displaced[i] = False
+        r = self.reserved_acc[i]
+        if r >= 0:
+            self.idle_from[r] = -1.0
+            self.reserved_acc[i] = self.reserved_by[r] = -1
+            self.claim_changed(r)
+            if self.holder[r] < 0:
+                self.on_vacated(r, t)
+        if a >= 0:
+            self.displaced_bid[a] = 0.0
+            self.claim_changed(a)
+            self.reprice(a, t)
+            self.on_vacated(a, t)
+
+    def bill_idle(self, a: int, t: float) -> None:
+        """Charge the winner of ``a`` for the time ``a`` sat reserved for it, idle, up to ``t``."""
+        t0 = self.idle_from[a]
+        r = self.reserved_by[a]
+        if t0 >= 0 and r >= 0 and t > t0:
+            self.charge(r, a, self._price_integral(a, t0, t))
+            self.idle_from[a] = t
+        elif r < 0 or self.holder[a] >= 0:
+            self.idle_from[a] = -1.0
 
     def reprice(self, a: int, t: float) -> None:
         """Price = max(base, best losing bid standing on ``a``)."""
@@ -282,6 +378,8 @@ class Renegotiate(Policy):
     def move_in(self, i: int, a: int, t: float) -> None:
         """Tenant ``i`` takes the accelerator it won (at a checkpoint boundary, or at once if idle)."""
         prev = self.stop(i, t) if self.on[i] >= 0 else -1
+        self.bill_idle(a, t)
+        self.idle_from[a] = -1.0
         self.reserved_by[a] = self.reserved_acc[i] = -1
         self.start(i, a, t)
         self.claim_changed(a)
@@ -320,7 +418,7 @@ class Renegotiate(Policy):
         """At its checkpoint, a holder whose bid is below the load-priced floor moves to a free accelerator
         of its next types, if there is one (else it stays and pays the floor)."""
         for j in self.pref[i][1:]:
-            b = self.take_free(j)
+            b = self.take_free(j) if self.can_afford(i, j) else -1
             if b >= 0:
                 a = self.stop(i, t)
                 self.claim_changed(a)
@@ -333,7 +431,9 @@ class Renegotiate(Policy):
         if r >= 0:
             if self.on[r] < 0:
                 self.move_in(r, a, t)
-            return  # else the winner moves in at its next checkpoint
+            else:  # the winner moves in at its next checkpoint and pays for the idle accelerator until then
+                self._idle(a, t)
+            return
         x = self.acc_type[a]
         j = self._best(self.challengers[a])
         if j < 0:
@@ -346,6 +446,8 @@ class Renegotiate(Policy):
             self.log(t, "win", j, a, self.price_target[a])
             if self.on[j] < 0:
                 self.move_in(j, a, t)
+            else:
+                self._idle(a, t)
             return
         j = self.pop_waiting(x)
         if j >= 0:

@@ -17,7 +17,8 @@
         value_per_hour: 0                      # USD an hour earlier is worth (0: the break-even agent)
         deadline: {hours: 2.0, kind: soft, penalty_per_hour: 5.0}   # or {hours, kind: hard, penalty}
         overhead_estimate: 1.0                 # the agent's estimate of its migration cost ÷ the true one
-    options: {bid_clip: null, floor_fall_per_hour: null, incumbent_migration: subtract}
+    launch_table: [{type: A10, max_price: 0.9}, {type: L4}]   # ranked; omitted: by cost
+    options: {bid_clip: null, floor_fall_per_hour: null, incumbent_migration: add}
 """
 
 from __future__ import annotations
@@ -91,8 +92,28 @@ class Deadline(_Strict):
         return float(self.penalty or 0.0) if self.kind == "hard" else late_hours * float(self.penalty_per_hour or 0.0)
 
 
+class ValueRamp(_Strict):
+    """Time-varying value (the paper's Fig. 2): the tenant's value of time rises linearly from its
+    ``value_per_hour`` at arrival to ``to_value_per_hour`` at ``over_hours`` after arrival, then stays."""
+
+    to_value_per_hour: float = Field(ge=0)
+    over_hours: PositiveFloat
+
+
+class LaunchEntry(_Strict):
+    """One row of a tenant's launch table: a compatible type and the most it will pay for it (USD/h)."""
+
+    type: str = Field(min_length=1)
+    max_price: float | None = Field(default=None, gt=0)
+
+
 class Tenant(_Strict):
-    """A job that wants accelerator time; its agent bids on its behalf under ``renegotiate``."""
+    """A job that wants accelerator time; its agent bids on its behalf under ``renegotiate``.
+
+    ``launch_table`` (the paper's user request): a ranked list of compatible types with a maximum price
+    each. When given, it *is* the tenant's preference order (only the listed types are used); when
+    omitted, the order is :meth:`preference`'s least generalized cost at base prices, with no maximum.
+    """
 
     id: str = Field(min_length=1)
     arrival_hours: float = Field(default=0.0, ge=0)
@@ -103,8 +124,42 @@ class Tenant(_Strict):
     restart_hours: float = Field(default=0.0, ge=0)
     budget: PositiveFloat | None = None
     value_per_hour: float = Field(default=0.0, ge=0)  # USD: what finishing an hour earlier is worth
+    value_ramp: ValueRamp | None = None  # the value of time rises after arrival (None: constant)
     deadline: Deadline | None = None
     overhead_estimate: PositiveFloat = 1.0  # the agent's migration cost estimate ÷ the true cost
+    launch_table: list[LaunchEntry] | None = Field(default=None, min_length=1)
+    spot_opt_in: bool | None = None  # under ``spot``: buy the spot class (None: iff no value of time, no deadline)
+
+    def opts_into_spot(self) -> bool:
+        """Whether this tenant buys the spot class under the ``spot`` baseline."""
+        if self.spot_opt_in is not None:
+            return self.spot_opt_in
+        return self.value_per_hour == 0 and self.deadline is None and self.value_ramp is None
+
+    def value_at(self, t: float) -> float:
+        """USD an hour earlier is worth at simulation time ``t`` (rises along ``value_ramp``)."""
+        r = self.value_ramp
+        if r is None:
+            return self.value_per_hour
+        share = min(1.0, max(0.0, (t - self.arrival_hours) / r.over_hours))
+        return self.value_per_hour + (r.to_value_per_hour - self.value_per_hour) * share
+
+    def time_value(self, finish: float) -> float:
+        """∫ value of time dt from arrival to ``finish`` (USD): ``value_per_hour`` × hours when constant."""
+        took = max(0.0, finish - self.arrival_hours)
+        r = self.value_ramp
+        if r is None:
+            return took * self.value_per_hour
+        ramp = min(took, r.over_hours)
+        v0, v1 = self.value_per_hour, self.value_at(self.arrival_hours + ramp)
+        return (v0 + v1) / 2 * ramp + r.to_value_per_hour * (took - ramp)
+
+    def max_price(self, accelerator_type: str) -> float | None:
+        """The launch table's maximum price for a type (None: no maximum)."""
+        for e in self.launch_table or []:
+            if e.type == accelerator_type:
+                return e.max_price
+        return None
 
     def hours_on(self, accelerator_type: str) -> float:
         """Wall hours to do all the work on one accelerator of this type."""
@@ -120,8 +175,10 @@ class Tenant(_Strict):
         (hours × (price + ``value_per_hour``) + deadline penalty), then fastest, then listing order.
 
         With ``value_per_hour`` 0 and no deadline: cheapest to finish. Every policy and the generated
-        scenario families rank types with this one rule.
+        scenario families rank types with this one rule. A ``launch_table`` overrides it: its order.
         """
+        if self.launch_table is not None:
+            return [e.type for e in self.launch_table if e.type in base_prices]
         order = {k: n for n, k in enumerate(base_prices)}
 
         def key(k: str) -> tuple[float, float, int]:
@@ -136,8 +193,11 @@ class MarketOptions(_Strict):
 
     bid_clip: float | None = Field(default=None, ge=0)  # a bid may exceed the current price by at most this share
     floor_fall_per_hour: float | None = Field(default=None, gt=0)  # USD/h per hour the price may fall
-    incumbent_migration: Literal["subtract", "add"] = "subtract"
-    max_bid_multiple: PositiveFloat = 10.0  # bid (× base) of a tenant with no alternative and no budget
+    incumbent_migration: Literal["subtract", "add"] = "add"
+    max_bid_multiple: PositiveFloat = 10.0
+    spot_price_share: float = Field(
+        default=0.3, gt=0, le=1
+    )  # spot price ÷ base price (``spot`` policy)  # bid (× base) of a tenant with no alternative and no budget
 
 
 class Scenario(_Strict):
@@ -164,6 +224,14 @@ class Scenario(_Strict):
             for k in t.execution_hours:
                 if k not in types:
                     raise ValueError(f"tenants[{i}].execution_hours.{k}: no accelerator of type {k!r} in accelerators")
+            listed: set[str] = set()
+            for n, e in enumerate(t.launch_table or []):
+                if e.type not in t.execution_hours:
+                    where = f"tenants[{i}].launch_table[{n}].type"
+                    raise ValueError(f"{where}: {e.type!r} is not in the tenant's execution_hours")
+                if e.type in listed:
+                    raise ValueError(f"tenants[{i}].launch_table[{n}].type: {e.type!r} listed twice")
+                listed.add(e.type)
         return self
 
     def base_price(self, accelerator_type: str) -> float:

@@ -1,0 +1,525 @@
+"""Savings by lever: what earned the plan's saving, found by re-solving the plan with levers switched off.
+
+The saving is ``baseline − planned``. *Where the cost lands* is the cost change by substrate kind
+(:func:`finops_cli.core.baseline.cost_change_by_kind`); *what earned it* is this module's answer, by the
+change each lever makes to the cheapest plan (docs/economics.md §6 has the definitions and the reasons).
+
+A lever is an option the planner may use beyond what the baseline did. Switched **off**:
+
+``right_sizing``
+    each GPU-hour of work on substrate *s* costs and holds ``1 / u_s`` GPU-hours, ``u_s`` being the
+    baseline's busy share of the GPU-hours it paid there: measured from utilisation where the store has it
+    for the horizon, else inferred from the demand (the GPU-hours the demand needs, as the plan serves it,
+    over the GPU-hours the bill paid; estate-wide). Implemented as a fleet whose price, capacity, prepaid
+    rate and purchasable blocks are scaled by ``u_s`` (prepaid and commitment money unchanged).
+``spot``
+    each spot pool holds at most the work the baseline ran there: ``B_s · u_s / H`` pool GPUs per hour
+    (``B_s`` billed GPU-hours, ``H`` horizon hours), its segments scaled alike.
+``commitments``
+    no new commitment is bought (``max_blocks = 0``); prepaid capacity stays (it is sunk).
+``api``
+    API substrates the baseline did not pay for are removed for workloads that have another compliant
+    destination (a workload only an API can serve keeps it: that is no choice, so no lever).
+``reliability``
+    (reliability mode only) no penalty keeps latency-critical work off spot: the cost-mode plan. Switched
+    on, it *costs* money: its term is the cost of reliability (negative).
+
+``v(S)`` is the money cost (usage + commitments + node rounding + prepaid; penalties are not money) of the
+cheapest plan with the levers in ``S`` on, on the final plan's own blocks. ``v(all)`` is the plan itself.
+**Shapley values** over the levers used by the plan split ``v(∅) − v(all)`` exactly (efficiency), ``2^n − 1``
+solves for ``n`` levers; above :data:`SHAPLEY_MAX_COLUMNS` variables the levers are instead switched on one at a
+time in :data:`LEVER_ORDER` (``n`` solves). ``v(∅)`` is a model of the baseline, not the bill: the
+``residual`` ``baseline − v(∅)`` is stated on its own line (what the bill paid beyond the cheapest way to serve
+the demand with the baseline's own options: placement, unmeasured idle, prices).
+
+A coalition that cannot serve all the demand (a lever some work cannot do without) prices what it leaves
+unserved at that workload's dearest compliant price in the plan, and says so in ``notes``.
+
+Pure: no I/O; the caller passes the baseline's use of each substrate (:class:`BaselineUse`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from itertools import combinations
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from finops_cli.core.pricing import Mode, spot_multiplier
+from finops_cli.planner import PlannerOutput
+from finops_cli.planner.build import build_model
+from finops_cli.planner.frame import PlanFrame, build_frame
+from finops_cli.planner.result import read_solution, unserved_frame
+from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP, resolve_solver, solve_model
+from finops_cli.schema.estate import Fleet, Substrate, Workload
+
+Lever = Literal["right_sizing", "commitments", "spot", "api", "reliability"]
+#: The order of the ordered (cumulative) method, and the order levers are listed in.
+LEVER_ORDER: tuple[Lever, ...] = ("right_sizing", "commitments", "spot", "api", "reliability")
+LEVER_LABELS: dict[str, str] = {
+    "right_sizing": "right-sizing to the demand",
+    "commitments": "commitment sizing",
+    "spot": "moving work to spot",
+    "api": "moving work to APIs",
+    "reliability": "the cost of reliability (work kept off spot)",
+}
+#: What a lever's figure rests on: ``measured`` (idle from utilisation), ``inferred`` (idle from the demand),
+#: ``modelled`` (a re-solve of the plan on fleet prices), ``not_measured`` (no data to say), ``not_applied``.
+Evidence = Literal["measured", "inferred", "modelled", "not_measured", "not_applied"]
+
+#: Shapley values up to this many plan variables (``2^n − 1`` re-solves, n ≤ 5 levers); the ordered method
+#: (``n`` re-solves) above it. Measured (docs/economics.md §6): the sample estate, 5,547 variables, 4 levers,
+#: 15 re-solves in ~1.6 s (~0.1 s each); 20,000 variables keep 31 re-solves within ~15 s.
+SHAPLEY_MAX_COLUMNS = 20_000
+
+#: Lowest busy share right-sizing assumes (a pool measured idle all month still carries 5 % of a GPU-hour's work
+#: per paid GPU-hour when the lever is off, so the model never divides by zero).
+MIN_UTILIZATION = 0.05
+
+
+@dataclass(frozen=True)
+class BaselineUse:
+    """What the baseline paid for, per substrate: the inputs of the switched-off levers.
+
+    ``gpu_hours``: GPU-hours paid (billing ``x_GpuHours``; the greedy's pool GPU-hours; API: units).
+    ``utilization``: busy share ``u_s`` of those hours (absent: 1, nothing idle). ``measured``: substrates
+    whose ``u_s`` comes from utilisation; the others' is inferred from the demand.
+    """
+
+    source: Literal["billing", "merit_order"]
+    cost: dict[str, float]
+    gpu_hours: dict[str, float]
+    utilization: dict[str, float] = field(default_factory=dict)
+    measured: frozenset[str] = frozenset()
+    inferred_ratio: float | None = None  # demand GPU-hours / billed GPU-hours (estate-wide), when inferred
+
+
+@dataclass
+class LeverTerm:
+    lever: Lever
+    saving: float  # currency; negative = the lever costs money (reliability)
+    evidence: Evidence
+    basis: str  # one sentence: what the figure rests on
+    applied: bool  # the plan uses the lever (else its saving is exactly 0)
+    measured_share: float | None = None  # right-sizing: share of the paid GPU-hours whose idle was measured
+
+    @property
+    def label(self) -> str:
+        return LEVER_LABELS[self.lever]
+
+
+@dataclass
+class LeverAttribution:
+    """``baseline_cost = residual + Σ terms.saving + planned_cost`` (to floating point)."""
+
+    method: Literal["shapley", "ordered"]
+    terms: list[LeverTerm]
+    baseline_cost: float
+    model_baseline_cost: float  # v(∅): the cheapest plan with every lever off
+    planned_cost: float  # v(all): the plan
+    solves: int
+    seconds: float
+    order: tuple[Lever, ...] = ()
+    notes: list[str] = field(default_factory=list)
+    values: dict[frozenset[str], float] = field(default_factory=dict)  # v(S) per coalition solved
+
+    @property
+    def residual(self) -> float:
+        return self.baseline_cost - self.model_baseline_cost
+
+    @property
+    def savings(self) -> float:
+        return self.baseline_cost - self.planned_cost
+
+
+# --- the baseline's use of each substrate ---------------------------------------------------------
+
+
+def billing_use(
+    cost: pd.Series,
+    gpu_hours: pd.Series | None,
+    fleet: Fleet,
+    plan_gpu_hours: float,
+    measured_utilization: dict[str, float] | None = None,
+) -> BaselineUse:
+    """The bill's use: GPU-hours per substrate (``x_GpuHours``, else cost ÷ the fleet's price) and busy shares.
+
+    ``measured_utilization``: busy ÷ device-hours per substrate from the horizon's utilisation. Substrates
+    without it get the demand's inferred share ``plan_gpu_hours / Σ billed GPU-hours`` (non-API, ≤ 1).
+    """
+    kinds = {s.id: s for s in fleet.substrates}
+    hours: dict[str, float] = {}
+    for sid, c in cost.items():
+        s = kinds.get(str(sid))
+        if s is None:
+            continue
+        h = float(gpu_hours.get(sid, 0.0)) if gpu_hours is not None else 0.0
+        if not h > 0 and s.kind != "api" and s.price_per_gpu_hour:
+            h = float(c) / (s.price_per_gpu_hour * s.preference)
+        hours[str(sid)] = h if s.kind == "api" else max(h, 0.0)
+    gpu_ids = [sid for sid, h in hours.items() if kinds[sid].kind != "api" and h > 0]
+    measured = {
+        sid: min(1.0, max(MIN_UTILIZATION, u))
+        for sid, u in (measured_utilization or {}).items()
+        if sid in gpu_ids and u is not None and math.isfinite(u)
+    }
+    billed = sum(hours[sid] for sid in gpu_ids)
+    ratio = None
+    util = dict(measured)
+    rest = [sid for sid in gpu_ids if sid not in measured]
+    if rest and billed > 0 and plan_gpu_hours > 0:
+        ratio = min(1.0, max(MIN_UTILIZATION, plan_gpu_hours / billed))
+        util.update(dict.fromkeys(rest, ratio))
+    return BaselineUse("billing", {str(k): float(v) for k, v in cost.items()}, hours, util, frozenset(measured), ratio)
+
+
+def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
+    """The greedy merit-order reference's use: it pays only for the GPU-hours the demand needs (u = 1)."""
+    return BaselineUse(
+        "merit_order",
+        {str(k): float(v) for k, v in cost.items()},
+        {str(k): float(v) for k, v in gpu_hours.items()},
+    )
+
+
+# --- switching levers off -------------------------------------------------------------------------
+
+
+def _unsized(s: Substrate, u: float) -> Substrate:
+    """``s`` as paid without right-sizing: a GPU-hour of work costs ``1/u`` GPU-hours at its price."""
+    if s.price_per_gpu_hour is None:
+        return s
+    return s.model_copy(update={"price_per_gpu_hour": s.price_per_gpu_hour / u})
+
+
+def unsized_fleet(fleet: Fleet, use: BaselineUse) -> Fleet:
+    """The fleet with right-sizing off (module docstring)."""
+    subs = [
+        _unsized(s, use.utilization[s.id]) if s.kind != "api" and use.utilization.get(s.id, 1.0) < 1.0 else s
+        for s in fleet.substrates
+    ]
+    return fleet.model_copy(update={"substrates": subs})
+
+
+def _spot_caps(frame: PlanFrame, use: BaselineUse) -> dict[str, float]:
+    """Pool GPUs per hour each spot substrate may hold with the spot lever off (the baseline's work there)."""
+    caps = {}
+    for sid, s in frame.substrates.items():
+        if s.kind == "spot" and sid in set(frame.capacity.index.get_level_values(0)):
+            caps[sid] = use.gpu_hours.get(sid, 0.0) * use.utilization.get(sid, 1.0) / frame.horizon_hours
+    return caps
+
+
+def _droppable_api(frame: PlanFrame, use: BaselineUse) -> tuple[set[str], set[str]]:
+    """(API substrates the baseline did not pay for, groups with another destination)."""
+    rows = frame.rows
+    apis = {sid for sid, s in frame.substrates.items() if s.kind == "api" and use.cost.get(sid, 0.0) <= 0.0}
+    if not apis:
+        return set(), set()
+    other = set(rows.loc[~rows["is_api"], "group"])
+    used = set(rows.loc[rows["substrate"].isin(apis) & rows["group"].isin(other), "group"])
+    return apis, used
+
+
+#: Segment numbers of the steered part of a spot pool above the baseline's use (real segments are 0, 1, 2 …).
+STEERED_SEGMENT = 1000
+
+#: A switched-off option still serves work nothing else can (a coalition never leaves work unserved for want of
+#: an option the plan had), charged at this much above its group's dearest real price per unit.
+STEER_MARGIN = 1e-3
+
+#: Extra frame column: the steering charge per GPU-hour of a switched-off option (in the objective and in v(S)).
+STEER = "steer_per_gpu_hour"
+
+
+def _steer_rows(rows: pd.DataFrame, sel: pd.Series, dearest: pd.Series) -> pd.DataFrame:
+    """Charge rows ``sel`` their group's dearest real price per unit (+ :data:`STEER_MARGIN`): a last resort."""
+    rows = rows.copy()
+    if STEER not in rows:
+        rows[STEER] = 0.0
+    target = (
+        rows.loc[sel, "group"].map(dearest).astype(float) * (1 + STEER_MARGIN) * rows.loc[sel, "units_per_gpu_hour"]
+    )
+    charge = (target - rows.loc[sel, "usd_per_gpu_hour"]).clip(lower=0.0)
+    rows.loc[sel, STEER] = charge
+    rows.loc[sel, "penalty_per_gpu_hour"] = rows.loc[sel, "penalty_per_gpu_hour"] + charge
+    return rows
+
+
+def _steer(
+    capacity: pd.DataFrame, rows: pd.DataFrame, factors: dict[str, float], offset: int, dearest: pd.Series
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Keep ``factors[s]`` of each substrate's real segments; the rest becomes steered segments (``+ offset``)
+    whose rows cost their group's dearest price (:func:`_steer_rows`)."""
+    if not factors:
+        return capacity, rows
+    sids, segs = capacity.index.get_level_values(0), capacity.index.get_level_values(1)
+    keep = pd.Series(sids, index=capacity.index).map(factors)
+    sel = (keep.notna() & (segs < STEERED_SEGMENT) & capacity["fixed_gpus"].notna()).to_numpy()
+    if not sel.any():
+        return capacity, rows
+    part = capacity.loc[sel]
+    share = keep[sel].astype(float)
+    added = pd.DataFrame(
+        {"fixed_gpus": part["fixed_gpus"] * (1 - share), "gpus_per_commit_block": 0.0},
+        index=pd.MultiIndex.from_arrays(
+            [part.index.get_level_values(0), part.index.get_level_values(1) + offset], names=capacity.index.names
+        ),
+    )
+    capacity = capacity.copy()
+    capacity.loc[sel, "fixed_gpus"] = part["fixed_gpus"] * share
+    extra = rows[rows["substrate"].isin(list(factors)) & (rows["segment"] < STEERED_SEGMENT)].copy()
+    extra["segment"] = extra["segment"] + offset
+    extra = _steer_rows(extra, pd.Series(True, index=extra.index), dearest)
+    rows = pd.concat([rows, extra], ignore_index=True)
+    rows[STEER] = rows[STEER].fillna(0.0)
+    return pd.concat([capacity, added]).sort_index(), rows
+
+
+def restrict(frame: PlanFrame, off: set[str], use: BaselineUse) -> PlanFrame:
+    """``frame`` with the levers in ``off`` switched off (right-sizing's prices come from :func:`unsized_fleet`).
+
+    What a switched-off lever would add (spot above the baseline's use, APIs the baseline did not use) stays in
+    the model as a last resort for work nothing else can serve, charged at that work's dearest real price per
+    unit (:func:`_steer_rows`); the charge counts in ``v(S)``, so ``v`` only falls as levers are switched on.
+    """
+    rows, capacity, commitments = frame.rows, frame.capacity, frame.commitments
+    dearest = (rows["usd_per_gpu_hour"] / rows["units_per_gpu_hour"]).groupby(rows["group"]).max()
+    if "spot" in off:
+        real = capacity[capacity.index.get_level_values(1) < STEERED_SEGMENT]
+        fixed = real["fixed_gpus"].groupby(level=0).sum()
+        factors = {
+            sid: (cap / float(fixed[sid]) if float(fixed[sid]) > 0 else 0.0)
+            for sid, cap in _spot_caps(frame, use).items()
+            if sid in fixed.index and float(fixed[sid]) > cap
+        }
+        capacity, rows = _steer(capacity, rows, factors, STEERED_SEGMENT, dearest)
+    if "api" in off:
+        apis, groups = _droppable_api(frame, use)
+        if groups:
+            rows = _steer_rows(rows, rows["substrate"].isin(apis) & rows["group"].isin(groups), dearest)
+            rows[STEER] = rows[STEER].fillna(0.0)
+    if "commitments" in off and not commitments.empty:
+        commitments = commitments.iloc[0:0]  # nothing to buy: no integer columns, the re-solve is an LP
+    return replace(frame, rows=rows, capacity=capacity, commitments=commitments)
+
+
+def used_levers(out: PlannerOutput, use: BaselineUse, mode: Mode) -> list[Lever]:
+    """The levers the plan pulls beyond the baseline, in :data:`LEVER_ORDER`. A lever the plan does not use is
+    off in every coalition (its saving is exactly 0): the plan buys no commitment → no commitment saving."""
+    frame, sol = out.frame, out.solution
+    found: list[Lever] = []
+    if any(u < 1.0 for sid, u in use.utilization.items() if use.gpu_hours.get(sid, 0.0) > 0):
+        found.append("right_sizing")
+    if len(sol.commitments) and int(sol.commitments["blocks"].sum()) > 0:
+        found.append("commitments")
+    allocs = sol.allocations
+    if len(allocs):
+        caps = _spot_caps(frame, use)
+        wall: dict[str, float] = {}
+        for r in allocs[allocs["kind"] == "spot"].itertuples():
+            w = spot_multiplier(frame.substrates[r.substrate], frame.workloads[r.workload])
+            wall[r.substrate] = wall.get(r.substrate, 0.0) + float(r.gpu_hours) * w
+        if any(h > caps.get(sid, 0.0) * frame.horizon_hours * (1 + 1e-6) + 1e-6 for sid, h in wall.items()):
+            found.append("spot")
+        apis, groups = _droppable_api(frame, use)
+        members = {w for w, (g, _share) in frame.members.items() if g in groups}
+        on_api = allocs[allocs["substrate"].isin(apis) & allocs["workload"].isin(members)]
+        if float(on_api["units"].sum()) > 0:
+            found.append("api")
+    if mode == "reliability" and bool((frame.rows["penalty_per_gpu_hour"] > 0).any()):
+        found.append("reliability")
+    return found
+
+
+# --- the attribution ------------------------------------------------------------------------------
+
+
+def attribute_savings(
+    out: PlannerOutput,
+    fleet: Fleet,
+    workloads: list[Workload],
+    demand: pd.DataFrame,
+    use: BaselineUse,
+    baseline_cost: float,
+    *,
+    mode: Mode = "cost",
+    method: Literal["auto", "shapley", "ordered"] = "auto",
+    solver: str = "auto",
+) -> LeverAttribution:
+    """Split ``baseline_cost − planned`` into the residual and one term per lever (module docstring)."""
+    t0 = time.perf_counter()
+    frame = out.frame
+    planned = out.solution.planned_cost
+    players = used_levers(out, use, mode)
+    if method == "auto":
+        method = "shapley" if len(frame.rows) <= SHAPLEY_MAX_COLUMNS else "ordered"
+    name = resolve_solver(solver)  # type: ignore[arg-type]
+    integer_nodes = not frame.nodes.empty
+    frames: dict[tuple[bool, bool], PlanFrame] = {}
+    notes: list[str] = []
+
+    def base_frame(sized: bool, reliable: bool) -> PlanFrame:
+        key = (sized, reliable)
+        if key not in frames:
+            frames[key] = build_frame(
+                fleet if sized else unsized_fleet(fleet, use),
+                workloads,
+                demand,
+                n_blocks=frame.blocks.n,
+                mode="reliability" if reliable else "cost",
+                integer_nodes=integer_nodes,
+                hour_block=frame.blocks.hour_block,
+            )
+        return frames[key]
+
+    dearest = _dearest_price(frame)
+    values: dict[frozenset[str], float] = {frozenset(players): planned}
+
+    def v(on: frozenset[str]) -> float:
+        if on not in values:
+            # a lever the plan does not pull is off in every coalition (the plan is optimal without it too)
+            f = base_frame("right_sizing" in on, mode == "reliability" and "reliability" in on)
+            values[on] = _plan_cost(
+                restrict(f, {str(x) for x in LEVER_ORDER} - on, use), name, integer_nodes, dearest, notes, on
+            )
+        return values[on]
+
+    n = len(players)
+    savings = dict.fromkeys(players, 0.0)
+    if method == "shapley":
+        for lever in players:
+            others = [p for p in players if p != lever]
+            for k in range(n):
+                weight = math.factorial(k) * math.factorial(n - k - 1) / math.factorial(n)
+                for s in combinations(others, k):
+                    with_ = frozenset(s)
+                    savings[lever] += weight * (v(with_) - v(with_ | {lever}))
+        order: tuple[Lever, ...] = ()
+    else:
+        order = tuple(p for p in LEVER_ORDER if p in players)
+        done: frozenset[str] = frozenset()
+        for lever in order:
+            savings[lever] = v(done) - v(done | {lever})
+            done = done | {lever}
+    model_baseline = v(frozenset())
+    terms = [
+        LeverTerm(lever, savings.get(lever, 0.0), *_evidence(lever, lever in players, use, mode), lever in players)
+        for lever in LEVER_ORDER
+    ]
+    terms[0].measured_share = measured_share(use)
+    return LeverAttribution(
+        method=method,
+        terms=terms,
+        baseline_cost=baseline_cost,
+        model_baseline_cost=model_baseline,
+        planned_cost=planned,
+        solves=len(values) - 1,
+        seconds=time.perf_counter() - t0,
+        order=order,
+        notes=notes,
+        values=values,
+    )
+
+
+def _dearest_price(frame: PlanFrame) -> dict[str, float]:
+    """Each workload's dearest compliant price per unit in the plan (what unserved work is charged)."""
+    rows = frame.rows
+    per_unit = (rows["usd_per_gpu_hour"] / rows["units_per_gpu_hour"]).groupby(rows["group"]).max()
+    return {w: float(per_unit.get(g, 0.0)) for w, (g, _share) in frame.members.items()}
+
+
+def _plan_cost(
+    frame: PlanFrame,
+    solver: str,
+    integer_nodes: bool,
+    dearest: dict[str, float],
+    notes: list[str],
+    on: frozenset[str],
+) -> float:
+    """``v(S)``: the money of the cheapest plan of ``frame`` (usage + commitments + node rounding + prepaid), plus
+    the steering charge of switched-off options it still needed and unserved work at its dearest price."""
+    model = build_model(frame, with_pulp=solver == "cbc")
+    gap = NODES_GAP if integer_nodes else DEFAULT_GAP
+    solved = solve_model(model, solver, gap=gap, duals=False)  # type: ignore[arg-type]
+    if solved.info.status not in ("optimal", "feasible"):
+        levers = ", ".join(sorted(on)) or "no levers"
+        raise RuntimeError(f"lever re-solve ({levers}): solver status {solved.info.status}")
+    mx, values, rows = model.matrix, solved.values, frame.rows
+    x = np.clip(values[: mx.n_x], 0.0, None)
+    gpu_hours = x * rows["hours"].to_numpy(dtype=float)
+    cost = float((gpu_hours * rows["usd_per_gpu_hour"].to_numpy(dtype=float)).sum()) + frame.sunk_cost
+    if mx.commit_keys:
+        blocks = np.round(values[mx.commit_col0 : mx.node_col0])
+        cost += float((blocks * frame.commitments["usd_per_block"].to_numpy(dtype=float)).sum())
+    if integer_nodes:
+        cost += read_solution(model, solved).node_rounding_cost
+    if STEER in rows:
+        steered = float((gpu_hours * rows[STEER].to_numpy(dtype=float)).sum())
+        if steered > 1e-6:
+            cost += steered
+            notes.append(
+                f"levers on: {', '.join(sorted(on)) or 'none'}: work only a switched-off option could serve, charged "
+                f"its dearest compliant price ({steered:,.2f} above that option's own)"
+            )
+    short = unserved_frame(model, values)
+    if not short.empty:
+        by_w = short.groupby("workload")["units"].sum()
+        cost += sum(float(u) * dearest.get(str(w), 0.0) for w, u in by_w.items())
+        notes.append(
+            f"levers on: {', '.join(sorted(on)) or 'none'}: {float(by_w.sum()):,.4g} units could not be served, "
+            "charged each workload's dearest compliant price"
+        )
+    return cost
+
+
+def measured_share(use: BaselineUse) -> float | None:
+    """Share of the baseline's paid GPU-hours (non-API) whose busy share was measured from utilisation."""
+    paid = {sid: h for sid, h in use.gpu_hours.items() if h > 0 and sid in use.utilization}
+    total = sum(paid.values())
+    if use.source != "billing" or total <= 0:
+        return None
+    return sum(h for sid, h in paid.items() if sid in use.measured) / total
+
+
+def _evidence(lever: Lever, applied: bool, use: BaselineUse, mode: Mode) -> tuple[Evidence, str]:
+    """What the lever's figure rests on, in one sentence."""
+    if lever == "right_sizing":
+        if use.source == "merit_order":
+            return "not_applied", "the baseline is a dispatch of the demand: it already pays only the GPU-hours needed"
+        paid = {sid: h for sid, h in use.gpu_hours.items() if h > 0 and sid in use.utilization}
+        total = sum(paid.values())
+        if not paid or total <= 0:
+            return "not_measured", "idle not measured: no utilisation for the horizon and no billed GPU-hours"
+        busy = sum(h * use.utilization[sid] for sid, h in paid.items())
+        share = sum(h for sid, h in paid.items() if sid in use.measured) / total
+        text = f"the baseline paid {total:,.0f} GPU-hours of which {busy:,.0f} were busy"
+        if share >= 1.0 - 1e-9:
+            return "measured", f"idle measured from utilisation: {text}"
+        if share <= 0.0:
+            return "inferred", f"idle inferred from demand profiles (no utilisation for the horizon): {text}"
+        return "inferred", (
+            f"idle measured from utilisation on {share:.0%} of the billed GPU-hours and inferred from demand "
+            f"profiles on the rest: {text}"
+        )
+    if not applied:
+        reason = {
+            "commitments": "the plan buys no commitment",
+            "spot": "the plan runs no more work on spot than the baseline did",
+            "api": "the plan sends no work to an API the baseline did not use (beyond work only an API can serve)",
+            "reliability": "cost mode: no work is kept off spot (latency-critical work may run there; see Risks)"
+            if mode == "cost"
+            else "no latency-critical work could run on spot",
+        }[lever]
+        return "not_applied", reason
+    basis = {
+        "commitments": "the plan re-solved without buying commitments",
+        "spot": "the plan re-solved with each spot pool held to the work the baseline ran on it",
+        "api": "the plan re-solved without the APIs the baseline did not use",
+        "reliability": "the plan re-solved without the penalty that keeps latency-critical work off spot",
+    }[lever]
+    return "modelled", basis
