@@ -49,7 +49,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from finops_cli.core.pricing import Mode, spot_multiplier
+from finops_cli.core.pricing import Mode, base_price_per_gpu_hour, spot_multiplier
 from finops_cli.planner import PlannerOutput
 from finops_cli.planner.build import build_model
 from finops_cli.planner.frame import PlanFrame, build_frame
@@ -96,6 +96,12 @@ class BaselineUse:
     utilization: dict[str, float] = field(default_factory=dict)
     measured: frozenset[str] = frozenset()
     inferred_ratio: float | None = None  # demand GPU-hours / billed GPU-hours (estate-wide), when inferred
+    idle: dict[str, float] = field(default_factory=dict)  # paid idle GPU-hours per substrate (right-sizing off)
+    idle_scale: float = 1.0  # measured idle × this = idle the demand leaves (< 1: the demand needs more than busy)
+
+    def work(self, sid: str) -> float:
+        """GPU-hours of work the baseline ran on ``sid``: paid minus idle."""
+        return max(self.gpu_hours.get(sid, 0.0) - self.idle.get(sid, 0.0), 0.0)
 
 
 @dataclass
@@ -126,10 +132,16 @@ class LeverAttribution:
     order: tuple[Lever, ...] = ()
     notes: list[str] = field(default_factory=list)
     values: dict[frozenset[str], float] = field(default_factory=dict)  # v(S) per coalition solved
+    price_difference: float = 0.0  # the bill's rates vs the fleet's prices: baseline − the bill at fleet prices
 
     @property
     def residual(self) -> float:
         return self.baseline_cost - self.model_baseline_cost
+
+    @property
+    def placement(self) -> float:
+        """The residual less the price difference: the bill's work re-placed on its own pools (at fleet prices)."""
+        return self.residual - self.price_difference
 
     @property
     def savings(self) -> float:
@@ -174,7 +186,24 @@ def billing_use(
     if rest and billed > 0 and plan_gpu_hours > 0:
         ratio = min(1.0, max(MIN_UTILIZATION, plan_gpu_hours / billed))
         util.update(dict.fromkeys(rest, ratio))
-    return BaselineUse("billing", {str(k): float(v) for k, v in cost.items()}, hours, util, frozenset(measured), ratio)
+    idle = {sid: hours[sid] * (1.0 - util[sid]) for sid in gpu_ids if sid in util}
+    # the idle right-sizing sheds is at most what the demand leaves of the paid hours: where utilisation measured
+    # fewer busy hours than the demand needs, the measured idle is scaled down to it (its distribution kept)
+    scale = 1.0
+    total_idle = sum(idle.values())
+    if total_idle > 0 and plan_gpu_hours > 0:
+        scale = min(1.0, max(billed - plan_gpu_hours, 0.0) / total_idle)
+        idle = {sid: h * scale for sid, h in idle.items()}
+    return BaselineUse(
+        "billing",
+        {str(k): float(v) for k, v in cost.items()},
+        hours,
+        util,
+        frozenset(measured),
+        ratio,
+        idle,
+        scale,
+    )
 
 
 def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
@@ -189,28 +218,60 @@ def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
 # --- switching levers off -------------------------------------------------------------------------
 
 
-def _unsized(s: Substrate, u: float) -> Substrate:
-    """``s`` as paid without right-sizing: a GPU-hour of work costs ``1/u`` GPU-hours at its price."""
-    if s.price_per_gpu_hour is None:
-        return s
-    return s.model_copy(update={"price_per_gpu_hour": s.price_per_gpu_hour / u})
+def pool_price(s: Substrate) -> float:
+    """Money per pool GPU-hour of ``s`` at the fleet's price (its resolved price × preference; APIs: 0)."""
+    if s.kind == "api":
+        return 0.0
+    return base_price_per_gpu_hour(s) * s.preference
 
 
-def unsized_fleet(fleet: Fleet, use: BaselineUse) -> Fleet:
-    """The fleet with right-sizing off (module docstring)."""
-    subs = [
-        _unsized(s, use.utilization[s.id]) if s.kind != "api" and use.utilization.get(s.id, 1.0) < 1.0 else s
-        for s in fleet.substrates
-    ]
-    return fleet.model_copy(update={"substrates": subs})
+def paid_idle(frame: PlanFrame, use: BaselineUse) -> tuple[pd.DataFrame, float]:
+    """Right-sizing off: the baseline's idle GPU-hours stay paid and stay occupied (module docstring).
+
+    Returns the capacity with each substrate's real segments reduced, from the top (congested) segment down, by
+    its idle ``I_s / H`` GPUs, and the money of that idle at fleet prices (``Σ I_s × price × preference``)."""
+    capacity = frame.capacity.copy()
+    money = 0.0
+    subs = set(capacity.index.get_level_values(0))
+    for sid, idle in use.idle.items():
+        s = frame.substrates.get(sid)
+        if s is None or s.kind == "api" or idle <= 0:
+            continue
+        money += pool_price(s) * idle
+        if sid not in subs:
+            continue
+        left = idle / frame.horizon_hours
+        for seg in sorted((k for k in capacity.loc[sid].index if k < STEERED_SEGMENT), reverse=True):
+            fixed = capacity.at[(sid, seg), "fixed_gpus"]
+            if left <= 0 or pd.isna(fixed):
+                continue
+            take = min(left, float(fixed))
+            capacity.at[(sid, seg), "fixed_gpus"] = float(fixed) - take
+            left -= take
+    return capacity, money
+
+
+def price_difference(frame: PlanFrame, use: BaselineUse, baseline_cost: float) -> float:
+    """The bill's rates against the fleet's prices: ``baseline − (prepaid + Σ billed GPU-hours × fleet price +
+    API bills)`` (0 for the merit-order reference, which is priced at fleet prices)."""
+    if use.source != "billing":
+        return 0.0
+    at_fleet = frame.sunk_cost
+    for sid, cost in use.cost.items():
+        s = frame.substrates.get(sid)
+        if s is None:
+            continue
+        at_fleet += cost if s.kind == "api" else pool_price(s) * use.gpu_hours.get(sid, 0.0)
+    return baseline_cost - at_fleet
 
 
 def _spot_caps(frame: PlanFrame, use: BaselineUse) -> dict[str, float]:
     """Pool GPUs per hour each spot substrate may hold with the spot lever off (the baseline's work there)."""
     caps = {}
+    present = set(frame.capacity.index.get_level_values(0))
     for sid, s in frame.substrates.items():
-        if s.kind == "spot" and sid in set(frame.capacity.index.get_level_values(0)):
-            caps[sid] = use.gpu_hours.get(sid, 0.0) * use.utilization.get(sid, 1.0) / frame.horizon_hours
+        if s.kind == "spot" and sid in present:
+            caps[sid] = use.work(sid) / frame.horizon_hours
     return caps
 
 
@@ -281,14 +342,17 @@ def _steer(
 
 
 def restrict(frame: PlanFrame, off: set[str], use: BaselineUse) -> PlanFrame:
-    """``frame`` with the levers in ``off`` switched off (right-sizing's prices come from :func:`unsized_fleet`).
+    """``frame`` with the levers in ``off`` switched off.
 
     What a switched-off lever would add (spot above the baseline's use, APIs the baseline did not use) stays in
     the model as a last resort for work nothing else can serve, charged at that work's dearest real price per
     unit (:func:`_steer_rows`); the charge counts in ``v(S)``, so ``v`` only falls as levers are switched on.
     """
-    rows, capacity, commitments = frame.rows, frame.capacity, frame.commitments
+    rows, capacity, commitments, sunk = frame.rows, frame.capacity, frame.commitments, frame.sunk_cost
     dearest = (rows["usd_per_gpu_hour"] / rows["units_per_gpu_hour"]).groupby(rows["group"]).max()
+    if "right_sizing" in off and use.idle:
+        capacity, money = paid_idle(frame, use)
+        sunk += money
     if "spot" in off:
         real = capacity[capacity.index.get_level_values(1) < STEERED_SEGMENT]
         fixed = real["fixed_gpus"].groupby(level=0).sum()
@@ -305,7 +369,7 @@ def restrict(frame: PlanFrame, off: set[str], use: BaselineUse) -> PlanFrame:
             rows[STEER] = rows[STEER].fillna(0.0)
     if "commitments" in off and not commitments.empty:
         commitments = commitments.iloc[0:0]  # nothing to buy: no integer columns, the re-solve is an LP
-    return replace(frame, rows=rows, capacity=capacity, commitments=commitments)
+    return replace(frame, rows=rows, capacity=capacity, commitments=commitments, sunk_cost=sunk)
 
 
 def used_levers(out: PlannerOutput, use: BaselineUse, mode: Mode) -> list[Lever]:
@@ -313,7 +377,7 @@ def used_levers(out: PlannerOutput, use: BaselineUse, mode: Mode) -> list[Lever]
     off in every coalition (its saving is exactly 0): the plan buys no commitment → no commitment saving."""
     frame, sol = out.frame, out.solution
     found: list[Lever] = []
-    if any(u < 1.0 for sid, u in use.utilization.items() if use.gpu_hours.get(sid, 0.0) > 0):
+    if use.source == "billing" and any(h > 1e-9 for h in use.idle.values()):
         found.append("right_sizing")
     if len(sol.commitments) and int(sol.commitments["blocks"].sum()) > 0:
         found.append("commitments")
@@ -360,14 +424,16 @@ def attribute_savings(
         method = "shapley" if len(frame.rows) <= SHAPLEY_MAX_COLUMNS else "ordered"
     name = resolve_solver(solver)  # type: ignore[arg-type]
     integer_nodes = not frame.nodes.empty
-    frames: dict[tuple[bool, bool], PlanFrame] = {}
+    frames: dict[bool, PlanFrame] = {}
     notes: list[str] = []
 
-    def base_frame(sized: bool, reliable: bool) -> PlanFrame:
-        key = (sized, reliable)
-        if key not in frames:
-            frames[key] = build_frame(
-                fleet if sized else unsized_fleet(fleet, use),
+    def base_frame(reliable: bool) -> PlanFrame:
+        """The plan's own frame; the cost-mode frame on the plan's blocks when reliability is switched off."""
+        if reliable == (mode == "reliability"):
+            return frame
+        if reliable not in frames:
+            frames[reliable] = build_frame(
+                fleet,
                 workloads,
                 demand,
                 n_blocks=frame.blocks.n,
@@ -375,7 +441,7 @@ def attribute_savings(
                 integer_nodes=integer_nodes,
                 hour_block=frame.blocks.hour_block,
             )
-        return frames[key]
+        return frames[reliable]
 
     dearest = _dearest_price(frame)
     values: dict[frozenset[str], float] = {frozenset(players): planned}
@@ -383,7 +449,7 @@ def attribute_savings(
     def v(on: frozenset[str]) -> float:
         if on not in values:
             # a lever the plan does not pull is off in every coalition (the plan is optimal without it too)
-            f = base_frame("right_sizing" in on, mode == "reliability" and "reliability" in on)
+            f = base_frame(mode == "reliability" and "reliability" in on)
             values[on] = _plan_cost(
                 restrict(f, {str(x) for x in LEVER_ORDER} - on, use), name, integer_nodes, dearest, notes, on
             )
@@ -423,6 +489,7 @@ def attribute_savings(
         order=order,
         notes=notes,
         values=values,
+        price_difference=price_difference(frame, use, baseline_cost),
     )
 
 
