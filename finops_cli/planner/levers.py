@@ -7,14 +7,23 @@ change each lever makes to the cheapest plan (docs/economics.md §6 has the defi
 A lever is an option the planner may use beyond what the baseline did. Switched **off**:
 
 ``right_sizing``
-    each GPU-hour of work on substrate *s* costs and holds ``1 / u_s`` GPU-hours, ``u_s`` being the
-    baseline's busy share of the GPU-hours it paid there: measured from utilisation where the store has it
-    for the horizon, else inferred from the demand (the GPU-hours the demand needs, as the plan serves it,
-    over the GPU-hours the bill paid; estate-wide). Implemented as a fleet whose price, capacity, prepaid
-    rate and purchasable blocks are scaled by ``u_s`` (prepaid and commitment money unchanged).
+    the baseline's idle stays paid and stays occupied: each substrate *s* pays its idle GPU-hours
+    ``I_s = B_s · (1 − u_s)`` at the fleet's price (a constant) and loses ``I_s / H`` GPUs of capacity, taken
+    from its top (congested) segments down; the work itself is placed and paid as usual. ``B_s`` are the billed
+    GPU-hours, ``u_s`` the busy share: **measured** from utilisation where the store has it for the horizon,
+    else **inferred** from the demand (the plan's GPU-hours over the bill's, estate-wide). The idle is never more
+    than the demand leaves of the paid hours (``Σ I_s ≤ Σ B_s − demand``): where utilisation measured more idle
+    than that, every ``I_s`` is scaled down alike (located by utilisation, sized by the demand: ``inferred``).
+    Switched on, the plan pays only the GPU-hours it uses: right-sizing earns the idle shed *and* the work moved
+    onto capacity that sat idle (owned, reserved, paid pools). Why not ``1/u`` prices (the earlier model): they
+    leave owned/reserved capacity (price ~0, so ``0/u = 0``) free to absorb work with the lever off, so v(∅) moved
+    the bill's on-demand work onto idle reserved capacity and $186k of the demo's saving fell in no lever; and
+    moving a pool's work to spot dropped its idle too, crediting spot with right-sizing's idle. Why not a floor
+    on all billed hours (``price × max(used, billed)``): then leaving a billed pool for spot or a commitment
+    saves nothing unless right-sizing is on too, and Shapley splits a pure spot move 50/50 with right-sizing.
 ``spot``
-    each spot pool holds at most the work the baseline ran there: ``B_s · u_s / H`` pool GPUs per hour
-    (``B_s`` billed GPU-hours, ``H`` horizon hours), its segments scaled alike.
+    each spot pool holds at most the work the baseline ran there: ``(B_s − I_s) / H`` pool GPUs per hour
+    (``H`` horizon hours), its segments scaled alike.
 ``commitments``
     no new commitment is bought (``max_blocks = 0``); prepaid capacity stays (it is sunk).
 ``api``
@@ -29,8 +38,12 @@ cheapest plan with the levers in ``S`` on, on the final plan's own blocks. ``v(a
 **Shapley values** over the levers used by the plan split ``v(∅) − v(all)`` exactly (efficiency), ``2^n − 1``
 solves for ``n`` levers; above :data:`SHAPLEY_MAX_COLUMNS` variables the levers are instead switched on one at a
 time in :data:`LEVER_ORDER` (``n`` solves). ``v(∅)`` is a model of the baseline, not the bill: the
-``residual`` ``baseline − v(∅)`` is stated on its own line (what the bill paid beyond the cheapest way to serve
-the demand with the baseline's own options: placement, unmeasured idle, prices).
+``residual`` ``baseline − v(∅)`` is no lever and is stated in two named parts: the **price difference**
+``baseline − (prepaid + Σ B_s × fleet price + API bills)`` (the bill's rates vs the fleet's prices; from the
+bill, measured) and **placement**, the rest (``that − v(∅)``: the bill's work moved to cheaper pools the bill
+already used, at fleet prices, plus any last-resort charge of ``v(∅)``; modelled). Re-solves reuse the plan's
+own frame (a cost-mode frame is built only to switch reliability off) and are LPs unless the plan buys
+commitments or provisions whole nodes.
 
 A coalition that cannot serve all the demand (a lever some work cannot do without) prices what it leaves
 unserved at that workload's dearest compliant price in the plan, and says so in ``notes``.
@@ -562,9 +575,14 @@ def _evidence(lever: Lever, applied: bool, use: BaselineUse, mode: Mode) -> tupl
         total = sum(paid.values())
         if not paid or total <= 0:
             return "not_measured", "idle not measured: no utilisation for the horizon and no billed GPU-hours"
-        busy = sum(h * use.utilization[sid] for sid, h in paid.items())
+        idle = sum(use.idle.values())
         share = sum(h for sid, h in paid.items() if sid in use.measured) / total
-        text = f"the baseline paid {total:,.0f} GPU-hours of which {busy:,.0f} were busy"
+        text = f"the baseline paid {total:,.0f} GPU-hours, {idle:,.0f} of them idle (kept paid and occupied when off)"
+        if use.idle_scale < 1.0 - 1e-9 and share > 0.0:
+            return "inferred", (
+                f"idle located by utilisation on {share:.0%} of the billed GPU-hours and sized by the demand profiles "
+                f"(utilisation measured more idle than the demand leaves; scaled by {use.idle_scale:.2f}): {text}"
+            )
         if share >= 1.0 - 1e-9:
             return "measured", f"idle measured from utilisation: {text}"
         if share <= 0.0:
