@@ -181,7 +181,7 @@ def levers(plan: PlanDocument) -> list[tuple[str, float]]:
     return items
 
 
-RESIDUAL_LABEL = "not a lever: the bill's prices and placement (the bill vs the model of its own options)"
+RESIDUAL_LABEL = "not a lever: the bill's prices and placement"
 
 
 def lever_label(label: str, evidence: str, share: float | None = None) -> str:
