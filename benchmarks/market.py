@@ -5,6 +5,7 @@ Usage::
     python benchmarks/market.py                            # value-of-time agents, all four policies
     python benchmarks/market.py --agents break-even        # the original break-even-only tenants
     python benchmarks/market.py --policy renegotiate --accelerators 10000 --tenants 2000
+    python benchmarks/market.py --experiments              # every paper experiment at full size, timed
 
 ``--agents value`` (default): the documented tenant classes of docs/market.md (urgent / standard /
 batch: values of time and deadlines; 70 % of them prefer fast hardware) on a cluster whose fast
@@ -70,6 +71,21 @@ def scenario(n_acc: int, n_tenants: int, seed: int) -> Scenario:
     return Scenario.model_validate({"version": 1, "accelerators": accelerators, "tenants": tenants})
 
 
+def experiments(seeds: int, spot: str) -> None:
+    """Every experiment of ``simulate market --experiment`` at the full size, one after another, timed."""
+    from finops_cli.sim.market.experiments import EXPERIMENTS, run_experiment
+
+    total = 0.0
+    print(f"{'experiment':<12}{'seconds':>9}  size: full (400 accelerators, 24 h), seeds {seeds}, spot {spot}")
+    for name in EXPERIMENTS:
+        t0 = time.perf_counter()
+        run_experiment(name, size="full", seeds=seeds, spot=spot)
+        dt = time.perf_counter() - t0
+        total += dt
+        print(f"{name:<12}{dt:>9.1f}", flush=True)
+    print(f"{'total':<12}{total:>9.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--accelerators", type=int, default=10_000)
@@ -77,7 +93,13 @@ def main() -> None:
     ap.add_argument("--policy", default="all", choices=[*POLICIES, "all"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--agents", default="value", choices=["value", "break-even"])
+    ap.add_argument("--experiments", action="store_true", help="time every experiment at full size instead")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds per experiment point (with --experiments)")
+    ap.add_argument("--spot", default="paper", choices=["paper", "oracle"])
     args = ap.parse_args()
+    if args.experiments:
+        experiments(args.seeds, args.spot)
+        return
     t0 = time.perf_counter()
     if args.agents == "value":
         sc = generate(

@@ -48,6 +48,7 @@ class ExperimentChoice(StrEnum):
     volatility = "volatility"
     frontier = "frontier"
     operator = "operator"
+    urgency = "urgency"
 
 
 class SpotChoice(StrEnum):

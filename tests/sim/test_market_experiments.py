@@ -84,7 +84,12 @@ def test_frontier_has_a_budget_curve_and_baseline_points(outputs):
     curve = [r for r in doc["rows"] if r["policy"] == "renegotiate"]
     assert len(curve) >= 6 and curve[-1]["budget"] is None
     assert {r["policy"] for r in doc["rows"]} == {"renegotiate", "fcfs", "spot", "on-demand"}
-    assert all(r["retained"] is not None and 0 < r["retained"] <= 1 for r in doc["rows"])
+    assert all(r["retained"] is not None and 0 <= r["retained"] <= 1 for r in doc["rows"])
+    for r in curve:  # a budget is a spending limit: the probe never pays more than it
+        if r["budget"] is not None:
+            assert r["cost"] <= r["budget"] + 1e-9, r
+    # below its cheapest cost at base the probe cannot pay for the job anywhere: it does not launch
+    assert all(r["cost"] == 0 and r["retained"] == 0 for r in curve if (r["budget_multiple"] or 9) < 1)
 
 
 def test_operator_renegotiate_keeps_the_capped_group_under_its_cap_longer_than_fcfs(outputs):
@@ -124,3 +129,11 @@ def test_experiment_usage_errors_exit_2(tmp_path: Path):
     (tmp_path / "file").write_text("x")
     r = runner.invoke(app, ["simulate", "market", "--experiment", "frontier", "--out-dir", str(tmp_path / "file")])
     assert r.exit_code == 2 and "not a directory" in r.output
+
+
+def test_urgency_rows_per_profile_and_policy_and_zero_urgency_pays_the_cheapest(outputs):
+    doc = outputs["urgency"]
+    profiles = {r["urgency"] for r in doc["rows"]}
+    assert len(profiles) == 6 and {r["policy"] for r in doc["rows"]} == {"renegotiate", "spot", "on-demand"}
+    rn = {r["urgency"]: r for r in doc["rows"] if r["policy"] == "renegotiate"}
+    assert rn["0 $/h"]["cost"] <= min(r["cost"] for r in rn.values()) + 1e-9  # no urgency: the cheapest allocation

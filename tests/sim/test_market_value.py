@@ -242,6 +242,8 @@ def _value_scenarios(draw):
             }
         if draw(st.booleans()):
             t["budget"] = draw(st.floats(0.05, 5.0))
+        if draw(st.booleans()):
+            t["value_ramp"] = {"to_value_per_hour": draw(st.sampled_from([0.0, 5.0, 50.0])), "over_hours": 0.5}
         tenants.append(t)
     options = {
         "bid_clip": draw(st.sampled_from([None, 0.1, 1.0])),
@@ -254,8 +256,9 @@ def _value_scenarios(draw):
 @given(_value_scenarios())
 def test_property_value_agents_never_lose_work_under_renegotiate(sc):
     res, t = _run(sc, "renegotiate")
-    assert all(x.finish_hours is not None for x in t.values())
-    assert all(x.work_lost_hours == 0 for x in t.values())
+    # everyone finishes unless its money ran out; only a tenant stopped by its budget loses work
+    assert all((x.finish_hours is not None) != x.budget_exhausted for x in t.values())
+    assert all(x.work_lost_hours == 0 for x in t.values() if not x.budget_exhausted)
     for e in _events(res, "migrate"):
         at_checkpoint = any(c["t"] == e["t"] for c in _events(res, "checkpoint", e["tenant"]))
         was_idle = any(w["t"] <= e["t"] for w in _events(res, "wait", e["tenant"]))
@@ -266,12 +269,99 @@ def test_property_value_agents_never_lose_work_under_renegotiate(sc):
     assert again.as_dict() == res.as_dict()
 
 
-def test_budget_below_the_floor_with_no_alternative_still_runs():
-    """Regression: a tenant whose budget caps its bid below the floor, with no other type, waited forever
-    beside a free accelerator. It now runs at the floor (a budget caps bids, not spending)."""
+def test_budget_that_pays_for_the_job_nowhere_does_not_launch():
+    """A budget below the job's cost on every type at base prices: the tenant never launches, spends
+    nothing and is reported ``budget_exhausted`` (earlier it ran at the floor and overspent)."""
     sc = _scenario(
         [{"type": "A", "count": 1, "base_price_per_hour": 1.0}],
         [{"id": "poor", "execution_hours": {"A": 1.0}, "checkpoint_interval_hours": 0.5, "budget": 0.5}],
     )
-    _, t = _run(sc, "renegotiate")
-    assert t["poor"].finish_hours == pytest.approx(1.0) and t["poor"].cost == pytest.approx(1.0)
+    for policy in ("renegotiate", "fcfs", "spot", "fcfs-preempt", "on-demand"):
+        _, t = _run(sc, policy)
+        assert t["poor"].finish_hours is None and t["poor"].cost == 0 and t["poor"].budget_exhausted, policy
+
+
+def test_budget_is_a_spending_limit_the_tenant_stops_when_its_money_runs_out():
+    """Preempted after its checkpoint, a tenant whose budget covered the job exactly must redo lost work:
+    it is stopped the instant it has spent its budget (a ``budget`` event), unfinished."""
+    pools = [{"type": "X", "count": 1, "base_price_per_hour": 1.0}]
+    low = {"id": "low", "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.25, "budget": 1.0}
+    high = {"id": "high", "arrival_hours": 0.4, "execution_hours": {"X": 0.5}, "checkpoint_interval_hours": 0.25}
+    res, t = _run(_scenario(pools, [low, {**high, "value_per_hour": 5.0}]), "fcfs-preempt")
+    assert t["low"].budget_exhausted and t["low"].finish_hours is None
+    assert t["low"].cost == pytest.approx(1.0)
+    (stop,) = _events(res, "budget", "low")
+    assert stop["t"] == pytest.approx(1.5)  # 0.4 h before the preemption + 0.6 h after it at $1/h
+
+
+def test_a_budget_chooses_the_type_it_can_pay_for():
+    """The budget is part of the launch decision: a tenant launches only where the whole job fits it."""
+    pools = [{"type": k, "count": 1, "base_price_per_hour": p} for k, p in (("X", 3.0), ("Y", 0.5))]
+    tenant = {"id": "b", "execution_hours": {"X": 1.0, "Y": 3.0}, "checkpoint_interval_hours": 0.5}
+    tenant["value_per_hour"] = 10.0
+    for budget, where in ((2.0, ["Y"]), (5.0, ["X"])):
+        _, t = _run(_scenario(pools, [{**tenant, "budget": budget}]), "renegotiate")
+        assert t["b"].accelerators == where and t["b"].cost <= budget + 1e-9
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(_value_scenarios())
+def test_property_nobody_spends_more_than_its_budget_and_money_is_conserved(sc):
+    """Under every policy: a tenant's payments never exceed its budget, and what tenants pay is what the
+    provider's ledger received (accelerator-hours at their prices plus checkpoint-restart fees)."""
+    from finops_cli.sim.market import simulate_market
+
+    budgets = {x.id: x.budget for x in sc.tenants}
+    for res in simulate_market(sc, "all", log_events=False):
+        for x in res.tenants:
+            b = budgets[x.tenant]
+            if b is not None:
+                assert x.cost <= b * (1 + 1e-9) + 1e-9, (res.policy, x.tenant, x.cost, b)
+        paid = sum(x.cost for x in res.tenants)
+        received = res.provider["accelerator_revenue"] + res.provider["restart_fees"]
+        assert paid == pytest.approx(received, rel=1e-9, abs=1e-9), res.policy
+
+
+# --- time-varying value (Fig. 2) ------------------------------------------------------------------
+
+
+def _fig2():
+    pools = [{"type": k, "count": 1, "base_price_per_hour": 1.0} for k in ("F", "S")]
+    a = {"id": "A", "execution_hours": {"F": 1.0, "S": 2.0}, "checkpoint_interval_hours": 0.25}
+    b = {"id": "B", "arrival_hours": 0.05, "execution_hours": {"F": 1.0, "S": 1.5}, "checkpoint_interval_hours": 0.25}
+    return pools, a, {**b, "value_ramp": {"to_value_per_hour": 10.0, "over_hours": 1.0}}
+
+
+def test_rising_value_wins_the_fast_type_that_a_launch_time_bid_cannot():
+    """Fig. 2: B launches with no urgency (its break-even $1.50 loses to A's $2.00 for F and it runs on S);
+    its value of time rises, and at its first checkpoint its continuous bid, (1.5 + 2.5 · 0.5) ÷ 1 = $2.75,
+    beats A's: A moves to S at its own checkpoint. With a launch-time bid (``fcfs-preempt``) or a constant
+    value, B never gets F."""
+    pools, a, b = _fig2()
+    res, t = _run(_scenario(pools, [a, b]), "renegotiate")
+    bids = [e["price"] for e in _events(res, "bid", "B")]
+    assert bids[0] == pytest.approx(1.5) and bids[1] == pytest.approx(2.75)
+    assert t["B"].accelerators == ["S", "F"] and t["A"].accelerators[:2] == ["F", "S"]  # A returns once B is done
+    assert t["A"].work_lost_hours == 0 and t["B"].work_lost_hours == 0
+    _, fixed = _run(_scenario(pools, [a, b]), "fcfs-preempt")
+    flat = {k: v for k, v in b.items() if k != "value_ramp"}
+    const_res, const = _run(_scenario(pools, [a, flat]), "renegotiate")
+    # without the rising bid B gets F only once A has finished on it (at 1.0 h)
+    assert min(e["t"] for e in _events(const_res, "migrate", "B")) >= 1.0 - 1e-9
+    assert t["B"].finish_hours < min(const["B"].finish_hours, fixed["B"].finish_hours)
+
+
+def test_value_ramp_time_value_is_the_integral():
+    tenant = Tenant.model_validate(
+        {
+            "id": "r",
+            "arrival_hours": 1.0,
+            "execution_hours": {"X": 1.0},
+            "checkpoint_interval_hours": 1.0,
+            "value_per_hour": 2.0,
+            "value_ramp": {"to_value_per_hour": 6.0, "over_hours": 2.0},
+        }
+    )
+    assert tenant.value_at(0.5) == 2.0 and tenant.value_at(2.0) == pytest.approx(4.0) and tenant.value_at(9) == 6.0
+    assert tenant.time_value(4.0) == pytest.approx(8.0 + 6.0)  # (2 + 6) / 2 · 2 h, then 6 · 1 h
+    assert not tenant.opts_into_spot()

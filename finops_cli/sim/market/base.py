@@ -30,7 +30,7 @@ from typing import ClassVar, TypedDict
 
 from finops_cli.sim.market.scenario import Scenario
 
-_FINISH, _CHECKPOINT, _ARRIVAL = 0, 1, 2
+_FINISH, _CHECKPOINT, _ARRIVAL, _BUDGET = 0, 1, 2, 3
 EPS = 1e-12
 
 
@@ -48,6 +48,7 @@ class TenantResult:
     deadline_missed: bool | None = None
     penalty: float = 0.0
     time_value: float = 0.0
+    budget_exhausted: bool = False  # its money ran out (or never covered the job): stopped, unfinished
 
     def as_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -69,6 +70,7 @@ class PolicyTotals(TypedDict):
     time_value: float
     generalized_cost: float
     bid_updates: int
+    budget_exhausted: int
 
 
 @dataclass
@@ -80,6 +82,8 @@ class PolicyResult:
     events: list[dict[str, object]]
     bid_updates: int = 0
     load: dict[str, dict[str, object]] = field(default_factory=dict)
+    #: the provider's side of the money: what each accelerator earned and the migrations' fees, USD
+    provider: dict[str, float] = field(default_factory=dict)
 
     def totals(self) -> PolicyTotals:
         done = [t for t in self.tenants if t.finish_hours is not None]
@@ -101,6 +105,7 @@ class PolicyResult:
             "time_value": time_value,
             "generalized_cost": cost + time_value + penalty,
             "bid_updates": self.bid_updates,
+            "budget_exhausted": sum(1 for t in self.tenants if t.budget_exhausted),
         }
 
     def as_dict(self, *, events: bool = True) -> dict[str, object]:
@@ -111,6 +116,8 @@ class PolicyResult:
         }
         if self.load:
             out["load"] = self.load
+        if self.provider:
+            out["provider"] = self.provider
         if events:
             out["events"] = self.events
         return out
@@ -154,6 +161,8 @@ class Policy:
         self.price_t0 = [0.0] * n_acc
         self.price_target = list(self.price_p0)  # where the price settles (a floor falling at a bounded rate)
         self.free_heap: list[list[int]] = [list(ids) for ids in self.by_type]  # lowest index first
+        self.revenue = [0.0] * n_acc  # the provider's ledger: what each accelerator has been paid
+        self.restart_fees = 0.0  # checkpoint-restart costs paid
         # tenants, in decision order: arrival time, then listing order
         order = sorted(range(len(scenario.tenants)), key=lambda i: (scenario.tenants[i].arrival_hours, i))
         self.tenants = [scenario.tenants[i] for i in order]
@@ -162,6 +171,16 @@ class Policy:
         self.compatible = [[j for j in range(len(self.types)) if math.isfinite(self.hours[i][j])] for i in range(n)]
         prices = dict(zip(self.types, self.base_by_type, strict=True))
         self.pref = [[self.type_index[k] for k in t.preference(prices)] for t in self.tenants]
+        # a budget is a spending limit: a tenant launches only on types whose whole job it can pay for at
+        # base prices (none: it does not launch), and it is stopped the moment its money runs out
+        self.budget = [t.budget for t in self.tenants]
+        self.unaffordable = [False] * n
+        for i, b in enumerate(self.budget):
+            if b is not None:
+                self.pref[i] = [j for j in self.pref[i] if self.hours[i][j] * self.base_by_type[j] <= b + EPS]
+                self.unaffordable[i] = not self.pref[i]
+        self.exhausted = [False] * n
+        self.budget_version = [0] * n
         self.on = [-1] * n
         self.progress = [0.0] * n  # fraction of work done at seg_t0
         self.ckpt = [0.0] * n  # fraction saved at the last checkpoint
@@ -196,12 +215,20 @@ class Policy:
 
     def run(self) -> PolicyResult:
         for i, tenant in enumerate(self.tenants):
+            if self.unaffordable[i]:
+                self.exhausted[i] = True  # its budget pays for the job nowhere: it never launches
+                self.log(tenant.arrival_hours, "budget", i, None, None)
+                continue
             heapq.heappush(self._heap, (tenant.arrival_hours, _ARRIVAL, i, 0, 0))
         while self._heap:
             t, kind, i, ver, _ = heapq.heappop(self._heap)
             if t > self.horizon:
                 break
             self.now = t
+            if kind == _BUDGET:
+                if ver == self.budget_version[i] and self.on[i] >= 0:
+                    self._budget_check(i, t)
+                continue
             if kind == _ARRIVAL:
                 batch = [i]
                 while self._heap and self._heap[0][0] == t and self._heap[0][1] == _ARRIVAL:
@@ -244,6 +271,58 @@ class Policy:
 
     def on_finish(self, i: int, a: int, t: float) -> None:
         self.on_vacated(a, t)
+
+    def on_budget_exhausted(self, i: int, a: int, t: float) -> None:
+        """Tenant ``i``'s money ran out; it was taken off ``a`` (-1: it held nothing). Default: hand ``a`` on."""
+        if a >= 0:
+            self.on_vacated(a, t)
+
+    # --- budgets: a spending limit ----------------------------------------------------------------
+
+    def spent(self, i: int, t: float) -> float:
+        """What tenant ``i`` has paid up to ``t`` (settled first)."""
+        self.settle(i, t)
+        return self.cost[i]
+
+    def burn_rate(self, i: int, t: float) -> float:
+        """USD per hour tenant ``i`` is paying now (an upper bound while a price falls)."""
+        return self.price_at(self.on[i], t) if self.on[i] >= 0 else 0.0
+
+    def can_afford(self, i: int, type_j: int) -> bool:
+        """Whether tenant ``i``'s remaining budget pays to finish on ``type_j`` at its floor now, with a
+        checkpoint-restart if it would be a migration (always, without a budget)."""
+        b = self.budget[i]
+        if b is None:
+            return True
+        f = self.ckpt[i] if self.started[i] else 0.0
+        need = (1.0 - f) * self.hours[i][type_j] * self.floor_price(type_j)
+        if self.started[i] and self.progress[i] > 0:
+            need += self.tenants[i].checkpoint_restart_cost
+        return self.spent(i, self.now) + need <= b + EPS
+
+    def schedule_budget(self, i: int, t: float) -> None:
+        """(Re)schedule the instant tenant ``i``'s money runs out at its current spending rate."""
+        b = self.budget[i]
+        if b is None or self.on[i] < 0:
+            return
+        self.budget_version[i] += 1
+        rate = self.burn_rate(i, t)
+        left = b - self.spent(i, t)
+        if left <= EPS:
+            heapq.heappush(self._heap, (t, _BUDGET, i, self.budget_version[i], 0))
+        elif rate > EPS:
+            heapq.heappush(self._heap, (t + left / rate, _BUDGET, i, self.budget_version[i], 0))
+
+    def _budget_check(self, i: int, t: float) -> None:
+        b = self.budget[i]
+        assert b is not None
+        if b - self.spent(i, t) > 1e-9:
+            self.schedule_budget(i, t)  # a price fell since it was scheduled: later
+            return
+        a = self.stop(i, t, lose_work=True)
+        self.exhausted[i] = True
+        self.log(t, "budget", i, a, None)
+        self.on_budget_exhausted(i, a, t)
 
     def on_vacated(self, a: int, t: float) -> None:
         """Default: the first waiting tenant (arrival order) that can use ``a`` gets it, else it is free."""
@@ -292,8 +371,13 @@ class Policy:
         """Charge tenant ``i`` for its accelerator up to ``t``."""
         a = self.on[i]
         if a >= 0 and t > self.paid_until[i]:
-            self.cost[i] += self._price_integral(a, self.paid_until[i], t)
+            self.charge(i, a, self._price_integral(a, self.paid_until[i], t))
         self.paid_until[i] = max(self.paid_until[i], t)
+
+    def charge(self, i: int, a: int, usd: float) -> None:
+        """Tenant ``i`` pays ``usd`` for accelerator ``a``: both sides of the ledger."""
+        self.cost[i] += usd
+        self.revenue[a] += usd
 
     def set_price(self, a: int, target: float, t: float) -> None:
         """Move ``a``'s price towards ``target`` (rises at once; falls at most at the bounded rate)."""
@@ -304,6 +388,8 @@ class Policy:
         self.price_p0[a], self.price_t0[a], self.price_target[a] = old, t, target
         if abs(old - target) > EPS:
             self.log(t, "price", h if h >= 0 else None, a, target)
+            if h >= 0 and target > old:
+                self.schedule_budget(h, t)
 
     # --- moving tenants ---------------------------------------------------------------------------
 
@@ -313,6 +399,13 @@ class Policy:
             self.stop(i, t)
         # a move before any work was done (displaced the instant it started) is no migration
         migrating = self.started[i] and not (self.progress[i] <= 0 and self.seg_t0[i] == t)
+        b = self.budget[i]
+        if migrating and b is not None and self.cost[i] + self.tenants[i].checkpoint_restart_cost > b + EPS:
+            self.exhausted[i] = True  # it cannot pay to restore its checkpoint: it stops here
+            self.log(t, "budget", i, a, None)
+            self.on_budget_exhausted(i, -1, t)
+            self.on_vacated(a, t)
+            return
         self.started[i] = True
         self.on[i] = a
         self.holder[a] = i
@@ -324,6 +417,7 @@ class Policy:
         if migrating:
             self.migrations[i] += 1
             self.cost[i] += tenant.checkpoint_restart_cost
+            self.restart_fees += tenant.checkpoint_restart_cost
         label = self.types[self.acc_type[a]]
         if not self.used[i] or self.used[i][-1] != label:
             self.used[i].append(label)
@@ -333,6 +427,7 @@ class Policy:
         finish_t = self.run_from[i] + (1.0 - self.progress[i]) * self.hours[i][self.acc_type[a]]
         heapq.heappush(self._heap, (finish_t, _FINISH, i, ver, 0))
         self._schedule_checkpoint(i, t)
+        self.schedule_budget(i, t)
 
     def _schedule_checkpoint(self, i: int, t: float) -> None:
         a = self.on[i]
@@ -403,7 +498,7 @@ class Policy:
         heapq.heappush(self.free_heap[self.acc_type[a]], a)
 
     def enqueue(self, i: int) -> None:
-        for j in self.compatible[i]:
+        for j in self.pref[i]:
             self.waiting[j].append(i)
         self.log(self.now, "wait", i, None, None)
 
@@ -411,7 +506,7 @@ class Policy:
         q = self.waiting[type_j]
         while q:
             i = q.popleft()
-            if self.on[i] < 0 and self.finish[i] is None and self.waits(i):
+            if self.on[i] < 0 and self.finish[i] is None and not self.exhausted[i] and self.waits(i):
                 return i
         return -1
 
@@ -422,6 +517,8 @@ class Policy:
     def cheapest_free(self, i: int) -> int:
         """The free accelerator of the tenant's most preferred type that has one (-1 if none)."""
         for j in self.pref[i]:
+            if not self.can_afford(i, j):
+                continue
             a = self.take_free(j)
             if a >= 0:
                 return a
@@ -473,7 +570,7 @@ class Policy:
             y = others[0]
             rem_y = (1.0 - f) * self.hours[i][y]
             p_y = self.floor_price(y)
-            v = tenant.value_per_hour
+            v = tenant.value_at(self.now)  # a continuous bid uses the value of time now
             value = rem_y * p_y
             if v or tenant.deadline is not None:
                 value += v * (rem_y - rem_x) + self.penalty(i, self.now + rem_y) - self.penalty(i, self.now + rem_x)
@@ -490,8 +587,7 @@ class Policy:
         if cap is not None:
             bid = min(bid, cap)
         if tenant.budget is not None:
-            self.settle(i, self.now)
-            bid = min(bid, max(0.0, tenant.budget - self.cost[i]) / rem_x)
+            bid = min(bid, max(0.0, tenant.budget - self.spent(i, self.now)) / rem_x)
         return bid
 
     # --- output -----------------------------------------------------------------------------------
@@ -529,12 +625,14 @@ class Policy:
                     accelerators=self.used[i],
                     deadline_missed=missed,
                     penalty=0.0 if fin is None else self.penalty(i, fin),
-                    time_value=(took or 0.0) * tenant.value_per_hour,
+                    time_value=0.0 if fin is None else tenant.time_value(fin),
+                    budget_exhausted=self.exhausted[i],
                 )
             )
         listing = {t.id: k for k, t in enumerate(self.scenario.tenants)}
         out.sort(key=lambda r: listing[r.tenant])
-        return PolicyResult(self.name, out, self.events, self.bid_updates, self._load_summary())
+        provider = {"accelerator_revenue": sum(self.revenue), "restart_fees": self.restart_fees}
+        return PolicyResult(self.name, out, self.events, self.bid_updates, self._load_summary(), provider)
 
     def _load_summary(self) -> dict[str, dict[str, object]]:
         """Per load-priced pool: mean and peak share of its accelerators held, hours over its cap, timeline."""

@@ -187,12 +187,31 @@ def operator_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     return _save(fig, path)
 
 
+def urgency_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Figure 7: the probe's cost vs performance per urgency level and policy."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for policy in dict.fromkeys(r["policy"] for r in doc["rows"]):
+        rows = [r for r in doc["rows"] if r["policy"] == policy and r["cost"] is not None]
+        colour, marker, label = POLICY_STYLE[policy]
+        ax.scatter([r["cost"] for r in rows], [r["retained"] for r in rows], color=colour, marker=marker, label=label)
+        for r in rows:
+            ax.annotate(r["urgency"], (r["cost"], r["retained"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+    ax.set_xlabel("probe tenant's cost (USD)")
+    ax.set_ylabel("probe's performance retained (best time ÷ achieved)")
+    _pct_axis(ax)
+    ax.legend(fontsize=8)
+    ax.set_title("Urgency: what one tenant pays and gets (labels: its value of time)")
+    return _save(fig, path)
+
+
 CHARTS = {
     "contention": contention_chart,
     "overhead": overhead_chart,
     "volatility": volatility_chart,
     "frontier": frontier_chart,
     "operator": operator_chart,
+    "urgency": urgency_chart,
 }
 
 

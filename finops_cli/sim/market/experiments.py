@@ -30,7 +30,7 @@ from finops_cli.sim.market import families
 from finops_cli.sim.market.base import PolicyResult
 from finops_cli.sim.market.scenario import Scenario, Tenant
 
-EXPERIMENTS = ("contention", "overhead", "volatility", "frontier", "operator")
+EXPERIMENTS = ("contention", "overhead", "volatility", "frontier", "operator", "urgency")
 #: The spot baseline: ``paper`` — the cloud spot class (opt-in, cheaper, unilateral preemption);
 #: ``oracle`` — ``fcfs-preempt`` (value-aware preemption by launch-time bid, base price).
 SPOT_POLICIES = {"paper": "spot", "oracle": "fcfs-preempt"}
@@ -293,9 +293,11 @@ def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
             "budget": budget,
             "cost": t.cost,
             "completion_hours": t.completion_hours,
-            "retained": None if not t.completion_hours else min(1.0, best / t.completion_hours),
+            # an unfinished job (its money ran out, or never covered it) retained nothing
+            "retained": 0.0 if not t.completion_hours else min(1.0, best / t.completion_hours),
             "migrations": t.migrations,
             "deadline_missed": t.deadline_missed,
+            "budget_exhausted": t.budget_exhausted,
         }
 
     def with_probe(budget: float | None) -> Scenario:
@@ -309,8 +311,61 @@ def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
         rows.append(probe_row(plain, policy, None, None))
     summary = {"probe_cheapest_cost": cheapest, "probe_best_hours": best}
     cols = ["policy", "budget_multiple", "budget", "cost", "completion_hours", "retained", "migrations"]
-    cols += ["deadline_missed"]
+    cols += ["deadline_missed", "budget_exhausted"]
     return ExperimentResult("frontier", {}, cols, rows, summary)
+
+
+#: The urgency experiment's value-of-time profiles (USD/h): constant levels, and one that rises from 0 to 30
+#: over the probe's best time × 1.5 (Fig. 2's tenant whose willingness to pay grows).
+URGENCY_LEVELS: tuple[float, ...] = (0.0, 1.0, 3.0, 10.0, 30.0)
+
+
+def urgency(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+    """Figure 7: one tenant's cost and performance as its urgency (value of time) varies, per policy.
+
+    The probe (4 units of work on all five types, mid-window arrival, no deadline, no budget) runs on the
+    focus scenario with each constant value of time in :data:`URGENCY_LEVELS` and with a rising one. Under
+    ``renegotiate`` its agent bids what finishing sooner is worth at live prices: a low-urgency tenant
+    settles for cheaper allocations. ``spot`` and ``on-demand`` decide at launch (the probe opts into spot).
+    """
+    base = _focus(n_accelerators, window_hours, seed)
+    hours = {k: families.ACCELERATORS[k][1] for k in families.COMPOSITIONS[FOCUS_COMPOSITION]}
+    work = 4.0
+    best = work * min(hours.values())
+    probe: dict[str, Any] = {
+        "id": "probe-urgency",
+        "arrival_hours": window_hours / 2,
+        "work": work,
+        "execution_hours": hours,
+        "checkpoint_interval_hours": 0.5,
+        "checkpoint_restart_cost": 0.25,
+        "restart_hours": 0.02,
+    }
+    profiles: list[tuple[str, dict[str, Any]]] = [(f"{v:g} $/h", {"value_per_hour": v}) for v in URGENCY_LEVELS]
+    profiles.append(
+        ("0 → 30 $/h", {"value_per_hour": 0.0, "value_ramp": {"to_value_per_hour": 30.0, "over_hours": 1.5 * best}})
+    )
+    rows: list[dict[str, Any]] = []
+    for label, value in profiles:
+        for policy in ("renegotiate", spot, "on-demand"):
+            extra = {"spot_opt_in": True} if policy == spot else {}
+            tenant = Tenant.model_validate({**probe, **value, **extra})
+            res = _run(base.model_copy(update={"tenants": [*base.tenants, tenant]}), policy)
+            (t,) = [x for x in res.tenants if x.tenant == "probe-urgency"]
+            rows.append(
+                {
+                    "urgency": label,
+                    "policy": policy,
+                    "cost": t.cost,
+                    "completion_hours": t.completion_hours,
+                    "retained": 0.0 if not t.completion_hours else min(1.0, best / t.completion_hours),
+                    "migrations": t.migrations,
+                    "first_type": t.accelerators[0] if t.accelerators else None,
+                    "types": " → ".join(t.accelerators),
+                }
+            )
+    cols = ["urgency", "policy", "cost", "completion_hours", "retained", "migrations", "first_type", "types"]
+    return ExperimentResult("urgency", {}, cols, rows, {"probe_best_hours": best})
 
 
 #: The operator experiment's power-capped group: H100s in dense racks, a little cheaper at base, whose
@@ -372,6 +427,7 @@ RUNNERS: dict[str, Callable[[int, float, int, str], ExperimentResult]] = {
     "volatility": volatility,
     "frontier": frontier,
     "operator": operator,
+    "urgency": urgency,
 }
 
 
@@ -382,6 +438,7 @@ KEYS = {
     "volatility": ("bid_clip", "floor_fall_per_hour"),
     "frontier": ("policy", "budget_multiple"),
     "operator": ("contention", "policy"),
+    "urgency": ("urgency", "policy"),
 }
 #: Metrics shown with their 95 % interval (``<metric>_ci``: the half-width) in every table.
 CI_METRICS = ("retained", "cost", "churn_per_tenant_hour", "migrations_per_tenant", "capped_mean_load", "points")

@@ -44,7 +44,7 @@ class FCFSPreempt(Policy):
                 return
             a = -1
             for j in self.pref[i][1:]:
-                a = self.take_free(j)
+                a = self.take_free(j) if self.can_afford(i, j) else -1
                 if a >= 0:
                     break
         if a >= 0:

@@ -26,6 +26,7 @@ class OnDemand(Policy):
                 self.price_p0.append(base)
                 self.price_t0.append(t)
                 self.price_target.append(base)
+                self.revenue.append(0.0)
             self.start(i, a, t)
 
     def on_vacated(self, a: int, t: float) -> None:

@@ -72,6 +72,8 @@ class Renegotiate(Policy):
         if self.displaced[i]:
             self.leave(i, t)
             return
+        if self.tenants[i].value_ramp is not None:
+            self.rerank(i, t)
         x = self.pref[i][0]
         a = self.on[i]
         incumbent = self.acc_type[a] == x and r < 0
@@ -98,6 +100,24 @@ class Renegotiate(Policy):
                 self.leave(i, t)
                 return
         self.challenge(i, t)
+
+    def rerank(self, i: int, t: float) -> None:
+        """A tenant whose value of time changes re-ranks its types at its checkpoint: least generalized cost
+        to finish the rest at the floor prices and its value of time *now*. A new first choice withdraws
+        its standing bid; it then bids for the new type (and may move to a cheaper one when urgency is low)."""
+        tenant = self.tenants[i]
+        v = tenant.value_at(t)
+        rest = 1.0 - self.ckpt[i]
+
+        def key(j: int) -> tuple[float, float, int]:
+            h = rest * self.hours[i][j]
+            return (h * (self.floor_price(j) + v) + tenant.penalty_at(t + h), h, j)
+
+        old = self.pref[i][0]
+        self.pref[i] = sorted(self.pref[i], key=key)
+        if self.pref[i][0] != old:
+            self.withdraw(i, t)
+            self.pool[old].discard(i)
 
     def on_finish(self, i: int, a: int, t: float) -> None:
         self.withdraw(i, t)
@@ -165,7 +185,7 @@ class Renegotiate(Policy):
     def _best(self, bidders: dict[int, float] | set[int]) -> int:
         best, key = -1, None
         for i in bidders:
-            if self.finish[i] is not None:
+            if self.finish[i] is not None or self.exhausted[i]:
                 continue
             if self.on[i] >= 0 and self.next_ckpt[i] == math.inf:
                 continue  # it finishes where it runs before it could move: its bid only sets the price
@@ -187,7 +207,7 @@ class Renegotiate(Policy):
                 self.move_in(i, r, t)
                 return
             for j in self.pref[i][1:]:  # run on a free fallback until the holder leaves at its checkpoint
-                a = self.take_free(j)
+                a = self.take_free(j) if self.can_afford(i, j) else -1
                 if a >= 0:
                     self.start(i, a, t)
                     return
@@ -197,12 +217,13 @@ class Renegotiate(Policy):
         if self.on[i] >= 0:
             return
         for j in self.pref[i][1:]:
-            a = self.take_free(j)
+            a = self.take_free(j) if self.can_afford(i, j) else -1
             if a >= 0:
                 self.start(i, a, t)
                 return
-        a = self.take_free(self.pref[i][0])  # bid below the floor, no alternative free: run at the floor
-        if a >= 0:  # rather than wait for nothing (a budget caps bids, not spending)
+        x = self.pref[i][0]  # bid below the floor, no alternative free: run at the floor rather than wait
+        a = self.take_free(x) if self.can_afford(i, x) else -1
+        if a >= 0:
             self.start(i, a, t)
             return
         self.enqueue(i)
@@ -267,7 +288,7 @@ class Renegotiate(Policy):
                 if self.on[j] < 0:
                     self.move_in(j, a, t)
                 else:
-                    self.idle_from[a] = t
+                    self._idle(a, t)
             elif self.displaced[h] and self.seg_t0[h] == t and self.progress_at(h, t) <= self.ckpt[h] + EPS:
                 self.leave(h, t)  # started this instant: nothing to checkpoint, it can go now
             return
@@ -286,13 +307,52 @@ class Renegotiate(Policy):
     def set_price(self, a: int, target: float, t: float) -> None:
         self.bill_idle(a, t)
         super().set_price(a, target, t)
+        r = self.reserved_by[a]
+        if r >= 0 and self.idle_from[a] >= 0:
+            self.schedule_budget(r, t)
+
+    # --- budgets: the idle accelerator a winner reserved is part of what it spends ------------------
+
+    def spent(self, i: int, t: float) -> float:
+        r = self.reserved_acc[i]
+        if r >= 0:
+            self.bill_idle(r, t)
+        return super().spent(i, t)
+
+    def burn_rate(self, i: int, t: float) -> float:
+        r = self.reserved_acc[i]
+        idle = self.price_at(r, t) if r >= 0 and self.idle_from[r] >= 0 else 0.0
+        return super().burn_rate(i, t) + idle
+
+    def _idle(self, a: int, t: float) -> None:
+        """``a`` sits vacated, reserved for a winner still running elsewhere: billed to it from ``t``."""
+        self.idle_from[a] = t
+        self.schedule_budget(self.reserved_by[a], t)
+
+    def on_budget_exhausted(self, i: int, a: int, t: float) -> None:
+        """Out of money: its bids are withdrawn, an accelerator it won is released, the one it held freed."""
+        self.withdraw(i, t)
+        self.pool[self.pref[i][0]].discard(i)
+        self.displaced[i] = False
+        r = self.reserved_acc[i]
+        if r >= 0:
+            self.idle_from[r] = -1.0
+            self.reserved_acc[i] = self.reserved_by[r] = -1
+            self.claim_changed(r)
+            if self.holder[r] < 0:
+                self.on_vacated(r, t)
+        if a >= 0:
+            self.displaced_bid[a] = 0.0
+            self.claim_changed(a)
+            self.reprice(a, t)
+            self.on_vacated(a, t)
 
     def bill_idle(self, a: int, t: float) -> None:
         """Charge the winner of ``a`` for the time ``a`` sat reserved for it, idle, up to ``t``."""
         t0 = self.idle_from[a]
         r = self.reserved_by[a]
         if t0 >= 0 and r >= 0 and t > t0:
-            self.cost[r] += self._price_integral(a, t0, t)
+            self.charge(r, a, self._price_integral(a, t0, t))
             self.idle_from[a] = t
         elif r < 0 or self.holder[a] >= 0:
             self.idle_from[a] = -1.0
@@ -358,7 +418,7 @@ class Renegotiate(Policy):
         """At its checkpoint, a holder whose bid is below the load-priced floor moves to a free accelerator
         of its next types, if there is one (else it stays and pays the floor)."""
         for j in self.pref[i][1:]:
-            b = self.take_free(j)
+            b = self.take_free(j) if self.can_afford(i, j) else -1
             if b >= 0:
                 a = self.stop(i, t)
                 self.claim_changed(a)
@@ -372,7 +432,7 @@ class Renegotiate(Policy):
             if self.on[r] < 0:
                 self.move_in(r, a, t)
             else:  # the winner moves in at its next checkpoint and pays for the idle accelerator until then
-                self.idle_from[a] = t
+                self._idle(a, t)
             return
         x = self.acc_type[a]
         j = self._best(self.challengers[a])
@@ -387,7 +447,7 @@ class Renegotiate(Policy):
             if self.on[j] < 0:
                 self.move_in(j, a, t)
             else:
-                self.idle_from[a] = t
+                self._idle(a, t)
             return
         j = self.pop_waiting(x)
         if j >= 0:

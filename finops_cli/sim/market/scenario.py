@@ -92,6 +92,14 @@ class Deadline(_Strict):
         return float(self.penalty or 0.0) if self.kind == "hard" else late_hours * float(self.penalty_per_hour or 0.0)
 
 
+class ValueRamp(_Strict):
+    """Time-varying value (the paper's Fig. 2): the tenant's value of time rises linearly from its
+    ``value_per_hour`` at arrival to ``to_value_per_hour`` at ``over_hours`` after arrival, then stays."""
+
+    to_value_per_hour: float = Field(ge=0)
+    over_hours: PositiveFloat
+
+
 class LaunchEntry(_Strict):
     """One row of a tenant's launch table: a compatible type and the most it will pay for it (USD/h)."""
 
@@ -116,6 +124,7 @@ class Tenant(_Strict):
     restart_hours: float = Field(default=0.0, ge=0)
     budget: PositiveFloat | None = None
     value_per_hour: float = Field(default=0.0, ge=0)  # USD: what finishing an hour earlier is worth
+    value_ramp: ValueRamp | None = None  # the value of time rises after arrival (None: constant)
     deadline: Deadline | None = None
     overhead_estimate: PositiveFloat = 1.0  # the agent's migration cost estimate ÷ the true cost
     launch_table: list[LaunchEntry] | None = Field(default=None, min_length=1)
@@ -125,7 +134,25 @@ class Tenant(_Strict):
         """Whether this tenant buys the spot class under the ``spot`` baseline."""
         if self.spot_opt_in is not None:
             return self.spot_opt_in
-        return self.value_per_hour == 0 and self.deadline is None
+        return self.value_per_hour == 0 and self.deadline is None and self.value_ramp is None
+
+    def value_at(self, t: float) -> float:
+        """USD an hour earlier is worth at simulation time ``t`` (rises along ``value_ramp``)."""
+        r = self.value_ramp
+        if r is None:
+            return self.value_per_hour
+        share = min(1.0, max(0.0, (t - self.arrival_hours) / r.over_hours))
+        return self.value_per_hour + (r.to_value_per_hour - self.value_per_hour) * share
+
+    def time_value(self, finish: float) -> float:
+        """∫ value of time dt from arrival to ``finish`` (USD): ``value_per_hour`` × hours when constant."""
+        took = max(0.0, finish - self.arrival_hours)
+        r = self.value_ramp
+        if r is None:
+            return took * self.value_per_hour
+        ramp = min(took, r.over_hours)
+        v0, v1 = self.value_per_hour, self.value_at(self.arrival_hours + ramp)
+        return (v0 + v1) / 2 * ramp + r.to_value_per_hour * (took - ramp)
 
     def max_price(self, accelerator_type: str) -> float | None:
         """The launch table's maximum price for a type (None: no maximum)."""

@@ -44,7 +44,7 @@ class Spot(Policy):
         if a >= 0:
             self._start(i, a, t)
         elif self.is_spot[i]:
-            for j in self.compatible[i]:
+            for j in self.pref[i]:
                 self.spot_waiting[j].append(i)
             self.log(t, "wait", i, None, None)
         else:
@@ -65,7 +65,7 @@ class Spot(Policy):
                 if h >= 0 and self.is_spot[h]:
                     self.stop(h, t, lose_work=True)
                     self.log(t, "preempt", h, a, None)
-                    for k in self.compatible[h]:
+                    for k in self.pref[h]:
                         self.spot_waiting[k].append(h)
                     return a
         return -1
@@ -84,7 +84,7 @@ class Spot(Policy):
             q = self.spot_waiting[self.acc_type[a]]
             while q:
                 k = q.popleft()
-                if self.on[k] < 0 and self.finish[k] is None:
+                if self.on[k] < 0 and self.finish[k] is None and not self.exhausted[k]:
                     j = k
                     break
         if j >= 0:
