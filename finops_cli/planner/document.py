@@ -56,8 +56,9 @@ def cents(values: list[float], total: float) -> list[float]:
     missing = target - sum(floors)
     step = 1 if missing >= 0 else -1
     order = rest if missing >= 0 else rest[::-1]
-    for k in range(abs(missing)):
-        floors[order[k % len(order)]] += step
+    whole, extra = divmod(abs(missing), len(order))  # in bulk: a far-off total must not loop once per cent
+    for k, i in enumerate(order):
+        floors[i] += step * (whole + (1 if k < extra else 0))
     return [f / 100 for f in floors]
 
 
