@@ -45,9 +45,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from finops_cli.catalog.gpus import instance_gpu_facts
 from finops_cli.cores import usable_cores
 from finops_cli.errors import InputError
-from finops_cli.estate.pricebook import instance_gpu_facts
 from finops_cli.files import content_fingerprint, file_digest
 
 # Importing the format modules registers them.
@@ -824,7 +824,7 @@ def _unknown_gpu_warning(unknown: dict[str, int]) -> list[str]:
     examples = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
     return [
         f"{len(names)} GPU instance type(s) on {sum(unknown.values()):,} lines are not in "
-        f"finops_cli/pricebooks/instance_types.csv ({examples}); those lines have no GPU-hours until a row is added"
+        f"pricebooks/instance_types.csv ({examples}); those lines have no GPU-hours until a row is added"
     ]
 
 
