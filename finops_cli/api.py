@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 def open_store(root: str | Path | None = None) -> Store:
     """The store at ``root`` (``--store``), else ``$FINOPS_STORE``, else ``.finops/``; a directory or a bucket URI."""
-    from finops_cli.store.store import open_store as _open  # pyarrow: only commands that open a store pay for it
+    from finops_cli.store import open_store as _open  # pyarrow: only commands that open a store pay for it
 
     return _open(root)
 

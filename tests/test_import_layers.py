@@ -38,10 +38,10 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 #: import cycles (as sorted module sets) still here, and why
 KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"finops_cli.store.store", "finops_cli.store.remote", "finops_cli.store.engine"}): (
-        "the directory and bucket stores import each other, and the transaction's commit calls the engine for "
-        "the aggregates: both go with store/layout.py and the one commit protocol, whose commit takes its "
-        "aggregate builder as an argument (#27)"
+    frozenset({"finops_cli.store.store", "finops_cli.store.legacy", "finops_cli.store.engine"}): (
+        "the transaction's commit calls the engine for the aggregates (it goes when the commit takes its aggregate "
+        "builder as an argument, #28), and the store converts a pre-log store with store/legacy.py, which builds "
+        "that store's first transaction (it goes when legacy stores are no longer read)"
     ),
 }
 

@@ -10,7 +10,6 @@ checks conservation over their tallies and commits once.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import random
 import shutil
@@ -155,7 +154,7 @@ def test_a_re_ingest_with_two_workers_rewrites_the_same_bytes(one_and_two: tuple
     assert _bytes(store.root, "billing") == before
     assert again.conservation == first.conservation
     assert {s["replaced_rows"] for s in again.sources} == {s["rows"] for s in first.sources}
-    entries = json.loads((store.root / "manifest.json").read_text())
+    entries = Store(store.root).manifest()
     assert len(entries) == 2  # one entry per (payer, period), replaced, never duplicated
 
 
