@@ -180,12 +180,15 @@ def test_the_same_text_is_parsed_once_and_every_reader_gets_its_own_document(
     times = os.stat(path).st_mtime_ns
     path.write_text("version: 1\nsubstrates: [{id: b, gpus: 4}]\n")  # same size
     os.utime(path, ns=(times, times))  # same modification time
-    assert files.read_yaml(path) == {"version": 1, "substrates": [{"id": "b", "gpus": 4}]} and len(parses) == 2
+    assert (
+        files.read_yaml_positions(path)[0] == {"version": 1, "substrates": [{"id": "b", "gpus": 4}]}
+        and len(parses) == 2
+    )
     path.write_text("version: 1\nversion: 2\n")
     with pytest.raises(InputError, match="duplicate key"):
-        files.read_yaml(path)
+        files.read_yaml_positions(path)[0]
     for i in range(files._YAML_SEEN_LIMIT + 3):  # at most _YAML_SEEN_LIMIT documents are kept
         other = tmp_path / f"f{i}.yaml"
         other.write_text(f"n: {i}\n")
-        assert files.read_yaml(other) == {"n": i}
+        assert files.read_yaml_positions(other)[0] == {"n": i}
     assert len(files._YAML_SEEN) == files._YAML_SEEN_LIMIT

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing import ingest_billing
-from finops_cli.ingest.billing.pipeline import exact_sum
+from finops_cli.ingest.billing.money import exact_sum
 from finops_cli.spark.billing import SparkStager
 from finops_cli.store import Store
 from tests.conftest import SAMPLES
