@@ -323,7 +323,7 @@ def _to_parquet(reader: pa.RecordBatchReader, work: Path) -> dict[str, object]:
 
 
 def _run_bare_stream(csv: Path, work: Path) -> dict[str, object]:
-    from finops_cli.ingest.readers import read_header
+    from finops_cli.ingest.readers.stream import read_header
 
     header = read_header(csv)
     types = {c: pa.string() for c in header}
@@ -339,7 +339,7 @@ def _run_bare_stream(csv: Path, work: Path) -> dict[str, object]:
 def _run_bare_dataset(csv: Path, work: Path) -> dict[str, object]:
     import pyarrow.dataset as ds
 
-    from finops_cli.ingest.readers import read_header
+    from finops_cli.ingest.readers.stream import read_header
 
     header = read_header(csv)
     types = {c: pa.string() for c in header}

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from finops_cli.errors import InputError
-from finops_cli.ingest.readers import map_unique
+from finops_cli.ingest.readers.values import map_unique
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.utilization import STORE_SCHEMA as UTILIZATION_SCHEMA
 from finops_cli.spark.session import get_session

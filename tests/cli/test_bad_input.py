@@ -194,9 +194,10 @@ BOMB_LIMIT = 2 << 20
 @pytest.fixture(autouse=True)
 def _small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     from finops_cli import files
-    from finops_cli.ingest import readers
+    from finops_cli.ingest.readers import jsonl, stream
 
-    monkeypatch.setattr(readers, "MAX_LINE_BYTES", BOMB_LIMIT)
+    for reader in (stream, jsonl):  # each reads the limit at call time
+        monkeypatch.setattr(reader, "MAX_LINE_BYTES", BOMB_LIMIT)
     monkeypatch.setattr(files, "MAX_TEXT_BYTES", BOMB_LIMIT)
 
 

@@ -12,7 +12,9 @@ import pytest
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing import BILLING_FORMATS
-from finops_cli.ingest.readers import discover, iter_batches, read_header, to_utc
+from finops_cli.ingest.readers.common import discover
+from finops_cli.ingest.readers.stream import iter_batches, read_header
+from finops_cli.ingest.readers.values import to_utc
 from finops_cli.ingest.registry import Registry
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"

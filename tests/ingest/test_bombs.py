@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from finops_cli import api, files
 from finops_cli.cli.app import app
-from finops_cli.ingest import readers
+from finops_cli.ingest.readers import jsonl, stream
 from finops_cli.ingest.utilization import pipeline
 
 ENV = {"NO_COLOR": "1", "COLUMNS": "200", "FINOPS_STORE": ""}
@@ -27,7 +27,8 @@ LIMIT = 1 << 20
 
 @pytest.fixture(autouse=True)
 def _small_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(readers, "MAX_LINE_BYTES", LIMIT)
+    for reader in (stream, jsonl):  # each reads the limit at call time
+        monkeypatch.setattr(reader, "MAX_LINE_BYTES", LIMIT)
     monkeypatch.setattr(files, "MAX_TEXT_BYTES", LIMIT)
 
 

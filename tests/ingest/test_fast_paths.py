@@ -21,10 +21,10 @@ import pyarrow.compute as pc
 import pytest
 
 from finops_cli.errors import InputError
-from finops_cli.ingest import readers
 from finops_cli.ingest.billing import ingest_billing
 from finops_cli.ingest.billing.base import tags_from_columns, tags_from_lists, tags_json
 from finops_cli.ingest.billing.gcp import GcpBilling
+from finops_cli.ingest.readers import jsonl as jsonl_reader
 from finops_cli.store import Store
 
 WORDS = ["", "research", 'say "hi"', "back\\slash", "tab\tand\nnewline", "é-accent", "日本", "🙂", "\x01", "x" * 40]
@@ -137,7 +137,7 @@ def _write_jsonl(path: Path, lines: list[dict]) -> Path:
 
 def _write_csv(path: Path, lines: list[dict]) -> Path:
     """The same export as BigQuery's CSV: nested objects dotted, lists as JSON text."""
-    rows = [readers._flatten_record(line) for line in lines]
+    rows = [jsonl_reader.flatten_record(line) for line in lines]
     names = list(dict.fromkeys(k for r in rows for k in r))
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.DictWriter(fh, names)
@@ -166,7 +166,7 @@ def test_gcp_jsonl_through_pyarrow_stores_what_the_python_decoder_and_the_csv_st
 ) -> None:
     lines = _export(tmp_path)
     jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
-    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 97)  # several batches
+    monkeypatch.setattr(jsonl_reader, "JSON_BATCH_ROWS", 97)  # several batches
     fast, fast_totals = _stored(tmp_path / "fast", jsonl)
     assert pa.types.is_string(fast.schema.field("Tags").type)
     with monkeypatch.context() as m:
@@ -186,13 +186,13 @@ def test_gcp_jsonl_through_pyarrow_stores_what_the_python_decoder_and_the_csv_st
 def _handovers(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The rows DuckDB had already handed over each time the Python decoder took a file over."""
     skips: list[int] = []
-    python_decoder = readers._iter_jsonl
+    python_decoder = jsonl_reader.iter_jsonl
 
     def spy(path: Path, wanted: list[str] | None, types: dict, batch_rows: int, skip: int = 0) -> object:
         skips.append(skip)
         return python_decoder(path, wanted, types, batch_rows, skip=skip)
 
-    monkeypatch.setattr(readers, "_iter_jsonl", spy)
+    monkeypatch.setattr(jsonl_reader, "iter_jsonl", spy)
     return skips
 
 
@@ -205,7 +205,7 @@ def test_a_line_duckdb_refuses_is_finished_by_the_python_decoder(
     edit: dict[int, dict] = {bad_row: {"labels": {"team": "obj-form"}}, 2: {"cost": "12.5", "project": {"id": 42}}}
     lines = _export(tmp_path, edit=edit)
     jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
-    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 50)
+    monkeypatch.setattr(jsonl_reader, "JSON_BATCH_ROWS", 50)
     skips = _handovers(monkeypatch)
     fast, fast_totals = _stored(tmp_path / "fast", jsonl)
     # DuckDB parses a buffer (≥ 16 MiB) before it hands any row over: here the whole file goes to Python
@@ -223,9 +223,9 @@ def test_a_duckdb_error_after_batches_were_handed_over_continues_at_the_next_row
     import duckdb
 
     jsonl = _write_jsonl(tmp_path / "export.jsonl", _export(tmp_path))
-    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 50)
+    monkeypatch.setattr(jsonl_reader, "JSON_BATCH_ROWS", 50)
     batches = 0
-    json_table = readers._json_table
+    json_table = jsonl_reader._json_table
 
     def failing_third(*args: object) -> pa.Table:
         nonlocal batches
@@ -234,7 +234,7 @@ def test_a_duckdb_error_after_batches_were_handed_over_continues_at_the_next_row
             raise duckdb.InvalidInputException("Malformed JSON (as if in a later buffer)")
         return json_table(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(readers, "_json_table", failing_third)
+    monkeypatch.setattr(jsonl_reader, "_json_table", failing_third)
     skips = _handovers(monkeypatch)
     fast, fast_totals = _stored(tmp_path / "fast", jsonl)
     assert skips == [100]
@@ -257,7 +257,7 @@ def test_credits_and_labels_first_seen_late_with_varying_keys(tmp_path: Path, mo
                 {"key": f"k{rng.randrange(40)}", "value": rng.choice([*WORDS, None])} for _ in range(i % 5)
             ]
     jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
-    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 64)
+    monkeypatch.setattr(jsonl_reader, "JSON_BATCH_ROWS", 64)
     skips = _handovers(monkeypatch)
     fast, fast_totals = _stored(tmp_path / "fast", jsonl)
     assert skips == []  # DuckDB read all of it
@@ -275,7 +275,7 @@ def test_credits_and_labels_first_seen_late_with_varying_keys(tmp_path: Path, mo
 def test_a_bad_value_after_the_handover_names_its_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     lines = _export(tmp_path, edit={500: {"cost": "not money"}})
     jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
-    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 50)
+    monkeypatch.setattr(jsonl_reader, "JSON_BATCH_ROWS", 50)
     store = Store(tmp_path / "store")
     with pytest.raises(InputError, match=r"row 501, column 'cost'"):  # data row 501 (the blank line is no row)
         ingest_billing([jsonl], "gcp", store)
@@ -470,7 +470,7 @@ def test_a_conversion_error_on_the_read_ahead_thread_names_its_row_and_stops_the
 
     lines = _export(tmp_path, edit={500: {"usage_start_time": "not a time"}})
     jsonl = _write_jsonl(tmp_path / "export.jsonl", lines)
-    monkeypatch.setattr(readers, "JSON_BATCH_ROWS", 50)
+    monkeypatch.setattr(jsonl_reader, "JSON_BATCH_ROWS", 50)
     store = Store(tmp_path / "store")
     with pytest.raises(InputError, match=r"row 501, column 'usage_start_time'"):
         ingest_billing([jsonl], "gcp", store)

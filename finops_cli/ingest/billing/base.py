@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
-from finops_cli.ingest.readers import map_unique, to_float, to_utc
+from finops_cli.ingest.readers.values import map_unique, to_float, to_utc
 from finops_cli.ingest.registry import Registry
 from finops_cli.schema.billing import BILLING_SCHEMA
 

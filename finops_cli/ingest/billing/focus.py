@@ -50,7 +50,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers import first_bad_row, map_unique
+from finops_cli.ingest.readers.values import first_bad_row, map_unique
 from finops_cli.schema.billing import BILLING_SCHEMA, CHARGE_CATEGORIES, PRICING_CATEGORIES
 
 MONEY = (

@@ -43,7 +43,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers import MAX_YEAR, MIN_YEAR, first_bad_row, map_unique
+from finops_cli.ingest.readers.values import MAX_YEAR, MIN_YEAR, first_bad_row, map_unique
 
 MACHINE_SPEC = "compute.googleapis.com/machine_spec"
 COST_TYPE = {"regular": "Usage", "tax": "Tax", "adjustment": "Adjustment", "rounding_error": "Adjustment"}

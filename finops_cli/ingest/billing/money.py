@@ -14,9 +14,7 @@ import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing.base import BatchContext, Converted
-from finops_cli.ingest.readers import (
-    first_bad_row,
-)
+from finops_cli.ingest.readers.values import first_bad_row
 from finops_cli.schema.currency import is_iso4217
 
 #: half a cent, in the nano-units of :func:`exact_sum`

@@ -16,13 +16,10 @@ from finops_cli.catalog.gpus import instance_gpu_facts
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing.base import BatchContext, BillingFormat, Converted, finish
 from finops_cli.ingest.billing.money import MONEY_COLUMNS, _Acc, _cost_in, check_money
-from finops_cli.ingest.readers import (
-    RowBatch,
-    iter_batches,
-    kind_of,
-    map_unique,
-    read_ahead,
-)
+from finops_cli.ingest.readers.common import RowBatch, kind_of
+from finops_cli.ingest.readers.jsonl import read_ahead
+from finops_cli.ingest.readers.stream import iter_batches
+from finops_cli.ingest.readers.values import map_unique
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 
 #: a provider becomes a partition directory (``provider=<slug>``)

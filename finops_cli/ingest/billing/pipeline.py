@@ -48,10 +48,8 @@ from finops_cli.ingest.billing.executors import (
 )
 from finops_cli.ingest.billing.money import _Acc, _check_conservation, _check_currencies, _units
 from finops_cli.ingest.billing.write import DATASET
-from finops_cli.ingest.readers import (
-    discover,
-    read_header,
-)
+from finops_cli.ingest.readers.common import discover
+from finops_cli.ingest.readers.stream import read_header
 from finops_cli.store import Store, open_store
 from finops_cli.store.store import file_source_key, part_key
 

@@ -16,7 +16,8 @@ import pyarrow.csv as pacsv
 
 from finops_cli.errors import InputError
 from finops_cli.files import read_json
-from finops_cli.ingest.readers import NULL_VALUES, iter_batches, read_header
+from finops_cli.ingest.readers.common import NULL_VALUES
+from finops_cli.ingest.readers.stream import iter_batches, read_header
 
 REQUIRED = ("InstanceType", "SpotPrice", "Timestamp")
 

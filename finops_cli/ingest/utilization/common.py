@@ -89,11 +89,11 @@ def parse_timestamps(values: pa.Array, *, path: object, column: str, first_row: 
         raise InputError("empty timestamp", path=path, where=f"row {first_row + bad}, column {column!r}")
     # Epoch numbers or ISO text: decided on the first value (a mix fails below, naming the row).
     if len(strings) and re.match(_NUMERIC, strings[0].as_py()):
-        from finops_cli.ingest.readers import to_float
+        from finops_cli.ingest.readers.values import to_float
 
         nums = to_float(strings, path=path, column=column, first_row=first_row)
         return _epoch_to_ns(nums.to_numpy(zero_copy_only=False), path, column, first_row)
-    from finops_cli.ingest.readers import to_utc
+    from finops_cli.ingest.readers.values import to_utc
 
     ts = to_utc(strings, path=path, column=column, first_row=first_row)
     return pc.cast(ts, pa.int64()).to_numpy(zero_copy_only=False) * 1000

@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
-from finops_cli.ingest.readers import iter_batches, read_header, to_float
+from finops_cli.ingest.readers.stream import iter_batches, read_header
+from finops_cli.ingest.readers.values import to_float
 from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
     PROF_GR_ENGINE_ACTIVE,

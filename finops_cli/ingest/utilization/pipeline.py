@@ -45,7 +45,8 @@ import pyarrow.parquet as pq
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
-from finops_cli.ingest.readers import SUFFIXES, kind_of, read_header
+from finops_cli.ingest.readers.common import SUFFIXES, kind_of
+from finops_cli.ingest.readers.stream import read_header
 from finops_cli.ingest.registry import Registry
 from finops_cli.ingest.utilization.csv import DEFAULTS, CsvMapping, iter_csv, util_scale_hint
 from finops_cli.ingest.utilization.dcgm import SCRAPE_SUFFIXES, iter_dcgm
