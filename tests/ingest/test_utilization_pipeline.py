@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis_budget import examples
 
 from finops_cli.errors import InputError
-from finops_cli.ingest.utilization import ingest_utilization, pipeline
+from finops_cli.ingest.utilization import ingest_utilization, pipeline, spill
 from finops_cli.store import Store
 
 
@@ -112,11 +112,11 @@ def test_spilled_buckets_give_the_same_result(tmp_path_factory: pytest.TempPathF
     ingest_utilization(one, [f])
     many = Store(tmp / "many")
     old = pipeline.BUCKET_BYTES
-    pipeline.BUCKET_BYTES = 64  # → dozens of buckets for this file
+    pipeline.BUCKET_BYTES = spill.BUCKET_BYTES = 64  # → dozens of buckets for this file
     try:
         ingest_utilization(many, [f])
     finally:
-        pipeline.BUCKET_BYTES = old
+        pipeline.BUCKET_BYTES = spill.BUCKET_BYTES = old
 
     def key(s: Store) -> list:
         t = s.read("utilization", columns=["device_id", "timestamp", "interval_s", "utilization"])
