@@ -221,7 +221,7 @@ _GROUPS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                ("ingest.register", "ingest_traces.register")),
     "simulate": ("Request-level dispatch and continuous-renegotiation market simulators.",
                  ("finops simulate market --experiment contention --size full --out-dir market",),
-                 ("simulate.register",)),
+                 ("simulate_dispatch.register", "simulate_market.register")),
     "store": ("See what is in the store, remove one source, check every file against the manifest.",
               ("finops store list", "finops store check"),
               ("store.register",)),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from rich import box
@@ -25,6 +26,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from finops_cli.cli.output import emit_text, stdout_console
 from finops_cli.report.format import compact_money, money, number, pct
 from finops_cli.text import cell_safe
 
@@ -136,3 +138,24 @@ def table_text(renderable: RenderableType, width: int = 120) -> str:
     )
     console.print(renderable)
     return buffer.getvalue()
+
+
+def opt_pct(x: float | None) -> str:
+    return "—" if x is None else pct(x)
+
+
+def opt_num(x: float | None, decimals: int = 3) -> str:
+    return "—" if x is None else number(x, decimals)
+
+
+def emit_tables(header: list[str], tables: list[Any], out: Path | None) -> None:
+    if out is not None:
+        emit_text("\n".join(header) + "\n" + "".join(table_text(t, width=140) for t in tables), out)
+        return
+    console = stdout_console()
+    if not console.is_terminal:
+        console.width = max(console.width, 140)
+    for line in header:
+        console.print(line, markup=False)
+    for t in tables:
+        console.print(t)
