@@ -73,7 +73,7 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(null)
 
 
-def _new_highs(time_limit: float | None, gap: float | None):
+def new_highs(time_limit: float | None, gap: float | None):
     """A silent single-thread ``Highs`` (no banner, no log) with the plan's time limit and MIP gap."""
     import highspy
 
@@ -158,7 +158,7 @@ def solve_matrix(
     Otherwise the MILP is solved and :func:`fixed_integer_duals` re-solves from the relaxation's basis.
     """
     started = time.perf_counter()
-    h = _new_highs(time_limit, gap)
+    h = new_highs(time_limit, gap)
     pass_matrix(h, mx, integers=False)
     if mx.n_cols >= IPM_MIN_COLUMNS:
         h.setOptionValue("solver", "ipm")  # crossover (on by default) still gives a basis and vertex duals

@@ -191,8 +191,9 @@ def test_hourly_lps_on_a_working_set_equal_the_lps_over_every_column(seed):
     # many substrates, few used by the block plan: the working set starts small and pricing must pull in the
     # columns each hour needs, so every hour's optimum equals the LP's over every compliant column
     from finops_cli.planner.build import build_model
-    from finops_cli.planner.certify import _group_hourly, _replan_hours, _template
+    from finops_cli.planner.certify import _group_hourly, _template
     from finops_cli.planner.frame import build_frame
+    from finops_cli.planner.hourly_lp import replan_hours
     from finops_cli.planner.matrix import build_matrix
     from finops_cli.planner.solve import solve_model
 
@@ -232,8 +233,8 @@ def test_hourly_lps_on_a_working_set_equal_the_lps_over_every_column(seed):
     x = np.where(solved.values[: model.matrix.n_x] > 1e-9, solved.values[: model.matrix.n_x], 0.0)
     hours = np.arange(len(d))
     args = (frame, model.matrix, t_mx, solved.values, hours, x, base, gpos, d_gh)
-    small = list(_replan_hours(*args))
-    full = list(_replan_hours(*args, working_set=False))
+    small = list(replan_hours(*args))
+    full = list(replan_hours(*args, working_set=False))
     assert len(np.unique(base[x > 0])) < len(template.rows) / 2  # the working set is a real subset
     for (h1, c1, _x1), (h2, c2, _x2) in zip(small, full, strict=True):
         assert h1 == h2 and c1 == pytest.approx(c2, rel=1e-9, abs=1e-9)
@@ -245,9 +246,9 @@ def test_refill_shares_spare_capacity_without_dividing_by_a_residue():
     2,000 workloads × 200 substrates × 720 h. One group, one capped column, one ≤ row with room 10."""
     import warnings
 
-    from finops_cli.planner.certify import _Refill
+    from finops_cli.planner.repair import Refill
 
-    refill = object.__new__(_Refill)  # the state fill() reads; building it needs a whole plan matrix
+    refill = object.__new__(Refill)  # the state fill() reads; building it needs a whole plan matrix
     refill.n_le, refill.limits = 1, np.array([[10.0]])
     refill.le_row, refill.le_val = np.array([[0]]), np.array([[1.0]])
     refill.cand, refill.thr, refill.cost0 = np.array([[0]]), np.array([1.0]), np.array([2.0])
