@@ -7,11 +7,12 @@ preemptive oracle), ``on-demand`` (no contention) and
 
 from __future__ import annotations
 
-from finops_cli.sim.market.base import Policy, PolicyResult, TenantResult
+from finops_cli.sim.market.base import Policy
 from finops_cli.sim.market.fcfs import FCFS
 from finops_cli.sim.market.fcfs_preempt import FCFSPreempt
 from finops_cli.sim.market.on_demand import OnDemand
 from finops_cli.sim.market.renegotiate import Renegotiate
+from finops_cli.sim.market.results import PolicyResult, TenantResult
 from finops_cli.sim.market.scenario import AcceleratorPool, MarketOptions, Scenario, Tenant
 from finops_cli.sim.market.spot import Spot
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finops_cli.sim.market import families
-from finops_cli.sim.market.base import PolicyResult
+from finops_cli.sim.market.results import PolicyResult
 from finops_cli.sim.market.scenario import Scenario, Tenant
 
 EXPERIMENTS = ("contention", "overhead", "volatility", "frontier", "operator", "urgency")
