@@ -329,36 +329,6 @@ def estate_draft(
     return draft, write_draft(draft, Path(out), force=force)
 
 
-def _name_values(items: list[str] | None, flag: str) -> dict[str, list[str]]:
-    """``["team=research,data", "region=us-east-1"]`` → ``{team: [research, data], region: [us-east-1]}``."""
-    from finops_cli.errors import InputError
-
-    out: dict[str, list[str]] = {}
-    for item in items or []:
-        name, sep, values = item.partition("=")
-        if not sep or not name.strip() or not values.strip():
-            raise InputError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...] such as team=research")
-        out.setdefault(name.strip(), []).extend(v.strip() for v in values.split(",") if v.strip())
-    return out
-
-
-_COMPARE_COLUMNS = [("previous", "money"), ("cost", "money"), ("delta", "delta"), ("delta_pct", "delta_pct")]
-_CHARGEBACK_COLUMNS = [
-    ("direct", "money"),
-    ("usage", "money"),
-    ("own_idle", "money"),
-    ("idle_share", "money"),
-    ("shared_share", "money"),
-    ("total", "money"),
-]
-_GROUP_COLUMNS = [("cost", "money"), ("gpu_hours", "number"), ("per_gpu_hour", "price"), ("lines", "number")]
-
-
-#: ``finops costs --by`` takes at most this many dimensions: the 9 built-in ones and a generous number of tags.
-#: The query grows super-linearly with them (sample store: 32 dims 2.9 s, 300 dims 4.2 s, 1,000 dims 12.5 s).
-MAX_COST_DIMENSIONS = 32
-
-
 def costs(
     *,
     store: str | Path | Store | None = None,
@@ -380,115 +350,28 @@ def costs(
     ``chargeback``: None, ``proportional`` or ``even`` (see :mod:`finops_cli.report.costs`). Returns a
     :class:`~finops_cli.report.costs.CostsResult`; totals are per currency, over GPU lines unless ``all_lines``.
     """
-    from finops_cli.core.baseline import match_billing
-    from finops_cli.errors import InputError
+    from finops_cli.estate.horizon import default_month
     from finops_cli.estate.load import load_fleet
-    from finops_cli.report.costs import (
-        CHARGEBACK_RULES,
-        COST_BASES,
-        CostsResult,
-        compare_costs,
-        group_costs,
-        partial_month_notes,
-    )
-    from finops_cli.report.costs import chargeback as charge
-    from finops_cli.store.cost_query import NONE, actual_cost_notes, cost_groups, month_coverage, usage_groups
+    from finops_cli.report.costs import costs_report
 
-    for flag, value in (("--month", month), ("--compare", compare)):
-        if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
-            raise InputError(f"{flag} {value!r}: expected YYYY-MM such as 2026-10")
-    if cost not in COST_BASES:
-        raise InputError(f"--cost {cost!r}: expected billed or effective")
-    if chargeback is not None and chargeback not in CHARGEBACK_RULES:
-        raise InputError(f"--chargeback {chargeback!r}: expected proportional or even")
-    if chargeback is not None and compare is not None:
-        raise InputError("--chargeback and --compare answer different questions; give one")
-    by = [b.strip() for b in (by or []) if b.strip()]
-    if chargeback is not None:
-        if by:
-            raise InputError("--chargeback groups by team (--team-tag); drop --by")
-        by = [team_tag]
-    if len(by) > MAX_COST_DIMENSIONS:
-        raise InputError(
-            f"--by names {len(by):,} dimensions; at most {MAX_COST_DIMENSIONS} (each one is a column and a "
-            "grouping key: the query grows faster than the list)"
-        )
-    twice = next((b for i, b in enumerate(by) if b in by[:i]), None)
-    if twice is not None:  # name the one repeated, not the whole (possibly huge) argument
-        from finops_cli.report.escape import one_line
-
-        raise InputError(f"--by: {one_line(twice, 60)!r} is named twice")
-    filters = _name_values(where, "--where")
     st = _store(store)
-    periods = st.partition_values("billing", "billing_period") if st.has("billing") else []
-    if not periods:
-        raise InputError("no billing in the store; run 'finops ingest billing' first")
-    month_reason = None
-    if (compare or chargeback) and month is None:
-        from finops_cli.estate.horizon import default_month
 
-        picked = default_month(st)  # the one default-month rule (plan, stack, waste, estate draft use it too)
-        month, month_reason = picked.month, picked.reason
-        if compare == month:
-            raise InputError(
-                f"--compare {compare} is the month itself (month: {month}: {month_reason}); "
-                "give --month for the other month"
-            )
-    for flag, value in (("--month", month), ("--compare", compare)):
-        if value is not None and value not in periods:
-            raise InputError(f"{flag} {value}: no billing for it in the store (have {', '.join(periods)})")
-    months = [m for m in (month, compare) if m is not None]
-    need_substrate = "substrate" in by or "substrate" in filters
-    match_cols: list[str] = []
-    fl = None
-    if need_substrate:
-        if fleet is None:
-            raise InputError("substrate needs --fleet (the substrates and their match rules)")
-        fl = load_fleet(fleet)
-        extra = sorted({c for s in fl.substrates for c in (s.match or {})})
-        match_cols = list(dict.fromkeys(["provider", "RegionId", "x_InstanceType", "PricingCategory", *extra]))
-    group_cols = [c for c in by if c != "substrate"]
-    if compare is not None and "month" not in group_cols:
-        group_cols.append("month")
-    sql_cols = list(dict.fromkeys([*group_cols, *match_cols]))
-    sql_where = {k: v for k, v in filters.items() if k != "substrate"}
-    frame = cost_groups(st, sql_cols, where=sql_where, months=months or None, gpu_only=not all_lines)
-    assert frame is not None
-    if need_substrate:
-        assert fl is not None
-        matched = match_billing(frame.replace({NONE: None}), fl)
-        frame["substrate"] = matched.fillna("(unmatched)").astype(str)
-        if "substrate" in filters:
-            frame = frame[frame["substrate"].isin(filters["substrate"])]
-    basis = cost
-    notes: list[str] = []
-    actual_only = actual_cost_notes(st, months or periods) if basis == "effective" else []
-    if all_lines and chargeback is None:
-        notes.append("all lines: cost is every line's; per_gpu_hour is the GPU lines' cost ÷ their GPU-hours")
-    if frame.empty:
-        notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
-    if compare is not None:
-        assert month is not None
-        rows, totals = compare_costs(frame, [b for b in by if b != "month"], basis, month, compare)
-        cols = [(b, "text") for b in by if b != "month"]
-        columns = [*cols, ("currency", "text"), *_COMPARE_COLUMNS]
-        coverage = month_coverage(st, [month, compare], gpu_only=not all_lines)
-        partial = partial_month_notes(coverage, [month, compare], "lines" if all_lines else "GPU lines")
-        return CostsResult(
-            "compare", columns, rows, totals, basis, [month, compare], notes + partial + actual_only, month_reason,
-            partial + actual_only, all_lines,
-        )  # fmt: skip
-    if chargeback is not None:
-        usage = usage_groups(st, team_tag, months)
-        rows, totals, more = charge(frame, usage, basis, chargeback, team_tag)
-        columns = [(team_tag, "text"), ("currency", "text"), *_CHARGEBACK_COLUMNS]
-        return CostsResult(
-            "chargeback", columns, rows, totals, basis, months, notes + more + actual_only, month_reason, actual_only
-        )
-    rows, totals = group_costs(frame, by, basis)
-    columns = [*[(b, "text") for b in by], ("currency", "text"), *_GROUP_COLUMNS]
-    return CostsResult(
-        "groups", columns, rows, totals, basis, months or periods, notes + actual_only, None, actual_only, all_lines
+    def month_rule() -> tuple[str, str]:
+        picked = default_month(st)
+        return picked.month, picked.reason
+
+    return costs_report(
+        st,
+        by=by,
+        where=where,
+        month=month,
+        compare=compare,
+        cost=cost,
+        fleet=(lambda: load_fleet(fleet)) if fleet is not None else None,
+        all_lines=all_lines,
+        chargeback=chargeback,
+        team_tag=team_tag,
+        default_month=month_rule,
     )
 
 
