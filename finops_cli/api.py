@@ -920,7 +920,7 @@ def _savings_by_lever(
 
 if TYPE_CHECKING:  # report/gate types for annotations only; the imports stay local to the functions
     from finops_cli.report.gate import GateResult, Thresholds
-    from finops_cli.report.markdown import ReportResult
+    from finops_cli.report.metrics import ReportResult
     from finops_cli.schema.plan import PlanDocument
 
 
@@ -966,7 +966,8 @@ def report(
     from finops_cli.estate.priced import PricedEstate
     from finops_cli.report.build import SupplyCurve, build_report
     from finops_cli.report.gate import plan_or_path
-    from finops_cli.report.markdown import ReportInputs, check_report_path, horizon_bounds
+    from finops_cli.report.metrics import ReportInputs, horizon_bounds
+    from finops_cli.report.write import check_report_path
     from finops_cli.schema.estate import Fleet
 
     doc = plan_or_path(plan)

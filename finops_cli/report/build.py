@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from finops_cli.errors import FinopsError
-from finops_cli.report.markdown import (
+from finops_cli.report.metrics import (
     PriceFeedInfo,
     ReportInputs,
     ReportResult,
     SupplyInputs,
     WasteInputs,
     horizon_bounds,
-    write_report,
 )
 from finops_cli.report.waste_query import store_waste_reports
+from finops_cli.report.write import write_report
 from finops_cli.store import engine
 from finops_cli.store.cost_query import actual_cost_notes
 from finops_cli.store.queries import SPOT_FEED_LATEST
