@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 def open_store(root: str | Path | None = None) -> Store:
     """The store at ``root`` (``--store``), else ``$FINOPS_STORE``, else ``.finops/``; a directory or a bucket URI."""
-    from finops_cli.store.store import open_store as _open  # pyarrow: only commands that open a store pay for it
+    from finops_cli.store import open_store as _open  # pyarrow: only commands that open a store pay for it
 
     return _open(root)
 
@@ -392,11 +392,11 @@ def pricebook_refresh(
     ``providers``: some of aws, gcp, azure (default all three). ``regions``: per provider (default: the regions
     the pricebook already prices). ``instance_types``: beyond the pricebook's instance table. ``pricebook``: the
     directory (default ``$FINOPS_PRICEBOOK`` or ``~/.config/finops``). ``seams`` (tests): ``aws_client``,
-    ``gcp_transport``, ``azure_url``, ``now``. Returns a :class:`~finops_cli.estate.refresh.RefreshResult`;
+    ``gcp_transport``, ``azure_url``, ``now``. Returns a :class:`~finops_cli.catalog.refresh.RefreshResult`;
     nothing is written unless every provider answered.
     """
-    from finops_cli.estate.pricebook import use_pricebook, user_pricebook_dir
-    from finops_cli.estate.refresh import PROVIDERS, refresh_pricebook
+    from finops_cli.catalog.pricebook import use_pricebook, user_pricebook_dir
+    from finops_cli.catalog.refresh import PROVIDERS, refresh_pricebook
 
     if pricebook is not None:
         use_pricebook(pricebook)
@@ -413,7 +413,8 @@ def pricebook_refresh(
 def pricebook_table(*, pricebook: str | Path | None = None, provider: str | None = None) -> pd.DataFrame:
     """``finops pricebook show``: the reference prices every command uses, shipped overlaid by the user's, with
     each row's ``origin`` (``shipped`` or the user file), ``source`` and ``read_on``/``fetched_at``."""
-    from finops_cli.estate.pricebook import reference_prices, use_pricebook
+    from finops_cli.catalog.pricebook import use_pricebook
+    from finops_cli.catalog.prices import reference_prices
 
     if pricebook is not None:
         use_pricebook(pricebook)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from finops_cli.errors import InputError
-from finops_cli.ingest.billing.pipeline import BillingStager, LocalStager
+from finops_cli.ingest.billing.executors import BillingStager, LocalStager
 from finops_cli.ingest.utilization.pipeline import InProcessStager, UtilizationStager
 from finops_cli.store.engine import DuckDBEngine, QueryEngine, in_force, using
 

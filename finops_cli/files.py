@@ -191,11 +191,6 @@ def read_json(path: Path, *, kind: str = "a JSON file", problem: str = "not vali
 Positions = dict[tuple[str | int, ...], tuple[int, int]]
 
 
-def read_yaml(path: Path, *, kind: str = "a YAML file") -> Any:
-    """The file's YAML document; a syntax error or a duplicate key names its line and column."""
-    return read_yaml_positions(path, kind=kind)[0]
-
-
 def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, Positions]:
     """The file's YAML document and where each value starts (:data:`Positions`), for error messages.
 

@@ -70,7 +70,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture(autouse=True)
 def _no_ambient_pricebook(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Never let a test read the developer's ``~/.config/finops`` or ``$FINOPS_PRICEBOOK``: shipped tables only."""
-    from finops_cli.estate.pricebook import PRICEBOOK_ENV, use_pricebook
+    from finops_cli.catalog.pricebook import PRICEBOOK_ENV, use_pricebook
 
     monkeypatch.delenv(PRICEBOOK_ENV, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))

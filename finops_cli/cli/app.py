@@ -187,8 +187,8 @@ def _root(
     if verbose and quiet:
         raise typer.BadParameter("give -v/--verbose or -q/--quiet, not both")
     configure_logging(verbose, quiet)
-    if pricebook or "finops_cli.estate.pricebook" in sys.modules:  # else it starts with no override: not imported
-        from finops_cli.estate.pricebook import use_pricebook  # for a command that reads no price (gate)
+    if pricebook or "finops_cli.catalog.pricebook" in sys.modules:  # else it starts with no override: not imported
+        from finops_cli.catalog.pricebook import use_pricebook  # for a command that reads no price (gate)
 
         use_pricebook(pricebook or None)
 

@@ -1,4 +1,4 @@
-"""The CLI's rich console: control characters taken from data are never written (:mod:`finops_cli.cli.terminal`).
+"""The CLI's rich console: control characters taken from data are never written (:mod:`finops_cli.text`).
 
 A module of its own so that rich is imported with the first console (:func:`finops_cli.cli.output.stdout_console`
 and friends), not by every command: ``finops validate`` prints one plain line.
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.segment import Segment
 
-from finops_cli.cli.terminal import terminal_safe
+from finops_cli.text import terminal_safe
 
 
 class SafeConsole(Console):

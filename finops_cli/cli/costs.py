@@ -21,8 +21,8 @@ class CostsFormat(StrEnum):
 
 
 def _cell(kind: str, value: Any, currency: str) -> str:
-    from finops_cli.cli.terminal import cell_safe
     from finops_cli.report.format import money, number, pct, unit_price
+    from finops_cli.text import cell_safe
 
     if value is None:
         return "—"

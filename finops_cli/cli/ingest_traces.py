@@ -227,7 +227,7 @@ def register(app: typer.Typer) -> None:
         AWS through boto3 (describe_spot_price_history with its paginator; standard credential chain or
         --aws-profile), the GCP Cloud Billing Catalog (Compute Engine GPU SKUs, spot and on-demand, priced
         per GPU-hour), or files. Prices are stored per instance-hour with the GPU count and accelerator
-        from finops_cli/pricebooks/instance_types.csv. A region that fails is reported; the others are kept.
+        from pricebooks/instance_types.csv. A region that fails is reported; the others are kept.
         """
         from finops_cli import api
 
@@ -247,7 +247,7 @@ def register(app: typer.Typer) -> None:
             log.warning(f"{where}: {reason} (skipped; other sources kept)")
         if result.unknown_instance_types:
             log.warning(
-                "GPU count unknown (not in finops_cli/pricebooks/instance_types.csv): "
+                "GPU count unknown (not in pricebooks/instance_types.csv): "
                 + ", ".join(result.unknown_instance_types)
                 + "; prices per GPU-hour are left empty for them"
             )

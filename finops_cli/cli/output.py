@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops_cli.atomic import write_text
-from finops_cli.cli.terminal import terminal_safe
+from finops_cli.text import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -129,7 +129,7 @@ def status(message: str) -> Iterator[Callable[[str], None]]:
 
 def emit_text(text: str, out: Path | None = None) -> None:
     """Write a finished document: atomically to ``out`` (temp + rename), else to stdout. Either way without
-    control characters from the data (:func:`~finops_cli.cli.terminal.terminal_safe`): a pipe ends up in a
+    control characters from the data (:func:`~finops_cli.text.terminal_safe`): a pipe ends up in a
     terminal too (``| tee``, CI logs), and so does ``cat`` of a file."""
     text = terminal_safe(text)
     if out is None:

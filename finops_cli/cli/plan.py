@@ -166,7 +166,11 @@ def _tables(doc: dict) -> list:
         rows = [
             [r["lever"].replace("_", " "), r["saving"], r["evidence"].replace("_", " ")] for r in by_lever["levers"]
         ]
-        rows.append(["not attributed (bill vs model)", by_lever["residual"], "residual"])
+        if by_lever.get("price_difference") is not None:
+            rows.append(["price difference (bill's rates vs fleet's)", by_lever["price_difference"], "measured"])
+            rows.append(["placement on the bill's own pools", by_lever["placement"], "modelled"])
+        else:
+            rows.append(["not attributed (bill vs model)", by_lever["residual"], "residual"])
         how = "Shapley" if by_lever["method"] == "shapley" else "ordered: " + ", ".join(by_lever.get("order") or [])
         tables.append(
             money_table(

@@ -25,8 +25,8 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from finops_cli.cli.terminal import cell_safe
 from finops_cli.report.format import compact_money, money, number, pct
+from finops_cli.text import cell_safe
 
 __all__ = ["Col", "compact_money", "money", "money_table", "number", "pct", "table_text"]
 

@@ -68,8 +68,8 @@ def render_table(report: WasteReport) -> RenderableType:
     from rich.text import Text
 
     from finops_cli.cli.render import pct
-    from finops_cli.report.escape import one_line
     from finops_cli.report.waste import UNOBSERVED
+    from finops_cli.text import one_line
 
     t, cur = report.totals, report.currency
     cols = [

@@ -1,7 +1,7 @@
 """The estate: fleet and workloads loaded from YAML into typed models, validated before any math runs.
 
-The names below are imported on first use (PEP 562): ``finops_cli.estate.pricebook``, which every command
-touches to set the pricebook directory, must not pull in YAML and the pydantic estate models with it.
+The names below are imported on first use (PEP 562): a submodule such as :mod:`finops_cli.estate.prices` must
+not pull in YAML and the pydantic estate models with it.
 """
 
 from __future__ import annotations

@@ -75,23 +75,6 @@ def _jurisdiction(region: str | None) -> str:
     return "unknown"
 
 
-def peak_concurrent_gpus(lines: pd.DataFrame) -> float:
-    """Highest number of GPUs billed at once: each line's GPU-hours spread evenly over its charge period.
-
-    ``lines``: ``ChargePeriodStart``, ``ChargePeriodEnd``, ``x_GpuHours`` (one row per line). The draft itself
-    gets the same events already summed per instant from the engine (:func:`peak_from_events`).
-    """
-    start = pd.to_datetime(lines["ChargePeriodStart"], utc=True)
-    end = pd.to_datetime(lines["ChargePeriodEnd"], utc=True)
-    hours = ((end - start).dt.total_seconds() / 3600.0).where(lambda h: h > 0, 1.0).fillna(1.0)
-    rate = lines["x_GpuHours"].astype(float).fillna(0.0) / hours.to_numpy()
-    end = end.where(end > start, start + pd.Timedelta(hours=1))
-    events = pd.DataFrame(
-        {"t": pd.concat([start, end], ignore_index=True), "d": pd.concat([rate, -rate], ignore_index=True)}
-    )
-    return peak_from_events(events.groupby("t", as_index=False)["d"].sum())
-
-
 def peak_from_events(events: pd.DataFrame) -> float:
     """The peak of the running sum of GPUs started (+) and ended (−), one row per instant ``t`` (net ``d``).
 
@@ -279,7 +262,7 @@ def _fleet_yaml(rows: list[dict], month: str, currency: str) -> str:
 
 def spread_hourly(periods: pd.DataFrame, start: pd.Timestamp, hours: int) -> np.ndarray:
     """GPU-hours per clock hour of ``[start, start + hours)``: each row's ``gpu_hours`` spread evenly over its charge
-    period ``s``..``e`` (to the minute), the same assumption :func:`peak_concurrent_gpus` makes. What falls outside
+    period ``s``..``e`` (to the minute), the same assumption :func:`peak_from_events`'s events make. What falls outside
     the horizon is left out (a line that starts in the month before counts its part in this one)."""
     minutes = hours * 60
     if periods.empty:

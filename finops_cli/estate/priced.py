@@ -83,7 +83,7 @@ def as_of_instant(as_of: datetime | None) -> datetime:
 def open_store_at(store: str | Path | Store | None) -> Store:
     """``store`` itself, or the store at that root (``None``: the default one)."""
     if store is None or isinstance(store, str | Path):
-        from finops_cli.store.store import open_store
+        from finops_cli.store import open_store
 
         return open_store(store)
     return store

@@ -2,7 +2,7 @@
 
 A substrate gives its marginal price one of three ways: ``price_per_gpu_hour`` (a number),
 ``price_feed`` (a time-weighted statistic over the spot-price store, per GPU-hour) or ``price_ref``
-(a row of ``finops_cli/pricebooks/reference_prices.csv``). :func:`resolve_fleet` returns a fleet whose substrates
+(a row of ``pricebooks/reference_prices.csv``). :func:`resolve_fleet` returns a fleet whose substrates
 all carry ``price_per_gpu_hour`` in the fleet's currency (``model_copy(update=...)``; the models stay
 frozen) and, beside it, a :class:`PriceSource` per substrate: value, currency, source, statistic, window,
 samples, product, age and the exchange rate applied. ``stack``, ``netc``, ``plan``, ``simulate dispatch``
@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Literal
 
+from finops_cli.catalog.prices import ReferencePrice, reference_price, reference_price_age_days
 from finops_cli.errors import InputError
-from finops_cli.estate.pricebook import ReferencePrice, reference_price, reference_price_age_days
 from finops_cli.schema.estate import FX_PAIR, Fleet, PriceFeed, Substrate
 
 if TYPE_CHECKING:

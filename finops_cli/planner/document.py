@@ -56,15 +56,17 @@ def cents(values: list[float], total: float) -> list[float]:
     missing = target - sum(floors)
     step = 1 if missing >= 0 else -1
     order = rest if missing >= 0 else rest[::-1]
-    for k in range(abs(missing)):
-        floors[order[k % len(order)]] += step
+    whole, extra = divmod(abs(missing), len(order))  # whole cents to every value, then one each to the first
+    for k, i in enumerate(order):
+        floors[i] += step * (whole + (k < extra))
     return [f / 100 for f in floors]
 
 
 RESIDUAL_BASIS = {
     "billing": (
-        "the bill minus the cheapest plan with every lever off (the bill's own substrates, idle and spot use): "
-        "placement on those substrates, idle nobody measured, and prices paid against fleet prices"
+        "the bill minus the cheapest plan with every lever off (the bill's own pools, its idle paid, its spot use): "
+        "the price difference (the bill's rates vs the fleet's prices) plus placement (the bill's work moved to "
+        "cheaper pools it already used, at fleet prices)"
     ),
     "merit_order": (
         "the greedy merit-order reference minus the cheapest plan with the same options: better placement "
@@ -76,7 +78,8 @@ RESIDUAL_BASIS = {
 def lever_document(attr: LeverAttribution, savings: float | None, source: str = "billing") -> SavingsByLever:
     """The attribution as plan.json carries it: terms in cents adding up to ``totals.savings`` exactly."""
     total = attr.savings if savings is None else savings
-    rounded = cents([attr.residual, *(t.saving for t in attr.terms)], total)
+    parts = cents([attr.price_difference, attr.placement, *(t.saving for t in attr.terms)], total)
+    rounded = [round(parts[0] + parts[1], 2), *parts[2:]]
     return SavingsByLever(
         method=attr.method,
         order=list(attr.order),
@@ -94,6 +97,8 @@ def lever_document(attr: LeverAttribution, savings: float | None, source: str = 
         ],
         residual=rounded[0],
         residual_basis=RESIDUAL_BASIS.get(source, RESIDUAL_BASIS["billing"]),
+        price_difference=parts[0],
+        placement=parts[1],
         model_baseline_cost=_r(attr.model_baseline_cost, 2),
         solves=attr.solves,
         seconds=round(attr.seconds, 3),

@@ -7,14 +7,23 @@ change each lever makes to the cheapest plan (docs/economics.md §6 has the defi
 A lever is an option the planner may use beyond what the baseline did. Switched **off**:
 
 ``right_sizing``
-    each GPU-hour of work on substrate *s* costs and holds ``1 / u_s`` GPU-hours, ``u_s`` being the
-    baseline's busy share of the GPU-hours it paid there: measured from utilisation where the store has it
-    for the horizon, else inferred from the demand (the GPU-hours the demand needs, as the plan serves it,
-    over the GPU-hours the bill paid; estate-wide). Implemented as a fleet whose price, capacity, prepaid
-    rate and purchasable blocks are scaled by ``u_s`` (prepaid and commitment money unchanged).
+    the baseline's idle stays paid and stays occupied: each substrate *s* pays its idle GPU-hours
+    ``I_s = B_s · (1 − u_s)`` at the fleet's price (a constant) and loses ``I_s / H`` GPUs of capacity, taken
+    from its top (congested) segments down; the work itself is placed and paid as usual. ``B_s`` are the billed
+    GPU-hours, ``u_s`` the busy share: **measured** from utilisation where the store has it for the horizon,
+    else **inferred** from the demand (the plan's GPU-hours over the bill's, estate-wide). The idle is never more
+    than the demand leaves of the paid hours (``Σ I_s ≤ Σ B_s − demand``): where utilisation measured more idle
+    than that, every ``I_s`` is scaled down alike (located by utilisation, sized by the demand: ``inferred``).
+    Switched on, the plan pays only the GPU-hours it uses: right-sizing earns the idle shed *and* the work moved
+    onto capacity that sat idle (owned, reserved, paid pools). Why not ``1/u`` prices (the earlier model): they
+    leave owned/reserved capacity (price ~0, so ``0/u = 0``) free to absorb work with the lever off, so v(∅) moved
+    the bill's on-demand work onto idle reserved capacity and $186k of the demo's saving fell in no lever; and
+    moving a pool's work to spot dropped its idle too, crediting spot with right-sizing's idle. Why not a floor
+    on all billed hours (``price × max(used, billed)``): then leaving a billed pool for spot or a commitment
+    saves nothing unless right-sizing is on too, and Shapley splits a pure spot move 50/50 with right-sizing.
 ``spot``
-    each spot pool holds at most the work the baseline ran there: ``B_s · u_s / H`` pool GPUs per hour
-    (``B_s`` billed GPU-hours, ``H`` horizon hours), its segments scaled alike.
+    each spot pool holds at most the work the baseline ran there: ``(B_s − I_s) / H`` pool GPUs per hour
+    (``H`` horizon hours), its segments scaled alike.
 ``commitments``
     no new commitment is bought (``max_blocks = 0``); prepaid capacity stays (it is sunk).
 ``api``
@@ -29,8 +38,12 @@ cheapest plan with the levers in ``S`` on, on the final plan's own blocks. ``v(a
 **Shapley values** over the levers used by the plan split ``v(∅) − v(all)`` exactly (efficiency), ``2^n − 1``
 solves for ``n`` levers; above :data:`SHAPLEY_MAX_COLUMNS` variables the levers are instead switched on one at a
 time in :data:`LEVER_ORDER` (``n`` solves). ``v(∅)`` is a model of the baseline, not the bill: the
-``residual`` ``baseline − v(∅)`` is stated on its own line (what the bill paid beyond the cheapest way to serve
-the demand with the baseline's own options: placement, unmeasured idle, prices).
+``residual`` ``baseline − v(∅)`` is no lever and is stated in two named parts: the **price difference**
+``baseline − (prepaid + Σ B_s × fleet price + API bills)`` (the bill's rates vs the fleet's prices; from the
+bill, measured) and **placement**, the rest (``that − v(∅)``: the bill's work moved to cheaper pools the bill
+already used, at fleet prices, plus any last-resort charge of ``v(∅)``; modelled). Re-solves reuse the plan's
+own frame (a cost-mode frame is built only to switch reliability off) and are LPs unless the plan buys
+commitments or provisions whole nodes.
 
 A coalition that cannot serve all the demand (a lever some work cannot do without) prices what it leaves
 unserved at that workload's dearest compliant price in the plan, and says so in ``notes``.
@@ -49,7 +62,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from finops_cli.core.pricing import Mode, spot_multiplier
+from finops_cli.core.pricing import Mode, base_price_per_gpu_hour, spot_multiplier
 from finops_cli.planner import PlannerOutput
 from finops_cli.planner.build import build_model
 from finops_cli.planner.frame import PlanFrame, build_frame
@@ -96,6 +109,12 @@ class BaselineUse:
     utilization: dict[str, float] = field(default_factory=dict)
     measured: frozenset[str] = frozenset()
     inferred_ratio: float | None = None  # demand GPU-hours / billed GPU-hours (estate-wide), when inferred
+    idle: dict[str, float] = field(default_factory=dict)  # paid idle GPU-hours per substrate (right-sizing off)
+    idle_scale: float = 1.0  # measured idle × this = idle the demand leaves (< 1: the demand needs more than busy)
+
+    def work(self, sid: str) -> float:
+        """GPU-hours of work the baseline ran on ``sid``: paid minus idle."""
+        return max(self.gpu_hours.get(sid, 0.0) - self.idle.get(sid, 0.0), 0.0)
 
 
 @dataclass
@@ -126,10 +145,16 @@ class LeverAttribution:
     order: tuple[Lever, ...] = ()
     notes: list[str] = field(default_factory=list)
     values: dict[frozenset[str], float] = field(default_factory=dict)  # v(S) per coalition solved
+    price_difference: float = 0.0  # the bill's rates vs the fleet's prices: baseline − the bill at fleet prices
 
     @property
     def residual(self) -> float:
         return self.baseline_cost - self.model_baseline_cost
+
+    @property
+    def placement(self) -> float:
+        """The residual less the price difference: the bill's work re-placed on its own pools (at fleet prices)."""
+        return self.residual - self.price_difference
 
     @property
     def savings(self) -> float:
@@ -174,7 +199,24 @@ def billing_use(
     if rest and billed > 0 and plan_gpu_hours > 0:
         ratio = min(1.0, max(MIN_UTILIZATION, plan_gpu_hours / billed))
         util.update(dict.fromkeys(rest, ratio))
-    return BaselineUse("billing", {str(k): float(v) for k, v in cost.items()}, hours, util, frozenset(measured), ratio)
+    idle = {sid: hours[sid] * (1.0 - util[sid]) for sid in gpu_ids if sid in util}
+    # the idle right-sizing sheds is at most what the demand leaves of the paid hours: where utilisation measured
+    # fewer busy hours than the demand needs, the measured idle is scaled down to it (its distribution kept)
+    scale = 1.0
+    total_idle = sum(idle.values())
+    if total_idle > 0 and plan_gpu_hours > 0:
+        scale = min(1.0, max(billed - plan_gpu_hours, 0.0) / total_idle)
+        idle = {sid: h * scale for sid, h in idle.items()}
+    return BaselineUse(
+        "billing",
+        {str(k): float(v) for k, v in cost.items()},
+        hours,
+        util,
+        frozenset(measured),
+        ratio,
+        idle,
+        scale,
+    )
 
 
 def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
@@ -189,28 +231,60 @@ def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
 # --- switching levers off -------------------------------------------------------------------------
 
 
-def _unsized(s: Substrate, u: float) -> Substrate:
-    """``s`` as paid without right-sizing: a GPU-hour of work costs ``1/u`` GPU-hours at its price."""
-    if s.price_per_gpu_hour is None:
-        return s
-    return s.model_copy(update={"price_per_gpu_hour": s.price_per_gpu_hour / u})
+def pool_price(s: Substrate) -> float:
+    """Money per pool GPU-hour of ``s`` at the fleet's price (its resolved price × preference; APIs: 0)."""
+    if s.kind == "api":
+        return 0.0
+    return base_price_per_gpu_hour(s) * s.preference
 
 
-def unsized_fleet(fleet: Fleet, use: BaselineUse) -> Fleet:
-    """The fleet with right-sizing off (module docstring)."""
-    subs = [
-        _unsized(s, use.utilization[s.id]) if s.kind != "api" and use.utilization.get(s.id, 1.0) < 1.0 else s
-        for s in fleet.substrates
-    ]
-    return fleet.model_copy(update={"substrates": subs})
+def paid_idle(frame: PlanFrame, use: BaselineUse) -> tuple[pd.DataFrame, float]:
+    """Right-sizing off: the baseline's idle GPU-hours stay paid and stay occupied (module docstring).
+
+    Returns the capacity with each substrate's real segments reduced, from the top (congested) segment down, by
+    its idle ``I_s / H`` GPUs, and the money of that idle at fleet prices (``Σ I_s × price × preference``)."""
+    capacity = frame.capacity.copy()
+    money = 0.0
+    subs = set(capacity.index.get_level_values(0))
+    for sid, idle in use.idle.items():
+        s = frame.substrates.get(sid)
+        if s is None or s.kind == "api" or idle <= 0:
+            continue
+        money += pool_price(s) * idle
+        if sid not in subs:
+            continue
+        left = idle / frame.horizon_hours
+        for seg in sorted((k for k in capacity.loc[sid].index if k < STEERED_SEGMENT), reverse=True):
+            fixed = capacity.at[(sid, seg), "fixed_gpus"]
+            if left <= 0 or pd.isna(fixed):
+                continue
+            take = min(left, float(fixed))
+            capacity.at[(sid, seg), "fixed_gpus"] = float(fixed) - take
+            left -= take
+    return capacity, money
+
+
+def price_difference(frame: PlanFrame, use: BaselineUse, baseline_cost: float) -> float:
+    """The bill's rates against the fleet's prices: ``baseline − (prepaid + Σ billed GPU-hours × fleet price +
+    API bills)`` (0 for the merit-order reference, which is priced at fleet prices)."""
+    if use.source != "billing":
+        return 0.0
+    at_fleet = frame.sunk_cost
+    for sid, cost in use.cost.items():
+        s = frame.substrates.get(sid)
+        if s is None:
+            continue
+        at_fleet += cost if s.kind == "api" else pool_price(s) * use.gpu_hours.get(sid, 0.0)
+    return baseline_cost - at_fleet
 
 
 def _spot_caps(frame: PlanFrame, use: BaselineUse) -> dict[str, float]:
     """Pool GPUs per hour each spot substrate may hold with the spot lever off (the baseline's work there)."""
     caps = {}
+    present = set(frame.capacity.index.get_level_values(0))
     for sid, s in frame.substrates.items():
-        if s.kind == "spot" and sid in set(frame.capacity.index.get_level_values(0)):
-            caps[sid] = use.gpu_hours.get(sid, 0.0) * use.utilization.get(sid, 1.0) / frame.horizon_hours
+        if s.kind == "spot" and sid in present:
+            caps[sid] = use.work(sid) / frame.horizon_hours
     return caps
 
 
@@ -281,14 +355,17 @@ def _steer(
 
 
 def restrict(frame: PlanFrame, off: set[str], use: BaselineUse) -> PlanFrame:
-    """``frame`` with the levers in ``off`` switched off (right-sizing's prices come from :func:`unsized_fleet`).
+    """``frame`` with the levers in ``off`` switched off.
 
     What a switched-off lever would add (spot above the baseline's use, APIs the baseline did not use) stays in
     the model as a last resort for work nothing else can serve, charged at that work's dearest real price per
     unit (:func:`_steer_rows`); the charge counts in ``v(S)``, so ``v`` only falls as levers are switched on.
     """
-    rows, capacity, commitments = frame.rows, frame.capacity, frame.commitments
+    rows, capacity, commitments, sunk = frame.rows, frame.capacity, frame.commitments, frame.sunk_cost
     dearest = (rows["usd_per_gpu_hour"] / rows["units_per_gpu_hour"]).groupby(rows["group"]).max()
+    if "right_sizing" in off and use.idle:
+        capacity, money = paid_idle(frame, use)
+        sunk += money
     if "spot" in off:
         real = capacity[capacity.index.get_level_values(1) < STEERED_SEGMENT]
         fixed = real["fixed_gpus"].groupby(level=0).sum()
@@ -305,7 +382,7 @@ def restrict(frame: PlanFrame, off: set[str], use: BaselineUse) -> PlanFrame:
             rows[STEER] = rows[STEER].fillna(0.0)
     if "commitments" in off and not commitments.empty:
         commitments = commitments.iloc[0:0]  # nothing to buy: no integer columns, the re-solve is an LP
-    return replace(frame, rows=rows, capacity=capacity, commitments=commitments)
+    return replace(frame, rows=rows, capacity=capacity, commitments=commitments, sunk_cost=sunk)
 
 
 def used_levers(out: PlannerOutput, use: BaselineUse, mode: Mode) -> list[Lever]:
@@ -313,7 +390,7 @@ def used_levers(out: PlannerOutput, use: BaselineUse, mode: Mode) -> list[Lever]
     off in every coalition (its saving is exactly 0): the plan buys no commitment → no commitment saving."""
     frame, sol = out.frame, out.solution
     found: list[Lever] = []
-    if any(u < 1.0 for sid, u in use.utilization.items() if use.gpu_hours.get(sid, 0.0) > 0):
+    if use.source == "billing" and any(h > 1e-9 for h in use.idle.values()):
         found.append("right_sizing")
     if len(sol.commitments) and int(sol.commitments["blocks"].sum()) > 0:
         found.append("commitments")
@@ -360,14 +437,16 @@ def attribute_savings(
         method = "shapley" if len(frame.rows) <= SHAPLEY_MAX_COLUMNS else "ordered"
     name = resolve_solver(solver)  # type: ignore[arg-type]
     integer_nodes = not frame.nodes.empty
-    frames: dict[tuple[bool, bool], PlanFrame] = {}
+    frames: dict[bool, PlanFrame] = {}
     notes: list[str] = []
 
-    def base_frame(sized: bool, reliable: bool) -> PlanFrame:
-        key = (sized, reliable)
-        if key not in frames:
-            frames[key] = build_frame(
-                fleet if sized else unsized_fleet(fleet, use),
+    def base_frame(reliable: bool) -> PlanFrame:
+        """The plan's own frame; the cost-mode frame on the plan's blocks when reliability is switched off."""
+        if reliable == (mode == "reliability"):
+            return frame
+        if reliable not in frames:
+            frames[reliable] = build_frame(
+                fleet,
                 workloads,
                 demand,
                 n_blocks=frame.blocks.n,
@@ -375,7 +454,7 @@ def attribute_savings(
                 integer_nodes=integer_nodes,
                 hour_block=frame.blocks.hour_block,
             )
-        return frames[key]
+        return frames[reliable]
 
     dearest = _dearest_price(frame)
     values: dict[frozenset[str], float] = {frozenset(players): planned}
@@ -383,7 +462,7 @@ def attribute_savings(
     def v(on: frozenset[str]) -> float:
         if on not in values:
             # a lever the plan does not pull is off in every coalition (the plan is optimal without it too)
-            f = base_frame("right_sizing" in on, mode == "reliability" and "reliability" in on)
+            f = base_frame(mode == "reliability" and "reliability" in on)
             values[on] = _plan_cost(
                 restrict(f, {str(x) for x in LEVER_ORDER} - on, use), name, integer_nodes, dearest, notes, on
             )
@@ -423,6 +502,7 @@ def attribute_savings(
         order=order,
         notes=notes,
         values=values,
+        price_difference=price_difference(frame, use, baseline_cost),
     )
 
 
@@ -495,9 +575,14 @@ def _evidence(lever: Lever, applied: bool, use: BaselineUse, mode: Mode) -> tupl
         total = sum(paid.values())
         if not paid or total <= 0:
             return "not_measured", "idle not measured: no utilisation for the horizon and no billed GPU-hours"
-        busy = sum(h * use.utilization[sid] for sid, h in paid.items())
+        idle = sum(use.idle.values())
         share = sum(h for sid, h in paid.items() if sid in use.measured) / total
-        text = f"the baseline paid {total:,.0f} GPU-hours of which {busy:,.0f} were busy"
+        text = f"the baseline paid {total:,.0f} GPU-hours, {idle:,.0f} of them idle (kept paid and occupied when off)"
+        if use.idle_scale < 1.0 - 1e-9 and share > 0.0:
+            return "inferred", (
+                f"idle located by utilisation on {share:.0%} of the billed GPU-hours and sized by the demand profiles "
+                f"(utilisation measured more idle than the demand leaves; scaled by {use.idle_scale:.2f}): {text}"
+            )
         if share >= 1.0 - 1e-9:
             return "measured", f"idle measured from utilisation: {text}"
         if share <= 0.0:

@@ -28,9 +28,9 @@ import pandas as pd
 
 from finops_cli.core.baseline import match_billing
 from finops_cli.errors import InputError
-from finops_cli.report.escape import one_line
 from finops_cli.schema.currency import minor_units
 from finops_cli.store.cost_query import NONE, actual_cost_notes, cost_groups, month_coverage, usage_groups
+from finops_cli.text import one_line
 
 if TYPE_CHECKING:
     from finops_cli.schema.estate import Fleet

@@ -15,36 +15,14 @@ GitHub's mention and URL autolinking work on the rendered text, so a zero-width 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from finops_cli.cli.terminal import BIDI
+from finops_cli.text import DEFAULT_MAX_LEN, one_line
 
 #: Inline-significant markdown punctuation (CommonMark + GFM tables, strikethrough, maths).
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>#|~$&]|(?<![^\W_])_|_(?![^\W_]))")
-#: Unicode bidi controls: can make "evil.exe" display as "exe.live" (Trojan Source); the same class as the
-#: terminal sanitiser's (one definition of what data may not carry into any output)
-_BIDI = re.compile(f"[{BIDI}]")
 _ZWSP = "&#8203;"
-DEFAULT_MAX_LEN = 80
-
-
-def one_line(value: object, max_len: int | None = DEFAULT_MAX_LEN) -> str:
-    """Make ``value`` a single printable line: control characters and line breaks become spaces,
-    runs of whitespace collapse, bidi overrides are dropped, and long strings are shortened in the
-    middle (``head…tail``) so two long ids stay distinguishable."""
-    text = "" if value is None else str(value)
-    if not (text.isprintable() and "  " not in text and text == text.strip()):  # fast path: already one clean line
-        text = _BIDI.sub("", text)
-        text = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in text)
-        text = " ".join(text.split())
-    if max_len is not None and len(text) > max_len:
-        keep = max(max_len - 1, 2)
-        head = (keep + 1) // 2
-        tail = keep - head
-        text = text[:head] + "…" + (text[-tail:] if tail else "")
-    return text
 
 
 def md_text(value: object, max_len: int | None = DEFAULT_MAX_LEN) -> str:

@@ -119,10 +119,17 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
             )
             parts.append(f"The levers that earned it: {listed}.")
         if by.residual:
-            parts.append(
-                f"{_pm(by.residual, cur)} of the difference is not attributed to a lever: "
-                f"{md_text(by.residual_basis, None)}."
-            )
+            if by.price_difference is not None and by.placement is not None:
+                parts.append(
+                    f"{_pm(by.residual, cur)} of the difference is no lever: {_pm(by.price_difference, cur)} is the "
+                    f"price difference (the bill's rates vs the fleet's prices) and {_pm(by.placement, cur)} "
+                    "placement (the bill's work moved to cheaper pools it already used, at fleet prices)."
+                )
+            else:
+                parts.append(
+                    f"{_pm(by.residual, cur)} of the difference is not attributed to a lever: "
+                    f"{md_text(by.residual_basis, None)}."
+                )
     if plan.commitments:
         buys = ", ".join(
             f"{c.blocks} block(s) ({number(c.gpus)} GPUs) of {md_text(c.substrate)}" for c in plan.commitments

@@ -26,7 +26,7 @@ LEVER_SHORT = {
     "spot": "spot",
     "api": "APIs",
     "reliability": "reliability",
-    "residual": "not attributed",
+    "residual": "prices + placement",
 }
 #: How a lever's figure is described in prose, by its evidence (docs/economics.md §6)
 EVIDENCE_WORDS = {
@@ -166,7 +166,7 @@ def levers(plan: PlanDocument) -> list[tuple[str, float]]:
     return items
 
 
-RESIDUAL_LABEL = "not attributed to a lever (the bill vs the model of its own options)"
+RESIDUAL_LABEL = "not a lever: the bill's prices and placement"
 
 
 def lever_label(label: str, evidence: str, share: float | None = None) -> str:

@@ -124,7 +124,8 @@ class SavingsByLever(_Doc):
 
     ``model_baseline_cost`` is the cheapest plan with every lever off (the baseline's own options); the
     ``residual`` (``baseline_cost − model_baseline_cost``) is what the baseline paid beyond it, which no lever
-    explains (placement on the baseline's own substrates, idle nobody measured, prices paid vs fleet prices).
+    explains: ``price_difference`` (the bill's rates vs the fleet's prices) + ``placement`` (the bill's work moved to
+    cheaper pools the bill already used, at fleet prices).
     """
 
     method: Literal["shapley", "ordered"]
@@ -132,6 +133,8 @@ class SavingsByLever(_Doc):
     levers: list[LeverSaving]
     residual: float
     residual_basis: str
+    price_difference: float | None = None  # part of the residual: the bill's rates vs the fleet's prices
+    placement: float | None = None  # the rest of it: the bill's work re-placed on its own pools, at fleet prices
     model_baseline_cost: float
     solves: int = Field(ge=0)
     seconds: float = Field(ge=0)

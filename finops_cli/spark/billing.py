@@ -1,7 +1,7 @@
 """``ingest billing --engine spark``: the billing pipeline's own per-file step, run as Spark tasks.
 
 One job over the input files (:func:`~finops_cli.spark.session.run_tasks`: ``mapInArrow``, one task per
-file): each task runs :func:`~finops_cli.ingest.billing.pipeline.stage_file` on its file (the same reader,
+file): each task runs :func:`~finops_cli.ingest.billing.executors.stage_file` on its file (the same reader,
 format parser, FOCUS defaults, pricebook lookups, money checks, Parquet writes and hourly aggregates as the
 local engine and its worker processes) into the transaction's staging directory, and returns the file's
 tallies (money in and BilledCost written per currency, rows, GPU-hours) and the paths it staged, pickled.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from finops_cli.ingest.billing.pipeline import FileJob, FileResult, Progress, stage_file
+from finops_cli.ingest.billing.executors import FileJob, FileResult, Progress, stage_file
 from finops_cli.spark.session import get_session, run_tasks, task_staging
 from finops_cli.store.engine import DuckDBEngine, using
 

@@ -37,8 +37,8 @@ import pyarrow.parquet as pq
 from finops_cli.errors import InputError
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.utilization import STORE_SCHEMA as UTILIZATION_SCHEMA
+from finops_cli.store.layout import DATASETS
 from finops_cli.store.queries import BILLED_BASELINE, BILLED_BASELINE_HOURLY, BILLING_HOURLY_MATCHABLE, Query
-from finops_cli.store.store import DATASETS
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -42,6 +42,8 @@ MAX_DOCUMENT_BYTES = 64 << 20
 GEN_DIGITS = 20
 #: where each transaction's data files live, under the store's root
 TXN_DIR = "_txn"
+#: where each committed generation lives, under the store's root
+LOG_DIR = "_log"
 _TXID = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{8}")
 _GENERATION_NAME = re.compile(rf"([0-9]{{{GEN_DIGITS}}})\.json")
 

@@ -1,41 +1,57 @@
-"""Hive-partitioned Parquet datasets under one root, with atomic, idempotent writes.
+"""Hive-partitioned Parquet datasets under one root, committed by one log protocol (a directory or a bucket).
 
-Layout (``root`` defaults to ``.finops/``)::
+Layout (``root`` defaults to ``.finops/``; a bucket prefix holds the same ``_log/`` and ``_txn/``)::
 
     root/
-      manifest.json                      what was ingested, from where, when
-      billing/provider=aws/billing_period=2026-11/<key>.parquet
-      utilization/month=2026-11/<key>.parquet
-      spot_prices/provider=aws/month=2026-11/<key>.parquet
-      .staging/<txid>/...                a transaction's files before commit (ignored by readers)
-      .journal-<txid>.json               a committed transaction being applied
+      _log/00000000000000000007.json     generation 7: the committed state (live files, manifest, files
+                                         replaced but not yet deleted)
+      _txn/<txid>/billing/provider=aws/billing_period=2026-11/<key>.parquet   a file written by transaction <txid>
+      _txn/<txid>/billing_hourly/…       its aggregates, beside it
+      billing/provider=aws/billing_period=2026-11/<key>.parquet   directory only: hard links to the live
+                                         files for tools outside finops (DuckDB, Spark globs); finops never reads them
+      .lock                              directory only: the writer lock
 
-Why it is safe: a transaction writes every file under ``.staging/<txid>`` first. Commit writes a
-journal (one atomic rename) that lists the moves and deletions, applies them, then removes the
-journal. A crash before the journal exists leaves only staging debris, removed on the next open; a
-crash after it is rolled forward on the next open. Readers (pyarrow, DuckDB, Spark) skip names that
-start with ``.`` or ``_``, so they never see staged files.
+The protocol, the same for both stores:
+
+- a transaction writes its files under ``_txn/<txid>/`` (a directory store stages there directly; a bucket
+  store stages on local disk and uploads there), a name no other transaction uses: nothing a reader uses is
+  ever overwritten;
+- the **commit point** is one atomic create-if-absent of the next generation ``_log/<N+1>.json`` (a
+  fully-written temporary file hard-linked into place on disk; ``If-None-Match: *`` on S3), naming every
+  live file and the whole manifest. Before it nothing a reader can see has changed; after it the whole
+  transaction is visible at once; two writers cannot both commit ``N+1``;
+- readers resolve the newest generation once per :class:`Store` object (a snapshot) and read only the files
+  it names: never a directory listing, so staged and half-written files are never seen;
+- a file the new generation no longer names is recorded in it as *pending* and deleted only after
+  :data:`GRACE`, and old generations are kept as long, so a reader that resolved the previous generation
+  can finish. Uncommitted ``_txn/`` directories (a killed writer's) are removed by the next writer.
 
 Idempotency: each file is named by a caller-chosen *key* (e.g. a hash of the source format, billing
 account and period). Writing the same key again replaces the file; ``replace_partition`` drops every
 other file of a partition (a corrected re-export of a billing period replaces that period).
+
+A store written before the log (``manifest.json`` and files in the dataset directories, perhaps a journal
+of an interrupted commit) is read as it stands and converted by its next writer (:mod:`.legacy`).
 """
 
 from __future__ import annotations
 
 import errno
 import functools
+import itertools
 import json
 import os
 import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePath
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -43,13 +59,20 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from finops_cli.atomic import note_input, write_text
+from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
 from finops_cli.store.layout import (
     DATASETS,
+    LOG_DIR,
     MAX_DOCUMENT_BYTES,
+    TXN_DIR,
     check_manifest,
+    check_rel,
+    check_txid,
+    generation_name,
+    generation_of,
     new_txid,
+    object_key,
     partition_dir,
     read_document,
 )
@@ -62,15 +85,20 @@ except ImportError:  # Windows: no advisory locks; running one writer at a time 
 
 DEFAULT_STORE_DIR = ".finops"
 STORE_ENV = "FINOPS_STORE"
-_MANIFEST = "manifest.json"
-_STAGING = ".staging"
 _LOCK = ".lock"
+#: the format tag of every log generation (the bucket store's first format: both stores share it)
+FORMAT = "finops-object-store/1"
+#: how long a replaced file (and the generation that named it) outlives the commit that replaced it:
+#: a reader that resolved the older generation has this long to finish reading
+GRACE = timedelta(hours=1)
+#: the transaction id of a file read in place from a store not yet converted to the log (:mod:`.legacy`)
+IN_PLACE = ""
 
 
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     """``--store`` wins, then ``$FINOPS_STORE``, then ``.finops/`` in the working directory.
 
-    A bucket URI comes back as a :class:`Path` too (``s3:/bucket/prefix``); :func:`open_store` tells it apart.
+    A bucket URI comes back as a :class:`Path` too (``s3:/bucket/prefix``); ``open_store`` tells it apart.
     """
     if explicit:
         return Path(explicit)
@@ -78,19 +106,6 @@ def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
     if env:
         return Path(env)
     return Path.cwd() / DEFAULT_STORE_DIR
-
-
-def open_store(root: str | os.PathLike[str] | None = None) -> Store:
-    """The store at ``root`` (as :func:`resolve_store_root` resolves it): a directory, or an ``s3://``/``gs://``
-    prefix (:class:`~finops_cli.store.remote.ObjectStore`)."""
-    from finops_cli.uri import as_uri
-
-    uri = as_uri(root) if root else as_uri(os.environ.get(STORE_ENV) or None)
-    if uri is not None:
-        from finops_cli.store.remote import ObjectStore
-
-        return ObjectStore.open(uri)
-    return Store(resolve_store_root(root))
 
 
 def store_exists(root: str | os.PathLike[str] | None = None) -> bool:
@@ -106,21 +121,65 @@ def _partition_dir(dataset: str, partition: Mapping[str, str]) -> Path:
 
 
 @dataclass
+class State:
+    """One committed generation: what a reader reads, and what the next commit starts from."""
+
+    generation: int = 0
+    #: logical path (``billing/provider=aws/billing_period=2026-11/<key>.parquet``) -> txid that wrote it
+    files: dict[str, str] = field(default_factory=dict)
+    manifest: list[dict[str, Any]] = field(default_factory=list)
+    #: files replaced by a commit and not deleted yet: (logical path, txid, when it was replaced, ISO 8601)
+    pending: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def parse_state(raw: bytes, generation: int, where: object) -> State:
+    """The generation in ``raw`` (untrusted: every name is checked against :mod:`.layout`'s grammar)."""
+    doc = read_document(raw, where, what="store state")
+    try:
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} state")
+        if doc.get("generation") != generation:
+            raise ValueError(f"its generation is {doc.get('generation')!r}, its name says {generation}")
+        files = doc["files"]
+        if not isinstance(files, dict):
+            raise ValueError("files must map paths to transaction ids")
+        for rel, txid in files.items():
+            check_rel(rel)
+            check_txid(txid)
+        pending = doc.get("pending", [])
+        if not isinstance(pending, list) or not all(isinstance(p, list) and len(p) == 3 for p in pending):
+            raise ValueError("pending must list [path, transaction id, time] triples")
+        for rel, txid, since in pending:
+            check_rel(rel)
+            check_txid(txid)
+            _since(since)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"unreadable store state ({exc}); is --store a finops store?", path=where) from None
+    return State(generation, files, check_manifest(doc.get("manifest"), where), [tuple(p) for p in pending])
+
+
+def _since(value: object) -> datetime:
+    if not isinstance(value, str) or len(value) > 40:
+        raise ValueError(f"{value!r} is not a time")
+    when = datetime.fromisoformat(value)
+    if when.tzinfo is None:
+        raise ValueError(f"{value!r} has no time zone")
+    return when
+
+
+@dataclass
 class Store:
-    """A store root. Opening it finishes or discards any interrupted transaction."""
+    """A store in a directory. Readers see the newest committed generation as of their first read."""
 
     root: Path
     #: the pyarrow file system the data files live on (None: the local disk, read by path)
     filesystem: ClassVar[Any] = None
+    _state: State | None = field(default=None, repr=False, compare=False)
 
     @property
     def location(self) -> str:
         """The store as the user named it (a directory, or an ``s3://`` / ``gs://`` URI), for messages."""
         return str(self.root)
-
-    def locate(self, path: Path) -> str:
-        """Where the data file listed as ``path`` (by :meth:`files`) is read from, on :attr:`filesystem`."""
-        return str(path)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root)
@@ -132,22 +191,72 @@ class Store:
                     raise InputError(f"{where}; --store expects a directory", path=self.root)
                 break
 
+    # ------------------------------------------------------------------ the committed state
+    def state(self) -> State:
+        """The newest committed generation, resolved once per store object (a transaction re-resolves it)."""
+        if self._state is None:
+            self._state = self._resolve()
+        return self._state
+
+    def _resolve(self) -> State:
+        for _ in range(10):
+            gens = self._generations()
+            if not gens:
+                legacy = self._legacy_state()
+                if not self._generations():  # not converted while it was read
+                    return legacy or State()
+                continue
+            generation = gens[-1][0]
+            try:
+                raw = self._read_log(generation)
+            except FileNotFoundError:  # dropped after its grace period between the listing and the read
+                continue
+            return parse_state(raw, generation, self._log_where(generation))
+        raise InputError("the store's log changed under every read; run the command again", path=self.location)
+
+    def physical(self, rel: str, txid: str) -> str:
+        """Where the file ``rel`` written by transaction ``txid`` lives (on :attr:`filesystem`)."""
+        if txid == IN_PLACE:
+            return str(Path(self.root, check_rel(rel)))
+        return object_key(str(self.root), txid, rel)
+
+    def locate(self, path: PurePath) -> str:
+        """Where the data file listed as ``path`` (by :meth:`files`) is read from, on :attr:`filesystem`."""
+        rel = "/".join(PurePath(path).relative_to(self.root).parts)
+        located = self.physical(rel, self.state().files[rel])
+        if self.filesystem is None and os.path.realpath(located) != os.path.join(
+            os.path.realpath(self.root), *(PurePath(located).relative_to(self.root).parts)
+        ):
+            raise InputError("is or passes through a symlink; a store's files are real (nothing was read)", path=path)
+        return located
+
     # ----------------------------------------------------------------- reading
     def dataset_dir(self, name: str) -> Path:
         if name not in DATASETS:
             raise ValueError(f"unknown dataset {name!r}; known: {sorted(DATASETS)}")
         return self.root / name
 
+    def files(self, name: str) -> list[Path]:
+        """The dataset's data files in the snapshot, as logical paths (``root/billing/…``: :meth:`locate`)."""
+        self.dataset_dir(name)
+        return sorted(self.root / rel for rel in self.state().files if rel.startswith(name + "/"))
+
     def has(self, name: str) -> bool:
-        d = self.dataset_dir(name)
-        return d.is_dir() and any(d.rglob("*.parquet"))
+        return bool(self.files(name))
 
     def dataset(self, name: str, schema: pa.Schema | None = None) -> ds.Dataset | None:
         """A pyarrow dataset over ``name`` (partition columns as strings), or None if empty."""
-        if not self.checked_files(name):
+        paths = self.checked_files(name)
+        if not paths:
             return None
         part = ds.partitioning(pa.schema([(c, pa.string()) for c in DATASETS[name]]), flavor="hive")
-        return ds.dataset(self.dataset_dir(name), format="parquet", partitioning=part, schema=schema)
+        return ds.dataset(
+            [self.locate(p) for p in paths],
+            filesystem=self.filesystem,
+            format="parquet",
+            partitioning=part,
+            schema=schema,
+        )
 
     def read(
         self,
@@ -167,7 +276,6 @@ class Store:
 
     def checked_schemas(self, name: str) -> dict[Path, pa.Schema]:
         """:meth:`checked_files` with the schema each footer holds (a query's view reads its columns from them)."""
-        self._check_no_interrupted_commit()
         schemas = {}
         for path in self.files(name):
             try:
@@ -185,33 +293,15 @@ class Store:
         """The Arrow schema in the footer of the data file at ``located`` (:meth:`locate`)."""
         return pq.read_metadata(located, filesystem=self.filesystem).schema.to_arrow_schema()
 
-    def files(self, name: str) -> list[Path]:
-        """The dataset's data files. A symlink anywhere in it is refused by name: followed, it could read data
-        from outside the store; skipped, it would drop money silently (readers and ``store remove`` alike)."""
-        d = self.dataset_dir(name)
-        if d.is_symlink():
-            raise InputError("is a symlink; a store's datasets are real directories (nothing was read)", path=d)
-        found = []
-        for top, dirs, names in os.walk(d):
-            for n in [*dirs, *names]:
-                if os.path.islink(os.path.join(top, n)):
-                    raise InputError(
-                        "is a symlink; a store's partitions and files are real (nothing was read or changed)",
-                        path=Path(top, n),
-                    )
-            found += [Path(top, n) for n in names if n.endswith(".parquet") and not n.startswith((".", "_"))]
-        return sorted(found)
-
     def source_files(self, name: str, key: str) -> list[Path]:
         """Every file of dataset ``name`` written under idempotency key ``key`` (one per partition and part)."""
         return [p for p in self.files(name) if file_source_key(p.stem) == key]
 
     def partition_values(self, name: str, key: str) -> list[str]:
         """Sorted distinct values of partition column ``key`` (e.g. the months in ``utilization``), from paths."""
-        d = self.dataset_dir(name)
         values = set()
         for path in self.files(name):
-            for part in path.relative_to(d).parts[:-1]:
+            for part in PurePath(path).relative_to(self.root).parts[1:-1]:
                 k, _, v = part.partition("=")
                 if k == key:
                     values.add(v)
@@ -219,19 +309,16 @@ class Store:
 
     def file_keys(self, dataset: str, partition: Mapping[str, str]) -> list[str]:
         """Keys (file names without ``.parquet``) of one partition's files."""
-        pdir = self.root / _partition_dir(dataset, partition)
-        if not pdir.is_dir():
-            return []
-        return sorted(p.stem for p in pdir.glob("*.parquet") if not p.name.startswith((".", "_")))
+        return sorted(PurePath(r).stem for r in self.partition_files(_partition_dir(dataset, partition)))
 
-    def partition_files(self, partition_dir: Path) -> list[Path]:
-        """Every data file of one partition directory (relative to the root), as a commit replaces them."""
-        pdir = self.root / partition_dir
-        return [p.relative_to(self.root) for p in pdir.glob("*.parquet")] if pdir.is_dir() else []
+    def partition_files(self, partition_dir: PurePath) -> list[Path]:
+        """Every data file of one partition (relative to the root), as a commit replaces them."""
+        pdir = "/".join(PurePath(partition_dir).parts)
+        return [Path(r) for r in self.state().files if r.rsplit("/", 1)[0] == pdir]
 
-    def has_file(self, rel: Path) -> bool:
+    def has_file(self, rel: PurePath) -> bool:
         """Whether the data file ``rel`` (relative to the root) is in the store."""
-        return (self.root / rel).exists()
+        return "/".join(PurePath(rel).parts) in self.state().files
 
     def has_aggregate(self, name: str, columns: Iterable[str] = ()) -> bool:
         """Whether every file of the detail dataset has aggregate ``name`` (stores written before an aggregate
@@ -246,9 +333,9 @@ class Store:
         from finops_cli.store.queries import AGGREGATES
 
         detail = AGGREGATES[aggregate][0]
-        have = {p.relative_to(self.dataset_dir(detail)) for p in self.files(detail)}
+        have = {PurePath(p).relative_to(self.dataset_dir(detail)) for p in self.files(detail)}
         files = self.files(aggregate)
-        built = {p.relative_to(self.dataset_dir(aggregate)) for p in files}
+        built = {PurePath(p).relative_to(self.dataset_dir(aggregate)) for p in files}
         if not have or not have <= built:
             return False
         need = set(columns)
@@ -260,53 +347,168 @@ class Store:
             return False  # a damaged aggregate: the detail files answer (and name a damaged detail file)
 
     def manifest(self) -> list[dict[str, Any]]:
-        path = self.root / _MANIFEST
-        if not path.exists() and not path.is_symlink():
-            return []
-        return check_manifest(read_document(_read_bounded(path), path, what="store manifest"), path)
+        return self.state().manifest
 
     # ----------------------------------------------------------------- writing
     @contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """Stage writes; commit all of them on normal exit, none on any exception (Ctrl-C included).
 
-        The writer lock is taken first (waiting for any other writer), then interrupted transactions
-        are finished or discarded, so nothing is ever staged or read for merging outside the lock.
+        A directory store's writer lock is taken first (waiting for any other writer); then the store is
+        converted if it predates the log, an uncommitted transaction's files are dropped, and the newest
+        generation is resolved: nothing is staged or read for merging outside the lock.
         """
-        txid = new_txid()
-        fd = _lock_for_writing(self.root)
-        tx = Transaction(self, txid, _lock_fd=fd)
+        tx = Transaction(self, new_txid())
         try:
             try:
-                self._recover()
+                tx._lock_fd = self._begin()
+                self._state = None  # commit against the newest generation
+                tx.base = self.state()
                 yield tx
             except BaseException:
                 tx.abort()
                 raise
             tx.commit()
         except OSError as exc:  # disk full, read-only file system, permissions: nothing was committed
-            raise InputError(f"cannot write the store: {_reason(exc)}; nothing was written", path=self.root) from None
-
-    # ---------------------------------------------------------------- recovery
-    def _recover(self) -> None:
-        """Finish committed journals and drop staging debris. Called only with the writer lock held."""
-        staging = self.root / _STAGING
-        if staging.is_symlink() or (staging.exists() and not staging.is_dir()):
-            raise InputError(f"{_STAGING} is not a directory of this store; refusing to use the store", path=self.root)
-        for journal in sorted(self.root.glob(".journal-*.json")):
-            _apply_journal(self.root, journal)
-        if staging.is_dir():
-            shutil.rmtree(staging)
-
-    def _check_no_interrupted_commit(self) -> None:
-        """A reader must not see half of a commit nor replay it: name a journal no live writer owns."""
-        journals = sorted(self.root.glob(".journal-*.json"))
-        if journals and not _writer_is_live(self.root):
             raise InputError(
-                f"an ingest was interrupted while committing ({journals[0].name}); "
-                "the next ingest into this store finishes it (readers never replay journals)",
-                path=self.root,
-            )
+                f"cannot write the store: {self._reason(exc)}; nothing was written", path=self.location
+            ) from None
+
+    def _reason(self, exc: OSError) -> str:
+        return _reason(exc)
+
+    # ------------------------------------------------- what differs between a directory and a bucket
+    def _log_dir(self) -> Path:
+        return _real_dir(self.root / LOG_DIR)
+
+    def _log_where(self, generation: int) -> object:
+        return self.root / LOG_DIR / generation_name(generation)
+
+    def _generations(self) -> list[tuple[int, float | None]]:
+        """Every committed generation, oldest first, with when it was written (None: unknown)."""
+        try:
+            entries = list(os.scandir(self._log_dir()))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise InputError(f"cannot list the store's log: {_reason(exc)}", path=self.root) from None
+        gens = []
+        for entry in entries:
+            generation = generation_of(entry.name)
+            if generation is not None:
+                if not entry.is_file(follow_symlinks=False) and os.path.lexists(entry.path):
+                    raise InputError("is not a regular file; is --store a finops store?", path=Path(entry.path))
+                with suppress(FileNotFoundError):
+                    gens.append((generation, entry.stat(follow_symlinks=False).st_mtime))
+        return sorted(gens)
+
+    def _read_log(self, generation: int) -> bytes:
+        return _read_bounded(self._log_dir() / generation_name(generation))
+
+    def _put_log(self, generation: int, body: bytes) -> bool:
+        """Create ``_log/<generation>.json`` holding ``body`` unless it exists (False then): a fully written
+        and synced temporary file is hard-linked into place, so the name appears complete or not at all."""
+        log = self._log_dir()
+        log.mkdir(exist_ok=True)
+        tmp = log / f".{generation_name(generation)}.{uuid.uuid4().hex[:8]}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, log / generation_name(generation))
+            except FileExistsError:
+                return False
+            _fsync_dir(log)
+            return True
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _delete_log(self, generation: int) -> None:
+        (self._log_dir() / generation_name(generation)).unlink(missing_ok=True)
+
+    def _delete_physical(self, rel: str, txid: str) -> None:
+        path = Path(self.physical(rel, txid))
+        if os.path.realpath(path.parent) != os.path.join(
+            os.path.realpath(self.root), *path.parent.relative_to(self.root).parts
+        ):
+            return  # through a symlink: the file it reaches is not the store's to delete
+        path.unlink(missing_ok=True)
+        top = self.root / TXN_DIR
+        for parent in path.parents:  # drop directories the deletion emptied, up to _txn/<txid>
+            if parent == top or not parent.is_relative_to(top):
+                break
+            with suppress(OSError):
+                parent.rmdir()
+
+    def _legacy_state(self) -> State | None:
+        from finops_cli.store.legacy import legacy_state
+
+        return legacy_state(self)
+
+    def _begin(self) -> int | None:
+        """Before a transaction: lock, convert a store that predates the log, drop uncommitted files."""
+        from finops_cli.store.legacy import convert
+
+        fd = _lock_for_writing(self.root)
+        try:
+            txn = _real_dir(self.root / TXN_DIR)
+            self._state = None
+            if not self._generations():
+                convert(self)
+                self._state = None
+            state = self.state()
+            live = {*state.files.values(), *(t for _, t, _ in state.pending)}
+            if txn.is_dir():
+                for entry in os.scandir(txn):
+                    if entry.name not in live:  # a killed writer's: no generation names it
+                        if entry.is_dir(follow_symlinks=False):
+                            shutil.rmtree(entry.path)
+                        else:
+                            os.unlink(entry.path)
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
+        return fd
+
+    def _new_staging(self, txid: str) -> Path:
+        return self.root / TXN_DIR / txid
+
+    def _upload(self, tx: Transaction, staged: list[Path]) -> None:
+        """Staged in place: keep exactly the staged files (a utilisation ingest's spill buckets go), each a
+        regular file (a symlink could publish data from outside the store)."""
+        staging = tx.staging
+        keep = {os.path.join(staging, rel) for rel in staged}
+        for top, dirs, names in os.walk(staging):
+            for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(top, d)))]:
+                path = os.path.join(top, name)
+                if path not in keep or os.path.islink(path):
+                    os.unlink(path)
+        for rel in staged:
+            if not stat.S_ISREG(os.lstat(staging / rel).st_mode):
+                raise InputError("a staged file is not a regular file; nothing was committed", path=staging / rel)
+
+    def _discard(self, tx: Transaction) -> None:
+        """Drop what ``tx`` staged (it was not committed)."""
+        if tx._staging is not None:
+            shutil.rmtree(tx._staging, ignore_errors=True)
+
+    def _end(self, tx: Transaction) -> None:
+        """After a transaction (committed or not): refresh the hard-linked view for tools outside finops."""
+        with suppress(OSError, InputError):
+            sync_view(self)
+
+    def _tidy(self, generation: int) -> None:
+        """After a commit, best effort: drop generations whose successor is older than :data:`GRACE`."""
+        gens = self._generations()
+        cutoff = time.time() - GRACE.total_seconds()
+        for (old, _), (_, written) in itertools.pairwise(gens):
+            if old < generation and written is not None and written <= cutoff:
+                with suppress(OSError):
+                    self._delete_log(old)
 
 
 def _family(t: pa.DataType) -> str:
@@ -359,6 +561,12 @@ def _read_bounded(path: Path) -> bytes:
     """At most :data:`MAX_DOCUMENT_BYTES` + 1 bytes of a store document: a regular file, never a symlink."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        why = "a symlink" if exc.errno == errno.ELOOP else _reason(exc)
+        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
+    try:
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise InputError("not a regular file; is --store a finops store?", path=path)
@@ -394,97 +602,56 @@ def _lock_for_writing(root: Path) -> int | None:
     return fd
 
 
-def _writer_is_live(root: Path) -> bool:
-    """Whether a transaction holds the store's lock now (read-only probe: works on a read-only store)."""
-    if fcntl is None:
-        return False
-    path = root / _LOCK
-    if not path.is_file():
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+def _real_dir(path: Path) -> Path:
+    """``path`` unless it exists as something other than a real directory (a symlink could lead outside)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        raise InputError(f"{path.name} is not a directory of this store; refusing to use the store", path=path.parent)
+    return path
 
 
-def _inside(root: Path, rel: object, *, under: tuple[str, ...], what: str, journal: Path) -> Path:
-    """``root / rel`` if ``rel`` is a relative path below one of ``under`` that stays inside the store."""
-    bad = InputError(
-        f"{what} {rel!r} leads outside the store's data; the store needs a manual look (nothing was changed)",
-        path=journal,
-    )
-    if not isinstance(rel, str) or not rel or "\0" in rel or "\\" in rel:
-        raise bad
-    parts = Path(rel).parts
-    if not parts or Path(rel).is_absolute() or any(p in ("..", ".", "") for p in parts) or parts[0] not in under:
-        raise bad
-    real_root = os.path.realpath(root)
-    real_parent = os.path.realpath(root / Path(rel).parent)
-    if os.path.commonpath([real_root, real_parent]) != real_root:
-        raise bad
-    return root / rel
+def _fsync_dir(path: Path) -> None:
+    with suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
-def _read_journal(root: Path, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
-    """A journal's deletes, moves and staging directory, each checked to stay inside the store."""
-    plan = read_document(_read_bounded(journal), journal, what="transaction journal; the store needs a manual look")
-    return _checked_plan(root, plan, journal)
-
-
-def _checked_plan(root: Path, plan: object, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
-    """Refuse a plan (before anything is touched) unless it has the writer's shape and stays in the store."""
-
-    def refuse(problem: str) -> InputError:
-        return InputError(f"{problem}; the store needs a manual look (nothing was changed)", path=journal)
-
-    if not isinstance(plan, dict) or set(plan) != {"deletes", "moves", "staging"}:
-        raise refuse("not a transaction journal (expected {deletes, moves, staging})")
-    if not isinstance(plan["deletes"], list) or not isinstance(plan["moves"], list):
-        raise refuse("not a transaction journal (deletes and moves must be lists)")
-    if not all(isinstance(m, list) and len(m) == 2 for m in plan["moves"]):
-        raise refuse("not a transaction journal (each move must be [source, destination])")
-    staging = _inside(root, plan["staging"], under=(_STAGING,), what="staging", journal=journal)
-    if len(Path(plan["staging"]).parts) != 2:
-        raise refuse(f"staging {plan['staging']!r} is not a transaction directory")
-    data = tuple(DATASETS)
-    deletes = [_inside(root, d, under=data, what="deleted file", journal=journal) for d in plan["deletes"]]
-    moves = []
-    for src, dst in plan["moves"]:
-        s = _inside(root, src, under=(_STAGING,), what="staged file", journal=journal)
-        if os.path.realpath(s) != os.path.join(os.path.realpath(root), src):
-            raise refuse(f"staged file {src!r} is or passes through a symlink")
-        if Path(src).parts[:2] != Path(plan["staging"]).parts:
-            raise refuse(f"staged file {src!r} is not in the journal's staging directory")
-        d = (
-            root / _MANIFEST
-            if dst == _MANIFEST
-            else _inside(root, dst, under=data, what="destination", journal=journal)
-        )
-        moves.append((s, d))
-    for p in [*deletes, *(d for _, d in moves)]:
-        if p != root / _MANIFEST and not p.name.endswith(".parquet"):
-            raise refuse(f"{p.relative_to(root)} is not a data file of a finops store")
-    return deletes, moves, staging
-
-
-def _apply_journal(root: Path, journal: Path) -> None:
-    """Roll a committed transaction forward; every step is idempotent. The whole journal is checked first."""
-    deletes, moves, staging = _read_journal(root, journal)
-    for path in deletes:
-        path.unlink(missing_ok=True)
-    for s, d in moves:
-        if s.exists():
-            d.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(s, d)
-    shutil.rmtree(staging, ignore_errors=True)
-    journal.unlink(missing_ok=True)
+def sync_view(store: Store) -> None:
+    """Make a directory store's dataset directories hard links to exactly its live files (under the writer
+    lock), for tools outside finops that glob ``billing/*/*/*.parquet``. finops never reads them; each link
+    is replaced atomically, but such a reader can still see a commit half-applied (only the log is a snapshot).
+    A symlink found there is removed (the link, never its target) so nothing is written through it."""
+    root = store.root
+    live = store.state().files
+    for dataset in DATASETS:
+        top_dir = root / dataset
+        if top_dir.is_symlink():
+            top_dir.unlink()
+        if not top_dir.is_dir():
+            continue
+        for top, dirs, names in os.walk(top_dir, topdown=False):
+            for name in [*names, *dirs]:
+                path = Path(top, name)
+                rel = path.relative_to(root).as_posix()
+                if path.is_symlink() or (name in names and rel not in live and name.endswith(".parquet")):
+                    path.unlink()
+                elif name in dirs:
+                    with suppress(OSError):
+                        path.rmdir()  # empty once its files went
+    for rel, txid in live.items():
+        if txid == IN_PLACE:
+            continue
+        src, dst = Path(store.physical(rel, txid)), root / rel
+        with suppress(FileNotFoundError):
+            if os.path.samestat(os.lstat(src), os.lstat(dst)):
+                continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.with_name(f".{dst.name}.{txid}.link")
+        tmp.unlink(missing_ok=True)
+        os.link(src, tmp)
+        os.replace(tmp, dst)
 
 
 def _aggregates_of(rel: Path) -> list[Path]:
@@ -513,9 +680,10 @@ def file_source_key(stem: str) -> str:
     return _PART.sub("", stem)
 
 
-def stage_aggregates(staging: Path, staged: list[Path], source: Path | None = None) -> list[Path]:
+def stage_aggregates(staging: Path, staged: list[Path], read_from: Callable[[Path], Path] | None = None) -> list[Path]:
     """Build each staged detail file's aggregate (:data:`~finops_cli.store.queries.AGGREGATES`) beside it,
-    under ``staging`` (detail files read from ``source``, default ``staging``); the aggregates' paths.
+    under ``staging`` (detail file ``rel`` read from ``read_from(rel)``,
+    default ``staging / rel``); the aggregates' paths.
 
     The aggregate is computed from exactly the staged file and committed with it, so the two never
     disagree; a file deleted on commit takes its aggregate with it. The query runs on the engine in
@@ -528,7 +696,7 @@ def stage_aggregates(staging: Path, staged: list[Path], source: Path | None = No
     built: list[Path] = []
     for aggregate, (dataset, query) in AGGREGATES.items():
         rels = [rel for rel in staged if rel.parts and rel.parts[0] == dataset]
-        tables = engine.run_per_file(query, dataset, [(source or staging) / rel for rel in rels])
+        tables = engine.run_per_file(query, dataset, [read_from(rel) if read_from else staging / rel for rel in rels])
         for rel, table in zip(rels, tables, strict=True):
             target = Path(aggregate, *rel.parts[1:])
             path = staging / target
@@ -536,12 +704,6 @@ def stage_aggregates(staging: Path, staged: list[Path], source: Path | None = No
             pq.write_table(table, path, compression="zstd")
             built.append(target)
     return built
-
-
-def _remove_if_empty(directory: Path) -> None:
-    """Drop ``.staging`` once no transaction uses it, so a refused ingest leaves the store byte-identical."""
-    with suppress(OSError):
-        directory.rmdir()
 
 
 @dataclass
@@ -592,6 +754,8 @@ class Transaction:
 
     store: Store
     txid: str
+    #: the generation this transaction started from (resolved under the writer lock on disk)
+    base: State = field(default_factory=State)
     _writer: StagedWriter | None = None
     _adopted: list[Path] = field(default_factory=list)
     #: files another process staged together with their aggregates (both listed)
@@ -601,6 +765,7 @@ class Transaction:
     _drop_sources: set[str] = field(default_factory=set)
     _remove: set[Path] = field(default_factory=set)
     _lock_fd: int | None = None
+    _staging: Path | None = None
     rows_written: int = 0
 
     def _release_lock(self) -> None:
@@ -610,7 +775,11 @@ class Transaction:
 
     @property
     def staging(self) -> Path:
-        return self.store.root / _STAGING / self.txid
+        """Where this transaction's files are written: ``_txn/<txid>/`` of a directory store (committed in
+        place), a private local directory for a bucket store (uploaded at commit)."""
+        if self._staging is None:
+            self._staging = self.store._new_staging(self.txid)
+        return self._staging
 
     def write(self, dataset: str, partition: Mapping[str, str], key: str, data: pa.Table | pa.RecordBatch) -> None:
         """Append ``data`` (without partition columns) to file ``key`` of one partition."""
@@ -667,7 +836,9 @@ class Transaction:
     def remove_source(self, dataset: str, key: str) -> list[Path]:
         """On commit, delete every file of ``dataset`` written under ``key`` and its manifest entries."""
         files = self.store.source_files(dataset, key)
-        self._remove.update(p.relative_to(self.store.root) for p in files)
+        for path in files:  # a symlinked file or partition is refused by name, as readers refuse it
+            self.store.locate(path)
+        self._remove.update(Path(p.relative_to(self.store.root)) for p in files)
         self.forget_source(key)
         return files
 
@@ -689,35 +860,35 @@ class Transaction:
     def abort(self) -> None:
         if self._writer is not None:
             self._writer.discard()
-        shutil.rmtree(self.staging, ignore_errors=True)
-        _remove_if_empty(self.staging.parent)
+        self.store._discard(self)
         self._release_lock()
 
     def commit(self) -> None:
         try:
             self._commit()
         finally:
-            self._release_lock()
+            try:
+                self.store._end(self)
+            finally:
+                self._release_lock()
 
     def rebuild_aggregates(self, detail: Iterable[Path]) -> list[Path]:
         """Stage the aggregates of committed detail files (relative paths), replacing theirs on commit.
 
         For stores written before the aggregates existed, or to rebuild them on another engine.
         """
-        built = self._stage_aggregates(list(detail), source=self.store.root)
+        built = stage_aggregates(
+            self.staging, list(detail), read_from=lambda rel: Path(self.store.locate(self.store.root / rel))
+        )
         self._adopted += built
         return built
-
-    def _stage_aggregates(self, staged: list[Path], source: Path | None = None) -> list[Path]:
-        """Build each staged detail file's aggregate beside it (:func:`stage_aggregates`)."""
-        return stage_aggregates(self.staging, staged, source)
 
     def _plan(self) -> tuple[list[Path], list[Path], list[dict[str, Any]]] | None:
         """Close the staged files and work out the commit: (files to publish, files to delete, new manifest),
         all relative to the store root; None when the transaction changes nothing."""
         staged = (self._writer.close() if self._writer is not None else []) + self._adopted
         self._adopted = []
-        staged += self._stage_aggregates(staged) + self._adopted_aggregates
+        staged += stage_aggregates(self.staging, staged) + self._adopted_aggregates
         self._adopted_aggregates = []
         if not (staged or self._manifest_entries or self._replace or self._remove or self._drop_sources):
             return None
@@ -735,25 +906,41 @@ class Transaction:
     def _commit(self) -> None:
         planned = self._plan()
         if planned is None:
-            shutil.rmtree(self.staging, ignore_errors=True)
-            _remove_if_empty(self.staging.parent)
+            self.store._discard(self)
             return
         staged, deleted, manifest = planned
-        root = self.store.root
-        staging_rel = self.staging.relative_to(root)
-        moves = [[str(staging_rel / rel), str(rel)] for rel in staged]
-        deletes = [str(rel) for rel in deleted]
-        self.staging.mkdir(parents=True, exist_ok=True)
-        (self.staging / _MANIFEST).write_text(json.dumps(manifest, indent=1, default=str), encoding="utf-8")
-        moves.append([str(staging_rel / _MANIFEST), _MANIFEST])
-        journal = root / f".journal-{self.txid}.json"
-        plan = {"moves": moves, "deletes": deletes, "staging": str(staging_rel)}
-        _checked_plan(root, plan, journal)  # a symlinked dataset directory is refused before the journal exists
-        write_text(journal, json.dumps(plan), output=False)
-        _apply_journal(root, journal)
-        _remove_if_empty(self.staging.parent)
-        # Empty partition directories left by deletions would confuse nobody, but tidy them.
-        for part in {*self._replace, *(rel.parent for rel in self._remove)}:
-            pdir = root / part
-            if pdir.is_dir() and not any(pdir.iterdir()):
-                pdir.rmdir()
+        store, base = self.store, self.base
+        files = dict(base.files)
+        replaced = [(rel, files.pop(rel)) for rel in dict.fromkeys("/".join(d.parts) for d in deleted) if rel in files]
+        store._upload(self, staged)  # before the log names them
+        for rel in dict.fromkeys("/".join(s.parts) for s in staged):
+            old = files.get(check_rel(rel))
+            if old is not None and old != self.txid:
+                replaced.append((rel, old))
+            files[rel] = self.txid
+        now = datetime.now(UTC)
+        due = [p for p in base.pending if _since(p[2]) <= now - GRACE]
+        for rel, txid, _ in due:  # no generation a reader may still hold names them
+            with suppress(OSError):
+                store._delete_physical(rel, txid)
+        pending = [p for p in base.pending if p not in due] + [(r, t, now.isoformat()) for r, t in replaced]
+        generation = base.generation + 1
+        doc = {
+            "format": FORMAT,
+            "generation": generation,
+            "txid": self.txid,
+            "committed_at": now.isoformat(),
+            "files": dict(sorted(files.items())),
+            "manifest": manifest,
+            "pending": [list(p) for p in pending],
+        }
+        if not store._put_log(generation, json.dumps(doc, indent=1, default=str).encode()):
+            store._discard(self)
+            raise InputError(
+                f"another writer committed generation {generation} while this one ran; nothing was committed "
+                "(run the command again)",
+                path=store.location,
+            )
+        store._state = State(generation, files, manifest, pending)
+        with suppress(OSError, InputError):
+            store._tidy(generation)

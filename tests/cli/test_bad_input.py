@@ -34,6 +34,8 @@ from typer.testing import CliRunner
 
 from finops_cli import api
 from finops_cli.cli.app import app
+from finops_cli.store import Store
+from tests.store_files import newest_log, to_legacy
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
@@ -271,11 +273,13 @@ def _lock_is_a_directory(store: Path) -> None:
 
 
 def _journal_outside(store: Path) -> None:
+    to_legacy(store)  # journals exist only in stores written before the log
     plan = {"deletes": ["../../../../../../../../etc/passwd-never"], "moves": [], "staging": ".staging/tx"}
     (store / ".journal-tx.json").write_text(json.dumps(plan), encoding="utf-8")
 
 
 def _journal_pending(store: Path) -> None:
+    to_legacy(store)
     plan = {"deletes": [], "moves": [], "staging": ".staging/tx"}
     (store / ".journal-tx.json").write_text(json.dumps(plan), encoding="utf-8")
 
@@ -319,11 +323,12 @@ def C(
 
 
 def _garbage_manifest(store: Path) -> None:
-    (store / "manifest.json").write_text("{not json", encoding="utf-8")
+    newest_log(store).write_text("{not json", encoding="utf-8")
 
 
 def _truncated_parquet(store: Path) -> None:
-    path = next((store / "utilization").rglob("*.parquet"))
+    st = Store(store)
+    path = Path(st.locate(st.files("utilization")[0]))
     path.write_bytes(path.read_bytes()[:40])
 
 
@@ -359,8 +364,8 @@ CASES = [
     C(
         "billing-foreign-store",
         f"ingest billing {{SAMP}}/billing/focus-2026-10.csv {S}",
-        "{S}/manifest.json",
-        "finops store",
+        "{S}/_log/",
+        "unreadable store state",
         damage=_garbage_manifest,
     ),
     C("waste-damaged-store", f"waste {S}", "{S}/utilization/", "damaged store file", damage=_truncated_parquet),

@@ -77,7 +77,7 @@ def test_small_commands_import_no_dataframe_or_solver_library(args: list[str]) -
 #: ≤ 0.5 s): typer's help renderer; for validate rich (it prints one plain line) and json; for gate the pricebook
 #: (it reads no price), the estate models and PyYAML, and rich's tables for the formats CI asks for.
 _GATE = ["gate", "--plan", str(PLAN), "--baseline", str(PLAN)]
-_NOT_FOR_GATE = ("jsonschema", "typer.rich_utils", "finops_cli.estate.pricebook", "finops_cli.schema.estate", "yaml")
+_NOT_FOR_GATE = ("jsonschema", "typer.rich_utils", "finops_cli.catalog.pricebook", "finops_cli.schema.estate", "yaml")
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,7 @@ def test_small_commands_import_only_their_own_command_module() -> None:
         "from finops_cli.cli.app import app\ntry:\n    app(['gate', '--help'])\nexcept SystemExit as e:\n"
         "    assert not e.code\nimport sys\nprint('loaded:', *sorted(m for m in sys.modules if m.startswith("
         "'finops_cli.cli.') and m not in ('finops_cli.cli.app', 'finops_cli.cli.helptext', 'finops_cli.cli.output',"
-        " 'finops_cli.cli.terminal', 'finops_cli.cli.options', 'finops_cli.cli.render')))"
+        " 'finops_cli.cli.options', 'finops_cli.cli.render')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.splitlines()[-1].split()[1:] == ["finops_cli.cli.gate"]

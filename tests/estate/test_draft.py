@@ -15,10 +15,11 @@ from typer.testing import CliRunner
 
 from finops_cli.cli.app import app
 from finops_cli.core.baseline import match_billing
-from finops_cli.estate.draft import draft_estate, peak_concurrent_gpus
+from finops_cli.estate.draft import draft_estate
 from finops_cli.estate.load import load_fleet, load_workloads
 from finops_cli.store import Store
 from tests.conftest import SAMPLES
+from tests.store.pandas_reference import peak_concurrent_gpus
 
 runner = CliRunner()
 

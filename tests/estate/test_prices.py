@@ -7,8 +7,8 @@ from datetime import UTC, date, datetime
 import pyarrow as pa
 import pytest
 
+from finops_cli.catalog.prices import reference_price, reference_price_age_days, reference_prices
 from finops_cli.errors import InputError
-from finops_cli.estate.pricebook import reference_price, reference_price_age_days, reference_prices
 from finops_cli.estate.prices import resolve_fleet
 from finops_cli.schema.estate import Fleet
 from finops_cli.store import Store

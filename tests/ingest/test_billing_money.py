@@ -122,7 +122,7 @@ def test_two_huge_lines_cannot_sum_to_infinity(tmp_path: Path) -> None:
 
 def test_conservation_sums_are_exact_where_floats_drop_cents() -> None:
     """At 10^15 a float's step is 0.125: adding a cent changes nothing. The decimal sum keeps it."""
-    from finops_cli.ingest.billing.pipeline import MAX_LINE_AMOUNT, exact_sum
+    from finops_cli.ingest.billing.money import MAX_LINE_AMOUNT, exact_sum
 
     assert sum([1e15, 0.01, -1e15]) == 0.0  # what float conservation saw
     assert exact_sum(pa.array([1e15, 0.01, -1e15])) == 10_000_000  # 0.01 in nano-units

@@ -10,7 +10,6 @@ checks conservation over their tallies and commits once.
 from __future__ import annotations
 
 import csv
-import json
 import os
 import random
 import shutil
@@ -26,7 +25,7 @@ from typer.testing import CliRunner
 
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
-from finops_cli.ingest.billing import ingest_billing, pipeline
+from finops_cli.ingest.billing import executors, ingest_billing
 from finops_cli.store import Store
 
 HEADER = [
@@ -126,8 +125,8 @@ def one_and_two(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], P
     CPU each, so the tests below share these two ingests and copy a store before writing to it)."""
     tmp = tmp_path_factory.mktemp("one-and-two")
     files = _export(tmp / "export")
-    one = ingest_billing(files, "auto", Store(tmp / "one"), stager=pipeline.LocalStager(1))
-    two = ingest_billing(files, "auto", Store(tmp / "two"), stager=pipeline.LocalStager(2))
+    one = ingest_billing(files, "auto", Store(tmp / "one"), stager=executors.LocalStager(1))
+    two = ingest_billing(files, "auto", Store(tmp / "two"), stager=executors.LocalStager(2))
     return files, tmp / "one", tmp / "two", one, two
 
 
@@ -151,11 +150,11 @@ def test_a_re_ingest_with_two_workers_rewrites_the_same_bytes(one_and_two: tuple
     store = Store(tmp_path / "store")
     shutil.copytree(one_root, store.root)  # ingested with one worker
     before = _bytes(store.root, "billing")
-    again = ingest_billing(files, "auto", store, stager=pipeline.LocalStager(2))
+    again = ingest_billing(files, "auto", store, stager=executors.LocalStager(2))
     assert _bytes(store.root, "billing") == before
     assert again.conservation == first.conservation
     assert {s["replaced_rows"] for s in again.sources} == {s["rows"] for s in first.sources}
-    entries = json.loads((store.root / "manifest.json").read_text())
+    entries = Store(store.root).manifest()
     assert len(entries) == 2  # one entry per (payer, period), replaced, never duplicated
 
 
@@ -163,7 +162,7 @@ def test_a_smaller_re_export_leaves_no_earlier_part(one_and_two: tuple, tmp_path
     files, _, two_root, _, _ = one_and_two
     store = Store(tmp_path / "store")
     shutil.copytree(two_root, store.root)  # ingested with two workers
-    again = ingest_billing(files[:2], "auto", store, stager=pipeline.LocalStager(2))
+    again = ingest_billing(files[:2], "auto", store, stager=executors.LocalStager(2))
     assert store.read("billing").num_rows == 2 * 700 == again.rows
     assert not [p for p in store.files("billing") if p.stem.endswith(("-part2", "-part3"))]
     assert store.has_aggregate("billing")
@@ -171,7 +170,7 @@ def test_a_smaller_re_export_leaves_no_earlier_part(one_and_two: tuple, tmp_path
 
 def test_jobs_below_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--jobs 0"):
-        pipeline.LocalStager(0)
+        executors.LocalStager(0)
 
 
 def test_a_killed_parallel_ingest_leaves_the_store_as_it_was(tmp_path: Path) -> None:
@@ -187,7 +186,7 @@ def test_a_killed_parallel_ingest_leaves_the_store_as_it_was(tmp_path: Path) -> 
         import os, signal
         from multiprocessing import resource_tracker
         from finops_cli.store import store as st
-        from finops_cli.ingest.billing import ingest_billing, pipeline
+        from finops_cli.ingest.billing import executors, ingest_billing
         original = st.Transaction.adopt
         def adopt(self, *a, **k):
             original(self, *a, **k)
@@ -196,7 +195,7 @@ def test_a_killed_parallel_ingest_leaves_the_store_as_it_was(tmp_path: Path) -> 
             os.kill(os.getpid(), signal.SIGKILL)
         st.Transaction.adopt = adopt
         store = st.Store({str(store.root)!r})
-        ingest_billing({[str(f) for f in files]!r}, "auto", store, stager=pipeline.LocalStager(2))
+        ingest_billing({[str(f) for f in files]!r}, "auto", store, stager=executors.LocalStager(2))
         """
     )
     log = tmp_path / "stderr.txt"
@@ -255,14 +254,14 @@ def test_a_bad_file_among_workers_is_one_line_exit_2_and_nothing_written(tmp_pat
     assert _lines(root) == before
 
 
-def _killed_on_the_second_file(job: pipeline.FileJob, staging: Path, *args: object) -> pipeline.FileResult:
+def _killed_on_the_second_file(job: executors.FileJob, staging: Path, *args: object) -> executors.FileResult:
     """Run in a worker process (imported there by name): the worker staging file 2 is killed midway."""
     if job.index == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     return _REAL_STAGE(job, staging, *args)
 
 
-_REAL_STAGE = pipeline.stage_file
+_REAL_STAGE = executors.stage_file
 
 
 def test_a_killed_worker_is_one_line_exit_2_and_nothing_written(
@@ -272,7 +271,7 @@ def test_a_killed_worker_is_one_line_exit_2_and_nothing_written(
     root = tmp_path / "store"
     ingest_billing(files[:1], "auto", Store(root))
     before = _lines(root)
-    monkeypatch.setattr(pipeline, "stage_file", _killed_on_the_second_file)
+    monkeypatch.setattr(executors, "stage_file", _killed_on_the_second_file)
     result = CliRunner().invoke(app, ["ingest", "billing", *map(str, files), "--store", str(root), "--jobs", "2"])
     assert result.exit_code == 2, result.output
     message = result.stderr.strip()
@@ -298,11 +297,11 @@ def test_a_worker_sizes_its_thread_pools_to_its_share_of_the_cores(
     from finops_cli.store.engine import THREADS_ENV
 
     calls: list[int] = []
-    monkeypatch.setattr(pipeline, "_die_with_parent", lambda parent: None)
+    monkeypatch.setattr(executors, "die_with_parent", lambda parent: None)
     monkeypatch.setattr(pa, "set_cpu_count", calls.append)
     if given is None:
         monkeypatch.delenv(THREADS_ENV, raising=False)
     else:
         monkeypatch.setenv(THREADS_ENV, given)
-    pipeline._start_worker(12345, 1)
+    executors._start_worker(12345, 1)
     assert calls == [1] and os.environ[THREADS_ENV] == expected

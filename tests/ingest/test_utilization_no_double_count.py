@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from finops_cli.cli.app import app
+from finops_cli.store import Store
 
 
 def _trace(path: Path, start: str, hours: int, devices: int = 6, extra_column: bool = False, seed: int = 7) -> Path:
@@ -83,7 +84,7 @@ def test_same_trace_twice_with_different_options_keeps_gpu_hours(tmp_path: Path)
     assert after["device_hours"] == pytest.approx(before["device_hours"])
     assert after["busy_hours"] == pytest.approx(before["busy_hours"])
     assert after["coverage"] == pytest.approx(before["coverage"]) and after["coverage"] <= 1.0
-    manifest = json.loads((store / "manifest.json").read_text())
+    manifest = Store(store).manifest()
     assert [e["source"] for e in manifest if e["dataset"] == "utilization"] == [str(copy)]
 
 

@@ -34,9 +34,10 @@ def test_wheel_carries_package_data_and_metadata(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "finops_cli/pricebooks/instance_types.csv" in names
     assert "finops_cli/pricebooks/reference_prices.csv" in names
+    assert "finops_cli/pricebooks/gpu_families.csv" in names
     assert "finops_cli/_samples/fleet.yaml" in names
     assert any(n.startswith("finops_cli/_samples/billing/") for n in names)
-    assert not any(n.startswith("pricebooks/") for n in names), "pricebooks must live inside the package"
+    assert not any(n.startswith("pricebooks/") for n in names), "the top-level pricebooks/ ships inside the package"
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
     meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
     meta = zipfile.ZipFile(wheel).read(meta_name).decode()

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from hypothesis_budget import examples
 from markdown_it import MarkdownIt
 
-from finops_cli.report.escape import md_table, md_text, one_line, plot_label
+from finops_cli.report.escape import md_table, md_text, plot_label
+from finops_cli.text import one_line
 
 # CommonMark with raw HTML enabled (so an injection would show) plus the GFM table and strikethrough rules.
 _MD = MarkdownIt("commonmark").enable(["table", "strikethrough"])

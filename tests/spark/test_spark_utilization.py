@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from finops_cli import api
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
+from finops_cli.store import Store
 from tests.conftest import SAMPLES
 
 runner = CliRunner()
@@ -58,7 +59,7 @@ def _files(root: Path, dataset: str) -> dict[str, Path]:
 
 
 def _manifest(root: Path) -> list[dict]:
-    entries = json.loads((root / "manifest.json").read_text())
+    entries = Store(root).manifest()
     return sorted(({k: v for k, v in e.items() if k not in ("ingested_at", "txid")} for e in entries), key=str)
 
 

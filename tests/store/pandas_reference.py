@@ -198,7 +198,7 @@ def observe(store: Store, tag: str, value: str, horizon: Horizon, quantity: str)
 
 def draft_numbers(store: Store, month: str, currency: str) -> tuple[dict, dict]:
     """The old draft's per-substrate numbers and billed GPU-hours per workload tag, from every line in pandas."""
-    from finops_cli.estate.draft import SUBSTRATE_KEY, peak_concurrent_gpus
+    from finops_cli.estate.draft import SUBSTRATE_KEY
 
     lines = billing_lines(store, month)
     gpu = lines[gpu_line_mask(lines) & (lines["BillingCurrency"] == currency)]
@@ -255,3 +255,23 @@ def gpu_line_mask(frame: pd.DataFrame) -> pd.Series:
     hours = pd.to_numeric(frame["x_GpuHours"], errors="coerce").fillna(0.0)
     count = pd.to_numeric(frame["x_GpuCount"], errors="coerce").fillna(0.0)
     return (hours > 0) | ((count > 0) & (frame["ChargeCategory"] == "Usage"))
+
+
+def peak_concurrent_gpus(lines: pd.DataFrame) -> float:
+    """Highest number of GPUs billed at once: each line's GPU-hours spread evenly over its charge period.
+
+    ``lines``: ``ChargePeriodStart``, ``ChargePeriodEnd``, ``x_GpuHours`` (one row per line). The draft itself
+    gets the same events already summed per instant from the engine (:func:`~finops_cli.estate.draft.peak_from_events`);
+    this is the pandas reference the tests check it against.
+    """
+    start = pd.to_datetime(lines["ChargePeriodStart"], utc=True)
+    end = pd.to_datetime(lines["ChargePeriodEnd"], utc=True)
+    hours = ((end - start).dt.total_seconds() / 3600.0).where(lambda h: h > 0, 1.0).fillna(1.0)
+    rate = lines["x_GpuHours"].astype(float).fillna(0.0) / hours.to_numpy()
+    end = end.where(end > start, start + pd.Timedelta(hours=1))
+    events = pd.DataFrame(
+        {"t": pd.concat([start, end], ignore_index=True), "d": pd.concat([rate, -rate], ignore_index=True)}
+    )
+    from finops_cli.estate.draft import peak_from_events
+
+    return peak_from_events(events.groupby("t", as_index=False)["d"].sum())

@@ -95,7 +95,8 @@ def test_an_aggregate_without_a_newer_column_is_not_used_for_it(sample_ingested:
     before = observe(st, w, Horizon.parse("2026-10"))
     assert st.has_aggregate("utilization_hourly", ("observed_until",))
     for path in st.files("utilization_hourly"):
-        pq.write_table(pq.read_table(path).drop_columns(["observed_until"]), path)
+        located = st.locate(path)
+        pq.write_table(pq.read_table(located).drop_columns(["observed_until"]), located)
     assert st.has_aggregate("utilization") and not st.has_aggregate("utilization_hourly", ("observed_until",))
     after = observe(st, w, Horizon.parse("2026-10"))
     assert before is not None and after is not None

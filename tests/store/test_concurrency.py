@@ -14,8 +14,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
 from finops_cli import api
 from finops_cli.store import Store
 from tests.conftest import SAMPLES
@@ -43,12 +41,12 @@ def test_a_reader_opening_the_store_mid_spill_does_not_lose_the_ingest(tmp_path:
     first.write_text(first.read_text().replace("2026-10-01", "2026-10-02"))
     api.ingest_utilization([first], store=root)
     rows = _util_csv(tmp_path / "big.csv", 16, 600)
-    spilled = list((root / ".staging").rglob("*"))
+    spilled: list[Path] = []
     seen: list[int] = []
 
     def on_rows(n: int) -> None:
         if not seen:  # pass 1 has staged its first spill bucket: another process opens the store now
-            spilled.extend(p for p in (root / ".staging").rglob("*.arrows"))
+            spilled.extend(p for p in (root / "_txn").rglob("*.arrows"))
             proc = subprocess.run(
                 [sys.executable, "-c", _WASTE, "waste", "--store", str(root)],
                 capture_output=True,
@@ -125,7 +123,6 @@ _READER = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(strict=False, reason="#27 item 2 is open: a local commit applies its moves one at a time")
 def test_every_read_beside_local_commits_is_a_committed_state(tmp_path: Path) -> None:
     """Issue #27 item 2: ``costs`` beside an ingest saw $133,300.60 of $515,223.13. Readers in a loop (two
     processes) against a writer that ingests and removes the sample billing: each total read is one the writer

@@ -42,6 +42,7 @@ from finops_cli.store.queries import (
 )
 from tests.conftest import SAMPLES
 from tests.store import pandas_reference as ref
+from tests.store_files import forget
 
 CENT = 0.005
 
@@ -50,8 +51,7 @@ def _without_aggregates(st: Store) -> Store:
     """A copy of ``st`` as a store written before the ingest aggregates existed (detail files only)."""
     copy = st.root.parent / (st.root.name + "-detail")
     shutil.copytree(st.root, copy)
-    for name in AGGREGATES:
-        shutil.rmtree(copy / name)
+    forget(copy, *AGGREGATES)
     return Store(copy)
 
 
@@ -298,9 +298,7 @@ def test_a_store_missing_a_new_aggregate_reads_the_samples(
     samples for waste, then the aggregates once ``finops store aggregate`` built them: the same report."""
     st = Store(tmp_path / "store")
     shutil.copytree(generated_stores[0].root, st.root)
-    for name in ("utilization_devices", "utilization_histogram"):
-        shutil.rmtree(st.root / name)
-    (st.root / "utilization_histogram").mkdir()  # an emptied aggregate directory is not a built aggregate
+    forget(st.root, "utilization_devices", "utilization_histogram")
     fleet_path = tmp_path / "fleet.yaml"
     fleet_path.write_text(json.dumps(GEN_FLEET.model_dump(mode="json", exclude_none=True)))
     before, ran = _waste(st, "device", fleet_path, monkeypatch)
@@ -543,5 +541,5 @@ def test_estate_draft_on_the_engine_matches_the_line_by_line_draft(
     }
     assert len(new_subs) >= 3 and any(s["lines"] > 100 for s in new_subs.values())
     _assert_same(new_subs, old_subs)
-    work = _workload_rows(st, month, currency, pd.Series(dtype=float))  # billed GPU-hours only
+    work = _workload_rows(st, month, currency, pd.Series(dtype=float), Horizon.month(month).hours)  # billed only
     assert {r["tag"]: r["billed"] for r in work} == pytest.approx({k: v for k, v in old_billed.items() if v > 0})

@@ -24,6 +24,7 @@ from finops_cli.store.layout import MAX_DOCUMENT_BYTES
 from finops_cli.store.remote import ObjectStore
 from tests.conftest import SAMPLES
 from tests.store.test_object_store import _keys, _new_bucket, bucket, s3_server  # noqa: F401
+from tests.store_files import edit_log, newest_log, to_legacy
 
 FOCUS = SAMPLES / "billing" / "focus-2026-10.csv"
 
@@ -116,15 +117,19 @@ def test_a_manifest_entry_of_the_wrong_type_is_named(tmp_path: Path, bucket: str
     """Issue #27 item 5: ``store list``/``check``/``list --format json`` crashed (exit 70) on both stores."""
     local = tmp_path / "st"
     api.ingest_billing([FOCUS], store=local)
-    manifest = json.loads((local / "manifest.json").read_text())
+    edit_log(local, lambda doc: doc["manifest"][0].update({field: value}))
+    legacy = tmp_path / "legacy"
+    api.ingest_billing([FOCUS], store=legacy)
+    to_legacy(legacy)  # a store written before the log: its manifest.json
+    manifest = json.loads((legacy / "manifest.json").read_text())
     manifest[0][field] = value
-    (local / "manifest.json").write_text(json.dumps(manifest))
+    (legacy / "manifest.json").write_text(json.dumps(manifest))
     uri = f"s3://{bucket}/st"
     api.ingest_billing([FOCUS], store=uri)
     store = open_store(uri)
     assert isinstance(store, ObjectStore)
     _plant(store, lambda doc: doc["manifest"][0].update({field: value}))
-    for where in (str(local), uri):
+    for where in (str(local), str(legacy), uri):
         for args in (("store", "list"), ("store", "check"), ("store", "list", "--format", "json")):
             code, out = _cli(*args, "--store", where)
             assert code == 2, (where, args, out)
@@ -138,21 +143,23 @@ def _nested(depth: int) -> bytes:
 
 def test_store_documents_are_bounded_in_depth_and_size(tmp_path: Path, bucket: str) -> None:  # noqa: F811
     """Issue #27 item 6: a 200k-deep manifest or log was a RecursionError; /dev/zero or 120 MB exhausted memory."""
-    local = tmp_path / "st"
+    local, legacy = tmp_path / "st", tmp_path / "legacy"
     api.ingest_billing([FOCUS], store=local)
-    manifest = local / "manifest.json"
-    for planted in ("deep", "zero", "large"):
-        manifest.unlink()
-        if planted == "deep":
-            manifest.write_bytes(_nested(200_000))
-        elif planted == "zero":
-            manifest.symlink_to("/dev/zero")
-        else:
-            with open(manifest, "wb") as fh:
-                fh.truncate(MAX_DOCUMENT_BYTES + 1)
-        for args in (("store", "list"), ("store", "check")):
-            code, out = _cli(*args, "--store", str(local))
-            assert code == 2 and "manifest.json" in out and "Traceback" not in out, (planted, args, out)
+    api.ingest_billing([FOCUS], store=legacy)
+    to_legacy(legacy)
+    for document in (newest_log(local), legacy / "manifest.json"):
+        for planted in ("deep", "zero", "large"):
+            document.unlink()
+            if planted == "deep":
+                document.write_bytes(_nested(200_000))
+            elif planted == "zero":
+                document.symlink_to("/dev/zero")
+            else:
+                with open(document, "wb") as fh:
+                    fh.truncate(MAX_DOCUMENT_BYTES + 1)
+            for args in (("store", "list"), ("store", "check")):
+                code, out = _cli(*args, "--store", str(document.parent.parent if "_log" in str(document) else legacy))
+                assert code == 2 and document.name in out and "Traceback" not in out, (planted, args, out)
     uri = f"s3://{bucket}/st"
     api.ingest_billing([FOCUS], store=uri)
     store = open_store(uri)
@@ -188,9 +195,11 @@ def test_a_store_file_of_the_wrong_schema_is_named(tmp_path: Path, dataset: str)
 
 
 def test_a_staged_symlink_is_never_moved_into_a_dataset(tmp_path: Path) -> None:
-    """Issue #27 item 14: a planted journal moved a staged symlink pointing outside into a dataset."""
+    """Issue #27 item 14: a planted journal (of a store written before the log) moved a staged symlink pointing
+    outside into a dataset; converting that store refuses it."""
     root = tmp_path / "st"
     api.ingest_billing([FOCUS], store=root)
+    to_legacy(root)
     outside = tmp_path / "outside.parquet"
     outside.write_bytes(b"PAR1")
     staged = root / ".staging" / "tx1"
@@ -210,14 +219,15 @@ def test_a_symlinked_partition_is_refused_by_readers_and_remove(tmp_path: Path) 
 
     root = tmp_path / "st"
     api.ingest_billing([FOCUS], store=root)
-    part = Store(root).files("billing")[0].parent
+    store = Store(root)
+    key = store.manifest()[0]["source_key"]
+    part = Path(store.locate(store.source_files("billing", key)[0])).parent
     moved = tmp_path / "elsewhere"
     part.rename(moved)
     part.symlink_to(moved, target_is_directory=True)
-    key = Store(root).manifest()[0]["source_key"]
-    before = (root / "manifest.json").read_bytes()
-    for args in (("costs",), ("store", "list"), ("store", "check"), ("store", "remove", key)):
+    before = newest_log(root).read_bytes()
+    for args in (("costs",), ("store", "check"), ("store", "remove", key)):
         code, out = _cli(*args, "--store", str(root))
         assert code == 2, (args, out)
         assert part.name in out and "symlink" in out and "Traceback" not in out, out
-    assert (root / "manifest.json").read_bytes() == before
+    assert newest_log(root).read_bytes() == before

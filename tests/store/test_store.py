@@ -142,7 +142,7 @@ def test_opening_the_store_during_a_live_transaction_leaves_its_staging_alone(tm
     _write(s, _table([1.0]), "src1")  # creates the store and its lock file
     with s.transaction() as tx:
         tx.write_partitioned("billing", _table([2.0]), "src2")
-        staged = list((root / ".staging").rglob("*.parquet"))
+        staged = list(tx.staging.rglob("*.parquet"))
         assert staged
         reader = f"from finops_cli.store import Store; print(Store({str(root)!r}).read('billing').num_rows)"
         proc = subprocess.run([sys.executable, "-c", reader], capture_output=True, text=True, check=True)
@@ -172,3 +172,39 @@ def test_writers_are_serialised(tmp_path: Path) -> None:
     store = Store(root)
     assert sorted(e["source_key"] for e in store.manifest()) == ["a", "b"]
     assert store.read("billing").num_rows == 2
+
+
+def test_a_replaced_file_outlives_its_replacement_by_the_grace_period(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that resolved the older generation can still read its files; they go only after GRACE."""
+    from finops_cli.store import store as store_mod
+
+    s = Store(tmp_path / "s")
+    _write(s, _table([1.0]), "src1")
+    old_reader = Store(s.root)
+    (old,) = [old_reader.locate(p) for p in old_reader.files("billing")]
+    _write(s, _table([2.0]), "src1")  # replaces the file
+    assert Path(old).is_file() and old_reader.read("billing")["BilledCost"].to_pylist() == [1.0]
+    assert Store(s.root).read("billing")["BilledCost"].to_pylist() == [2.0]
+    pending = sorted(p[0] for p in Store(s.root).state().pending)
+    assert pending == [f"{d}/provider=aws/billing_period=2026-11/src1.parquet" for d in ("billing", "billing_hourly")]
+    monkeypatch.setattr(store_mod, "GRACE", store_mod.timedelta(0))
+    _write(s, _table([3.0]), "src2")  # the next commit after the grace period deletes it, and old generations
+    assert not Path(old).exists()
+    assert len(list((s.root / "_log").iterdir())) == 1
+    assert sorted(Store(s.root).read("billing")["BilledCost"].to_pylist()) == [2.0, 3.0]
+
+
+def test_a_store_written_before_the_log_is_read_then_converted(tmp_path: Path) -> None:
+    from tests.store_files import to_legacy
+
+    s = Store(tmp_path / "s")
+    _write(s, _table([1.0, 2.0]), "src1")
+    to_legacy(s.root)
+    assert Store(s.root).read("billing")["BilledCost"].to_pylist() == [1.0, 2.0]  # read in place
+    assert not (s.root / "_log").exists()
+    _write(Store(s.root), _table([5.0], "2026-12"), "src2")  # the first writer converts it
+    assert not (s.root / "manifest.json").exists() and len(list((s.root / "_log").iterdir())) == 2
+    assert sorted(Store(s.root).read("billing")["BilledCost"].to_pylist()) == [1.0, 2.0, 5.0]
+    assert sorted(p.name for p in (s.root / "billing").rglob("*.parquet")) == ["src1.parquet", "src2.parquet"]

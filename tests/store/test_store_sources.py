@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from finops_cli.cli.app import app
 from finops_cli.files import file_digest
 from finops_cli.store import Store
+from tests.store_files import edit_log
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -119,10 +120,12 @@ def test_check_names_damage_and_exits_2(filled: Path) -> None:
     broken = next(f for f in files if f != target)
     data = broken.read_bytes()
     broken.write_bytes(data[: len(data) // 2])
-    # 3. a stray file nobody ingested
-    stray = filled / "utilization" / "month=2026-10" / "stray.parquet"
+    # 3. a stray file nobody ingested, in the log
+    txid = store.state().files[str(target.relative_to(filled))]
+    stray = filled / "_txn" / txid / "utilization" / "month=2026-10" / "stray.parquet"
     stray.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"x": [1]}), stray)
+    edit_log(filled, lambda doc: doc["files"].update({"utilization/month=2026-10/stray.parquet": txid}))
     res = _run("store", "check", "--store", str(filled))
     assert res.exit_code == 2
     out = res.output
@@ -143,28 +146,23 @@ def test_spot_price_ingests_cannot_be_removed_one_by_one(tmp_path: Path) -> None
     assert res.exit_code == 2 and "merged per provider and month" in res.output
 
 
-@pytest.mark.parametrize("kill_at", ["before_journal", "mid_apply"])
+@pytest.mark.parametrize("kill_at", ["before_publish", "after_publish"])
 def test_kill_during_remove_is_all_or_nothing(filled: Path, kill_at: str) -> None:
-    """SIGKILL a real ``finops store remove`` before its journal, and after it with half the files deleted."""
+    """SIGKILL a real ``finops store remove`` just before its generation is published, and just after."""
     victim = next(s for s in _listing(filled) if s["dataset"] == "billing" and s["stored_files"] >= 1)
     before = _listing(filled)
     script = textwrap.dedent(
         f"""
         import os, signal, sys
-        from pathlib import Path
         import finops_cli.store.store as st
         kill_at = {kill_at!r}
-        if kill_at == "before_journal":
-            def write_text(*args, **kwargs):
+        put = st.Store._put_log
+        def dying_put(self, generation, body):
+            if kill_at == "before_publish":
                 os.kill(os.getpid(), signal.SIGKILL)
-            st.write_text = write_text
-        else:
-            unlink = Path.unlink
-            def dying_unlink(self, missing_ok=False):
-                unlink(self, missing_ok=missing_ok)
-                if self.suffix == ".parquet":
-                    os.kill(os.getpid(), signal.SIGKILL)
-            Path.unlink = dying_unlink
+            put(self, generation, body)
+            os.kill(os.getpid(), signal.SIGKILL)
+        st.Store._put_log = dying_put
         from finops_cli.cli.app import app
         sys.argv = ["finops", "store", "remove", {victim["key"]!r}, "--store", {str(filled)!r}]
         app()
@@ -172,15 +170,17 @@ def test_kill_during_remove_is_all_or_nothing(filled: Path, kill_at: str) -> Non
     )
     proc = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True)
     assert proc.returncode == -9, proc.stderr
-    with Store(filled).transaction():  # readers never replay journals: the next writer rolls forward or sweeps
+    after = _listing(filled)  # readers see the before or the after state, with nothing to repair
+    with Store(filled).transaction():  # the next writer sweeps what the killed one left
         pass
-    after = _listing(filled)
-    if kill_at == "before_journal":
+    assert _listing(filled) == after
+    if kill_at == "before_publish":
         assert after == before
     else:
         assert [s["key"] for s in after] == [s["key"] for s in before if s["key"] != victim["key"]]
         assert not Store(filled).source_files("billing", victim["key"])
-    assert not list(filled.glob(".journal-*")) and not (filled / ".staging").exists()
+    state = Store(filled).state()
+    assert {p.name for p in (filled / "_txn").iterdir()} == {*state.files.values(), *(t for _, t, _ in state.pending)}
     check = _run("store", "check", "--store", str(filled))
     assert check.exit_code == 0, check.output
 

@@ -29,6 +29,7 @@ from hypothesis_budget import examples
 
 from finops_cli.errors import InputError
 from finops_cli.store import Store
+from tests.store_files import to_legacy
 
 PART = "billing/provider=aws/billing_period=2026-11"
 
@@ -60,7 +61,8 @@ _DEPTH = 8
 
 
 def _setup(base: Path) -> tuple[Path, Path]:
-    """A store with one committed file and staged debris, and an ``outside`` directory of victims."""
+    """A store written before the log with one committed file and staged debris, and an ``outside``
+    directory of victims."""
     outside = base / "outside"
     root = base.joinpath(*[f"d{i}" for i in range(_DEPTH)], "store")
     outside.mkdir()
@@ -71,6 +73,7 @@ def _setup(base: Path) -> tuple[Path, Path]:
     s = Store(root)
     with s.transaction() as tx:
         tx.write_partitioned("billing", _table([1.0]), "k1")
+    to_legacy(root)  # journals exist only in stores written before the log: the next writer converts them
     staged = root / ".staging" / "tx1" / PART
     staged.mkdir(parents=True)
     pq.write_table(pa.table({"BilledCost": [2.0]}), staged / "k2.parquet")
@@ -125,11 +128,41 @@ def test_a_dataset_directory_symlinked_outside_is_not_written_through(tmp_path: 
     with pytest.raises(InputError, match="outside"), Store(root).transaction():
         pass
     (root / ".journal-tx1.json").unlink()
-    # a commit into the symlinked dataset is refused before its journal exists
-    with pytest.raises(InputError, match="outside"), Store(root).transaction() as tx:
+    with pytest.raises(InputError, match="symlink"), Store(root).transaction():  # nor converted through it
+        pass
+    (root / "utilization").unlink()
+    with Store(root).transaction():  # converted
+        pass
+    # the hard-linked view of a converted store: a planted symlink there is removed, never written through
+    (root / "utilization").symlink_to(outside / "sub", target_is_directory=True)
+    with Store(root).transaction() as tx:
         tx.write("utilization", {"month": "2026-11"}, "k", pa.table({"x": [1]}))
     assert _snapshot(outside) == before
-    assert not list(root.glob(".journal-*"))
+    assert not (root / "utilization").is_symlink() and (root / "utilization" / "month=2026-11" / "k.parquet").is_file()
+
+
+def test_the_log_and_transaction_directories_must_be_real(tmp_path: Path) -> None:
+    """A symlinked ``_txn/`` would stage outside the store; a symlinked ``_log/`` or generation is refused."""
+    root, outside = tmp_path / "store", tmp_path / "outside"
+    outside.mkdir()
+    with Store(root).transaction() as tx:
+        tx.write_partitioned("billing", _table([1.0]), "k1")
+    import shutil
+
+    for name in ("_txn", "_log"):
+        moved = tmp_path / name
+        (root / name).rename(moved)
+        (root / name).symlink_to(outside if name == "_txn" else moved, target_is_directory=True)
+        with pytest.raises(InputError, match=name), Store(root).transaction():
+            pass
+        (root / name).unlink()
+        shutil.move(moved, root / name)
+    generation = max((root / "_log").iterdir())
+    generation.rename(tmp_path / "gen.json")
+    generation.symlink_to(tmp_path / "gen.json")
+    with pytest.raises(InputError, match="regular file"):
+        Store(root).read("billing")
+    assert not any(outside.iterdir())
 
 
 def test_staging_symlinked_outside_is_refused(tmp_path: Path) -> None:

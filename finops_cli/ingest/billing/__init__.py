@@ -4,6 +4,7 @@
 """
 
 from finops_cli.ingest.billing.base import BILLING_FORMATS, BillingFormat
-from finops_cli.ingest.billing.pipeline import IngestSummary, idempotency_key, ingest_billing
+from finops_cli.ingest.billing.pipeline import IngestSummary, ingest_billing
+from finops_cli.ingest.billing.write import idempotency_key
 
 __all__ = ["BILLING_FORMATS", "BillingFormat", "IngestSummary", "idempotency_key", "ingest_billing"]

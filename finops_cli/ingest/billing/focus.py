@@ -20,7 +20,7 @@ these that names one (each rule is documented, with its source, in ``docs/format
 GPU-hours are ``ConsumedQuantity`` (time units only: Hours, Hrs, seconds…) × GPUs on Usage lines. Lines
 with no instance type whose ChargeDescription is a per-GPU SKU (Google Cloud: "Nvidia H100 80GB GPU
 running in Americas") count their consumed hours as GPU-hours directly. Instance types of a GPU family
-(``finops_cli/pricebooks/gpu_families.csv``) missing from ``finops_cli/pricebooks/instance_types.csv`` are
+(``pricebooks/gpu_families.csv``) missing from ``pricebooks/instance_types.csv`` are
 counted per file for one warning line; CPU-only types are not GPUs and are not reported.
 """
 
@@ -32,8 +32,8 @@ from typing import ClassVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from finops_cli.catalog.gpus import gcp_gpu_sku_facts, instance_gpu_facts, instance_type_in, is_gpu_family
 from finops_cli.errors import InputError
-from finops_cli.estate.pricebook import gcp_gpu_sku_facts, instance_gpu_facts, instance_type_in, is_gpu_family
 from finops_cli.ingest.billing.base import (
     BILLING_FORMATS,
     BatchContext,

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from finops_cli.catalog.gpus import gcp_gpu_sku_facts, gcp_pricing_category
 from finops_cli.errors import InputError
-from finops_cli.estate.pricebook import gcp_gpu_sku_facts, gcp_pricing_category
 from finops_cli.ingest.billing.base import (
     BILLING_FORMATS,
     BatchContext,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,7 +56,7 @@ def region_of_zone(zone: str | None, zone_id: str | None = None) -> str | None:
 
 
 def _gpu_facts(provider: str, instance_type: str) -> tuple[int, str] | None:
-    from finops_cli.estate.pricebook import instance_gpu_facts
+    from finops_cli.catalog.gpus import instance_gpu_facts
 
     return instance_gpu_facts(provider, instance_type)
 
@@ -145,60 +144,6 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
             "sku_id": None,
         }
     )
-
-
-def gcp_skus_to_frame(skus: Iterable[Any], regions: list[str] | None = None) -> pd.DataFrame:
-    """GCP GPU SKUs (spot/preemptible and on-demand) → one row per SKU × service region.
-
-    GPU SKUs are priced per GPU-hour; each is stored as a one-GPU "instance" named ``gpu-<model>``
-    (``Nvidia H100 80GB GPU`` → ``gpu-h100-80gb``) with ``gpus = 1``. Commitment SKUs are skipped
-    (they are not a market price); non-USD catalogs are refused.
-    """
-    from finops_cli.adapters.gcp import rate_per_hour
-    from finops_cli.estate.pricebook import gcp_gpu_sku_facts
-
-    rows = []
-    wanted = set(regions or [])
-    for sku in skus:
-        cat = sku.category
-        if cat.resource_group != "GPU" and " GPU" not in sku.description:
-            continue
-        facts = gcp_gpu_sku_facts(sku.description)
-        if facts is None or facts.pricing_category == "Committed":
-            continue
-        if cat.usage_type not in ("OnDemand", "Preemptible", ""):
-            continue
-        rate = rate_per_hour(sku)
-        if rate is None:
-            continue
-        usd, currency, effective = rate
-        if currency != "USD":
-            raise InputError(f"Cloud Billing Catalog returned {currency} prices; only USD is supported")
-        kind = "spot" if facts.pricing_category == "Dynamic" or cat.usage_type == "Preemptible" else "on_demand"
-        m = re.search(r"nvidia\s+(?:tesla\s+)?(.+?)\s+gpu\b", sku.description, re.IGNORECASE)
-        model = (m.group(1) if m else facts.accelerator).lower().replace(" ", "-")
-        when = pd.Timestamp(effective) if effective else pd.Timestamp(datetime.now(UTC))
-        when = when.tz_localize(UTC) if when.tzinfo is None else when.tz_convert(UTC)
-        for region in sku.service_regions:
-            if wanted and region not in wanted:
-                continue
-            rows.append(
-                {
-                    "provider": "gcp",
-                    "timestamp": when,
-                    "region": region,
-                    "zone": None,
-                    "instance_type": f"gpu-{model}",
-                    "product_description": sku.description,
-                    "price_kind": kind,
-                    "usd_per_instance_hour": usd,
-                    "gpus": 1,
-                    "accelerator": facts.accelerator,
-                    "source": "gcp-catalog",
-                    "sku_id": sku.sku_id,
-                }
-            )
-    return pd.DataFrame(rows)
 
 
 def _attach_gpus(df: pd.DataFrame, unknown: set[str]) -> pd.DataFrame:
@@ -314,6 +259,7 @@ def ingest_spot_prices(
         frames.append(aws_records_to_frame(got.records, "aws-api"))
     if gcp:
         from finops_cli.adapters.gcp import catalog_client, list_skus
+        from finops_cli.catalog.fetchers.gcp import gcp_skus_to_frame
 
         client = catalog_client(transport=gcp_transport)
         df = gcp_skus_to_frame(list_skus(client), gcp_regions)

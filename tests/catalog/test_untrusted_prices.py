@@ -25,10 +25,10 @@ from botocore.stub import ANY, Stubber
 from typer.testing import CliRunner
 
 from finops_cli import api
+from finops_cli.catalog.fetchers.aws import aws_rows
+from finops_cli.catalog.pricebook import REF_COLUMNS
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
-from finops_cli.estate.pricebook import REF_COLUMNS
-from finops_cli.estate.refresh import aws_rows
 
 NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 HEADER = ",".join(REF_COLUMNS)

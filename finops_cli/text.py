@@ -1,4 +1,4 @@
-"""The one sanitiser for text output: data printed by finops cannot drive a terminal or forge lines.
+"""The one sanitiser for text: data finops prints or writes cannot drive a terminal or forge lines.
 
 Tags, ids and names come from other people's files and APIs; a team tag holding ``ESC[2J`` clears the
 screen, an OSC sequence retitles the window or writes to the clipboard, ``\\r`` overwrites what was printed,
@@ -8,7 +8,7 @@ Every text output goes through here, whether it is written to a terminal, a pipe
 :func:`cell_safe` for one value in a table cell (no line ends either). Every rich console of the CLI is a
 :class:`~finops_cli.cli.console.SafeConsole`, which applies :func:`terminal_safe` to the text it renders
 (its own styling and cursor codes are separate segments and untouched). Markdown escaping
-(:mod:`finops_cli.report.escape`) builds on the same character classes.
+(:mod:`finops_cli.report.escape`) builds on the same character classes and on :func:`one_line`.
 
 This module does not import rich (the console does, when the first one is made): ``finops validate`` prints
 one plain line and need not load it.
@@ -17,6 +17,7 @@ one plain line and need not load it.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 #: bidi embeddings, overrides, isolates and marks: "evil\u202eexe.txt" displays reversed (Trojan Source)
 BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
@@ -25,6 +26,8 @@ CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029"
 _CONTROL = re.compile(f"[{CONTROLS}{BIDI}]")
 _CELL = re.compile(f"[\t\n{CONTROLS}{BIDI}]")
 REPLACEMENT = "\ufffd"
+_BIDI_RE = re.compile(f"[{BIDI}]")
+DEFAULT_MAX_LEN = 80
 
 
 def terminal_safe(text: str) -> str:
@@ -36,3 +39,20 @@ def cell_safe(value: object) -> str:
     """One value on one line: also tab and newline become U+FFFD, so a value cannot start a forged row."""
     text = "" if value is None else str(value)
     return _CELL.sub(REPLACEMENT, text) if _CELL.search(text) else text
+
+
+def one_line(value: object, max_len: int | None = DEFAULT_MAX_LEN) -> str:
+    """Make ``value`` a single printable line: control characters and line breaks become spaces,
+    runs of whitespace collapse, bidi overrides are dropped, and long strings are shortened in the
+    middle (``head…tail``) so two long ids stay distinguishable."""
+    text = "" if value is None else str(value)
+    if not (text.isprintable() and "  " not in text and text == text.strip()):  # fast path: already one clean line
+        text = _BIDI_RE.sub("", text)
+        text = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in text)
+        text = " ".join(text.split())
+    if max_len is not None and len(text) > max_len:
+        keep = max(max_len - 1, 2)
+        head = (keep + 1) // 2
+        tail = keep - head
+        text = text[:head] + "…" + (text[-tail:] if tail else "")
+    return text

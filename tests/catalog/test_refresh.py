@@ -23,10 +23,12 @@ from google.api_core import exceptions as gexc
 from typer.testing import CliRunner
 
 from finops_cli import api
+from finops_cli.catalog.fetchers.aws import aws_filters
+from finops_cli.catalog.pricebook import REF_COLUMNS, use_pricebook
+from finops_cli.catalog.prices import reference_price
+from finops_cli.catalog.refresh import _wanted
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
-from finops_cli.estate.pricebook import REF_COLUMNS, reference_price, use_pricebook
-from finops_cli.estate.refresh import _wanted, aws_filters
 
 NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 HEADER = ",".join(REF_COLUMNS)

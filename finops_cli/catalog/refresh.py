@@ -1,0 +1,166 @@
+"""``finops pricebook refresh``: list prices of GPU instance types from the providers' price APIs, into the user
+pricebook (``reference_prices.csv`` of :func:`~finops_cli.catalog.pricebook.user_pricebook_dir`).
+
+One fetcher per provider (:mod:`finops_cli.catalog.fetchers`) turns what its API returns into pricebook rows.
+
+Everything is fetched before anything is written: a failure (no network, bad credentials, an answer that is
+not the API's) is one :class:`InputError` line and leaves the pricebook as it was. The new table replaces the
+user's rows with the same (provider, offering, term, region) and keeps every other row (hand-added ones too);
+it is written atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from finops_cli.catalog.fetchers.aws import fetch_aws
+from finops_cli.catalog.fetchers.azure import fetch_azure
+from finops_cli.catalog.fetchers.gcp import fetch_gcp
+from finops_cli.catalog.gpus import instance_types, is_gpu_family
+from finops_cli.catalog.pricebook import FETCHED_AT, REF_COLUMNS, REFERENCE_PRICES_FILE, user_pricebook_dir
+from finops_cli.catalog.prices import reference_prices
+from finops_cli.errors import InputError
+
+PROVIDERS = ("aws", "gcp", "azure")
+COLUMNS = [*REF_COLUMNS, FETCHED_AT]
+#: what a refreshed row is identified by: a new fetch replaces the user's row with the same key
+KEY = ["provider", "offering", "term", "region"]
+#: regions refreshed when none are given and the pricebook has none for the provider
+DEFAULT_REGIONS = {"aws": ["us-east-1"], "gcp": ["us-central1"], "azure": ["eastus"]}
+
+
+@dataclass
+class RefreshResult:
+    """What a refresh wrote: the file, rows fetched per provider, and notes (types it could not price)."""
+
+    path: Path
+    rows: dict[str, int] = field(default_factory=dict)
+    replaced: int = 0
+    kept: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def provider_of(instance_type: str) -> str:
+    """Which provider names an instance type this way: ``Standard_…`` Azure, ``p5.48xlarge`` AWS, else GCP."""
+    if instance_type.lower().startswith("standard_"):
+        return "azure"
+    return "aws" if "." in instance_type else "gcp"
+
+
+def _wanted(provider: str, extra: list[str]) -> list[str]:
+    """The pricebook's GPU instance types of ``provider`` (shipped and user), plus those asked for."""
+    table = instance_types()
+    known = table[(table["provider"] == provider) & (table["kind"] == "instance")]["instance_type"].tolist()
+    asked = [t for t in extra if provider_of(t) == provider]
+    return list(dict.fromkeys([*known, *asked]))
+
+
+def _regions(provider: str, given: list[str] | None) -> list[str]:
+    if given:
+        return list(dict.fromkeys(given))
+    have = reference_prices()
+    seen = have[(have["provider"] == provider) & (have["region"] != "")]["region"].unique().tolist()
+    return sorted(seen) or DEFAULT_REGIONS[provider]
+
+
+def refresh_pricebook(
+    *,
+    providers: Iterable[str] = PROVIDERS,
+    regions: dict[str, list[str]] | None = None,
+    extra_types: Iterable[str] = (),
+    directory: Path | None = None,
+    aws_client: Any = None,
+    aws_profile: str | None = None,
+    gcp_transport: Any = None,
+    azure_url: str | None = None,
+    now: datetime | None = None,
+) -> RefreshResult:
+    """Fetch list prices from each provider's API and merge them into the user pricebook, atomically.
+
+    Parameters
+    ----------
+    providers
+        Some of ``aws``, ``gcp``, ``azure``.
+    regions
+        Per provider (``{"aws": ["us-east-1"]}``); default: the regions the pricebook already prices for it.
+    extra_types
+        Instance types to price beyond the pricebook's instance table (each assigned by :func:`provider_of`).
+    directory
+        The user pricebook (default :func:`~finops_cli.catalog.pricebook.user_pricebook_dir`); created if missing.
+    """
+    from finops_cli.atomic import check_writable
+
+    chosen = list(dict.fromkeys(p.strip().lower() for p in providers))
+    unknown = [p for p in chosen if p not in PROVIDERS]
+    if unknown or not chosen:
+        raise InputError(f"--provider {','.join(unknown) or '(none)'}: expected some of {', '.join(PROVIDERS)}")
+    directory = directory or user_pricebook_dir()
+    target = directory / REFERENCE_PRICES_FILE
+    check_writable(target)
+    created = not directory.exists()
+    if created:  # the first refresh creates the pricebook; a failed one leaves no trace of it
+        directory.mkdir(parents=True)
+    try:
+        return _refresh(chosen, regions, list(extra_types), directory, target, now, aws_client, aws_profile,
+                        gcp_transport, azure_url)  # fmt: skip
+    except BaseException:
+        if created:
+            with suppress(OSError):
+                directory.rmdir()
+        raise
+
+
+def _refresh(
+    chosen: list[str],
+    regions: dict[str, list[str]] | None,
+    extra: list[str],
+    directory: Path,
+    target: Path,
+    now: datetime | None,
+    aws_client: Any,
+    aws_profile: str | None,
+    gcp_transport: Any,
+    azure_url: str | None,
+) -> RefreshResult:
+    from finops_cli.atomic import write_text
+
+    for t in extra:  # after the directory exists: the GPU families are read from the pricebook it overlays
+        if provider_of(t) in ("aws", "azure") and not is_gpu_family(t):
+            raise InputError(f"--instance-type {t}: not a GPU instance type (see the pricebook's gpu_families.csv)")
+    fetched = (now or datetime.now(UTC)).replace(microsecond=0)
+    result = RefreshResult(target)
+    fresh: list[dict[str, str]] = []
+    for provider in chosen:
+        where = _regions(provider, (regions or {}).get(provider))
+        if provider == "aws":
+            rows = fetch_aws(where, _wanted("aws", extra), fetched, client=aws_client, profile=aws_profile)
+        elif provider == "gcp":
+            rows = fetch_gcp(where, fetched, transport=gcp_transport)
+        else:
+            rows = fetch_azure(where, _wanted("azure", extra), fetched, url=azure_url)
+        result.rows[provider] = len(rows)
+        fresh.extend(rows)
+        missing = [t for t in extra if provider_of(t) == provider and not any(r["offering"] == t for r in rows)]
+        if missing:
+            result.notes.append(f"{provider}: no list price found for {', '.join(missing)} in {', '.join(where)}")
+        unknown_gpus = sorted({r["offering"] for r in rows if not r["accelerator"]})
+        if unknown_gpus:
+            result.notes.append(
+                f"{provider}: {', '.join(unknown_gpus)} not in instance_types.csv: add a row (gpus, accelerator) to "
+                f"{directory / 'instance_types.csv'} so plans know the accelerator"
+            )
+    new = pd.DataFrame(fresh, columns=COLUMNS).drop_duplicates(KEY, keep="last")
+    old = reference_prices(target) if target.is_file() else pd.DataFrame(columns=COLUMNS)
+    old = old.reindex(columns=COLUMNS, fill_value="").fillna("")
+    stale = old.set_index(KEY).index.isin(new.set_index(KEY).index)
+    result.replaced, result.kept = int(stale.sum()), int((~stale).sum())
+    table = pd.concat([old[~stale], new], ignore_index=True).sort_values(KEY, kind="stable")
+    write_text(target, table.to_csv(index=False, lineterminator="\n").rstrip("\n"))
+    return result
