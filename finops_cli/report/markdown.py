@@ -28,6 +28,7 @@ from finops_cli.report.metrics import (
     RESIDUAL_LABEL,
     ReportInputs,
     bill_coverage,
+    clearing_price_rows,
     cost_by_kind,
     evidence_words,
     extra_field,
@@ -207,27 +208,6 @@ def _waste_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[
         if by in inp.waste.by:
             out += [f"### By {by}", "", _waste_table(inp.waste.by[by], label, cur), ""]
     return out
-
-
-def clearing_price_rows(plan: PlanDocument) -> list[tuple[str, float, float]]:
-    """(workload, mean, peak) clearing price per unit: the horizon price (block −1) of deferrable work, else the
-    hours-weighted mean and the highest of the per-block prices."""
-    per: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    horizon: dict[str, float] = {}
-    for p in plan.clearing_prices:
-        if p.block == -1:
-            horizon[p.workload] = p.price_per_unit
-        else:
-            per[p.workload].append((p.hours, p.price_per_unit))
-    rows = []
-    for w in sorted(set(per) | set(horizon)):
-        if w in horizon:
-            rows.append((w, horizon[w], horizon[w]))
-        else:
-            hours = sum(h for h, _ in per[w])
-            mean = sum(h * v for h, v in per[w]) / hours if hours else sum(v for _, v in per[w]) / len(per[w])
-            rows.append((w, mean, max(v for _, v in per[w])))
-    return rows
 
 
 def _supply_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[str]:

@@ -232,3 +232,24 @@ def extra_field(obj: Any, name: str, default: Any = None) -> Any:
 
 
 # --- sections ---------------------------------------------------------------------------------------
+
+
+def clearing_price_rows(plan: PlanDocument) -> list[tuple[str, float, float]]:
+    """(workload, mean, peak) clearing price per unit: the horizon price (block −1) of deferrable work, else the
+    hours-weighted mean and the highest of the per-block prices."""
+    per: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    horizon: dict[str, float] = {}
+    for p in plan.clearing_prices:
+        if p.block == -1:
+            horizon[p.workload] = p.price_per_unit
+        else:
+            per[p.workload].append((p.hours, p.price_per_unit))
+    rows = []
+    for w in sorted(set(per) | set(horizon)):
+        if w in horizon:
+            rows.append((w, horizon[w], horizon[w]))
+        else:
+            hours = sum(h for h, _ in per[w])
+            mean = sum(h * v for h, v in per[w]) / hours if hours else sum(v for _, v in per[w]) / len(per[w])
+            rows.append((w, mean, max(v for _, v in per[w])))
+    return rows
