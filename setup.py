@@ -14,7 +14,6 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-
 #: top-level data folder → where the wheel carries it
 DATA = {"pricebooks": "pricebooks", "samples": "_samples"}
 

@@ -24,7 +24,8 @@ from results import add_json_option, write_json
 
 from finops_cli import api
 from finops_cli.report.gate import GITHUB_COMMENT_LIMIT, Thresholds, evaluate, parse_plan, render
-from finops_cli.report.markdown import ReportInputs, write_report
+from finops_cli.report.metrics import ReportInputs
+from finops_cli.report.write import write_report
 
 REPO = Path(__file__).resolve().parents[1]
 KINDS = ["owned", "reserved", "spot", "on_demand"]

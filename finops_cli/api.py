@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,18 +24,17 @@ if TYPE_CHECKING:
     from finops_cli.core.netc_report import NetcRow, Trace
     from finops_cli.core.stack import Stack
     from finops_cli.estate.demand_io import ObservedDemand
-    from finops_cli.estate.horizon import HorizonChoice
     from finops_cli.estate.load import Estate
+    from finops_cli.estate.priced import PricedEstate
     from finops_cli.estate.prices import PriceSource
     from finops_cli.ingest.billing import IngestSummary
     from finops_cli.ingest.spot import SpotIngest
     from finops_cli.ingest.utilization import CsvMapping, UtilizationIngest
     from finops_cli.planner import PlannerOutput
     from finops_cli.report.waste import WasteReport
-    from finops_cli.schema.estate import Fleet
+    from finops_cli.schema.estate import Fleet, Workloads
     from finops_cli.schema.plan import PlanDocument
     from finops_cli.sim.dispatch import DispatchResult
-    from finops_cli.sim.dispatch import Trace as DispatchTrace
     from finops_cli.sim.dispatch.replay import PlanReplay
     from finops_cli.sim.market import PolicyResult as MarketPolicyResult
     from finops_cli.sim.market import Scenario as MarketScenario
@@ -61,6 +60,20 @@ def estate(fleet: str | Path, workloads: str | Path) -> Estate:
     from finops_cli.estate.load import load_estate
 
     return load_estate(fleet, workloads)
+
+
+def fleet(path: str | Path) -> Fleet:
+    """Load and validate ``fleet.yaml`` on its own (spot rates measured from traces resolved)."""
+    from finops_cli.estate.load import load_fleet
+
+    return load_fleet(path)
+
+
+def workloads(path: str | Path) -> Workloads:
+    """Load and validate ``workloads.yaml`` on its own."""
+    from finops_cli.estate.load import load_workloads
+
+    return load_workloads(path)
 
 
 # --- ingest: billing -------------------------------------------------------------------------------
@@ -221,7 +234,7 @@ def waste(
     *,
     store: str | Path | Store | None = None,
     by: str = "team",
-    fleet: str | Path | None = None,
+    fleet: str | Path | Fleet | None = None,
     price_per_gpu_hour: float | None = None,
     month: str | None = None,
 ) -> WasteReport:
@@ -234,7 +247,7 @@ def waste_reports(
     *,
     store: str | Path | Store | None = None,
     by: Sequence[str] = ("team",),
-    fleet: str | Path | None = None,
+    fleet: str | Path | Fleet | None = None,
     price_per_gpu_hour: float | None = None,
     month: str | None = None,
 ) -> dict[str, WasteReport]:
@@ -262,31 +275,14 @@ def _waste_reports(
     *,
     store: str | Path | Store | None,
     by: Sequence[str],
-    fleet: str | Path | None,
+    fleet: str | Path | Fleet | None,
     price_per_gpu_hour: float | None,
     month: str | None,
 ) -> dict[str, WasteReport]:
     from finops_cli.errors import InputError
     from finops_cli.estate.load import load_fleet
-    from finops_cli.report.waste import (
-        GROUP_BYS,
-        GroupBy,
-        UtilHistogram,
-        billed_gpu_report,
-        resource_rates_table,
-        usage_from_groups,
-        waste_reports_by,
-    )
-    from finops_cli.store import engine
-    from finops_cli.store.queries import (
-        RESOURCE_COSTS,
-        RESOURCE_COSTS_ATTRIBUTES,
-        RESOURCE_COSTS_GROUPED,
-        WASTE_DEVICE_USAGE,
-        WASTE_DEVICE_USAGE_AGGREGATE,
-        WASTE_HISTOGRAM,
-        WASTE_HISTOGRAM_AGGREGATE,
-    )
+    from finops_cli.report.waste import GROUP_BYS, GroupBy
+    from finops_cli.report.waste_query import store_waste_reports
 
     groupings: list[GroupBy] = []
     for group in by:
@@ -296,9 +292,7 @@ def _waste_reports(
     if month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
         raise InputError(f"--month {month!r}: expected YYYY-MM such as 2026-10")
     st = _store(store)
-    util_months = st.partition_values("utilization", "month") if st.has("utilization") else []
-    bill_months = st.partition_values("billing", "billing_period") if st.has("billing") else []
-    if not util_months and not bill_months:
+    if not st.has("utilization") and not st.has("billing"):
         raise InputError(
             "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
         )
@@ -308,62 +302,10 @@ def _waste_reports(
 
         picked = default_month(st)  # the one default-month rule
         month, reason = picked.month, picked.reason
-    if month not in util_months and month not in bill_months:
-        have = ", ".join(f"{kind} {', '.join(ms)}" for kind, ms in (("utilisation", util_months),
-                                                                  ("billing", bill_months)) if ms)  # fmt: skip
-        raise InputError(f"--month {month}: no utilisation or billing for it (have {have})")
-    fl = load_fleet(fleet) if fleet is not None else None
-    costs = (
-        engine.run_arrow(
-            st,
-            RESOURCE_COSTS,
-            {"month": month},
-            categories=RESOURCE_COSTS_ATTRIBUTES,
-            split_by="provider",  # one provider's lines at a time (the query groups by provider)
-            match_columns=engine.match_columns(fl, RESOURCE_COSTS_GROUPED),
-        )
-        if month in bill_months
-        else None
+    fl = load_fleet(fleet) if isinstance(fleet, str | Path) else fleet
+    return store_waste_reports(
+        st, groupings, fleet=fl, price_per_gpu_hour=price_per_gpu_hour, month=month, reason=reason
     )
-    if costs is not None and costs.num_rows:
-        import pyarrow.compute as pc
-
-        gpu = costs.filter(pc.greater(pc.fill_null(costs["gpu_hours"], 0.0), 0.0))  # only GPU resources are priced
-        currencies = sorted(v for v in gpu["BillingCurrency"].unique().to_pylist() if v is not None)
-        if len(currencies) > 1:
-            raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
-    reports: dict[str, WasteReport] = {}
-    if month not in util_months:
-        billing = costs.to_pandas() if costs is not None else None
-        for group in groupings:
-            reports[group] = billed_gpu_report(billing, fleet=fl, by=group)
-            reports[group].totals["month"] = month
-            reports[group].month_reason = reason
-        return reports
-    aggregated = st.has_aggregate("utilization_devices") and st.has_aggregate("utilization_histogram")
-    usage_query, histogram_query = (WASTE_DEVICE_USAGE, WASTE_HISTOGRAM)
-    if aggregated:
-        usage_query, histogram_query = (WASTE_DEVICE_USAGE_AGGREGATE, WASTE_HISTOGRAM_AGGREGATE)
-        st.checked_files("utilization")  # footers only: a damaged sample file is named, as on the samples' path
-    groups = engine.run_pandas(st, usage_query, {"month": month})
-    if groups is None or groups.empty:
-        raise InputError(f"no utilisation samples for {month}")
-    usage, span_hours = usage_from_groups(groups)
-    bins = engine.run_pandas(st, histogram_query, {"month": month})
-    hist = UtilHistogram.from_bins(bins) if bins is not None else None
-    reports = waste_reports_by(
-        usage,
-        groupings,
-        rates=resource_rates_table(costs, fl),  # per resource in Arrow: only the traced ones reach pandas
-        fleet=fl,
-        price_per_gpu_hour=price_per_gpu_hour,
-        histogram=hist,
-        span_hours=span_hours,
-    )
-    for report in reports.values():
-        report.totals["month"] = month
-        report.month_reason = reason
-    return reports
 
 
 def estate_draft(
@@ -387,36 +329,6 @@ def estate_draft(
     return draft, write_draft(draft, Path(out), force=force)
 
 
-def _name_values(items: list[str] | None, flag: str) -> dict[str, list[str]]:
-    """``["team=research,data", "region=us-east-1"]`` → ``{team: [research, data], region: [us-east-1]}``."""
-    from finops_cli.errors import InputError
-
-    out: dict[str, list[str]] = {}
-    for item in items or []:
-        name, sep, values = item.partition("=")
-        if not sep or not name.strip() or not values.strip():
-            raise InputError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...] such as team=research")
-        out.setdefault(name.strip(), []).extend(v.strip() for v in values.split(",") if v.strip())
-    return out
-
-
-_COMPARE_COLUMNS = [("previous", "money"), ("cost", "money"), ("delta", "delta"), ("delta_pct", "delta_pct")]
-_CHARGEBACK_COLUMNS = [
-    ("direct", "money"),
-    ("usage", "money"),
-    ("own_idle", "money"),
-    ("idle_share", "money"),
-    ("shared_share", "money"),
-    ("total", "money"),
-]
-_GROUP_COLUMNS = [("cost", "money"), ("gpu_hours", "number"), ("per_gpu_hour", "price"), ("lines", "number")]
-
-
-#: ``finops costs --by`` takes at most this many dimensions: the 9 built-in ones and a generous number of tags.
-#: The query grows super-linearly with them (sample store: 32 dims 2.9 s, 300 dims 4.2 s, 1,000 dims 12.5 s).
-MAX_COST_DIMENSIONS = 32
-
-
 def costs(
     *,
     store: str | Path | Store | None = None,
@@ -438,115 +350,28 @@ def costs(
     ``chargeback``: None, ``proportional`` or ``even`` (see :mod:`finops_cli.report.costs`). Returns a
     :class:`~finops_cli.report.costs.CostsResult`; totals are per currency, over GPU lines unless ``all_lines``.
     """
-    from finops_cli.core.baseline import match_billing
-    from finops_cli.errors import InputError
+    from finops_cli.estate.horizon import default_month
     from finops_cli.estate.load import load_fleet
-    from finops_cli.report.costs import (
-        CHARGEBACK_RULES,
-        COST_BASES,
-        CostsResult,
-        compare_costs,
-        group_costs,
-        partial_month_notes,
-    )
-    from finops_cli.report.costs import chargeback as charge
-    from finops_cli.store.cost_query import NONE, actual_cost_notes, cost_groups, month_coverage, usage_groups
+    from finops_cli.report.costs import costs_report
 
-    for flag, value in (("--month", month), ("--compare", compare)):
-        if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
-            raise InputError(f"{flag} {value!r}: expected YYYY-MM such as 2026-10")
-    if cost not in COST_BASES:
-        raise InputError(f"--cost {cost!r}: expected billed or effective")
-    if chargeback is not None and chargeback not in CHARGEBACK_RULES:
-        raise InputError(f"--chargeback {chargeback!r}: expected proportional or even")
-    if chargeback is not None and compare is not None:
-        raise InputError("--chargeback and --compare answer different questions; give one")
-    by = [b.strip() for b in (by or []) if b.strip()]
-    if chargeback is not None:
-        if by:
-            raise InputError("--chargeback groups by team (--team-tag); drop --by")
-        by = [team_tag]
-    if len(by) > MAX_COST_DIMENSIONS:
-        raise InputError(
-            f"--by names {len(by):,} dimensions; at most {MAX_COST_DIMENSIONS} (each one is a column and a "
-            "grouping key: the query grows faster than the list)"
-        )
-    twice = next((b for i, b in enumerate(by) if b in by[:i]), None)
-    if twice is not None:  # name the one repeated, not the whole (possibly huge) argument
-        from finops_cli.text import one_line
-
-        raise InputError(f"--by: {one_line(twice, 60)!r} is named twice")
-    filters = _name_values(where, "--where")
     st = _store(store)
-    periods = st.partition_values("billing", "billing_period") if st.has("billing") else []
-    if not periods:
-        raise InputError("no billing in the store; run 'finops ingest billing' first")
-    month_reason = None
-    if (compare or chargeback) and month is None:
-        from finops_cli.estate.horizon import default_month
 
-        picked = default_month(st)  # the one default-month rule (plan, stack, waste, estate draft use it too)
-        month, month_reason = picked.month, picked.reason
-        if compare == month:
-            raise InputError(
-                f"--compare {compare} is the month itself (month: {month}: {month_reason}); "
-                "give --month for the other month"
-            )
-    for flag, value in (("--month", month), ("--compare", compare)):
-        if value is not None and value not in periods:
-            raise InputError(f"{flag} {value}: no billing for it in the store (have {', '.join(periods)})")
-    months = [m for m in (month, compare) if m is not None]
-    need_substrate = "substrate" in by or "substrate" in filters
-    match_cols: list[str] = []
-    fl = None
-    if need_substrate:
-        if fleet is None:
-            raise InputError("substrate needs --fleet (the substrates and their match rules)")
-        fl = load_fleet(fleet)
-        extra = sorted({c for s in fl.substrates for c in (s.match or {})})
-        match_cols = list(dict.fromkeys(["provider", "RegionId", "x_InstanceType", "PricingCategory", *extra]))
-    group_cols = [c for c in by if c != "substrate"]
-    if compare is not None and "month" not in group_cols:
-        group_cols.append("month")
-    sql_cols = list(dict.fromkeys([*group_cols, *match_cols]))
-    sql_where = {k: v for k, v in filters.items() if k != "substrate"}
-    frame = cost_groups(st, sql_cols, where=sql_where, months=months or None, gpu_only=not all_lines)
-    assert frame is not None
-    if need_substrate:
-        assert fl is not None
-        matched = match_billing(frame.replace({NONE: None}), fl)
-        frame["substrate"] = matched.fillna("(unmatched)").astype(str)
-        if "substrate" in filters:
-            frame = frame[frame["substrate"].isin(filters["substrate"])]
-    basis = cost
-    notes: list[str] = []
-    actual_only = actual_cost_notes(st, months or periods) if basis == "effective" else []
-    if all_lines and chargeback is None:
-        notes.append("all lines: cost is every line's; per_gpu_hour is the GPU lines' cost ÷ their GPU-hours")
-    if frame.empty:
-        notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
-    if compare is not None:
-        assert month is not None
-        rows, totals = compare_costs(frame, [b for b in by if b != "month"], basis, month, compare)
-        cols = [(b, "text") for b in by if b != "month"]
-        columns = [*cols, ("currency", "text"), *_COMPARE_COLUMNS]
-        coverage = month_coverage(st, [month, compare], gpu_only=not all_lines)
-        partial = partial_month_notes(coverage, [month, compare], "lines" if all_lines else "GPU lines")
-        return CostsResult(
-            "compare", columns, rows, totals, basis, [month, compare], notes + partial + actual_only, month_reason,
-            partial + actual_only, all_lines,
-        )  # fmt: skip
-    if chargeback is not None:
-        usage = usage_groups(st, team_tag, months)
-        rows, totals, more = charge(frame, usage, basis, chargeback, team_tag)
-        columns = [(team_tag, "text"), ("currency", "text"), *_CHARGEBACK_COLUMNS]
-        return CostsResult(
-            "chargeback", columns, rows, totals, basis, months, notes + more + actual_only, month_reason, actual_only
-        )
-    rows, totals = group_costs(frame, by, basis)
-    columns = [*[(b, "text") for b in by], ("currency", "text"), *_GROUP_COLUMNS]
-    return CostsResult(
-        "groups", columns, rows, totals, basis, months or periods, notes + actual_only, None, actual_only, all_lines
+    def month_rule() -> tuple[str, str]:
+        picked = default_month(st)
+        return picked.month, picked.reason
+
+    return costs_report(
+        st,
+        by=by,
+        where=where,
+        month=month,
+        compare=compare,
+        cost=cost,
+        fleet=(lambda: load_fleet(fleet)) if fleet is not None else None,
+        all_lines=all_lines,
+        chargeback=chargeback,
+        team_tag=team_tag,
+        default_month=month_rule,
     )
 
 
@@ -647,58 +472,51 @@ class StackResult:
         return docs[0] if len(docs) == 1 else docs
 
 
-@dataclass
-class _Priced:
-    """A fleet priced for one horizon: what ``stack``, ``netc``, ``plan`` and ``simulate dispatch`` share."""
-
-    fleet: Fleet
-    sources: list[PriceSource]
-    choice: HorizonChoice
-    store: Store | None
-    as_of: datetime
-
-    @property
-    def horizon(self) -> DemandHorizon:
-        return self.choice.horizon
-
-
-def priced_fleet(
-    fleet: Fleet,
+def price(
+    estate: Estate | Fleet,
     store: str | Path | Store | None = None,
     *,
     horizon: str | DemandHorizon | None = None,
-    estate: Estate | None = None,
     fx: dict[str, float] | None = None,
+    as_of: datetime | None = None,
     demand_from_store: bool = True,
     default_store: bool = True,
-    as_of: datetime | None = None,
-) -> _Priced:
-    """The one price resolution every command runs: the horizon (given, else the default-month rule of
-    :func:`finops_cli.estate.horizon.choose_horizon`), then every substrate's price for that horizon
-    (:func:`finops_cli.estate.prices.resolve_fleet`: the feed window rule, products, ``fx``).
+) -> PricedEstate:
+    """Price ``estate`` (or a fleet on its own) once for a command: see :func:`finops_cli.estate.priced.price_estate`.
 
-    ``store`` None means the default store when it exists (or is needed), unless ``default_store`` is
-    False (``plan(store=None)`` plans without a store). ``as_of`` (default now, UTC) is the instant every
-    price age and "the current month" is counted from: a plan records it, so it never depends on the clock."""
-    from finops_cli.estate.horizon import choose_horizon
-    from finops_cli.estate.prices import needs_store, resolve_fleet
+    Hand the result to :func:`stack`, :func:`netc`, :func:`plan`, :func:`report` and :func:`simulate_dispatch`
+    instead of the estate: each then uses its horizon, prices, store and as-of instant as they are."""
+    from finops_cli.estate.priced import price_estate
 
-    needs = needs_store(fleet) or (
-        demand_from_store
-        and estate is not None
-        and any(w.demand.from_store is not None for w in estate.workloads.workloads)
+    return price_estate(
+        estate,
+        store,
+        horizon=horizon,
+        fx=fx,
+        as_of=as_of,
+        demand_from_store=demand_from_store,
+        default_store=default_store,
     )
-    st: Store | None
-    if store is not None and not isinstance(store, str | Path):
-        st = store
-    elif store is None and not default_store:
-        st = None
-    else:
-        st = _existing_store(store, needs)
-    instant = as_of_instant(as_of)
-    choice = choose_horizon(horizon, estate, st, instant)
-    resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx, as_of=instant.date())
-    return _Priced(resolved, sources, choice, st, instant)
+
+
+def _priced(
+    target: Estate | Fleet | PricedEstate,
+    store: str | Path | Store | None,
+    horizon: str | DemandHorizon | None,
+    fx: dict[str, float] | None,
+    as_of: datetime | None,
+    **how: bool,
+) -> PricedEstate:
+    """``target`` itself when already priced (then ``horizon``/``fx``/``as_of`` must not be given), else priced."""
+    from finops_cli.estate.priced import PricedEstate
+
+    if isinstance(target, PricedEstate):
+        if horizon is not None or fx is not None or as_of is not None:
+            raise ValueError("the estate is already priced: its horizon, fx and as-of instant are fixed")
+        if store is not None and store is not target.store:
+            raise ValueError("the estate is already priced from another store")
+        return target
+    return price(target, store, horizon=horizon, fx=fx, as_of=as_of, **how)
 
 
 def check_max_price_age(days: float | None) -> None:
@@ -711,42 +529,20 @@ def check_max_price_age(days: float | None) -> None:
 
 def as_of_instant(as_of: datetime | None) -> datetime:
     """``as_of`` as an aware UTC instant to the second; None is now."""
-    instant = datetime.now(UTC) if as_of is None else as_of
-    if instant.tzinfo is None:
-        instant = instant.replace(tzinfo=UTC)
-    return instant.astimezone(UTC).replace(microsecond=0)
+    from finops_cli.estate.priced import as_of_instant as _instant
+
+    return _instant(as_of)
 
 
-def _existing_store(store: str | Path | None, needed: bool) -> Store | None:
-    """The store at ``store``; else the default one when it exists (or is needed: errors then name it)."""
-    from finops_cli.store import store_exists
-
-    if store is not None or needed or store_exists(None):
-        return _store(store)
-    return None
-
-
-def _priced_demand(
-    est: Estate,
-    store: str | Path | Store | None,
-    horizon: str | DemandHorizon | None,
-    fx: dict[str, float] | None,
-    as_of: datetime | None = None,
-) -> tuple[_Priced, list[str], pd.DataFrame, list[ObservedDemand]]:
-    """Where ``stack`` and ``netc`` start: the priced fleet and horizon, warnings (month mismatch, profile
-    coverage), the hourly demand and what each ``from_store`` demand measured."""
+def _demand_warnings(p: PricedEstate) -> list[str]:
+    """Where ``stack`` and ``netc`` start: the horizon's warnings (month mismatch) and profile coverage."""
     from finops_cli.estate.checks import check_profile_coverage
-    from finops_cli.estate.demand_io import estate_demand_sources
 
-    p = priced_fleet(est.fleet, store, horizon=horizon, estate=est, fx=fx, as_of=as_of)
-    warnings = [*p.choice.warnings, *check_profile_coverage(est, p.horizon)]
-    demand, observed = estate_demand_sources(est, p.horizon, p.store)
-    return p, warnings, demand, observed
+    return [*p.choice.warnings, *check_profile_coverage(p.resolved, p.horizon)]
 
 
 def stack(
-    fleet: str | Path,
-    workloads: str | Path | None = None,
+    estate: Estate | Fleet | PricedEstate,
     *,
     workload: str | None = None,
     mode: str = "cost",
@@ -758,40 +554,39 @@ def stack(
 ) -> StackResult:
     """The merit order (docs/economics.md §5) of each workload, or of ``workload`` only, cleared against its demand.
 
+    ``estate``: from :func:`estate`, or priced (:func:`price`), or a fleet on its own (shown in GPU-hours).
     Demand per workload is its mean hourly units when deferrable, else its peak hour, over ``horizon``
-    (default: the default-month rule, :func:`finops_cli.estate.horizon.choose_horizon`). Without
-    ``workloads`` the fleet is shown in GPU-hours. A ``price_feed`` needs the spot-price store (``store``
-    or the default one). ``fx``: exchange rates (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``. Stale and thin
-    prices (``max_price_age`` days, :func:`finops_cli.core.price_checks.price_warnings`) are in the warnings.
+    (default: the default-month rule, :func:`finops_cli.estate.horizon.choose_horizon`). A ``price_feed`` needs
+    the spot-price store (``store`` or the default one). ``fx``: exchange rates (``{"USD:CAD": 1.37}``) over the
+    fleet's ``fx:``. Stale and thin prices (``max_price_age`` days,
+    :func:`finops_cli.core.price_checks.price_warnings`) are in the warnings.
     """
     from finops_cli.core.price_checks import price_warnings
     from finops_cli.core.stack import build_stack
     from finops_cli.errors import InputError
-    from finops_cli.estate.load import load_estate, load_fleet
 
     check_max_price_age(max_price_age)
-
-    if workloads is None:
+    p = _priced(estate, store, horizon, fx, as_of)
+    if p.estate is None:
         if workload is not None:
             raise InputError("--workload needs --workloads")
-        fl = load_fleet(fleet)
-        p = priced_fleet(fl, store, horizon=horizon, fx=fx, as_of=as_of)
         return StackResult(
             [build_stack(None, p.fleet, mode)],  # type: ignore[arg-type]
-            fl.currency,
+            p.fleet.currency,
             p.sources,
             p.horizon,
             [*p.choice.warnings, *price_warnings(p.sources, max_price_age)],
             p.choice.line,
         )
-    est = load_estate(fleet, workloads)
+    est = p.estate
     chosen = est.workloads.workloads
     if workload is not None:
         chosen = [w for w in chosen if w.id == workload]
         if not chosen:
             known = ", ".join(w.id for w in est.workloads.workloads)
-            raise InputError(f"--workload {workload!r} is not in {workloads} (known: {known})")
-    p, warnings, demand, observed = _priced_demand(est, store, horizon, fx, as_of)
+            raise InputError(f"--workload {workload!r} is not in {est.workloads_path} (known: {known})")
+    warnings = _demand_warnings(p)
+    demand, observed = p.demand_sources
     warnings = (
         warnings + [r.note() for r in est.rates if r.estimate.too_small] + price_warnings(p.sources, max_price_age)
     )
@@ -817,8 +612,7 @@ class NetcResult:
 
 
 def netc(
-    fleet: str | Path,
-    workloads: str | Path,
+    estate: Estate | PricedEstate,
     *,
     trace: str | Path | None = None,
     substrate: str | None = None,
@@ -829,20 +623,21 @@ def netc(
 ) -> NetcResult:
     """NETC of every interruptible workload's demand on each compliant spot substrate (docs/economics.md §5).
 
-    With ``trace`` (Can't Be Late JSON or preemption-timestamp CSV) λ is estimated from it and the job
-    is replayed on it; ``substrate`` limits the report (and the trace) to one spot substrate.
+    ``estate``: from :func:`estate`, or priced (:func:`price`). With ``trace`` (Can't Be Late JSON or
+    preemption-timestamp CSV) λ is estimated from it and the job is replayed on it; ``substrate`` limits the
+    report (and the trace) to one spot substrate.
     """
     from finops_cli.core.netc_report import netc_rows
     from finops_cli.errors import InputError
-    from finops_cli.estate.load import load_estate
+    from finops_cli.estate.priced import PricedEstate
     from finops_cli.estate.traces import read_trace
 
-    est = load_estate(fleet, workloads)
+    est = estate.resolved if isinstance(estate, PricedEstate) else estate
     if substrate is not None:
         try:
             s = est.fleet.substrate(substrate)
         except KeyError:
-            raise InputError(f"--substrate {substrate!r} is not in {fleet}") from None
+            raise InputError(f"--substrate {substrate!r} is not in {est.fleet_path}") from None
         if s.kind != "spot":
             raise InputError(f"--substrate {substrate}: kind {s.kind}, NETC is for spot substrates")
     elif trace is not None:
@@ -854,7 +649,9 @@ def netc(
                 "give --substrate ID to say which pool the trace measures"
             )
         substrate = spot[0] if spot else None
-    p, warnings, demand, observed = _priced_demand(est, store, horizon, fx, as_of)
+    p = _priced(estate, store, horizon, fx, as_of)
+    warnings = _demand_warnings(p)
+    demand, observed = p.demand_sources
     warnings = warnings + [r.note() for r in est.rates if r.estimate.too_small] + [o.note() for o in observed]
     totals = {w: float(demand[w].sum()) for w in demand.columns}
     tr = read_trace(trace) if trace is not None else None
@@ -947,7 +744,7 @@ def default_horizon(estate: Estate | None, store: Store | None = None) -> Demand
 
 
 def plan(
-    estate: Estate,
+    estate: Estate | PricedEstate,
     store: Store | None = None,
     *,
     horizon: str | DemandHorizon | None = None,
@@ -970,7 +767,7 @@ def plan(
     ----------
     estate
         From :func:`estate`; prices given as ``price_feed``/``price_ref`` are resolved here (a feed needs
-        ``store``).
+        ``store``). Or priced already (:func:`price`): its horizon, store, fx and as-of instant are the plan's.
     store
         Billing (the baseline), spot prices, ``from_store`` demand; None plans without them.
     horizon
@@ -1003,7 +800,6 @@ def plan(
     from finops_cli.core.baseline import billed_baseline
     from finops_cli.core.price_checks import price_warnings
     from finops_cli.errors import InputError
-    from finops_cli.estate.demand_io import estate_demand_sources
     from finops_cli.estate.prices import fx_used, reference_price_notes
     from finops_cli.planner import DEFAULT_TOLERANCE, plan_demand
     from finops_cli.planner.document import plan_document
@@ -1025,12 +821,13 @@ def plan(
     if tolerance is not None and not (math.isfinite(tolerance) and 0 <= tolerance < 1):
         raise InputError(f"--tolerance {tolerance}: expected a fraction in [0, 1)")
     check_max_price_age(max_price_age)
-    p = priced_fleet(estate.fleet, store, horizon=horizon, estate=estate, fx=fx, default_store=False, as_of=as_of)
-    hz, sources = p.horizon, p.sources
-    resolved = replace(estate, fleet=p.fleet)
+    p = _priced(estate, store, horizon, fx, as_of, default_store=False)
+    hz, sources, store = p.horizon, p.sources, p.store
+    resolved = p.resolved
     observed: list[ObservedDemand] = []
     if demand is None:
-        demand, observed = estate_demand_sources(resolved, hz, store)
+        demand, observed = p.demand_sources
+        demand = demand.copy()
     elif len(demand) != hz.hours:
         raise InputError(f"demand has {len(demand)} hours, the horizon {hz.hours}")
     workloads = list(resolved.workloads.workloads)
@@ -1056,12 +853,10 @@ def plan(
             actual_only = actual_cost_notes(store, _horizon_months(hz))
     document = plan_document(out, resolved.fleet, start=hz.start, mode=mode, billed=billed)
     if document.totals.baseline_cost is not None:
-        document.savings_by_lever = _savings_by_lever(
-            out, resolved, workloads, demand, document, billed, store, hz, mode, solver
-        )
+        document.savings_by_lever = _savings_by_lever(out, p, workloads, demand, document, billed, mode, solver)
     document.as_of = p.as_of
     document.notes.extend(actual_only)  # the billed baseline's effective cost leaves a commitment out
-    document.notes.extend(r.note() for r in estate.rates)
+    document.notes.extend(r.note() for r in resolved.rates)
     document.demand_sources.extend(DemandSource.model_validate(o.as_dict()) for o in observed)
     document.prices = [PriceUsed.model_validate(src.as_dict()) for src in sources]
     document.notes.extend(src.note() for src in sources)
@@ -1070,13 +865,13 @@ def plan(
     return PlanResult(document, out, hz, reference_price_notes(sources), p.choice.line, warnings)
 
 
-def _measured_utilization(store: Store | None, estate: Estate, month: str) -> dict[str, float]:
+def _measured_utilization(p: PricedEstate, month: str) -> dict[str, float]:
     """Busy ÷ device-hours per fleet substrate from the store's utilisation of ``month`` (empty without it)."""
+    store = p.store
     if store is None or not store.has("utilization") or month not in store.partition_values("utilization", "month"):
         return {}
-    fleet_path = estate.fleet_path
-    report = waste_reports(store=store, by=("substrate",), fleet=fleet_path, month=month)["substrate"]
-    ids = {s.id for s in estate.fleet.substrates}
+    report = waste_reports(store=store, by=("substrate",), fleet=p.loaded_fleet, month=month)["substrate"]
+    ids = {s.id for s in p.fleet.substrates}
     return {
         str(g["key"]): float(g["busy_hours"]) / float(g["device_hours"])
         for g in report.groups
@@ -1086,13 +881,11 @@ def _measured_utilization(store: Store | None, estate: Estate, month: str) -> di
 
 def _savings_by_lever(
     out: Any,
-    estate: Estate,
+    p: PricedEstate,
     workloads: list[Any],
     demand: pd.DataFrame,
     document: PlanDocument,
     billed: Any,
-    store: Store | None,
-    hz: DemandHorizon,
     mode: str,
     solver: str,
 ) -> Any:
@@ -1105,14 +898,14 @@ def _savings_by_lever(
     if document.totals.baseline_source == "billing":
         allocs = out.solution.allocations
         plan_hours = float(allocs.loc[allocs["kind"] != "api", "gpu_hours"].sum()) if len(allocs) else 0.0
-        measured = _measured_utilization(store, estate, f"{hz.start:%Y-%m}")
-        use = billing_use(billed.cost_by_substrate, billed.gpu_hours_by_substrate, estate.fleet, plan_hours, measured)
+        measured = _measured_utilization(p, f"{p.horizon.start:%Y-%m}")
+        use = billing_use(billed.cost_by_substrate, billed.gpu_hours_by_substrate, p.fleet, plan_hours, measured)
     else:
         merit = out.merit_order
         use = dispatch_use(merit.cost_by_substrate, merit.gpu_hours_by_substrate)
     attribution = attribute_savings(
         out,
-        estate.fleet,
+        p.fleet,
         workloads,
         demand,
         use,
@@ -1128,7 +921,7 @@ def _savings_by_lever(
 
 if TYPE_CHECKING:  # report/gate types for annotations only; the imports stay local to the functions
     from finops_cli.report.gate import GateResult, Thresholds
-    from finops_cli.report.markdown import ReportInputs, ReportResult
+    from finops_cli.report.metrics import ReportResult
     from finops_cli.schema.plan import PlanDocument
 
 
@@ -1154,303 +947,85 @@ def gate(
 def report(
     plan: PlanDocument | dict | str | Path,
     store: str | Path | Store | None = None,
-    fleet: str | Path | None = None,
+    *,
+    estate: Estate | PricedEstate | Fleet | None = None,
     out_path: str | Path | None = None,
     title: str | None = None,
-    workloads: str | Path | None = None,
 ) -> ReportResult:
     """Write the leadership report (``finops report``): markdown at ``out_path`` plus PNG charts beside it.
 
     Plan numbers come from ``plan`` (a document, a dict or ``plan.json``); idle waste and price-feed age
     from ``store`` (default: ``$FINOPS_STORE`` or ``.finops/``) for the plan's month; the supply curve
-    needs ``fleet`` and ``workloads``. Missing inputs make their section say "not available" (listed in
-    ``ReportResult.unavailable``). ``out_path=None``: nothing is written, no charts; the markdown is returned.
-    Files are written atomically (charts first, the report last).
+    needs ``estate`` (from :func:`estate`, or priced by :func:`price`: then for the plan's horizon; a fleet on
+    its own prices idle devices only), priced for the plan's horizon, fx and as-of instant. Missing inputs make
+    their section say "not available" (listed in ``ReportResult.unavailable``). ``out_path=None``: nothing is
+    written, no charts; the markdown is returned. Files are written atomically (charts first, the report last).
     """
     from finops_cli.core.demand import Horizon
     from finops_cli.errors import InputError
+    from finops_cli.estate.load import Estate
+    from finops_cli.estate.priced import PricedEstate
+    from finops_cli.report.build import SupplyCurve, build_report
     from finops_cli.report.gate import plan_or_path
-    from finops_cli.report.markdown import ReportInputs, check_report_path, horizon_bounds
+    from finops_cli.report.metrics import ReportInputs, horizon_bounds
+    from finops_cli.report.write import check_report_path
+    from finops_cli.schema.estate import Fleet
 
     doc = plan_or_path(plan)
-    # A file the user names must be valid: a broken --fleet/--workloads is an error, not a missing section.
-    if fleet is not None:
-        from finops_cli.estate.load import load_fleet
-
-        fleet_currency = load_fleet(fleet).currency
-        if fleet_currency != doc.currency:
-            raise InputError(
-                f"the plan is in {doc.currency} but {fleet} is in {fleet_currency}; amounts in different currencies"
-                " are never mixed (plan with this fleet, or report with the fleet the plan used)",
-                path=plan if isinstance(plan, str | Path) else None,
-                where="currency",
-            )
-    if workloads is not None:
-        from finops_cli.estate.load import load_workloads
-
-        load_workloads(workloads)
+    est = estate.estate if isinstance(estate, PricedEstate) else estate
+    fleet = estate.loaded_fleet if isinstance(estate, PricedEstate) else est.fleet if isinstance(est, Estate) else est
+    if fleet is not None and fleet.currency != doc.currency:
+        named = est.fleet_path if isinstance(est, Estate) and est.fleet_path is not None else "the fleet"
+        raise InputError(
+            f"the plan is in {doc.currency} but {named} is in {fleet.currency}; amounts in different currencies"
+            " are never mixed (plan with this fleet, or report with the fleet the plan used)",
+            path=plan if isinstance(plan, str | Path) else None,
+            where="currency",
+        )
     inputs = ReportInputs(plan=doc, title=title)
     out = Path(out_path) if out_path is not None else None
     if out is not None:
         check_report_path(out)
     st = _store(store)
-    result = _report_inputs_and_write(inputs, st, fleet, workloads, out)
     start, _ = horizon_bounds(doc)
+    hz = Horizon(start, doc.horizon.hours) if start is not None else None
+
+    def supply(workload: str) -> SupplyCurve:
+        assert estate is not None and not isinstance(estate, Fleet)
+        target: Estate | PricedEstate | None = estate
+        if isinstance(target, PricedEstate) and (
+            hz is None
+            or (target.horizon.start, target.horizon.hours) != (hz.start, hz.hours)
+            or (target.fx or None) != (doc.fx or None)
+            or target.store is not st
+        ):
+            target = target.estate  # priced for another horizon: price again for the plan's
+        if not isinstance(target, PricedEstate):
+            assert target is not None
+            target = price(target, st, horizon=hz, fx=doc.fx or None, as_of=doc.as_of)
+        curve = stack(target, workload=workload, mode=getattr(doc, "mode", "cost"))
+        return SupplyCurve(curve.stacks[0], curve.currency, {p.substrate: p.value for p in curve.prices})
+
+    has_workloads = estate is not None and not isinstance(estate, Fleet)
+    result = build_report(
+        inputs,
+        st,
+        out,
+        fleet=fleet,
+        supply=supply if has_workloads else None,
+        supply_missing="needs --workloads as well as --fleet" if estate is not None else None,
+    )
     if start is not None:
         from finops_cli.estate.horizon import latest_billed_gpu_month, latest_utilization_month, month_warnings
 
-        hz = Horizon(start, doc.horizon.hours)
+        assert hz is not None
         result.horizon_note = f"horizon: {start:%Y-%m-%d} + {doc.horizon.hours} h: the plan's"
         billed = latest_billed_gpu_month(st) if st.has("billing") else None
         result.warnings = month_warnings(hz, billed, latest_utilization_month(st))
     return result
 
 
-def _report_inputs_and_write(
-    inputs: ReportInputs,
-    st: Store,
-    fleet: str | Path | None,
-    workloads: str | Path | None,
-    out: Path | None,
-) -> ReportResult:
-    """:func:`report`'s inputs from the store and the estate, then the report written (charts drawn here)."""
-    from finops_cli.core.demand import Horizon
-    from finops_cli.errors import FinopsError
-    from finops_cli.report.markdown import (
-        PriceFeedInfo,
-        SupplyInputs,
-        WasteInputs,
-        horizon_bounds,
-        write_report,
-    )
-
-    doc = inputs.plan
-    start, _ = horizon_bounds(doc)
-    month = None if start is None else f"{start:%Y-%m}"
-    if month is not None:
-        from finops_cli.store.cost_query import actual_cost_notes
-
-        inputs.notes.extend(f"{n[0].upper()}{n[1:]}." for n in actual_cost_notes(st, [month]))
-
-    supply_notes: list[str] = []  # after idle waste's note in the report, as they always were
-    if fleet is not None and workloads is not None:
-        by_cost: dict[str, float] = {}
-        for a in doc.allocations:
-            by_cost[a.workload] = by_cost.get(a.workload, 0.0) + a.cost
-        if by_cost:
-            biggest = max(by_cost, key=lambda w: by_cost[w])
-            try:
-                curve = stack(
-                    fleet,
-                    workloads,
-                    workload=biggest,
-                    mode=getattr(doc, "mode", "cost"),
-                    store=st,
-                    horizon=Horizon(start, doc.horizon.hours) if start is not None else month,
-                    fx=doc.fx or None,
-                )
-                used = {p.substrate: p.value for p in doc.prices}
-                now = {p.substrate: p.value for p in curve.prices}
-                moved = [k for k, v in used.items() if k in now and v is not None and abs((now[k] or 0) - v) > 1e-6]
-                if moved:
-                    supply_notes.append(
-                        "The supply curve prices " + ", ".join(moved) + " differently from the plan (the store or "
-                        "fleet changed since the plan was made)."
-                    )
-                chosen = curve.stacks[0]
-                inputs.supply = SupplyInputs(
-                    chosen.as_dict(), curve.currency, biggest, chosen.unit, chosen.clearing_price, chosen.demand_units
-                )
-            except FinopsError as exc:
-                inputs.supply_note = str(exc)
-        else:
-            inputs.supply_note = "the plan allocates nothing"
-    elif fleet is not None:
-        inputs.supply_note = "needs --workloads as well as --fleet"
-    if st.has("utilization"):
-        months = st.partition_values("utilization", "month")
-        use = month if month in months else months[-1]
-        try:
-            reports = waste_reports(store=st, by=("team", "substrate"), fleet=fleet, month=use)
-            by = {g: r.to_dict() for g, r in reports.items()}
-            inputs.waste = WasteInputs(by, month=use)
-            if use != month:
-                inputs.notes.append(f"Idle waste is for {use}, the latest month with utilisation (plan: {month}).")
-        except FinopsError as exc:
-            inputs.waste_note = str(exc)
-    inputs.notes += supply_notes
-    if st.has("spot_prices"):
-        from finops_cli.store import engine
-        from finops_cli.store.queries import SPOT_FEED_LATEST
-
-        table = engine.run(st, SPOT_FEED_LATEST)
-        rows = table.to_pylist() if table is not None else []
-        inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
-
-    return write_report(inputs, out)
-
-
 # --- simulate -------------------------------------------------------------------------------------
-
-
-def read_trace(path: str | Path, workload_ids: list[str] | tuple[str, ...]) -> DispatchTrace:
-    """Read a request trace (CSV or Parquet: ``timestamp, workload, units``) for ``simulate dispatch``.
-
-    ``timestamp`` is hours from the trace start (a number) or a timestamp (UTC when naive; the origin is
-    the hour of the first request). Errors name the file, the row (CSV line) and the column.
-    """
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from finops_cli.errors import InputError
-    from finops_cli.sim.dispatch import Trace
-
-    p = Path(path)
-    if not p.exists():
-        raise InputError("trace not found", path=p)
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(p)
-            line_offset, row_word = 0, "row"
-        else:
-            from pyarrow import csv
-
-            table = csv.read_csv(p)
-            line_offset, row_word = 2, "line"
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"cannot read trace ({str(exc).splitlines()[0]})", path=p) from None
-    names = [c.strip() for c in table.column_names]
-    table = table.rename_columns(names)
-    missing = [c for c in ("timestamp", "workload", "units") if c not in names]
-    if missing:
-        raise InputError(f"missing column(s) {missing}; expected timestamp, workload, units", path=p)
-    ts_col = table.column("timestamp")
-    origin = None
-    if pa.types.is_timestamp(ts_col.type) or pa.types.is_date(ts_col.type):
-        ts = pc.cast(ts_col, pa.timestamp("us")) if pa.types.is_date(ts_col.type) else ts_col
-        if ts.null_count:
-            i = int(np.flatnonzero(pc.is_null(ts).to_numpy(zero_copy_only=False))[0])
-            raise InputError("timestamp: empty", path=p, where=f"{row_word} {i + line_offset}")
-        micros = pc.cast(ts, pa.timestamp("us", tz=ts.type.tz if hasattr(ts.type, "tz") else None)).cast(pa.int64())
-        us = micros.to_numpy(zero_copy_only=False).astype(np.int64)
-        first_hour_us = (us.min() // 3_600_000_000) * 3_600_000_000
-        hours = (us - first_hour_us) / 3.6e9
-        from datetime import UTC, datetime, timedelta
-
-        origin = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(first_hour_us))
-    else:
-        try:
-            hours = pc.cast(ts_col, pa.float64()).to_numpy(zero_copy_only=False)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            texts = pc.cast(ts_col, pa.string()).to_pylist()
-            i = next((k for k, v in enumerate(texts) if not _is_number(v)), 0)
-            raise InputError(
-                f"timestamp: expected hours from the start (a number) or an ISO timestamp, got {texts[i]!r}",
-                path=p,
-                where=f"{row_word} {i + line_offset}",
-            ) from None
-    bad = ~np.isfinite(hours)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError("timestamp: expected a number or a timestamp", path=p, where=f"{row_word} {i + line_offset}")
-    try:
-        units = pc.cast(table.column("units"), pa.float64()).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise InputError("units: expected numbers >= 0", path=p) from None
-    bad = ~(np.isfinite(units) & (units >= 0))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(
-            f"units: expected a number >= 0, got {units[i]!r}", path=p, where=f"{row_word} {i + line_offset}"
-        )
-    wl = pc.cast(table.column("workload"), pa.string())
-    index = {w: k for k, w in enumerate(workload_ids)}
-    dict_arr = pc.dictionary_encode(wl).combine_chunks()
-    dictionary = dict_arr.dictionary.to_pylist()
-    codes = dict_arr.indices.to_numpy(zero_copy_only=False)
-    for k, name in enumerate(dictionary):
-        if name not in index:
-            i = int(np.flatnonzero(codes == k)[0])
-            raise InputError(
-                f"workload: unknown workload {name!r} (workloads.yaml has {', '.join(workload_ids)})",
-                path=p,
-                where=f"{row_word} {i + line_offset}",
-            )
-    mapping = np.array([index[name] for name in dictionary], dtype=np.int32)
-    w_idx = mapping[codes] if len(dictionary) else np.array([], dtype=np.int32)
-    order = np.argsort(hours, kind="stable")
-    return Trace(hours[order], w_idx[order], units[order], tuple(workload_ids), origin)
-
-
-def _is_number(text: object) -> bool:
-    try:
-        float(str(text))
-    except ValueError:
-        return False
-    return True
-
-
-def write_trace(trace: DispatchTrace, path: str | Path) -> None:
-    """Write a trace as CSV or Parquet (by suffix), atomically; timestamps ISO when it has an origin."""
-    import numpy as np
-    import pyarrow as pa
-
-    from finops_cli.atomic import atomic_path
-
-    p = Path(path)
-    if trace.origin is not None:
-        start = np.datetime64(trace.origin.replace(tzinfo=None), "us")
-        ts = pa.array(start + (trace.hours * 3.6e9).astype("timedelta64[us]"), pa.timestamp("us", tz="UTC"))
-    else:
-        ts = pa.array(trace.hours)
-    names = np.array(trace.workload_ids, dtype=object)
-    table = pa.table({"timestamp": ts, "workload": pa.array(names[trace.workload]), "units": pa.array(trace.units)})
-    with atomic_path(p) as tmp:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
-            pq.write_table(table, tmp)
-        else:
-            from pyarrow import csv
-
-            csv.write_csv(table, tmp)
-
-
-def read_dispatch_events(path: str | Path, fleet_substrates: list[str], origin: Any = None) -> list[Any]:
-    """Read and validate an events file (a YAML list); errors name the file and ``[i].field``."""
-    from pydantic import ValidationError
-
-    from finops_cli.errors import InputError
-    from finops_cli.estate.load import format_validation_error
-    from finops_cli.files import read_yaml_positions
-    from finops_cli.sim.dispatch import EventsFile, TimedEvent
-
-    p = Path(path)
-    data, positions = read_yaml_positions(p)
-    if data is None:
-        data = []
-    if not isinstance(data, list):
-        raise InputError("expected a YAML list of events ({type, substrate, start, end, capacity_factor})", path=p)
-    try:
-        events = EventsFile.model_validate(data).root
-    except ValidationError as exc:
-        raise InputError(format_validation_error(p, exc, positions, root="events")) from None
-    out = []
-    known = set(fleet_substrates)
-    for k, ev in enumerate(events):
-        if ev.substrate not in known:
-            raise InputError(f"events[{k}].substrate: unknown substrate {ev.substrate!r} (not in fleet.yaml)", path=p)
-        try:
-            start, end = ev.hours(origin)
-        except ValueError as exc:
-            raise InputError(f"events[{k}].start: {exc}", path=p) from None
-        if end < start:
-            raise InputError(f"events[{k}].end: must not be before start", path=p)
-        out.append(TimedEvent(ev.type, ev.substrate, start, end, ev.capacity_factor or 1.0))
-    return out
 
 
 #: ``--requests`` cap: 100 M requests is ~4 GB of trace and ~4 minutes of replay; more is a typo.
@@ -1458,7 +1033,7 @@ MAX_GENERATED_REQUESTS = 100_000_000
 
 
 def simulate_dispatch(
-    estate: Estate,
+    estate: Estate | PricedEstate,
     trace: str | Path | None = None,
     *,
     generate: bool = False,
@@ -1488,10 +1063,10 @@ def simulate_dispatch(
         rule. ``log`` receives the horizon line, month warnings and price notes (the CLI's stderr).
     """
     from finops_cli.errors import InputError
-    from finops_cli.estate.demand_io import estate_demand
     from finops_cli.estate.prices import reference_price_notes
     from finops_cli.sim.dispatch import generate_trace
     from finops_cli.sim.dispatch import simulate_dispatch as replay
+    from finops_cli.sim.dispatch.io import read_dispatch_events, read_trace, write_trace
 
     if mode not in ("cost", "reliability"):
         raise InputError(f"--mode {mode!r}: expected cost or reliability")
@@ -1501,10 +1076,8 @@ def simulate_dispatch(
         raise InputError(f"--requests {requests}: expected an integer from 0 to {MAX_GENERATED_REQUESTS:_}")
     if not (math.isfinite(window_hours) and window_hours > 0):
         raise InputError(f"--window-hours {window_hours}: expected hours > 0")
-    p = priced_fleet(
-        estate.fleet, store, horizon=horizon or None, estate=estate, fx=fx, demand_from_store=generate, as_of=as_of
-    )
-    resolved, st, hz = replace(estate, fleet=p.fleet), p.store, p.horizon
+    p = _priced(estate, store, horizon or None, fx, as_of, demand_from_store=generate)
+    resolved, hz = p.resolved, p.horizon
     for line in [p.choice.line, *(f"warning: {w}" for w in p.choice.warnings)]:
         (log or (lambda _m: None))(line)
     for note in reference_price_notes(p.sources):
@@ -1512,7 +1085,7 @@ def simulate_dispatch(
     workloads = list(resolved.workloads.workloads)
     ids = [w.id for w in workloads]
     if generate:
-        demand = estate_demand(resolved, hz, st)
+        demand = p.demand
         tr = generate_trace(workloads, resolved.fleet, demand.to_numpy(), requests=requests, seed=seed, origin=hz.start)
         if trace is not None:
             write_trace(tr, trace)
@@ -1543,7 +1116,7 @@ def read_schedule(path: str | Path) -> pd.DataFrame:
 
 
 def replay_plan(
-    estate: Estate,
+    estate: Estate | PricedEstate,
     plan: str | Path | PlanDocument,
     *,
     schedule: str | Path | pd.DataFrame | None = None,
@@ -1564,7 +1137,6 @@ def replay_plan(
     """
     from finops_cli.core.demand import Horizon
     from finops_cli.errors import InputError
-    from finops_cli.estate.demand_io import estate_demand
     from finops_cli.report.gate import plan_or_path
     from finops_cli.sim.dispatch.replay import PlanMismatch, check_plan_matches
     from finops_cli.sim.dispatch.replay import replay_plan as run_replay
@@ -1588,11 +1160,11 @@ def replay_plan(
             f"--as-of {as_of_instant(as_of):%Y-%m-%dT%H:%M:%SZ}: the plan was made as of "
             f"{as_of_instant(doc.as_of):%Y-%m-%dT%H:%M:%SZ}; drop --as-of (a replay uses the plan's)"
         )
-    p = priced_fleet(estate.fleet, store, horizon=hz, estate=estate, fx=fx, demand_from_store=True, as_of=doc.as_of)
-    resolved = replace(estate, fleet=p.fleet)
+    p = _priced(estate, store, hz, fx, doc.as_of)
+    resolved = p.resolved
     workloads = list(resolved.workloads.workloads)
     check_plan_matches(doc, resolved.fleet, workloads)
-    demand = estate_demand(resolved, hz, p.store)
+    demand = p.demand
     served: dict[str, float] = {}
     for a in doc.allocations:
         served[a.workload] = served.get(a.workload, 0.0) + a.units

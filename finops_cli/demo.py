@@ -109,19 +109,17 @@ def run_demo(
         done(f"ingest spot-prices: {spot.rows_in:,} price points")
 
         fleet, workloads = samples / "fleet.yaml", samples / "workloads.yaml"
-        estate = api.estate(fleet, workloads)
-        stacked = api.stack(fleet, workloads, store=store, as_of=as_of)
+        priced = api.price(api.estate(fleet, workloads), store, as_of=as_of)  # once: stack, plan and report share it
+        stacked = api.stack(priced)
         done(f"stack: merit order for {len(stacked.stacks)} workloads")
 
-        result = api.plan(estate, store, as_of=as_of)
+        result = api.plan(priced)
         out_dir.mkdir(parents=True, exist_ok=True)
         plan_path = out_dir / "plan.json"
         write_text(plan_path, result.document.model_dump_json(indent=2))
         done(f"plan: {result.document.solver.name} {result.document.solver.status} → {plan_path}")
 
-        report = api.report(
-            result.document, store=store, fleet=fleet, workloads=workloads, out_path=out_dir / "report.md"
-        )
+        report = api.report(result.document, store, estate=priced, out_path=out_dir / "report.md")
         assert report.markdown_path is not None  # out_path was given
         done(f"report: {report.markdown_path} with {len(report.chart_paths)} charts")
         return DemoResult(result, plan_path, report.markdown_path, list(report.chart_paths), steps)

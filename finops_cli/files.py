@@ -199,28 +199,8 @@ def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, 
     first (libyaml's ``CSafeLoader`` when PyYAML has it, else the pure-Python ``SafeLoader``: the same
     safe constructors either way), the nodes checked, then constructed.
 
-    The file is read every time; the same text at the same path is parsed once per process (``finops demo``
-    parses ``fleet.yaml`` five times and ``workloads.yaml`` four: ~2 ms each), compared by content, so an edit
-    is never missed: a later read gets its own copy of the document (unpickled, ~0.03 ms).
     """
-    import pickle  # here: reading no YAML, a command does not import it
-
-    text = read_text(path, kind=kind)
-    seen = _YAML_SEEN.get(path)
-    if seen is not None and seen[0] == text:
-        document: tuple[Any, Positions] = pickle.loads(seen[1])
-        return document
-    document = _parse_yaml(text, path)
-    _YAML_SEEN.pop(path, None)
-    while len(_YAML_SEEN) >= _YAML_SEEN_LIMIT:
-        del _YAML_SEEN[next(iter(_YAML_SEEN))]  # the path parsed longest ago
-    _YAML_SEEN[path] = (text, pickle.dumps(document, protocol=pickle.HIGHEST_PROTOCOL))
-    return document
-
-
-#: path -> (the text last parsed there, the pickled document and positions), at most :data:`_YAML_SEEN_LIMIT`
-_YAML_SEEN: dict[Path, tuple[str, bytes]] = {}
-_YAML_SEEN_LIMIT = 16
+    return _parse_yaml(read_text(path, kind=kind), path)
 
 
 def _parse_yaml(text: str, path: Path) -> tuple[Any, Positions]:

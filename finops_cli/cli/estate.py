@@ -316,9 +316,9 @@ def register(app: typer.Typer) -> None:
         from finops_cli.estate.prices import parse_fx
 
         with command_engine():
+            target = api.estate(fleet, workloads) if workloads is not None else api.fleet(fleet)
             result = api.stack(
-                fleet,
-                workloads,
+                target,
                 workload=workload,
                 mode=str(mode),
                 store=store,
@@ -378,8 +378,7 @@ def register(app: typer.Typer) -> None:
 
         with command_engine():
             result = api.netc(
-                fleet,
-                workloads,
+                api.estate(fleet, workloads),
                 trace=trace,
                 substrate=substrate,
                 store=store,

@@ -46,7 +46,10 @@ def register(app: typer.Typer) -> None:
 
         check_not_an_input(out, plan, fleet, workloads)
         with command_engine():
-            result = api.report(plan, store, fleet, out, title, workloads)
+            if workloads is not None and fleet is None:
+                api.workloads(workloads)  # a file the user names must be valid
+            target = api.estate(fleet, workloads) if fleet and workloads else api.fleet(fleet) if fleet else None
+            result = api.report(plan, store, estate=target, out_path=out, title=title)
         log.info(result.horizon_note)
         for w in result.warnings:
             log.warning(w)

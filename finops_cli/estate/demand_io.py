@@ -32,37 +32,20 @@ if TYPE_CHECKING:
     from finops_cli.store import Store
 
 
-#: profile path -> (the bytes last parsed there, their frame), at most :data:`_READ_LIMIT` paths
-_READ: dict[Path, tuple[bytes, pd.DataFrame]] = {}
-_READ_LIMIT = 64
-
-
 def read_profile(path: Path) -> pd.DataFrame:
     """A demand profile CSV (:func:`~finops_cli.estate.profiles.parse_profile`) as a frame ``hour,units``.
 
     ``hour`` is int64 offsets or UTC timestamps; errors name the file, line and column.
 
-    The file is read every time, and parsed again only when its bytes differ from the last parse of that
-    path (the comparison is by content, so an edit is never missed, whatever the file's size and times
-    say): ``finops demo`` reads each sample profile five times (stack, plan, and the report's stack each
-    check coverage and build demand), ~4 ms of CPU a parse. The caller gets its own copy.
     """
     data = read_csv_bytes(path, kind=PROFILE_KIND)
-    seen = _READ.get(path)
-    if seen is not None and seen[0] == data:
-        return seen[1].copy()
     profile = parse_profile(path, data)
     hour = (
         pd.to_datetime(pd.Series(profile.hours), utc=True)
         if profile.timestamped
         else pd.Series(profile.hours, dtype="int64")
     )
-    frame = pd.DataFrame({"hour": hour, "units": pd.Series(profile.units, dtype=float)})
-    _READ.pop(path, None)
-    while len(_READ) >= _READ_LIMIT:
-        del _READ[next(iter(_READ))]  # the path parsed longest ago
-    _READ[path] = (data, frame)
-    return frame.copy()
+    return pd.DataFrame({"hour": hour, "units": pd.Series(profile.units, dtype=float)})
 
 
 def _pick(columns: list[str], *names: str) -> str | None:

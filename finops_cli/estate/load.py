@@ -4,18 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
 from finops_cli.estate.rates import RateSource, resolve_rates
-from finops_cli.files import Positions, position_of, read_yaml_positions
+from finops_cli.files import read_yaml_positions
+from finops_cli.schema.errors import format_validation_error
 from finops_cli.schema.estate import Fleet, Workloads
-
-if TYPE_CHECKING:
-    from pydantic_core import ErrorDetails
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -30,55 +28,6 @@ class Estate:
     fleet_path: Path | None = None  # for messages that name the file
     workloads_path: Path | None = None
     rates: list[RateSource] = field(default_factory=list)  # spot λ measured from traces (interruption.trace)
-
-
-def _field_path(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif str(part).startswith(("function-after", "function-before")):
-            continue
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
-def _message(err: ErrorDetails) -> str:
-    kind, ctx = err["type"], err.get("ctx") or {}
-    if kind == "extra_forbidden":
-        return "unknown key (check the spelling)"
-    if kind == "missing":
-        return "required"
-    if kind == "greater_than":
-        return f"must be > {ctx.get('gt')}"
-    if kind == "greater_than_equal":
-        return f"must be >= {ctx.get('ge')}"
-    if kind == "less_than_equal":
-        return f"must be <= {ctx.get('le')}"
-    if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}"
-    msg = str(err["msg"])
-    return msg.removeprefix("Value error, ")
-
-
-def format_validation_error(
-    path: Path | str, exc: ValidationError, positions: Positions | None = None, *, root: str = ""
-) -> str:
-    """``fleet.yaml: line 12, column 11: substrates[3].gpus: must be > 0`` — one line per problem.
-
-    ``positions`` (from :func:`~finops_cli.files.read_yaml_positions`) adds where the offending value
-    starts; a missing key points at the mapping that lacks it. ``root`` names a top-level list
-    (``events`` → ``events[0].start``).
-    """
-    lines = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not str(p).startswith(("function-after", "function-before")))
-        where = root + _field_path(loc)
-        pos = position_of(positions, loc) if positions else None
-        at = f"line {pos[0]}, column {pos[1]}: " if pos else ""
-        lines.append(f"{path}: {at}{where + ': ' if where else ''}{_message(err)}")
-    return "\n".join(lines)
 
 
 def load_model(path: Path | str, model: type[M]) -> M:

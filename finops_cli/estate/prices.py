@@ -27,8 +27,6 @@ from finops_cli.errors import InputError
 from finops_cli.schema.estate import FX_PAIR, Fleet, PriceFeed, Substrate
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from finops_cli.report.prices import FeedStat
     from finops_cli.store import Store
 
@@ -147,45 +145,20 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
             "spot prices; "
             f"{hint}"
         )
-    key = (feed.model_dump_json(), end)
-    seen = _SEEN.get(key)
-    if seen is not None and seen[0].equals(table):  # the same rows: the same statistic (a pure function of them)
-        stat = seen[1]
-    else:
-        args = (table, feed.provider, feed.region, feed.instance_type, feed.statistic, feed.window_days)
-        try:
-            if feed.gpus_per_instance:
-                stat = feed_statistic(*args, product=feed.product, end=end)
-                stat = replace(stat, value=stat.value / feed.gpus_per_instance)
-            else:
-                stat = feed_statistic(*args, per="gpu_hour", product=feed.product, end=end)
-        except NoPriceData as exc:
-            raise InputError(f"substrate {substrate_id}: price_feed {label}: {exc}; {hint}") from None
-        _remember(key, table, stat)
+    args = (table, feed.provider, feed.region, feed.instance_type, feed.statistic, feed.window_days)
+    try:
+        if feed.gpus_per_instance:
+            stat = feed_statistic(*args, product=feed.product, end=end)
+            stat = replace(stat, value=stat.value / feed.gpus_per_instance)
+        else:
+            stat = feed_statistic(*args, per="gpu_hour", product=feed.product, end=end)
+    except NoPriceData as exc:
+        raise InputError(f"substrate {substrate_id}: price_feed {label}: {exc}; {hint}") from None
     if not stat.value > 0:
         raise InputError(
             f"substrate {substrate_id}: price_feed {label}: resolved to {stat.value!r}, expected a price > 0"
         )
     return stat
-
-
-#: (feed, horizon end) -> (the rows its statistic was computed from, the statistic), for :func:`feed_price`
-_SEEN: dict[tuple[str, datetime], tuple[pa.Table, FeedStat]] = {}
-#: at most this many bytes of rows are kept (a feed's history can be millions of rows: those are not kept)
-_SEEN_BYTES = 16 << 20
-
-
-def _remember(key: tuple[str, datetime], table: pa.Table, stat: FeedStat) -> None:
-    """Keep ``stat`` with the rows it came from: ``finops demo`` resolves the same feed over the same rows three
-    times (stack, plan, the report's stack), ~20 ms of pandas each. A later call reads the store as before and
-    reuses the statistic only when its rows are equal to these (compared by content, ~0.02 ms), so a changed
-    store is never answered from here."""
-    _SEEN.pop(key, None)
-    if table.nbytes > _SEEN_BYTES:
-        return
-    while _SEEN and sum(t.nbytes for t, _ in _SEEN.values()) + table.nbytes > _SEEN_BYTES:
-        del _SEEN[next(iter(_SEEN))]  # the feed resolved longest ago
-    _SEEN[key] = (table, stat)
 
 
 def parse_fx(texts: list[str] | None) -> dict[str, float]:

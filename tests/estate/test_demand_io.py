@@ -96,38 +96,3 @@ def test_profile_reader_accepts_what_pandas_did(tmp_path: Path) -> None:
     assert str(frame["hour"].dtype) == "datetime64[us, UTC]"
     assert [t.hour for t in frame["hour"]] == [0, 1, 2]
     assert parse_profile(d / "demand" / "daily.csv").timestamped
-
-
-def test_a_profile_read_again_is_parsed_again_only_when_its_bytes_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``finops demo`` reads each profile five times: the same bytes are parsed once, an edit is seen at once (even
-    one that keeps the size and the modification time), every caller gets its own frame, a file gone is the
-    usual error."""
-    import os
-
-    from finops_cli.estate import demand_io
-
-    parses: list[Path] = []
-    real = demand_io.parse_profile
-    monkeypatch.setattr(demand_io, "parse_profile", lambda path, data=None: parses.append(path) or real(path, data))
-    path = tmp_path / "daily.csv"
-    path.write_text("hour,units\n0,10\n1,20\n")
-    first = read_profile(path)
-    first.loc[0, "units"] = 99.0  # the caller's own copy
-    assert read_profile(path)["units"].tolist() == [10.0, 20.0] and len(parses) == 1
-    times = os.stat(path).st_mtime_ns
-    path.write_text("hour,units\n0,30\n1,40\n")  # same size
-    os.utime(path, ns=(times, times))  # same modification time
-    assert read_profile(path)["units"].tolist() == [30.0, 40.0] and len(parses) == 2
-    path.write_text("hour,units\n0,-1\n")
-    with pytest.raises(InputError, match="line 2"):
-        read_profile(path)
-    path.unlink()
-    with pytest.raises(InputError, match="not found"):
-        read_profile(path)
-    for i in range(demand_io._READ_LIMIT + 5):  # at most _READ_LIMIT frames are kept
-        other = tmp_path / f"p{i}.csv"
-        other.write_text(f"hour,units\n0,{i}\n")
-        assert read_profile(other)["units"].tolist() == [float(i)]
-    assert len(demand_io._READ) == demand_io._READ_LIMIT

@@ -119,8 +119,8 @@ def test_plan_stack_netc_and_dispatch_use_the_same_feed_window(store: Store, tmp
     est = api.estate(fleet_p, wl_p)
     plan = api.plan(est, store, horizon="2026-10")
     used = {p.substrate: p for p in plan.document.prices}["g5-spot"]
-    stack = api.stack(fleet_p, wl_p, store=store, horizon="2026-10")
-    netc = api.netc(fleet_p, wl_p, store=store, horizon="2026-10")
+    stack = api.stack(api.estate(fleet_p, wl_p), store=store, horizon="2026-10")
+    netc = api.netc(api.estate(fleet_p, wl_p), store=store, horizon="2026-10")
     dispatch = api.simulate_dispatch(est, generate=True, requests=500, store=store, horizon="2026-10")
     assert used.window_end == "2026-11-01T00:00:00Z" and used.source == "price_feed" and used.statistic == "mean"
     assert stack.prices[0].value == netc.prices[0].value == pytest.approx(used.value, abs=1e-6)
@@ -134,7 +134,32 @@ def test_plan_stack_netc_and_dispatch_use_the_same_feed_window(store: Store, tmp
     # a horizon after the feed's newest price: the window ends at that price, for every command alike
     later = api.plan(est, store, horizon="2026-12").document.prices[0]
     assert later.window_end.startswith("2026-11-1") and later.value > used.value * 1.3
-    assert api.stack(fleet_p, wl_p, store=store, horizon="2026-12").prices[0].value == pytest.approx(later.value)
+    assert api.stack(api.estate(fleet_p, wl_p), store=store, horizon="2026-12").prices[0].value == pytest.approx(
+        later.value
+    )
+
+
+def test_one_priced_estate_reads_each_input_once(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Priced once, handed down: stack, plan and the report's supply curve parse fleet.yaml once, resolve the feed
+    once and build the demand once (no process cache hides re-reads)."""
+    from finops_cli import files
+    from finops_cli.report import prices as report_prices
+
+    write_feed(store, messy_feed(seed=4))
+    fleet_p, wl_p = _files(tmp_path, _fleet(G5_FEED | {"statistic": "mean"}))
+    parsed: list[Path] = []
+    computed: list[object] = []
+    real_yaml, real_stat = files._parse_yaml, report_prices.feed_statistic
+    monkeypatch.setattr(files, "_parse_yaml", lambda text, path: parsed.append(path) or real_yaml(text, path))
+    monkeypatch.setattr(report_prices, "feed_statistic", lambda *a, **k: computed.append(a) or real_stat(*a, **k))
+    priced = api.price(api.estate(fleet_p, wl_p), store, horizon="2026-10")
+    stack = api.stack(priced)
+    plan = api.plan(priced)
+    md = api.report(plan.document, store, estate=priced).markdown
+    assert sorted(p.name for p in parsed) == ["fleet.yaml", "workloads.yaml"] and len(computed) == 1
+    assert plan.document.prices[0].value == pytest.approx(stack.prices[0].value) and "supply curve" in md.lower()
+    with pytest.raises(ValueError, match="already priced"):
+        api.stack(priced, horizon="2026-11")
 
 
 def test_plan_json_records_every_price_used(store: Store, tmp_path: Path) -> None:
@@ -253,8 +278,8 @@ def test_every_command_defaults_to_the_latest_month_with_gpu_usage(store: Store,
     est = api.estate(fleet_p, wl_p)
     oct1 = datetime(2026, 10, 1, tzinfo=UTC)
     assert api.plan(est, store).horizon.start == oct1
-    assert api.stack(fleet_p, wl_p, store=store).horizon.start == oct1
-    assert api.netc(fleet_p, wl_p, store=store).horizon.start == oct1
+    assert api.stack(api.estate(fleet_p, wl_p), store=store).horizon.start == oct1
+    assert api.netc(api.estate(fleet_p, wl_p), store=store).horizon.start == oct1
     runner = CliRunner()
     common = ["--fleet", str(fleet_p), "--workloads", str(wl_p), "--store", str(store.root)]
     for cmd in (["plan"], ["stack"], ["netc"], ["simulate", "dispatch", "--generate", "--requests", "100"]):

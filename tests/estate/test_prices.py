@@ -114,31 +114,3 @@ def test_reference_table_rows_have_source_and_date() -> None:
     p = reference_price("anthropic/claude-sonnet-output/api")
     assert (p.unit, p.usd_per_unit) == ("Mtokens", 15.0)
     assert reference_price_age_days(p, date(2026, 10, 30)) == 30
-
-
-def test_a_feed_resolved_again_over_equal_rows_reuses_its_statistic(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``finops demo`` resolves the same feed three times (stack, plan, the report's stack): over rows equal to the
-    last ones the statistic is reused; rewritten rows (same file, same size) or another horizon compute it again."""
-    from finops_cli.estate import prices
-    from finops_cli.report import prices as report_prices
-
-    computed: list[object] = []
-    real = report_prices.feed_statistic
-    monkeypatch.setattr(report_prices, "feed_statistic", lambda *a, **k: computed.append(a) or real(*a, **k))
-    monkeypatch.setattr(prices, "_SEEN", {})
-    fleet = _fleet(price_feed=FEED)
-
-    def price(end: datetime = END) -> float | None:
-        return resolve_fleet(fleet, store, horizon_end=end)[0].substrate("spot").price_per_gpu_hour
-
-    _spot_store(store, [32.0, 24.0, 24.0])
-    assert price() == price() == pytest.approx((32 + 24) / 2 / 8) and len(computed) == 1
-    _spot_store(store, [16.0, 24.0, 24.0])  # the same store file rewritten: other rows
-    assert price() == pytest.approx((16 + 24) / 2 / 8) and len(computed) == 2
-    half = datetime(2026, 10, 2, 12, tzinfo=UTC)  # 16 for a day, 24 for half a day
-    assert price(half) == pytest.approx((16 * 24 + 24 * 12) / 36 / 8) and len(computed) == 3
-    monkeypatch.setattr(prices, "_SEEN_BYTES", 100)  # rows above the bound are not kept
-    monkeypatch.setattr(prices, "_SEEN", {})
-    assert price() == price() and len(computed) == 5 and not prices._SEEN

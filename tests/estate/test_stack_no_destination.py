@@ -51,8 +51,8 @@ def test_stack_exits_3_naming_the_workload_and_each_exclusion(files, only) -> No
 def test_stack_and_plan_raise_the_same_error(files) -> None:
     fl, wl = files
     with pytest.raises(NoCompliantDestination) as stack_err:
-        api.stack(fl, wl, workload="stranded", horizon="2026-10")
+        api.stack(api.estate(fl, wl), workload="stranded", horizon="2026-10")
     with pytest.raises(NoCompliantDestination) as plan_err:
         api.plan(api.estate(fl, wl), horizon="2026-10-01:24")
     assert str(stack_err.value) == str(plan_err.value)
-    assert api.stack(fl, wl, workload="ok", horizon="2026-10").stacks[0].steps  # a runnable one still works
+    assert api.stack(api.estate(fl, wl), workload="ok", horizon="2026-10").stacks[0].steps  # a runnable one still works

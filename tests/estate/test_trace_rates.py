@@ -165,8 +165,8 @@ def test_fleet_interruption_trace_sets_the_rate_plan_uses(tmp_path: Path) -> Non
     notes = " ".join(result.document.notes)
     assert "spot-a: λ measured from trace traces/a.json" in notes and "95 % interval" in notes
     # stack and netc see the same measured λ
-    st = api.stack(fl, wl, horizon="2026-10-01:48").stacks[0]
-    net = api.netc(fl, wl, horizon="2026-10-01:48", substrate="spot-a").rows[0]
+    st = api.stack(api.estate(fl, wl), horizon="2026-10-01:48").stacks[0]
+    net = api.netc(api.estate(fl, wl), horizon="2026-10-01:48", substrate="spot-a").rows[0]
     assert net.preemptions_per_hour == pytest.approx(measured.preemptions_per_hour)
     step = next(s for s in st.steps if s.substrate == "spot-a" and s.segment == 0)
     assert step.usd_per_unit == pytest.approx(net.cost_per_unit)

@@ -43,7 +43,6 @@ def yaml_loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     else:
         loader = yaml.SafeLoader
     monkeypatch.setattr(files, "_yaml_loader", lambda: loader)
-    monkeypatch.setattr(files, "_YAML_SEEN", {})  # every file parsed by this loader, none remembered from another
     return loader
 
 
@@ -158,37 +157,3 @@ def test_both_parsers_refuse_hostile_yaml_with_one_message(
     path.write_text(text)
     with pytest.raises(InputError, match=says):
         files.read_yaml_positions(path)
-
-
-def test_the_same_text_is_parsed_once_and_every_reader_gets_its_own_document(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``finops demo`` parses fleet.yaml five times: the same text at the same path is parsed once, an edit is seen
-    at once (even one that keeps the size and the modification time), each reader may change its document."""
-    import os
-
-    parses: list[Path] = []
-    real = files._parse_yaml
-    monkeypatch.setattr(files, "_parse_yaml", lambda text, path: parses.append(path) or real(text, path))
-    path = tmp_path / "fleet.yaml"
-    path.write_text("version: 1\nsubstrates: [{id: a, gpus: 8}]\n")
-    first, positions = files.read_yaml_positions(path)
-    first["substrates"][0]["gpus"] = 99  # the reader's own copy
-    again, positions_again = files.read_yaml_positions(path)
-    assert again == {"version": 1, "substrates": [{"id": "a", "gpus": 8}]} and positions_again == positions
-    assert len(parses) == 1
-    times = os.stat(path).st_mtime_ns
-    path.write_text("version: 1\nsubstrates: [{id: b, gpus: 4}]\n")  # same size
-    os.utime(path, ns=(times, times))  # same modification time
-    assert (
-        files.read_yaml_positions(path)[0] == {"version": 1, "substrates": [{"id": "b", "gpus": 4}]}
-        and len(parses) == 2
-    )
-    path.write_text("version: 1\nversion: 2\n")
-    with pytest.raises(InputError, match="duplicate key"):
-        files.read_yaml_positions(path)[0]
-    for i in range(files._YAML_SEEN_LIMIT + 3):  # at most _YAML_SEEN_LIMIT documents are kept
-        other = tmp_path / f"f{i}.yaml"
-        other.write_text(f"n: {i}\n")
-        assert files.read_yaml_positions(other)[0] == {"n": i}
-    assert len(files._YAML_SEEN) == files._YAML_SEEN_LIMIT

@@ -166,7 +166,8 @@ def test_milp_is_never_dearer_than_the_reference_on_any_estate(estate) -> None:
 
 
 def test_report_says_no_saving_is_claimed() -> None:
-    from finops_cli.report.markdown import ReportInputs, render_markdown
+    from finops_cli.report.markdown import render_markdown
+    from finops_cli.report.metrics import ReportInputs
     from finops_cli.schema.plan import PlanDocument
 
     f, ws, d = _greedy_trap()

@@ -57,7 +57,7 @@ def test_sample_duals_unchanged_by_the_warm_re_solve(sample_estate):
     from finops_cli.estate.demand_io import estate_demand as demand_of
     from finops_cli.planner import plan_demand
 
-    priced = api.priced_fleet(sample_estate.fleet, None, horizon="2026-10", estate=sample_estate, default_store=False)
+    priced = api.price(sample_estate, None, horizon="2026-10", default_store=False)
     est = replace(sample_estate, fleet=priced.fleet)
     d = demand_of(est, priced.horizon)
     ws = list(est.workloads.workloads)

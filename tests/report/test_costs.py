@@ -272,7 +272,7 @@ def test_cli_formats_and_bad_input(messy) -> None:
 def test_by_is_capped_and_a_repeat_is_named_briefly(messy) -> None:
     """Issue 27 items 13, 17: 1,000 dimensions took 12.5 s (3,000 did not finish in 60 s); a repeated
     dimension's error quoted the whole argument (tens of kB)."""
-    from finops_cli.api import MAX_COST_DIMENSIONS
+    from finops_cli.report.costs import MAX_COST_DIMENSIONS
 
     store, _ = messy
     many = ",".join(f"tag{i}" for i in range(3000))

@@ -16,15 +16,9 @@ from finops_cli.cli.app import app
 from finops_cli.report.escape import md_text
 from finops_cli.report.format import money, number
 from finops_cli.report.gate import parse_plan
-from finops_cli.report.markdown import (
-    CHART_NAMES,
-    KIND_LABEL,
-    ReportInputs,
-    WasteInputs,
-    cost_by_kind,
-    render_markdown,
-    write_report,
-)
+from finops_cli.report.markdown import render_markdown
+from finops_cli.report.metrics import CHART_NAMES, KIND_LABEL, ReportInputs, WasteInputs, cost_by_kind
+from finops_cli.report.write import write_report
 from finops_cli.schema.plan import PlanDocument
 from tests.report.conftest import make_plan, write_plan
 
@@ -63,7 +57,7 @@ def _row(markdown: str, first_cell: str, after: str = "") -> list[str]:
 def test_golden_report_for_the_sample_plan() -> None:
     charts = {key: f"report-{suffix}.png" for key, suffix in CHART_NAMES.items()}
     inputs = ReportInputs(plan=_sample_plan(), waste=_sample_waste())
-    from finops_cli.report.markdown import SupplyInputs
+    from finops_cli.report.metrics import SupplyInputs
 
     inputs.supply = SupplyInputs({"entries": []}, "USD", "pretrain-70b", "h100_hours", 2.0, 134.4)
     text = _normalise(render_markdown(inputs, charts))

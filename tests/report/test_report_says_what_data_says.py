@@ -9,13 +9,9 @@ from typing import Any
 
 import pytest
 
-from finops_cli.report.markdown import (
-    ReportInputs,
-    WasteInputs,
-    levers,
-    render_markdown,
-    write_report,
-)
+from finops_cli.report.markdown import render_markdown
+from finops_cli.report.metrics import ReportInputs, WasteInputs, levers
+from finops_cli.report.write import write_report
 from finops_cli.schema.plan import PlanDocument
 from tests.report.conftest import make_plan
 

@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from finops_cli import api
 from finops_cli.cli.app import app
+from finops_cli.sim.dispatch.io import read_trace
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "market" / "laissezcloud_two_tenants.yaml"
 
@@ -89,10 +89,10 @@ def test_dispatch_generate_writes_a_seeded_trace(estate, tmp_path: Path):
     r2 = _dispatch(estate, *args, "--trace", str(t2))
     assert r1.exit_code == 0 and r2.exit_code == 0, r1.output + r2.output
     assert json.loads(r1.stdout) == json.loads(r2.stdout)
-    replay = api.read_trace(t1, ["train"])
+    replay = read_trace(t1, ["train"])
     assert len(replay) == json.loads(r1.stdout)["requests"] + json.loads(r1.stdout)["rejected"]["requests"]
     assert replay.origin is not None and replay.origin.isoformat().startswith("2026-10-01T00:00")
-    assert len(api.read_trace(t2, ["train"])) == len(replay)
+    assert len(read_trace(t2, ["train"])) == len(replay)
 
 
 @pytest.mark.parametrize(

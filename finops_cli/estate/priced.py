@@ -1,0 +1,135 @@
+"""The priced estate: a fleet (and its workloads) priced once for one horizon and one as-of instant.
+
+Every command that prices builds one :class:`PricedEstate` (:func:`price_estate`) and hands it to ``stack``,
+``netc``, ``plan``, the report's supply curve and ``simulate dispatch``: fleet.yaml is parsed once, each price
+feed resolved once and the demand read once per command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from finops_cli.estate.horizon import choose_horizon
+from finops_cli.estate.load import Estate
+from finops_cli.estate.prices import needs_store, resolve_fleet
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from finops_cli.core.demand import Horizon
+    from finops_cli.estate.demand_io import ObservedDemand
+    from finops_cli.estate.horizon import HorizonChoice
+    from finops_cli.estate.prices import PriceSource
+    from finops_cli.schema.estate import Fleet
+    from finops_cli.store import Store
+
+
+@dataclass
+class PricedEstate:
+    """An estate (or a fleet on its own) priced for one horizon, as of one instant.
+
+    ``fleet`` is the resolved fleet (every ``price_feed``/``price_ref`` replaced by its price), ``sources`` where
+    each price came from, ``choice`` the horizon and why, ``store`` the store it was priced from (None: none),
+    ``as_of`` the aware UTC instant price ages and "the current month" are counted from, ``fx`` the exchange
+    rates given over the fleet's own."""
+
+    estate: Estate | None
+    fleet: Fleet
+    sources: list[PriceSource]
+    choice: HorizonChoice
+    store: Store | None
+    as_of: datetime
+    fx: dict[str, float] | None = None
+    #: the fleet as loaded, before pricing (waste prices devices from its own rules)
+    loaded_fleet: Fleet | None = field(default=None, repr=False)
+
+    @property
+    def horizon(self) -> Horizon:
+        return self.choice.horizon
+
+    @property
+    def resolved(self) -> Estate:
+        """The estate with its fleet priced (raises when this is a fleet on its own)."""
+        if self.estate is None:
+            raise ValueError("a fleet priced without workloads has no estate")
+        return replace(self.estate, fleet=self.fleet)
+
+    @cached_property
+    def demand_sources(self) -> tuple[pd.DataFrame, list[ObservedDemand]]:
+        """Units per hour per workload over the horizon and what each ``from_store`` demand measured (read once)."""
+        from finops_cli.estate.demand_io import estate_demand_sources
+
+        frame, observed = estate_demand_sources(self.resolved, self.horizon, self.store)
+        return frame, observed
+
+    @property
+    def demand(self) -> pd.DataFrame:
+        """A copy of :attr:`demand_sources`' frame (callers may change theirs)."""
+        return self.demand_sources[0].copy()
+
+
+def as_of_instant(as_of: datetime | None) -> datetime:
+    """``as_of`` as an aware UTC instant to the second; None is now."""
+    instant = datetime.now(UTC) if as_of is None else as_of
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=UTC)
+    return instant.astimezone(UTC).replace(microsecond=0)
+
+
+def open_store_at(store: str | Path | Store | None) -> Store:
+    """``store`` itself, or the store at that root (``None``: the default one)."""
+    if store is None or isinstance(store, str | Path):
+        from finops_cli.store import open_store
+
+        return open_store(store)
+    return store
+
+
+def existing_store(store: str | Path | None, needed: bool) -> Store | None:
+    """The store at ``store``; else the default one when it exists (or is needed: errors then name it)."""
+    from finops_cli.store import store_exists
+
+    if store is not None or needed or store_exists(None):
+        return open_store_at(store)
+    return None
+
+
+def price_estate(
+    estate: Estate | Fleet,
+    store: str | Path | Store | None = None,
+    *,
+    horizon: str | Horizon | None = None,
+    fx: dict[str, float] | None = None,
+    demand_from_store: bool = True,
+    default_store: bool = True,
+    as_of: datetime | None = None,
+) -> PricedEstate:
+    """The one price resolution every command runs: the horizon (given, else the default-month rule of
+    :func:`finops_cli.estate.horizon.choose_horizon`), then every substrate's price for that horizon
+    (:func:`finops_cli.estate.prices.resolve_fleet`: the feed window rule, products, ``fx``).
+
+    ``estate`` is an estate, or a fleet on its own (``finops stack`` without workloads). ``store`` None means the
+    default store when it exists (or is needed), unless ``default_store`` is False (``plan(store=None)`` plans
+    without a store). ``as_of`` (default now, UTC) is the instant every price age and "the current month" is
+    counted from: a plan records it, so it never depends on the clock."""
+    est = estate if isinstance(estate, Estate) else None
+    fleet = est.fleet if est is not None else estate
+    assert not isinstance(fleet, Estate)
+    needs = needs_store(fleet) or (
+        demand_from_store and est is not None and any(w.demand.from_store is not None for w in est.workloads.workloads)
+    )
+    st: Store | None
+    if store is not None and not isinstance(store, str | Path):
+        st = store
+    elif store is None and not default_store:
+        st = None
+    else:
+        st = existing_store(store, needs)
+    instant = as_of_instant(as_of)
+    choice = choose_horizon(horizon, est, st, instant)
+    resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx, as_of=instant.date())
+    return PricedEstate(est, resolved, sources, choice, st, instant, fx, fleet)

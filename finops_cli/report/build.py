@@ -1,0 +1,109 @@
+"""The leadership report's inputs gathered from the store and the priced estate, then the report written.
+
+:func:`finops_cli.api.report` checks its arguments and hands over here; the supply curve comes from a callable
+(the estate layer above prices it), so this module reads only the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from finops_cli.errors import FinopsError
+from finops_cli.report.metrics import (
+    PriceFeedInfo,
+    ReportInputs,
+    ReportResult,
+    SupplyInputs,
+    WasteInputs,
+    horizon_bounds,
+)
+from finops_cli.report.waste_query import store_waste_reports
+from finops_cli.report.write import write_report
+from finops_cli.store import engine
+from finops_cli.store.cost_query import actual_cost_notes
+from finops_cli.store.queries import SPOT_FEED_LATEST
+
+if TYPE_CHECKING:
+    from finops_cli.core.stack import Stack
+    from finops_cli.schema.estate import Fleet
+    from finops_cli.store import Store
+
+
+@dataclass
+class SupplyCurve:
+    """One workload's merit order for the report, in ``currency``, and each substrate's price in it."""
+
+    stack: Stack
+    currency: str
+    prices: dict[str, float | None]
+
+
+def build_report(
+    inputs: ReportInputs,
+    st: Store,
+    out: Path | None,
+    *,
+    fleet: Fleet | None,
+    supply: Callable[[str], SupplyCurve] | None,
+    supply_missing: str | None,
+) -> ReportResult:
+    """Fill ``inputs`` from the store (idle waste, price-feed age, effective-cost notes) and ``supply`` (the merit
+    order of the plan's costliest workload), then write the report at ``out`` (charts drawn here).
+
+    ``fleet`` prices idle devices; ``supply_missing`` is the supply section's note when there is no ``supply``."""
+    doc = inputs.plan
+    start, _ = horizon_bounds(doc)
+    month = None if start is None else f"{start:%Y-%m}"
+    if month is not None:
+        inputs.notes.extend(f"{n[0].upper()}{n[1:]}." for n in actual_cost_notes(st, [month]))
+
+    supply_notes: list[str] = []  # after idle waste's note in the report, as they always were
+    if supply is not None:
+        by_cost: dict[str, float] = {}
+        for a in doc.allocations:
+            by_cost[a.workload] = by_cost.get(a.workload, 0.0) + a.cost
+        if by_cost:
+            biggest = max(by_cost, key=lambda w: by_cost[w])
+            try:
+                curve = supply(biggest)
+                used = {p.substrate: p.value for p in doc.prices}
+                now = curve.prices
+                moved = [k for k, v in used.items() if k in now and v is not None and abs((now[k] or 0) - v) > 1e-6]
+                if moved:
+                    supply_notes.append(
+                        "The supply curve prices " + ", ".join(moved) + " differently from the plan (the store or "
+                        "fleet changed since the plan was made)."
+                    )
+                chosen = curve.stack
+                inputs.supply = SupplyInputs(
+                    chosen.as_dict(), curve.currency, biggest, chosen.unit, chosen.clearing_price, chosen.demand_units
+                )
+            except FinopsError as exc:
+                inputs.supply_note = str(exc)
+        else:
+            inputs.supply_note = "the plan allocates nothing"
+    elif supply_missing is not None:
+        inputs.supply_note = supply_missing
+    if st.has("utilization"):
+        months = st.partition_values("utilization", "month")
+        use = month if month in months else months[-1]
+        try:
+            with engine.system_allocator():  # see finops_cli.api.waste_reports
+                reports = store_waste_reports(
+                    st, ("team", "substrate"), fleet=fleet, price_per_gpu_hour=None, month=use, reason="--month"
+                )
+            by = {g: r.to_dict() for g, r in reports.items()}
+            inputs.waste = WasteInputs(by, month=use)
+            if use != month:
+                inputs.notes.append(f"Idle waste is for {use}, the latest month with utilisation (plan: {month}).")
+        except FinopsError as exc:
+            inputs.waste_note = str(exc)
+    inputs.notes += supply_notes
+    if st.has("spot_prices"):
+        table = engine.run(st, SPOT_FEED_LATEST)
+        rows = table.to_pylist() if table is not None else []
+        inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
+    return write_report(inputs, out)
