@@ -502,9 +502,13 @@ class Store:
             sync_view(self)
 
     def _tidy(self, generation: int) -> None:
-        """After a commit, best effort: drop generations whose successor is older than :data:`GRACE`."""
+        """After a commit, best effort: drop generations whose successor is older than :data:`GRACE`.
+
+        Ages are measured on the storage's clock (file or object times), against the generation just written, not
+        against this process's clock: the two may disagree (a bucket server's clock, a skewed host)."""
         gens = self._generations()
-        cutoff = time.time() - GRACE.total_seconds()
+        newest = gens[-1][1] if gens and gens[-1][1] is not None else time.time()
+        cutoff = newest - GRACE.total_seconds()
         for (old, _), (_, written) in itertools.pairwise(gens):
             if old < generation and written is not None and written <= cutoff:
                 with suppress(OSError):
