@@ -527,13 +527,6 @@ def check_max_price_age(days: float | None) -> None:
         raise InputError(f"--max-price-age {days}: expected a number of days >= 0")
 
 
-def as_of_instant(as_of: datetime | None) -> datetime:
-    """``as_of`` as an aware UTC instant to the second; None is now."""
-    from finops_cli.estate.priced import as_of_instant as _instant
-
-    return _instant(as_of)
-
-
 def _demand_warnings(p: PricedEstate) -> list[str]:
     """Where ``stack`` and ``netc`` start: the horizon's warnings (month mismatch) and profile coverage."""
     from finops_cli.estate.checks import check_profile_coverage
@@ -1137,6 +1130,7 @@ def replay_plan(
     """
     from finops_cli.core.demand import Horizon
     from finops_cli.errors import InputError
+    from finops_cli.estate.priced import as_of_instant
     from finops_cli.report.gate import plan_or_path
     from finops_cli.sim.dispatch.replay import PlanMismatch, check_plan_matches
     from finops_cli.sim.dispatch.replay import replay_plan as run_replay
