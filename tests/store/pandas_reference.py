@@ -124,7 +124,7 @@ def resource_rates(billing: pd.DataFrame, fleet: Fleet | None) -> pd.DataFrame:
     )
     out = out[out["gpu_hours"] > 0].copy()
     out["usd_per_gpu_hour"] = out["cost"] / out["gpu_hours"]
-    # The one fix carried over: under pandas 3 a missing team came out NaN, which is truthy, so waste_report
+    # The one fix carried over: under pandas 3 a missing team came out NaN, which is truthy, so waste_reports_by
     # grouped such devices under a NaN key that groupby then dropped (groups no longer added up to the totals).
     attrs = ["provider", "region", "instance_type", "accelerator", "pricing_category", "team", "substrate", "currency"]
     out[attrs] = out[attrs].astype(object).where(out[attrs].notna(), None)
