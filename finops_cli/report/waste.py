@@ -416,8 +416,8 @@ def _billed_markdown(report: WasteReport) -> str:
     t, cur = report.totals, report.currency
 
     def cells(g: dict[str, Any]) -> list[str]:
-        return [number(g["gpu_hours"]), money(g["billed_cost"], cur), money(g["effective_cost"], cur),
-                unit_price(g["effective_per_gpu_hour"], cur)]  # fmt: skip
+        amounts = [money(g["billed_cost"], cur), money(g["effective_cost"], cur)]
+        return [number(g["gpu_hours"]), *amounts, unit_price(g["effective_per_gpu_hour"], cur)]
 
     headers = [report.by, "resources", "GPU-hours", "billed (BilledCost)", "amortised (EffectiveCost)", "per GPU-h"]
     rows = [[g["key"], str(g["resources"]), *cells(g)] for g in report.groups]
