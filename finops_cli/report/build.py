@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from finops_cli.errors import FinopsError
 from finops_cli.report.metrics import (
-    PriceFeedInfo,
     ReportInputs,
     ReportResult,
     SupplyInputs,
@@ -105,5 +104,5 @@ def build_report(
     if st.has("spot_prices"):
         table = engine.run(st, SPOT_FEED_LATEST)
         rows = table.to_pylist() if table is not None else []
-        inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
+        inputs.price_feeds = {str(r["provider"]): r["latest"] for r in rows}
     return write_report(inputs, out)

@@ -14,7 +14,6 @@ from finops_cli.report.format import money, number, pct, unit_price
 from finops_cli.report.metrics import (
     BASELINE_LABEL,
     KIND_LABEL,
-    PHILLY_UTILIZATION,
     RESIDUAL_LABEL,
     ReportInputs,
     bill_coverage,
@@ -27,6 +26,7 @@ from finops_cli.report.metrics import (
     latency_critical_on_spot,
     period_label,
 )
+from finops_cli.report.waste import PHILLY_MEAN_UTILIZATION
 from finops_cli.schema.plan import PlanDocument
 
 
@@ -72,7 +72,7 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
     if waste_totals is not None:
         idle_cost = waste_totals.get("idle_cost")
         idle_fraction = waste_totals.get("idle_fraction")
-        philly = f"Philly's production cluster ran at {pct(PHILLY_UTILIZATION, decimals=0)} utilisation"
+        philly = f"Philly's production cluster ran at {pct(PHILLY_MEAN_UTILIZATION, decimals=0)} utilisation"
         if idle_cost is not None:
             parts.append(
                 f"**{_pm(idle_cost, cur)}** of spend paid for idle GPUs "
@@ -389,9 +389,9 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
     else:
         items.append("**Utilisation coverage:** not measured (no utilisation trace in the store).")
     _, end = horizon_bounds(plan)
-    if inp.price_feeds is not None and inp.price_feeds.latest:
+    if inp.price_feeds:
         ages = []
-        for provider, ts in sorted(inp.price_feeds.latest.items()):
+        for provider, ts in sorted(inp.price_feeds.items()):
             age = "" if end is None else f", {(end - ts).total_seconds() / 86400:.1f} days before the horizon ends"
             ages.append(f"{md_text(provider)} {ts:%Y-%m-%d %H:%M} UTC{age}")
         items.append("**Price-feed age:** latest spot-price sample per provider: " + "; ".join(ages) + ".")
