@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from functools import cache
 from itertools import combinations
 from typing import Literal
 
@@ -160,25 +161,14 @@ def billing_use(
     if total_idle > 0 and plan_gpu_hours > 0:
         scale = min(1.0, max(billed - plan_gpu_hours, 0.0) / total_idle)
         idle = {sid: h * scale for sid, h in idle.items()}
-    return BaselineUse(
-        "billing",
-        {str(k): float(v) for k, v in cost.items()},
-        hours,
-        util,
-        frozenset(measured),
-        ratio,
-        idle,
-        scale,
-    )
+    paid = {str(k): float(v) for k, v in cost.items()}
+    return BaselineUse("billing", paid, hours, util, frozenset(measured), ratio, idle, scale)
 
 
 def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
     """The greedy merit-order reference's use: it pays only for the GPU-hours the demand needs (u = 1)."""
-    return BaselineUse(
-        "merit_order",
-        {str(k): float(v) for k, v in cost.items()},
-        {str(k): float(v) for k, v in gpu_hours.items()},
-    )
+    paid, hours = ({str(k): float(v) for k, v in series.items()} for series in (cost, gpu_hours))
+    return BaselineUse("merit_order", paid, hours)
 
 
 # --- switching levers off -------------------------------------------------------------------------
@@ -186,13 +176,11 @@ def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
 
 def pool_price(s: Substrate) -> float:
     """Money per pool GPU-hour of ``s`` at the fleet's price (its resolved price × preference; APIs: 0)."""
-    if s.kind == "api":
-        return 0.0
-    return base_price_per_gpu_hour(s) * s.preference
+    return 0.0 if s.kind == "api" else base_price_per_gpu_hour(s) * s.preference
 
 
 def paid_idle(frame: PlanFrame, use: BaselineUse) -> tuple[pd.DataFrame, float]:
-    """Right-sizing off: the baseline's idle GPU-hours stay paid and stay occupied (module docstring).
+    """Right-sizing off: the baseline's idle GPU-hours stay paid and stay occupied (docs/economics.md §6).
 
     Returns the capacity with each substrate's real segments reduced, from the top (congested) segment down, by
     its idle ``I_s / H`` GPUs, and the money of that idle at fleet prices (``Σ I_s × price × preference``)."""
@@ -308,12 +296,8 @@ def _steer(
 
 
 def restrict(frame: PlanFrame, off: set[str], use: BaselineUse) -> PlanFrame:
-    """``frame`` with the levers in ``off`` switched off.
-
-    What a switched-off lever would add (spot above the baseline's use, APIs the baseline did not use) stays in
-    the model as a last resort for work nothing else can serve, charged at that work's dearest real price per
-    unit (:func:`_steer_rows`); the charge counts in ``v(S)``, so ``v`` only falls as levers are switched on.
-    """
+    """``frame`` with the levers in ``off`` switched off. What they would add (spot above the baseline's use, APIs
+    it did not use) stays as a last resort at the work's dearest real price per unit (:func:`_steer_rows`)."""
     rows, capacity, commitments, sunk = frame.rows, frame.capacity, frame.commitments, frame.sunk_cost
     dearest = _dearest_per_group(rows)
     if "right_sizing" in off and use.idle:
@@ -381,7 +365,7 @@ def attribute_savings(
     method: Literal["auto", "shapley", "ordered"] = "auto",
     solver: str = "auto",
 ) -> LeverAttribution:
-    """Split ``baseline_cost − planned`` into the residual and one term per lever (module docstring)."""
+    """Split ``baseline_cost − planned`` into the residual and one term per lever (docs/economics.md §6)."""
     t0 = time.perf_counter()
     frame = out.frame
     planned = out.solution.planned_cost
@@ -390,24 +374,13 @@ def attribute_savings(
         method = "shapley" if len(frame.rows) <= SHAPLEY_MAX_COLUMNS else "ordered"
     name = resolve_solver(solver)  # type: ignore[arg-type]
     integer_nodes = not frame.nodes.empty
-    frames: dict[bool, PlanFrame] = {}
     notes: list[str] = []
 
-    def base_frame(reliable: bool) -> PlanFrame:
-        """The plan's own frame; the cost-mode frame on the plan's blocks when reliability is switched off."""
-        if reliable == (mode == "reliability"):
-            return frame
-        if reliable not in frames:
-            frames[reliable] = build_frame(
-                fleet,
-                workloads,
-                demand,
-                n_blocks=frame.blocks.n,
-                mode="reliability" if reliable else "cost",
-                integer_nodes=integer_nodes,
-                hour_block=frame.blocks.hour_block,
-            )
-        return frames[reliable]
+    @cache
+    def cost_frame() -> PlanFrame:
+        """The cost-mode frame on the plan's blocks: a reliability-mode plan with reliability switched off."""
+        n, hour_block = frame.blocks.n, frame.blocks.hour_block
+        return build_frame(fleet, workloads, demand, n_blocks=n, integer_nodes=integer_nodes, hour_block=hour_block)
 
     dearest = _dearest_price(frame)
     values: dict[frozenset[str], float] = {frozenset(players): planned}
@@ -415,7 +388,7 @@ def attribute_savings(
     def v(on: frozenset[str]) -> float:
         if on not in values:
             # a lever the plan does not pull is off in every coalition (the plan is optimal without it too)
-            f = base_frame(mode == "reliability" and "reliability" in on)
+            f = cost_frame() if mode == "reliability" and "reliability" not in on else frame
             values[on] = _plan_cost(
                 restrict(f, {str(x) for x in LEVER_ORDER} - on, use), name, integer_nodes, dearest, notes, on
             )

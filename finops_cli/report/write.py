@@ -41,7 +41,7 @@ def waterfall_steps(plan: PlanDocument) -> list[tuple[str, float]]:
 def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, str], list[str]]:
     """Draw every chart whose inputs exist into ``stage``: {key: file name} in report order, and what was
     unavailable (a supply curve that could not be drawn says why; any other failure is raised)."""
-    from finops_cli.report import charts, figures  # matplotlib (~0.6 s): only when a report draws
+    from finops_cli.report import charts  # matplotlib (~0.6 s): only when a report draws
 
     plan, cur = inp.plan, inp.plan.currency.upper()
     names = {key: f"{stem}-{name}.png" for key, name in CHART_NAMES.items()}
@@ -52,7 +52,7 @@ def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, s
         teams = [str(g.get("key")) for g in groups]
         idle = [float(g.get("idle_cost" if priced else "idle_hours") or 0.0) for g in groups]
         period = waste_month(inp) or period_label(plan)
-        figures.idle_by_team_chart(teams, idle, stage / names["idle"], currency=cur if priced else None, period=period)
+        charts.idle_by_team_chart(teams, idle, stage / names["idle"], currency=cur if priced else None, period=period)
         drawn.append("idle")
     if inp.supply is not None:
         try:
@@ -68,12 +68,12 @@ def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, s
         baseline = [b or 0.0 for b, _ in by_kind.values()] if known else None
         planned = [p for _, p in by_kind.values()]
         path = stage / names["mix"]
-        figures.baseline_vs_plan_chart(kinds, baseline, planned, path, currency=cur, baseline_label=base_label)
+        charts.baseline_vs_plan_chart(kinds, baseline, planned, path, currency=cur, baseline_label=base_label)
         drawn.append("mix")
     t = plan.totals
     if t.baseline_cost is not None:
         path = stage / names["waterfall"]
-        figures.savings_waterfall_chart(t.baseline_cost, waterfall_steps(plan), t.planned_cost, path, currency=cur)
+        charts.savings_waterfall_chart(t.baseline_cost, waterfall_steps(plan), t.planned_cost, path, currency=cur)
         drawn.append("waterfall")
     unavailable = []
     if "supply" not in drawn:

@@ -73,16 +73,16 @@ def test_waste_from_another_month_is_said_in_the_summary_and_titles(tmp_path: Pa
 
     captured: dict[str, Any] = {}
 
-    import finops_cli.report.figures as figures
+    import finops_cli.report.charts as charts
 
-    real = figures.idle_by_team_chart
+    real = charts.idle_by_team_chart
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         captured.update(kwargs)
         return real(*args, **kwargs)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(figures, "idle_by_team_chart", spy)
+    mp.setattr(charts, "idle_by_team_chart", spy)
     try:
         write_report(ReportInputs(plan=_plan(doc), waste=_waste("2022-10")), tmp_path / "r.md")
     finally:
