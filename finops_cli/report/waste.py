@@ -64,14 +64,6 @@ class UtilHistogram:
     zeros: int = 0
     n: int = 0
 
-    def add(self, values: np.ndarray) -> None:
-        v = np.asarray(values, dtype=float)
-        v = v[np.isfinite(v)]
-        self.n += len(v)
-        self.zeros += int((v == 0).sum())
-        idx = np.clip((v * self.bins).astype(np.int64), 0, self.bins - 1)
-        self.counts += np.bincount(idx, minlength=self.bins)
-
     @classmethod
     def from_bins(cls, bins: pd.DataFrame) -> UtilHistogram:
         """From :data:`finops_cli.store.queries.WASTE_HISTOGRAM`'s rows (``bin, samples, zeros``)."""

@@ -176,8 +176,8 @@ def test_waste_errors(tmp_path: Path, store: Store) -> None:
 
 
 def test_histogram_deciles() -> None:
-    h = UtilHistogram()
-    h.add(pd.Series([i / 100 for i in range(100)]).to_numpy())
+    bins = pd.DataFrame({"bin": [i * 10 for i in range(100)], "samples": 1, "zeros": [1] + [0] * 99})
+    h = UtilHistogram.from_bins(bins)  # samples at 0, 0.01 … 0.99 (bin = ⌊u × 1000⌋)
     assert h.n == 100 and h.share_at_zero() == 0.01
     assert h.deciles() == pytest.approx([0.09, 0.19, 0.29, 0.39, 0.49, 0.59, 0.69, 0.79, 0.89], abs=0.0011)
 

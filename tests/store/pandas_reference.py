@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +33,15 @@ def _decode(table: pa.Table) -> pa.Table:
     return table
 
 
+def _add_samples(hist: UtilHistogram, values: np.ndarray) -> None:
+    """The histogram's binning done here on the samples themselves (the store does it in SQL)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    hist.n += len(v)
+    hist.zeros += int((v == 0).sum())
+    hist.counts += np.bincount(np.clip((v * hist.bins).astype(np.int64), 0, hist.bins - 1), minlength=hist.bins)
+
+
 def device_usage(store: Store, month: str) -> tuple[pd.DataFrame, UtilHistogram, float]:
     """Utilisation per device × team × workload, the sample histogram and the span (hours), batch by batch."""
     data = store.dataset("utilization")
@@ -42,7 +52,7 @@ def device_usage(store: Store, month: str) -> tuple[pd.DataFrame, UtilHistogram,
         if batch.num_rows == 0:
             continue
         util = batch.column("utilization")
-        hist.add(util.to_numpy(zero_copy_only=False))
+        _add_samples(hist, util.to_numpy(zero_copy_only=False))
         t = pa.table(
             {
                 **{k: batch.column(k) for k in DEVICE_KEYS},
