@@ -70,18 +70,22 @@ def group_costs(frame: pd.DataFrame, by: list[str], cost: CostBasis) -> tuple[li
     g["cost"] = g[col]
     g["per_gpu_hour"] = (g[gpu_col] / g["gpu_hours"]).where(g["gpu_hours"] > 0)  # over GPU lines only
     g = g.sort_values(["currency", "cost", *by], ascending=[True, False, *([True] * len(by))], kind="stable")
-    rows = [
+    return _records(g, keys, ["cost", "gpu_hours", "per_gpu_hour", "lines"]), _totals(frame, col)
+
+
+def _records(frame: pd.DataFrame, keys: list[str], values: list[str]) -> list[dict[str, Any]]:
+    """Rows as dicts: ``keys`` as text, ``values`` as Python numbers (``lines`` a count; NaN: None)."""
+    return [
         {
             **{k: str(r[k]) for k in keys},
-            "cost": float(r["cost"]),
-            "gpu_hours": float(r["gpu_hours"]),
-            "per_gpu_hour": None if pd.isna(r["per_gpu_hour"]) else float(r["per_gpu_hour"]),
-            "lines": int(r["lines"]),
+            **{v: None if pd.isna(r[v]) else int(r[v]) if v == "lines" else float(r[v]) for v in values},
         }
-        for r in g.to_dict("records")
+        for r in frame.to_dict("records")
     ]
-    totals = {str(c): float(v) for c, v in frame.groupby("currency")[col].sum().items()}
-    return rows, totals
+
+
+def _totals(frame: pd.DataFrame, col: str) -> dict[str, float]:
+    return {str(c): float(v) for c, v in frame.groupby("currency")[col].sum().items()}
 
 
 def compare_costs(
@@ -99,18 +103,8 @@ def compare_costs(
     both["delta"] = both["cost"] - both["previous"]
     both["delta_pct"] = (both["delta"] / both["previous"]).where(both["previous"] != 0)
     both = both.assign(_abs=both["delta"].abs()).sort_values(["_abs", *keys], ascending=[False, *[True] * len(keys)])
-    rows = [
-        {
-            **{k: str(r[k]) for k in keys},
-            "previous": float(r["previous"]),
-            "cost": float(r["cost"]),
-            "delta": float(r["delta"]),
-            "delta_pct": None if pd.isna(r["delta_pct"]) else float(r["delta_pct"]),
-        }
-        for r in both.to_dict("records")
-    ]
-    totals = {str(c): float(v) for c, v in frame[frame["month"] == month].groupby("currency")[col].sum().items()}
-    return rows, totals
+    rows = _records(both, keys, ["previous", "cost", "delta", "delta_pct"])
+    return rows, _totals(frame[frame["month"] == month], col)
 
 
 #: ``costs --compare`` calls a month partial when its lines are fewer than this share of the earlier month's.
