@@ -62,17 +62,8 @@ def merit_order_chart(
     width_in: float = 9.0,
     height_in: float = 5.0,
 ) -> Path:
-    """Write the merit-order step curve of ``stack`` to ``path`` (PNG) and return the path.
-
-    Parameters
-    ----------
-    stack
-        A :class:`finops_cli.core.stack.Stack` or its JSON shape (``entries`` with ``substrate``,
-        ``kind``, ``cost_per_unit``, ``capacity_units``; optional ``demand_units``,
-        ``clearing_price``, ``unit``, ``workload``, ``mode``).
-    path
-        Output file; written atomically (temp file + rename).
-    """
+    """The merit-order step curve of ``stack`` (a :class:`~finops_cli.core.stack.Stack` or its JSON shape):
+    cumulative capacity on x, cost per unit on y, a step per entry coloured by kind, demand and clearing price."""
     doc: Mapping[str, Any] = stack if isinstance(stack, Mapping) else stack.as_dict()
     entries: Sequence[Mapping[str, Any]] = doc.get("entries") or []
     unit = doc.get("unit") or "units"

@@ -1,10 +1,6 @@
-"""Idle waste read from the store: the month's device usage, resource costs and histogram queried once, then
-grouped each way asked (:func:`finops_cli.report.waste.waste_reports_by`).
-
-The month's samples and bill are aggregated in DuckDB (:mod:`finops_cli.store.queries`): memory grows with
-devices and resources, not samples or lines. The samples are read from the ingest aggregates
-``utilization_devices`` and ``utilization_histogram`` (one row per device and file, ≤ 1000 bins per file) when
-every utilisation file has them, else from the samples themselves: the same figures either way.
+"""Idle waste read from the store: the month's device usage, resource costs and histogram aggregated once in
+DuckDB (memory grows with devices and resources, not samples or lines), then grouped each way asked. The ingest
+aggregates stand in for the samples when every utilisation file has them: the same figures either way.
 """
 
 from __future__ import annotations
