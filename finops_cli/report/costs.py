@@ -342,7 +342,7 @@ def costs_report(
         )  # fmt: skip
     if chargeback is not None:
         usage = usage_groups(st, team_tag, months)
-        rows, totals, more = chargeback_rows(frame, usage, basis, chargeback, team_tag)  # type: ignore[arg-type]
+        rows, totals, more = chargeback_rows(frame, usage, basis, chargeback, team_tag)
         columns = [(team_tag, "text"), ("currency", "text"), *_CHARGEBACK_COLUMNS]
         return CostsResult(
             "chargeback", columns, rows, totals, basis, months, notes + more + actual_only, month_reason, actual_only

@@ -72,6 +72,7 @@ def store_waste_reports(
         currencies = sorted(v for v in gpu["BillingCurrency"].unique().to_pylist() if v is not None)
         if len(currencies) > 1:
             raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
+    reports: dict[str, WasteReport]
     if month not in util_months:
         billing = costs.to_pandas() if costs is not None else None
         reports = {group: billed_gpu_report(billing, fleet=fleet, by=group) for group in groupings}
