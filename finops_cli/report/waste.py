@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from finops_cli.errors import InputError
 from finops_cli.report.escape import left_then_right, md_table, md_text
 from finops_cli.report.format import money, number, pct, unit_price
-from finops_cli.report.waste_rates import decoded, fleet_substrate_for, rates_table, resource_key, resource_rates
+from finops_cli.report.waste_rates import decoded, empty_rates, fleet_substrate_for, resource_key, resource_rates
 from finops_cli.schema.estate import Fleet
 
 GroupBy = Literal["team", "substrate", "instance_type", "device"]
@@ -148,7 +148,7 @@ def waste_reports_by(
     usage: pd.DataFrame,
     by: Sequence[GroupBy],
     *,
-    rates: pa.Table | pd.DataFrame | None = None,
+    rates: pa.Table | None = None,
     fleet: Fleet | None = None,
     price_per_gpu_hour: float | None = None,
     histogram: UtilHistogram | None = None,
@@ -184,11 +184,11 @@ def _named(values: pd.Series) -> pd.Series:
 
 
 def _priced_usage(
-    usage: pd.DataFrame, rates: pa.Table | pd.DataFrame | None, fleet: Fleet | None, price_per_gpu_hour: float | None
+    usage: pd.DataFrame, rates: pa.Table | None, fleet: Fleet | None, price_per_gpu_hour: float | None
 ) -> tuple[pd.DataFrame, _Billed | None, str]:
     """``usage`` with each row's rate, its source, substrate, instance type and team; the billed resources
     (None when there are none); the currency."""
-    table = rates_table(rates)
+    table = rates if rates is not None else empty_rates()
     u = usage.copy()
     for c in USAGE_COLUMNS:
         if c not in u:

@@ -48,14 +48,14 @@ def resource_rates_table(costs: pa.Table | pd.DataFrame | None, fleet: Fleet | N
     the one with the most GPU-hours (then cost) that has a value names it. Only resources with GPU-hours are kept.
     """
     if costs is None:
-        return _empty_rates()
+        return empty_rates()
     t = costs if isinstance(costs, pa.Table) else pa.Table.from_pandas(costs, preserve_index=False)
     if not t.num_rows or "ResourceId" not in t.column_names:
-        return _empty_rates()
+        return empty_rates()
     if t["ResourceId"].null_count:
         t = t.filter(pc.is_valid(t["ResourceId"]))
         if not t.num_rows:
-            return _empty_rates()
+            return empty_rates()
     substrate = _substrates(t, fleet) if fleet is not None else pa.nulls(t.num_rows, pa.string())
     kept = ("ResourceId", *_RATE_ATTRIBUTES, *_SUMS)
     t = t.select([c for c in kept if c in t.column_names])
@@ -122,7 +122,7 @@ def decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return column.cast(column.type.value_type) if pa.types.is_dictionary(column.type) else column
 
 
-def _empty_rates() -> pa.Table:
+def empty_rates() -> pa.Table:
     fields = [(c, pa.float64() if c in _NUMBERS else pa.string()) for c in [*RATE_COLUMNS, "resource_key"]]
     return pa.schema(fields).empty_table()
 
@@ -135,22 +135,6 @@ def _with_keys(rates: pa.Table) -> pa.Table:
         for i in range(0, len(ids), _KEY_BATCH)
     ]
     return rates.append_column("resource_key", pa.chunked_array(keys, pa.string()))
-
-
-def rates_table(rates: pa.Table | pd.DataFrame | None) -> pa.Table:
-    """``rates`` as :func:`resource_rates_table` rows with ``resource_key`` (a DataFrame is converted)."""
-    if rates is None or not len(rates):
-        return _empty_rates()
-    if isinstance(rates, pa.Table):
-        return rates if "resource_key" in rates.column_names else _with_keys(rates)
-    schema = _empty_rates().schema
-    cols = {
-        c: pa.array(rates[c].to_numpy(dtype=object), schema.field(c).type, from_pandas=True)
-        if c in rates
-        else pa.nulls(len(rates), schema.field(c).type)
-        for c in RATE_COLUMNS
-    }
-    return _with_keys(pa.table(cols))
 
 
 def resource_rates(costs: pd.DataFrame | pa.Table | None, fleet: Fleet | None = None) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import pyarrow.dataset as ds
 from finops_cli.core.baseline import match_billing
 from finops_cli.core.demand import Horizon
 from finops_cli.report.waste import USAGE_COLUMNS, UtilHistogram
+from finops_cli.report.waste_rates import empty_rates, resource_key
 from finops_cli.schema.estate import Fleet
 from finops_cli.store import Store
 
@@ -31,6 +32,13 @@ def _decode(table: pa.Table) -> pa.Table:
         if pa.types.is_dictionary(fld.type):
             table = table.set_column(i, fld.name, table.column(i).cast(fld.type.value_type))
     return table
+
+
+def rates_table(rates: pd.DataFrame) -> pa.Table:
+    """The reference's per-resource rates as the Arrow table :func:`waste_reports_by` takes (with ``resource_key``)."""
+    schema = empty_rates().schema
+    rates = rates.assign(resource_key=rates["resource_id"].map(resource_key))
+    return pa.Table.from_pandas(rates.reindex(columns=schema.names), schema=schema, preserve_index=False)
 
 
 def _add_samples(hist: UtilHistogram, values: np.ndarray) -> None:

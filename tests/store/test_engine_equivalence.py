@@ -233,7 +233,7 @@ def _assert_same(new: object, old: object, where: str = "") -> None:
 
 def _reference_waste(st: Store, month: str, by: str, fleet: Fleet | None) -> dict:
     usage, hist, span = ref.device_usage(st, month)
-    rates = ref.resource_rates(ref.billing_lines(st, month), fleet)
+    rates = ref.rates_table(ref.resource_rates(ref.billing_lines(st, month), fleet))
     report = waste_reports_by(usage, [by], rates=rates, fleet=fleet, histogram=hist, span_hours=span)[by]  # type: ignore[list-item]
     report.totals["month"] = month
     return report.to_dict()
