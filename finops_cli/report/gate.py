@@ -509,10 +509,7 @@ def render_github(result: GateResult, limit: int = _GITHUB_BUDGET) -> str:
 
 def render(result: GateResult, fmt: str) -> str:
     """Render for ``--format json|markdown|github`` (``text`` is the CLI's rich table)."""
-    if fmt == "json":
-        return render_json(result)
-    if fmt == "markdown":
-        return render_markdown(result)
-    if fmt == "github":
-        return render_github(result)
-    raise InputError(f"--format: expected one of text, json, markdown, github, got {fmt!r}")
+    renderers = {"json": render_json, "markdown": render_markdown, "github": render_github}
+    if fmt not in renderers:
+        raise InputError(f"--format: expected one of text, json, markdown, github, got {fmt!r}")
+    return renderers[fmt](result)
