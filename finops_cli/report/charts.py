@@ -30,6 +30,7 @@ from finops_cli.schema.currency import minor_units
 #: How every chart's PNG is encoded: zlib level 3 rather than Pillow's default 6 gives files within 0-8 % of the size
 #: (anti-aliased plots compress little better at 6) in about 60 % of the encoding time (5-10 ms less a chart).
 PNG_OPTIONS: dict[str, Any] = {"compress_level": 3}
+DPI = 110
 
 KIND_COLOURS = {
     "owned": "#4C72B0",
@@ -53,15 +54,7 @@ def _money_formatter(currency: str) -> FuncFormatter:
     return FuncFormatter(fmt)
 
 
-def merit_order_chart(
-    stack: Any,
-    path: str | os.PathLike[str],
-    *,
-    currency: str = "USD",
-    title: str | None = None,
-    width_in: float = 9.0,
-    height_in: float = 5.0,
-) -> Path:
+def merit_order_chart(stack: Any, path: str | os.PathLike[str], *, currency: str = "USD") -> Path:
     """The merit-order step curve of ``stack`` (a :class:`~finops_cli.core.stack.Stack` or its JSON shape):
     cumulative capacity on x, cost per unit on y, a step per entry coloured by kind, demand and clearing price."""
     doc: Mapping[str, Any] = stack if isinstance(stack, Mapping) else stack.as_dict()
@@ -73,7 +66,7 @@ def merit_order_chart(
     total_finite = float(sum(finite))
     x_max = max(total_finite, float(demand or 0.0)) * 1.15 or 1.0
 
-    fig, ax = plt.subplots(figsize=(width_in, height_in), dpi=110)
+    fig, ax = plt.subplots(figsize=(9.0, 5.0), dpi=DPI)
     x = 0.0
     costs = []
     for e in entries:
@@ -107,7 +100,7 @@ def merit_order_chart(
     ax.yaxis.set_major_formatter(_money_formatter(currency))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:,.0f}"))
     mode = doc.get("mode")
-    ax.set_title(title or f"Merit order: {doc.get('workload') or 'fleet'}" + (f" ({mode} mode)" if mode else ""))
+    ax.set_title(f"Merit order: {doc.get('workload') or 'fleet'}" + (f" ({mode} mode)" if mode else ""))
     kinds = [k for k in KIND_COLOURS if any(e.get("kind") == k for e in entries)]
     handles = [Patch(color=KIND_COLOURS[k], label=k) for k in kinds]
     line_handles, _ = ax.get_legend_handles_labels()
@@ -126,7 +119,6 @@ def merit_order_chart(
     return Path(path)
 
 
-DPI = 110
 SAVING = "#2e7d32"
 INCREASE = "#c62828"
 BASELINE = "#9e9e9e"
@@ -216,7 +208,6 @@ def savings_waterfall_chart(
     path: Path,
     *,
     currency: str = "USD",
-    baseline_label: str = "baseline",
 ) -> Path:
     """Waterfall from the baseline to the plan: each lever is a bar of ``−saving`` (green when it saves).
 
@@ -227,7 +218,7 @@ def savings_waterfall_chart(
     residual = baseline_cost - sum(s for _, s in steps) - planned_cost
     if abs(residual) >= 0.5:  # more than rounding of the per-lever cents
         steps.append(("other", residual))
-    labels = [plot_label(baseline_label)]
+    labels = ["baseline"]
     bottoms, heights, colours = [0.0], [baseline_cost], [TOTAL]
     level = baseline_cost
     for name, saving in steps:
