@@ -190,9 +190,6 @@ def _priced_usage(
     (None when there are none); the currency."""
     table = rates if rates is not None else empty_rates()
     u = usage.copy()
-    for c in USAGE_COLUMNS:
-        if c not in u:
-            u[c] = None
     u["resource_key"] = u["resource_id"].where(u["resource_id"].notna(), u["host"]).map(resource_key)
     seen = pa.array(sorted(set(u["resource_key"].dropna())), pa.string())  # the trace's few thousand resources
     hits = pd.DataFrame(columns=["substrate", "usd_per_gpu_hour", "instance_type", "team"], dtype=object)
