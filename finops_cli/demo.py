@@ -41,7 +41,7 @@ def default_samples_dir() -> Path:
 class DemoResult:
     """What the demo produced: the plan, the report files, and per-step counts for the log."""
 
-    plan: Any  # api.PlanResult
+    plan: Any  # PlanResult
     plan_path: Path
     report_path: Path
     charts: list[Path]

@@ -6,6 +6,9 @@ and exits with ``err.exit_code``. Library callers catch them like any exception.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_INVALID_INPUT = 2
@@ -24,20 +27,27 @@ class FinopsError(Exception):
 
 
 class InputError(FinopsError):
-    """Invalid input or usage: a bad file, column, value or flag (exit code 2).
+    """Invalid input or usage: a bad file, column, value or parameter (exit code 2).
 
-    The message names the file, the row or column or field path, and what was expected.
+    The message names the file, the row or column or field path, and what was expected. ``param`` is the
+    parameter the error is about (the message follows its name); the message names other parameters in
+    backticks. The CLI renders both as its option names (:meth:`render`).
     """
 
     exit_code = EXIT_INVALID_INPUT
 
-    def __init__(self, message: str, *, path: object | None = None, where: str | None = None) -> None:
-        prefix = ""
-        if path is not None:
-            prefix = f"{path}: "
-        if where:
-            prefix += f"{where}: "
-        super().__init__(prefix + message)
+    def __init__(
+        self, message: str, *, path: object | None = None, where: str | None = None, param: str | None = None
+    ) -> None:
+        self.prefix = (f"{path}: " if path is not None else "") + (f"{where}: " if where else "")
+        self.param = param
+        self.message = message
+        super().__init__(self.prefix + (f"{param} " if param else "") + message)
+
+    def render(self, spell: Callable[[str], str]) -> str:
+        """The message with each parameter name spelled by ``spell`` (the CLI: ``--option``)."""
+        head = f"{spell(self.param)} " if self.param else ""
+        return self.prefix + head + re.sub(r"`(\w+)`", lambda m: spell(m[1]), self.message)
 
 
 class InfeasibleError(FinopsError):

@@ -26,7 +26,7 @@ from finops_cli.cli.options import (
     output_format,
     parse_as_of,
 )
-from finops_cli.cli.output import emit_json, emit_text, log
+from finops_cli.cli.output import emit_json, emit_text, error_text, log
 
 HorizonOpt = Annotated[
     str | None,
@@ -276,7 +276,7 @@ def register(app: typer.Typer) -> None:
         except FinopsError as exc:
             if fmt is OutputFormat.table:
                 raise
-            emit_validation(doc | {"valid": False, "warnings": [], "errors": str(exc).splitlines()}, fmt, out)
+            emit_validation(doc | {"valid": False, "warnings": [], "errors": error_text(exc).splitlines()}, fmt, out)
             raise
         doc |= {"warnings": warnings, "errors": []}
         if fmt is not OutputFormat.table:

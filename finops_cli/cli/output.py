@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops_cli.atomic import write_text
+from finops_cli.errors import InputError
 from finops_cli.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -142,3 +143,17 @@ def emit_json(data: Any, out: Path | None = None) -> None:
     import json
 
     emit_text(json.dumps(data, indent=2, default=str, allow_nan=False), out)
+
+
+#: API parameters whose option is not ``--`` and the name with dashes
+_OPTIONS = {"n_accelerators": "--accelerators", "instance_types": "--instance-type", "providers": "--provider"}
+
+
+def option_name(param: str) -> str:
+    """The CLI's option for an API parameter (``window_hours`` → ``--window-hours``)."""
+    return _OPTIONS.get(param, "--" + param.replace("_", "-"))
+
+
+def error_text(exc: BaseException) -> str:
+    """An error's message in the CLI's words: the API's parameter names spelled as options."""
+    return exc.render(option_name) if isinstance(exc, InputError) else str(exc)

@@ -396,10 +396,11 @@ def register(app: typer.Typer) -> None:
         from finops_cli import api
         from finops_cli.atomic import check_not_an_input
         from finops_cli.estate.prices import parse_fx
+        from finops_cli.planner.schedule import check_schedule_path, write_schedule
 
         check_not_an_input(out, fleet, workloads)
         if schedule is not None:
-            api.check_schedule_path(schedule)
+            check_schedule_path(schedule)
             check_not_an_input(schedule, fleet, workloads, out)
         check_not_an_input(save_plan, fleet, workloads)
         est = api.estate(fleet, workloads)
@@ -432,7 +433,7 @@ def register(app: typer.Typer) -> None:
             emit_text(text_json, save_plan)
             log.info(f"wrote {save_plan}")
         if schedule is not None:
-            api.write_schedule(result, schedule)
+            write_schedule(result.schedule(), schedule)
             log.info(f"wrote {schedule}")
         for note in result.price_notes:
             log.info(f"price: {note}")
