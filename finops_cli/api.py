@@ -764,10 +764,11 @@ def replay_plan(
     ``schedule``: the hourly schedule ``plan`` wrote. See :mod:`finops_cli.sim.dispatch.replay` for the model.
     """
     from finops_cli.errors import InputError
-    from finops_cli.estate.planning import plan_horizon, replay_priced
+    from finops_cli.estate.planning import check_plan_of, plan_horizon
     from finops_cli.estate.priced import ensure_priced
     from finops_cli.planner.schedule import read_schedule
     from finops_cli.report.gate import plan_or_path
+    from finops_cli.sim.dispatch.replay import replay_plan as run_replay
 
     _check_seed(seed)
     if not 1 <= seeds <= 100_000:
@@ -775,10 +776,12 @@ def replay_plan(
     doc = plan_or_path(plan)
     hz = plan_horizon(doc, horizon, as_of)
     p = ensure_priced(estate, store, hz, fx, doc.as_of)
+    check_plan_of(doc, p)
     sched = read_schedule(schedule) if isinstance(schedule, str | Path) else schedule
     if log is not None:
         log(f"replaying the plan: {hz.start:%Y-%m-%dT%H:%MZ} + {hz.hours} h (the plan's horizon)")
-    return replay_priced(doc, p, sched, seeds, seed)
+    fleet, workloads = p.resolved.fleet, list(p.resolved.workloads.workloads)
+    return run_replay(doc, fleet, workloads, sched, seeds=seeds, seed=seed)
 
 
 def simulate_market(scenario: str | Path | MarketScenario, policy: str = "renegotiate") -> list[MarketPolicyResult]:

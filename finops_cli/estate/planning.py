@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from finops_cli.estate.priced import PricedEstate
     from finops_cli.planner import PlannerOutput
     from finops_cli.schema.plan import PlanDocument, SavingsByLever
-    from finops_cli.sim.dispatch.replay import PlanReplay
 
 
 @dataclass
@@ -225,12 +224,10 @@ def plan_horizon(doc: PlanDocument, horizon: str | None, as_of: datetime | None)
     return hz
 
 
-def replay_priced(
-    doc: PlanDocument, p: PricedEstate, schedule: pd.DataFrame | None, seeds: int, seed: int
-) -> PlanReplay:
-    """Replay ``doc`` on ``p`` (priced for the plan's horizon) once the plan is known to be this estate's: the
-    same fleet and prices (:func:`~finops_cli.sim.dispatch.replay.check_plan_matches`) and the same demand."""
-    from finops_cli.sim.dispatch.replay import PlanMismatch, check_plan_matches, replay_plan
+def check_plan_of(doc: PlanDocument, p: PricedEstate) -> None:
+    """Raise unless ``doc`` is the plan of ``p`` (priced for the plan's horizon): the same fleet and prices
+    (:func:`~finops_cli.sim.dispatch.replay.check_plan_matches`) and the same demand."""
+    from finops_cli.sim.dispatch.replay import PlanMismatch, check_plan_matches
 
     resolved = p.resolved
     workloads = list(resolved.workloads.workloads)
@@ -249,4 +246,3 @@ def replay_priced(
                 f"workload {w.id}: the plan serves {got:,.4g} {w.unit} over its horizon, the workloads file demands "
                 f"{want:,.4g}: not the plan of these workloads (re-plan)"
             )
-    return replay_plan(doc, resolved.fleet, workloads, schedule, seeds=seeds, seed=seed)
