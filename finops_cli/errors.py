@@ -42,12 +42,16 @@ class InputError(FinopsError):
         self.prefix = (f"{path}: " if path is not None else "") + (f"{where}: " if where else "")
         self.param = param
         self.message = message
-        super().__init__(self.prefix + (f"{param} " if param else "") + message)
+        super().__init__(self._text(param, message))
 
     def render(self, spell: Callable[[str], str]) -> str:
         """The message with each parameter name spelled by ``spell`` (the CLI: ``--option``)."""
-        head = f"{spell(self.param)} " if self.param else ""
-        return self.prefix + head + re.sub(r"`(\w+)`", lambda m: spell(m[1]), self.message)
+        return self._text(self.param and spell(self.param), re.sub(r"`(\w+)`", lambda m: spell(m[1]), self.message))
+
+    def _text(self, name: str | None, message: str) -> str:
+        if not name:
+            return self.prefix + message
+        return self.prefix + name + ("" if message[:1] in ":;," else " ") + message
 
 
 class InfeasibleError(FinopsError):

@@ -146,7 +146,15 @@ def emit_json(data: Any, out: Path | None = None) -> None:
 
 
 #: API parameters whose option is not ``--`` and the name with dashes
-_OPTIONS = {"n_accelerators": "--accelerators", "instance_types": "--instance-type", "providers": "--provider"}
+_OPTIONS = {
+    "n_accelerators": "--accelerators",
+    "instance_types": "--instance-type",
+    "providers": "--provider",
+    "regions": "--region",
+    "aws_regions": "--aws-region",
+    "fmt": "--format",
+    "store_dir": "--keep-store",
+}
 
 
 def option_name(param: str) -> str:

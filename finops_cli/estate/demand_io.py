@@ -237,7 +237,7 @@ def read_demand_inputs(
                     f"workload {w.id}: demand.from_store: the store has {tag.tag}={tag.value} GPU-hours for "
                     f"{obs.observed_hours} of the horizon's {horizon.hours} hours ({first:%Y-%m-%d %H:%M} to "
                     f"{end:%Y-%m-%d %H:%M} UTC); set demand.from_store.extend: repeat (tile them over the horizon) "
-                    "or zero (no demand outside them), or choose a --horizon they cover"
+                    "or zero (no demand outside them), or choose a `horizon` they cover"
                 )
             observed[w.id] = obs
     return profiles, observed

@@ -101,10 +101,10 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
         if month not in periods:  # utilisation is later than any bill: the draft needs that month's bill
             raise InputError(
                 f"month {month} ({reason}) has no billing to draft from (billing periods: {', '.join(periods)}); "
-                "ingest its bill or give --month"
+                "ingest its bill or give `month`"
             )
     if month not in periods:
-        raise InputError(f"--month {month}: no billing for it in the store (have {', '.join(periods)})")
+        raise InputError(f"{month}: no billing for it in the store (have {', '.join(periods)})", param="month")
     found = engine.run_pandas(store, DRAFT_CURRENCIES, {"month": month})
     if found is None or not (found["max_gpu_hours"] > 0).any():
         raise InputError(f"no billing line of {month} carries GPU-hours (x_GpuHours); nothing to draft from")
@@ -113,11 +113,13 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
         if len(currencies) > 1:
             raise InputError(
                 f"GPU lines of {month} are in {', '.join(currencies)}: a fleet has one currency; "
-                "draft one per currency with --currency"
+                "draft one per currency with `currency`"
             )
         currency = currencies[0] if currencies else "USD"
     elif currency not in currencies:
-        raise InputError(f"--currency {currency}: no GPU line of {month} is in it (have {', '.join(currencies)})")
+        raise InputError(
+            f"{currency}: no GPU line of {month} is in it (have {', '.join(currencies)})", param="currency"
+        )
     return month, currency, reason
 
 

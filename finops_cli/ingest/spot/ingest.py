@@ -241,7 +241,7 @@ def ingest_spot_prices(
         frames.append(df)
     if aws_regions:
         if not instance_types:
-            raise InputError("--aws-region needs at least one --instance-type (e.g. p5.48xlarge)")
+            raise InputError("needs at least one `instance_types` (e.g. p5.48xlarge)", param="aws_regions")
         from finops_cli.adapters.aws import fetch_spot_prices
 
         got = fetch_spot_prices(

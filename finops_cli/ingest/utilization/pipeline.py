@@ -113,7 +113,7 @@ def ingest_utilization(
     """
     mapping = mapping or CsvMapping()
     if util_scale is not None and util_scale not in (1, 100):
-        raise InputError(f"--util-scale must be 1 or 100; got {util_scale:g}")
+        raise InputError(f"must be 1 or 100; got {util_scale:g}", param="util_scale")
     options = SourceOptions(fmt, mapping, util_scale, max_gap_factor, default_interval_s)
     sources = find_sources([Path(p) for p in paths])
     stager = stager or InProcessStager()

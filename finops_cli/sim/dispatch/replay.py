@@ -455,7 +455,7 @@ def replay_plan(
     is spread evenly over the horizon. Raises :class:`PlanMismatch` when the plan is not this estate's.
     """
     if seeds < 1:
-        raise InputError(f"--seeds {seeds}: expected an integer >= 1")
+        raise InputError(f"{seeds}: expected an integer >= 1", param="seeds")
     check_plan_matches(plan, fleet, workloads)
     if schedule is not None:
         check_schedule(plan, schedule, fleet, workloads)
