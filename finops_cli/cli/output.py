@@ -152,7 +152,9 @@ _OPTIONS = {
     "providers": "--provider",
     "regions": "--region",
     "aws_regions": "--aws-region",
-    "fmt": "--format",
+    "fmt": "--input-format",
+    "files": "--file",
+    "out_path": "--out",
     "store_dir": "--keep-store",
 }
 

@@ -221,7 +221,7 @@ def read_demand_inputs(
         elif w.demand.from_store is not None:
             if store is None:
                 raise InputError(
-                    f"workload {w.id}: demand.from_store needs a store (--store DIR or FINOPS_STORE)",
+                    f"workload {w.id}: demand.from_store needs a store (`store` DIR or FINOPS_STORE)",
                 )
             obs = observe(store, w, horizon)
             tag = w.demand.from_store

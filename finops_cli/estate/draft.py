@@ -452,7 +452,7 @@ def write_draft(draft: Draft, out: Path, *, force: bool = False) -> tuple[Path, 
     if not force:
         for path in (fleet, workloads, *profiles):
             if path.exists():
-                raise InputError("exists; pass --force to overwrite the draft", path=path)
+                raise InputError("exists; pass `force` to overwrite the draft", path=path)
     for path, text in profiles.items():  # the profiles first: workloads.yaml names them
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, text)

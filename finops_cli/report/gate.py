@@ -616,4 +616,4 @@ def render(result: GateResult, fmt: str) -> str:
         return render_markdown(result)
     if fmt == "github":
         return render_github(result)
-    raise InputError(f": expected one of text, json, markdown, github, got {fmt!r}", param="fmt")
+    raise InputError(f"format {fmt!r}: expected one of text, json, markdown, github")

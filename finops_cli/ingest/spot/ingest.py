@@ -226,7 +226,7 @@ def ingest_spot_prices(
         if not path.is_file():
             from finops_cli.files import kind_of_path
 
-            raise InputError(f"{kind_of_path(path)}; --file expects a regular file", path=path)
+            raise InputError(f"{kind_of_path(path)}; `files` expects a regular file", path=path)
         name = path.name.lower()
         if name.endswith((".json", ".json.gz")):
             df = aws_records_to_frame(read_aws_cli_json(path), "aws-cli-json", path)
@@ -268,7 +268,7 @@ def ingest_spot_prices(
         result.sources["gcp:catalog"] = len(df)
         frames.append(df)
     if not frames:
-        raise InputError("nothing to ingest: give --file, --aws-region with --instance-type, or --gcp")
+        raise InputError("nothing to ingest: give `files`, `aws_regions` with `instance_types`, or `gcp`")
     if all(len(f) == 0 for f in frames) and result.failures:
         raise InputError("every source failed: " + "; ".join(f"{k}: {v}" for k, v in result.failures.items()))
     return write_prices(store, frames, result)
