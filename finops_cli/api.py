@@ -285,7 +285,7 @@ def _waste_reports(
         raise InputError(
             "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
         )
-    reason = "--month"
+    reason = "`month`"
     if month is None:
         from finops_cli.estate.horizon import default_month
 

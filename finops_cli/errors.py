@@ -31,7 +31,7 @@ class InputError(FinopsError):
 
     The message names the file, the row or column or field path, and what was expected. ``param`` is the
     parameter the error is about (the message follows its name); the message names other parameters in
-    backticks. The CLI renders both as its option names (:meth:`render`).
+    backticks, as notes and warnings do. The CLI renders both as its option names (:meth:`render`).
     """
 
     exit_code = EXIT_INVALID_INPUT
@@ -46,12 +46,17 @@ class InputError(FinopsError):
 
     def render(self, spell: Callable[[str], str]) -> str:
         """The message with each parameter name spelled by ``spell`` (the CLI: ``--option``)."""
-        return self._text(self.param and spell(self.param), re.sub(r"`(\w+)`", lambda m: spell(m[1]), self.message))
+        return self._text(self.param and spell(self.param), spell_params(self.message, spell))
 
     def _text(self, name: str | None, message: str) -> str:
         if not name:
             return self.prefix + message
         return self.prefix + name + ("" if message[:1] in ":;," else " ") + message
+
+
+def spell_params(text: str, spell: Callable[[str], str]) -> str:
+    """``text`` with each parameter named in backticks spelled by ``spell`` (the CLI: ``--option``)."""
+    return re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: spell(m[1]), text)
 
 
 class InfeasibleError(FinopsError):

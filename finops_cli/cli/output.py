@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops_cli.atomic import write_text
-from finops_cli.errors import InputError
+from finops_cli.errors import InputError, spell_params
 from finops_cli.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -74,7 +74,8 @@ class StderrHandler(logging.Handler):
             from rich.markup import escape
 
             prefix = _PREFIX.get(record.levelno, "")
-            stderr_console().print(prefix + escape(record.getMessage()), soft_wrap=True, highlight=False)
+            message = spell_params(record.getMessage(), option_name)  # the API's parameter names as options
+            stderr_console().print(prefix + escape(message), soft_wrap=True, highlight=False)
         except Exception:  # a broken stderr must not turn a diagnostic into a crash
             self.handleError(record)
 

@@ -60,7 +60,7 @@ class Draft:
     gpu_effective_cost: float
     demand_basis: dict[str, str] = field(default_factory=dict)  # workload id -> "utilisation" | "billing"
     profiles: dict[str, str] = field(default_factory=dict)  # path relative to workloads.yaml -> hour,units CSV
-    month_reason: str = "--month"  # why this month (the default-month rule's reason), for stderr
+    month_reason: str = "`month`"  # why this month (the default-month rule's reason), for stderr
 
 
 def _slug(text: str) -> str:
@@ -94,7 +94,7 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
     periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
     if not periods:
         raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.location)
-    reason = "--month"
+    reason = "`month`"
     if month is None:
         picked = default_month(store)
         month, reason = picked.month, picked.reason

@@ -151,7 +151,7 @@ def _measured_utilization(p: PricedEstate, month: str) -> dict[str, float]:
         return {}
     with engine.system_allocator():
         report = store_waste_reports(
-            store, ["substrate"], fleet=p.loaded_fleet, price_per_gpu_hour=None, month=month, reason="month"
+            store, ["substrate"], fleet=p.loaded_fleet, price_per_gpu_hour=None, month=month, reason="`month`"
         )["substrate"]
     ids = {s.id for s in p.fleet.substrates}
     return {

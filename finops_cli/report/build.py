@@ -105,7 +105,7 @@ def build_report(
         try:
             with engine.system_allocator():  # see finops_cli.api.waste_reports
                 reports = store_waste_reports(
-                    st, ("team", "substrate"), fleet=fleet, price_per_gpu_hour=None, month=use, reason="month"
+                    st, ("team", "substrate"), fleet=fleet, price_per_gpu_hour=None, month=use, reason="`month`"
                 )
             by = {g: r.to_dict() for g, r in reports.items()}
             inputs.waste = WasteInputs(by, month=use)
