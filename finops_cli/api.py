@@ -6,7 +6,6 @@ function so ``import finops_cli.api`` stays cheap.
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import datetime
 from pathlib import Path
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
 
 
 def open_store(root: str | Path | None = None) -> Store:
-    """The store at ``root`` (``--store``), else ``$FINOPS_STORE``, else ``.finops/``; a directory or a bucket URI."""
+    """The store at ``root``, else ``$FINOPS_STORE``, else ``.finops/``; a directory or a bucket URI."""
     from finops_cli.store import open_store as _open  # pyarrow: only commands that open a store pay for it
 
     return _open(root)
@@ -241,38 +240,16 @@ def waste_reports(
     price_per_gpu_hour: float | None = None,
     month: str | None = None,
 ) -> dict[str, WasteReport]:
-    """Idle waste of one month grouped each way in ``by``: the month's partition is queried and priced once.
-
-    The leadership report shows waste by team and by substrate; both come from the same device usage,
-    resource costs and histogram, read here once (each grouping is a cheap pass over the per-device rows).
-
-    The month's samples and bill are aggregated in DuckDB (:mod:`finops_cli.store.queries`): memory grows
-    with devices and resources, not samples or lines. The samples are read from the ingest aggregates
-    ``utilization_devices`` and ``utilization_histogram`` (one row per device and file, ≤ 1000 bins per file)
-    when every utilisation file has them, else from the samples themselves: the same figures either way.
-    Devices are priced from the billing store of the same month, else ``fleet``, else ``price_per_gpu_hour``.
-    A month with billing but no utilisation (the default when the store has no utilisation at all) gives
-    billed GPU spend and GPU-hours per group
-    (:func:`~finops_cli.report.waste.billed_gpu_report`, ``basis="billing"``): idle needs a trace.
-    """
-    from finops_cli.store import engine
-
-    with engine.system_allocator():  # the per-resource work on the month's bill: see engine.system_allocator
-        return _waste_reports(store=store, by=by, fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month)
-
-
-def _waste_reports(
-    *,
-    store: str | Path | Store | None,
-    by: Sequence[str],
-    fleet: str | Path | Fleet | None,
-    price_per_gpu_hour: float | None,
-    month: str | None,
-) -> dict[str, WasteReport]:
+    """Idle waste of one month grouped each way in ``by``: the month's partition is queried and priced once
+    (:func:`finops_cli.report.waste_query.store_waste_reports`). Devices are priced from the billing store of the
+    same month, else ``fleet``, else ``price_per_gpu_hour``; a month with billing but no utilisation gives billed
+    GPU spend and GPU-hours per group (idle needs a trace)."""
     from finops_cli.errors import InputError
+    from finops_cli.estate.horizon import default_month
     from finops_cli.estate.load import load_fleet
     from finops_cli.report.waste import GROUP_BYS, GroupBy
     from finops_cli.report.waste_query import store_waste_reports
+    from finops_cli.store import engine
 
     groupings: list[GroupBy] = []
     for group in by:
@@ -285,16 +262,17 @@ def _waste_reports(
         raise InputError(
             "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
         )
-    reason = "`month`"
-    if month is None:
-        from finops_cli.estate.horizon import default_month
-
-        picked = default_month(st)  # the one default-month rule
-        month, reason = picked.month, picked.reason
+    picked = default_month(st) if month is None else None  # the one default-month rule
     fl = load_fleet(fleet) if isinstance(fleet, str | Path) else fleet
-    return store_waste_reports(
-        st, groupings, fleet=fl, price_per_gpu_hour=price_per_gpu_hour, month=month, reason=reason
-    )
+    with engine.system_allocator():  # the per-resource work on the month's bill: see engine.system_allocator
+        return store_waste_reports(
+            st,
+            groupings,
+            fleet=fl,
+            price_per_gpu_hour=price_per_gpu_hour,
+            month=picked.month if picked else month,
+            reason=picked.reason if picked else "`month`",
+        )
 
 
 def _check_month(month: str | None) -> None:
@@ -531,39 +509,17 @@ def plan(
 ) -> PlanResult:
     """Plan ``estate``'s demand on its fleet: the cheapest compliant mix, with savings against the bill.
 
-    Parameters
-    ----------
-    estate
-        From :func:`estate`; prices given as ``price_feed``/``price_ref`` are resolved here (a feed needs
-        ``store``). Or priced already (:func:`price`): its horizon, store, fx and as-of instant are the plan's.
-    store
-        Billing (the baseline), spot prices, ``from_store`` demand; None plans without them.
-    horizon
-        ``YYYY-MM`` or ``START:HOURS`` (default: the default-month rule,
-        :func:`finops_cli.estate.horizon.choose_horizon`).
-    blocks
-        Load-duration blocks (default :data:`finops_cli.planner.DEFAULT_BLOCKS`, fewer for models above
-        :data:`finops_cli.planner.frame.COLUMN_BUDGET` variables; ``>= hours`` = hourly).
-    demand
-        Units per hour (one column per workload) to plan instead of the workloads' own ``demand``.
-    integer_nodes
-        Provision on-demand and spot substrates with ``gpus_per_node`` in whole nodes.
-    fx
-        Exchange rates (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``; recorded in the document.
-    tolerance
-        Certified gap to reach by refining the blocks (default 0.001 = 0.1 %); ``time_limit`` bounds the whole
-        plan, refinement included. The hourly schedule is ``result.schedule()``.
-    as_of
-        The instant price ages and "the current month" are counted from (default now); recorded in the
-        document, so the same inputs and ``as_of`` give the same plan on any date.
-    max_price_age
-        Days above which a price is stale (default :data:`finops_cli.core.price_checks.DEFAULT_MAX_PRICE_AGE_DAYS`);
-        stale and thin prices are in ``result.warnings``.
-
-    Raises
-    ------
-    InfeasibleError
-        No compliant destination for a workload, or demand above compliant capacity (exit 3).
+    ``estate``: from :func:`estate` (a ``price_feed`` needs ``store``), or priced (:func:`price`): then its horizon,
+    store, fx and as-of instant are the plan's. ``store``: billing (the baseline), spot prices, ``from_store``
+    demand; None plans without them. ``horizon``: ``YYYY-MM`` or ``START:HOURS`` (default: the default-month rule).
+    ``blocks``: load-duration blocks (``>= hours`` = hourly). ``demand``: units per hour per workload to plan
+    instead of the workloads' own. ``integer_nodes``: whole nodes of ``gpus_per_node``. ``fx``: exchange rates
+    (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``. ``tolerance``: the certified gap to reach by refining the
+    blocks (default 0.1 %) within ``time_limit``; the hourly schedule is ``result.schedule()``. ``as_of``: the
+    instant price ages and "the current month" are counted from (default now), recorded in the document so the
+    same inputs give the same plan on any date. Prices older than ``max_price_age`` days, and thin ones, are in
+    ``result.warnings``. Raises :class:`~finops_cli.errors.InfeasibleError` (exit 3) when a workload has no
+    compliant destination or its demand exceeds compliant capacity.
     """
     from finops_cli.estate.planning import check_plan_options, plan_priced
     from finops_cli.estate.priced import ensure_priced
@@ -628,7 +584,8 @@ def report(
     from finops_cli.estate.horizon import latest_billed_gpu_month, latest_utilization_month, month_warnings
     from finops_cli.estate.load import Estate
     from finops_cli.estate.priced import PricedEstate
-    from finops_cli.report.build import SupplyCurve, build_report
+    from finops_cli.estate.supply import supply_curves
+    from finops_cli.report.build import build_report
     from finops_cli.report.gate import plan_or_path
     from finops_cli.report.metrics import ReportInputs, horizon_bounds
     from finops_cli.schema.estate import Fleet
@@ -637,25 +594,6 @@ def report(
     est = estate.estate if isinstance(estate, PricedEstate) else estate
     fleet = estate.loaded_fleet if isinstance(estate, PricedEstate) else est.fleet if isinstance(est, Estate) else est
     st = _store(store)
-    start, _ = horizon_bounds(doc)
-    hz = Horizon(start, doc.horizon.hours) if start is not None else None
-
-    def supply(workload: str) -> SupplyCurve:
-        target = estate
-        assert target is not None and not isinstance(target, Fleet)
-        if isinstance(target, PricedEstate) and (
-            hz is None
-            or (target.horizon.start, target.horizon.hours) != (hz.start, hz.hours)
-            or (target.fx or None) != (doc.fx or None)
-            or target.store is not st
-        ):
-            target = target.estate  # priced for another horizon: price again for the plan's
-        if not isinstance(target, PricedEstate):
-            assert target is not None
-            target = price(target, st, horizon=hz, fx=doc.fx or None, as_of=doc.as_of)
-        curve = stack(target, workload=workload, mode=getattr(doc, "mode", "cost"))
-        return SupplyCurve(curve.stacks[0], curve.currency, {p.substrate: p.value for p in curve.prices})
-
     result = build_report(
         ReportInputs(plan=doc, title=title),
         st,
@@ -663,20 +601,18 @@ def report(
         fleet=fleet,
         fleet_name=est.fleet_path if isinstance(est, Estate) else None,
         plan_path=plan if isinstance(plan, str | Path) else None,
-        supply=supply if estate is not None and not isinstance(estate, Fleet) else None,
+        supply=supply_curves(estate, st, doc) if estate is not None and not isinstance(estate, Fleet) else None,
         supply_missing="needs the workloads as well as the fleet" if estate is not None else None,
     )
-    if hz is not None:
+    start, _ = horizon_bounds(doc)
+    if start is not None:
+        hz = Horizon(start, doc.horizon.hours)
         billed = latest_billed_gpu_month(st) if st.has("billing") else None
         result.warnings = month_warnings(hz, billed, latest_utilization_month(st))
     return result
 
 
 # --- simulate -------------------------------------------------------------------------------------
-
-
-#: ``requests`` cap: 100 M requests is ~4 GB of trace and ~4 minutes of replay; more is a typo.
-MAX_GENERATED_REQUESTS = 100_000_000
 
 
 def simulate_dispatch(
@@ -703,44 +639,22 @@ def simulate_dispatch(
     capacity_factor}``. ``horizon`` prices the fleet and spans a generated trace (default: the default-month
     rule). ``log`` receives the horizon line, month warnings and price notes (the CLI's stderr).
     """
-    from finops_cli.errors import InputError
+    from finops_cli.estate.dispatch import check_dispatch_options, dispatch_priced
     from finops_cli.estate.priced import ensure_priced
-    from finops_cli.estate.prices import reference_price_notes
-    from finops_cli.sim.dispatch import generate_trace
-    from finops_cli.sim.dispatch import simulate_dispatch as replay
-    from finops_cli.sim.dispatch.io import read_dispatch_events, read_trace, write_trace
 
-    if mode not in ("cost", "reliability"):
-        raise InputError(f"{mode!r}: expected cost or reliability", param="mode")
-    _check_seed(seed)
-    if not 0 <= requests <= MAX_GENERATED_REQUESTS:  # the generated trace is held in memory (~40 bytes/request)
-        raise InputError(f"{requests}: expected an integer from 0 to {MAX_GENERATED_REQUESTS:_}", param="requests")
-    if not (math.isfinite(window_hours) and window_hours > 0):
-        raise InputError(f"{window_hours}: expected hours > 0", param="window_hours")
+    check_dispatch_options(mode, seed, requests, window_hours)
     p = ensure_priced(estate, store, horizon or None, fx, as_of, demand_from_store=generate)
-    say = log or (lambda _m: None)
-    for line in [p.choice.line, *(f"warning: {w}" for w in p.choice.warnings)]:
-        say(line)
-    for note in reference_price_notes(p.sources):
-        say(f"price: {note}")
-    fleet, workloads = p.resolved.fleet, list(p.resolved.workloads.workloads)
-    if generate:
-        tr = generate_trace(workloads, fleet, p.demand.to_numpy(), requests=requests, seed=seed, origin=p.horizon.start)
-        if trace is not None:
-            write_trace(tr, trace)
-    elif trace is None:
-        raise InputError("give `trace` FILE, or `generate` to make a synthetic trace")
-    else:
-        tr = read_trace(trace, [w.id for w in workloads])
-    evs = read_dispatch_events(events, [s.id for s in fleet.substrates], tr.origin) if events else None
-    return replay(fleet, workloads, tr, evs, mode=mode, seed=seed, window_hours=window_hours)  # type: ignore[arg-type]
-
-
-def _check_seed(seed: int) -> None:
-    from finops_cli.errors import InputError
-
-    if seed < 0:
-        raise InputError(f"{seed}: expected an integer >= 0", param="seed")
+    return dispatch_priced(
+        p,
+        trace,
+        generate=generate,
+        requests=requests,
+        seed=seed,
+        events=events,
+        mode=mode,
+        window_hours=window_hours,
+        log=log or (lambda _m: None),
+    )
 
 
 def replay_plan(
@@ -764,24 +678,16 @@ def replay_plan(
     ``schedule``: the hourly schedule ``plan`` wrote. See :mod:`finops_cli.sim.dispatch.replay` for the model.
     """
     from finops_cli.errors import InputError
-    from finops_cli.estate.planning import check_plan_of, plan_horizon
+    from finops_cli.estate.dispatch import check_seed, plan_horizon, replay_priced
     from finops_cli.estate.priced import ensure_priced
-    from finops_cli.planner.schedule import read_schedule
     from finops_cli.report.gate import plan_or_path
-    from finops_cli.sim.dispatch.replay import replay_plan as run_replay
 
-    _check_seed(seed)
+    check_seed(seed)
     if not 1 <= seeds <= 100_000:
         raise InputError(f"{seeds}: expected an integer from 1 to 100000", param="seeds")
     doc = plan_or_path(plan)
-    hz = plan_horizon(doc, horizon, as_of)
-    p = ensure_priced(estate, store, hz, fx, doc.as_of)
-    check_plan_of(doc, p)
-    sched = read_schedule(schedule) if isinstance(schedule, str | Path) else schedule
-    if log is not None:
-        log(f"replaying the plan: {hz.start:%Y-%m-%dT%H:%MZ} + {hz.hours} h (the plan's horizon)")
-    fleet, workloads = p.resolved.fleet, list(p.resolved.workloads.workloads)
-    return run_replay(doc, fleet, workloads, sched, seeds=seeds, seed=seed)
+    p = ensure_priced(estate, store, plan_horizon(doc, horizon, as_of), fx, doc.as_of)
+    return replay_priced(doc, p, schedule, seeds=seeds, seed=seed, log=log or (lambda _m: None))
 
 
 def simulate_market(scenario: str | Path | MarketScenario, policy: str = "renegotiate") -> list[MarketPolicyResult]:

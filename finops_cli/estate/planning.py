@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -197,52 +197,3 @@ def _savings_by_lever(
         solver=solver,
     )
     return lever_document(attribution, document.totals.savings, document.totals.baseline_source or "billing")
-
-
-def plan_horizon(doc: PlanDocument, horizon: str | None, as_of: datetime | None) -> Horizon:
-    """The horizon a replay of ``doc`` uses: the plan's own (``horizon``/``as_of``, when given, must be the plan's)."""
-    from finops_cli.core.demand import Horizon
-    from finops_cli.estate.priced import as_of_instant
-    from finops_cli.sim.dispatch.replay import PlanMismatch
-
-    start = datetime.fromisoformat(doc.horizon.start.replace("Z", "+00:00"))
-    hz = Horizon(start, doc.horizon.hours)
-    if horizon:
-        given = Horizon.parse(horizon)
-        if (given.start, given.hours) != (hz.start, hz.hours):
-            raise PlanMismatch(
-                f"{horizon}: the plan covers {hz.start:%Y-%m-%dT%H:%MZ} + {hz.hours} h; drop `horizon` "
-                "(a replay uses the plan's)",
-                param="horizon",
-            )
-    if as_of is not None and doc.as_of is not None and as_of_instant(as_of) != as_of_instant(doc.as_of):
-        raise PlanMismatch(
-            f"{as_of_instant(as_of):%Y-%m-%dT%H:%M:%SZ}: the plan was made as of "
-            f"{as_of_instant(doc.as_of):%Y-%m-%dT%H:%M:%SZ}; drop `as_of` (a replay uses the plan's)",
-            param="as_of",
-        )
-    return hz
-
-
-def check_plan_of(doc: PlanDocument, p: PricedEstate) -> None:
-    """Raise unless ``doc`` is the plan of ``p`` (priced for the plan's horizon): the same fleet and prices
-    (:func:`~finops_cli.sim.dispatch.replay.check_plan_matches`) and the same demand."""
-    from finops_cli.sim.dispatch.replay import PlanMismatch, check_plan_matches
-
-    resolved = p.resolved
-    workloads = list(resolved.workloads.workloads)
-    check_plan_matches(doc, resolved.fleet, workloads)
-    demand = p.demand
-    served: dict[str, float] = {}
-    for a in doc.allocations:
-        served[a.workload] = served.get(a.workload, 0.0) + a.units
-    for u in doc.unserved:
-        served[u.workload] = served.get(u.workload, 0.0) + u.units
-    for w in workloads:
-        want = float(demand[w.id].sum())
-        got = served.get(w.id, 0.0)
-        if got < want - 1e-4 * max(want, 1.0):
-            raise PlanMismatch(
-                f"workload {w.id}: the plan serves {got:,.4g} {w.unit} over its horizon, the workloads file demands "
-                f"{want:,.4g}: not the plan of these workloads (re-plan)"
-            )

@@ -4,6 +4,7 @@ interruptible demand on each spot substrate (``finops netc``); docs/economics.md
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from finops_cli.estate.load import Estate
     from finops_cli.estate.priced import PricedEstate
     from finops_cli.estate.prices import PriceSource
+    from finops_cli.report.build import SupplyCurve
+    from finops_cli.schema.plan import PlanDocument
+    from finops_cli.store import Store
 
 
 @dataclass
@@ -154,3 +158,32 @@ def netc_estate(p: PricedEstate, substrate: str | None, trace: str | Path | None
     for row in rows:
         row.price_note = notes.get(row.substrate)
     return NetcResult(rows, est.fleet.currency, p.horizon, p.sources, tr, warnings, p.choice.line)
+
+
+def supply_curves(estate: Estate | PricedEstate, st: Store, doc: PlanDocument) -> Callable[[str], SupplyCurve]:
+    """The report's supply curve of a workload: its merit order with ``estate`` priced as the plan ``doc`` was
+    (its horizon, fx and as-of instant, from ``st``); an estate priced otherwise is priced again."""
+    from finops_cli.core.demand import Horizon
+    from finops_cli.estate.priced import PricedEstate, price_estate
+    from finops_cli.report.build import SupplyCurve
+    from finops_cli.report.metrics import horizon_bounds
+
+    start, _ = horizon_bounds(doc)
+    hz = Horizon(start, doc.horizon.hours) if start is not None else None
+
+    def supply(workload: str) -> SupplyCurve:
+        target: Estate | PricedEstate | None = estate
+        if isinstance(target, PricedEstate) and (
+            hz is None
+            or (target.horizon.start, target.horizon.hours) != (hz.start, hz.hours)
+            or (target.fx or None) != (doc.fx or None)
+            or target.store is not st
+        ):
+            target = target.estate  # priced for another horizon: price again for the plan's
+        if not isinstance(target, PricedEstate):
+            assert target is not None
+            target = price_estate(target, st, horizon=hz, fx=doc.fx or None, as_of=doc.as_of)
+        curve = stack_estate(target, workload, getattr(doc, "mode", "cost"), None)
+        return SupplyCurve(curve.stacks[0], curve.currency, {p.substrate: p.value for p in curve.prices})
+
+    return supply
