@@ -262,7 +262,10 @@ def waste_reports(
         raise InputError(
             "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
         )
-    picked = default_month(st) if month is None else None  # the one default-month rule
+    reason = "`month`"
+    if month is None:
+        picked = default_month(st)  # the one default-month rule
+        month, reason = picked.month, picked.reason
     fl = load_fleet(fleet) if isinstance(fleet, str | Path) else fleet
     with engine.system_allocator():  # the per-resource work on the month's bill: see engine.system_allocator
         return store_waste_reports(
@@ -270,8 +273,8 @@ def waste_reports(
             groupings,
             fleet=fl,
             price_per_gpu_hour=price_per_gpu_hour,
-            month=picked.month if picked else month,
-            reason=picked.reason if picked else "`month`",
+            month=month,
+            reason=reason,
         )
 
 
