@@ -14,6 +14,7 @@ from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
     FxOpt,
+    HorizonOpt,
     MaxPriceAgeOpt,
     ModeOpt,
     OptionalWorkloadsOpt,
@@ -27,15 +28,6 @@ from finops_cli.cli.options import (
     parse_as_of,
 )
 from finops_cli.cli.output import emit_json, emit_text, error_text, log
-
-HorizonOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--horizon",
-        help="YYYY-MM or START:HOURS (default: the latest month with GPU usage in the store, else the profiles' "
-        "month, else this month).",
-    ),
-]
 
 
 def _num(value: float | None, decimals: int = 2) -> str:

@@ -86,6 +86,14 @@ OutOpt = Annotated[
 FleetOpt = Annotated[Path, typer.Option("--fleet", help="fleet.yaml: the substrates.")]
 WorkloadsOpt = Annotated[Path, typer.Option("--workloads", help="workloads.yaml: the demand.")]
 OptionalWorkloadsOpt = Annotated[Path | None, typer.Option("--workloads", help="workloads.yaml: the demand.")]
+HorizonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--horizon",
+        help="YYYY-MM or START:HOURS (default: the latest month with GPU usage in the store, else the profiles' "
+        "month, else this month).",
+    ),
+]
 ModeOpt = Annotated[
     Mode,
     typer.Option("--mode", help="cost: price alone decides; reliability: penalise latency-critical work on spot."),

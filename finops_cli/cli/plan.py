@@ -23,6 +23,7 @@ from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
     FxOpt,
+    HorizonOpt,
     MaxPriceAgeOpt,
     ModeOpt,
     OutOpt,
@@ -340,14 +341,7 @@ def register(app: typer.Typer) -> None:
         fleet: FleetOpt,
         workloads: WorkloadsOpt,
         store: StoreOpt = None,
-        horizon: Annotated[
-            str | None,
-            typer.Option(
-                "--horizon",
-                help="YYYY-MM or START:HOURS (default: the latest month with GPU usage in the store, else the "
-                "profiles' month, else this month).",
-            ),
-        ] = None,
+        horizon: HorizonOpt = None,
         blocks: Annotated[
             int | None, typer.Option("--blocks", help="Load-duration blocks (default 48; >= hours = hourly).", min=1)
         ] = None,
