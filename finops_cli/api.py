@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     import pandas as pd
 
+    from finops_cli.catalog.refresh import RefreshResult
     from finops_cli.core.demand import Horizon as DemandHorizon
     from finops_cli.estate.draft import Draft
     from finops_cli.estate.load import Estate
@@ -348,7 +349,7 @@ def costs(
     )
 
 
-# --- estate: validate, stack, netc ----------------------------------------------------------------
+# --- pricebook; estate: validate, price, stack, netc, plan -----------------------------------------
 
 
 def pricebook_refresh(
@@ -359,14 +360,13 @@ def pricebook_refresh(
     pricebook: str | Path | None = None,
     aws_profile: str | None = None,
     **seams: Any,
-) -> Any:
+) -> RefreshResult:
     """``finops pricebook refresh``: list prices from the providers' price APIs into the user pricebook.
 
     ``providers``: some of aws, gcp, azure (default all three). ``regions``: per provider (default: the regions
     the pricebook already prices). ``instance_types``: beyond the pricebook's instance table. ``pricebook``: the
     directory (default ``$FINOPS_PRICEBOOK`` or ``~/.config/finops``). ``seams`` (tests): ``aws_client``,
-    ``gcp_transport``, ``azure_url``, ``now``. Returns a :class:`~finops_cli.catalog.refresh.RefreshResult`;
-    nothing is written unless every provider answered.
+    ``gcp_transport``, ``azure_url``, ``now``. Nothing is written unless every provider answered.
     """
     from finops_cli.catalog.pricebook import use_pricebook, user_pricebook_dir
     from finops_cli.catalog.refresh import PROVIDERS, refresh_pricebook
