@@ -129,6 +129,14 @@ def status(message: str) -> Iterator[Callable[[str], None]]:
         yield step
 
 
+def log_notes(horizon_note: str, warnings: list[str]) -> None:
+    """A result's horizon line (which month it describes, and why) and its warnings."""
+    if horizon_note:
+        log.info(horizon_note)
+    for w in warnings:
+        log.warning(w)
+
+
 def emit_text(text: str, out: Path | None = None) -> None:
     """Write a finished document: atomically to ``out`` (temp + rename), else to stdout. Either way without
     control characters from the data (:func:`~finops_cli.text.terminal_safe`): a pipe ends up in a

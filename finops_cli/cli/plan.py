@@ -36,7 +36,7 @@ from finops_cli.cli.options import (
     parse_as_of,
 )
 from finops_cli.cli.options import Mode as ModeEnum
-from finops_cli.cli.output import emit_text, log, status, stdout_console
+from finops_cli.cli.output import emit_text, log, log_notes, status, stdout_console
 from finops_cli.cli.render import Col, money, money_table, pct, table_text
 from finops_cli.report.escape import md_text
 from finops_cli.report.format import unit_price
@@ -418,9 +418,7 @@ def register(app: typer.Typer) -> None:
                 max_price_age=max_price_age,
             )
         log.debug(f"plan: solved in {time.perf_counter() - started:.2f} s ({solver.value})")
-        log.info(result.horizon_note)
-        for w in result.warnings:
-            log.warning(w)
+        log_notes(result.horizon_note, result.warnings)
         doc = result.document.model_dump(mode="json")
         text_json = json.dumps(doc, indent=2, allow_nan=False)
         if save_plan is not None:
