@@ -86,16 +86,10 @@ def ingest_billing(
     spark_master: str | None = None,
     jobs: int | None = None,
 ) -> IngestSummary:
-    """Ingest billing exports (AWS CUR / CUR 2.0, GCP, Azure, FOCUS) into the store's ``billing`` dataset.
-
-    Atomic (all files or nothing), idempotent per (format, billing account, billing period), and checked:
-    per currency, the source's cost in equals the BilledCost written, to the cent. ``fmt`` is a format
-    name or ``auto`` (sniff each file's header). ``progress(file, rows_done, file_index, file_count)``.
-    Paths may be ``s3://``/``gs://`` objects or prefixes (:func:`finops_cli.uri.local_inputs`).
-    ``engine="spark"`` runs the conversion and writes as Spark tasks (``spark_master``): the same store.
-    ``jobs``: worker processes converting the files in parallel (default: one per core for a multi-file
-    export of 64 MB or more); the store's contents do not depend on it.
-    """
+    """Ingest billing exports (AWS CUR / CUR 2.0, GCP, Azure, FOCUS; local paths or ``s3://``/``gs://`` objects
+    or prefixes) into the store's ``billing`` dataset: atomic, idempotent per (format, account, period), and per
+    currency the cost in equals the BilledCost written, to the cent. ``fmt``: a format name or ``auto``
+    (sniffed). ``jobs`` worker processes or ``engine="spark"`` convert the files; the store is the same."""
     from finops_cli.engines import billing_stager, query_engine
     from finops_cli.ingest.billing import ingest_billing as _ingest
     from finops_cli.uri import local_inputs, origin_fields
@@ -316,14 +310,10 @@ def costs(
     chargeback: str | None = None,
     team_tag: str = "team",
 ) -> CostsResult:
-    """``finops costs``: spend grouped by any dimension or tag, month over month, or charged back to teams.
-
-    ``by``: dimensions (month, provider, account, region, instance_type, pricing_category, resource, service,
-    substrate) or tag keys (team, workload, …). ``where``: ``NAME=VALUE[,VALUE]`` filters on the same names.
-    ``month``/``compare``: ``YYYY-MM``. ``cost``: billed (BilledCost) or effective (EffectiveCost, amortised).
-    ``chargeback``: None, ``proportional`` or ``even`` (see :mod:`finops_cli.report.costs`). Returns a
-    :class:`~finops_cli.report.costs.CostsResult`; totals are per currency, over GPU lines unless ``all_lines``.
-    """
+    """``finops costs``: spend grouped by dimensions or tag keys (``by``, filtered by ``where``:
+    ``NAME=VALUE[,VALUE]``), month over month (``compare``), or charged back to teams (``chargeback``:
+    ``proportional`` or ``even``, see :mod:`finops_cli.report.costs`); ``cost``: billed or effective (amortised).
+    Totals are per currency, over GPU lines unless ``all_lines``."""
     from finops_cli.estate.horizon import default_month
     from finops_cli.estate.load import load_fleet
     from finops_cli.report.costs import costs_report
@@ -398,11 +388,8 @@ def pricebook_table(*, pricebook: str | Path | None = None, provider: str | None
 
 
 def validate(fleet: str | Path, workloads: str | Path | None = None, *, strict: bool = False) -> list[str]:
-    """Load and check ``fleet.yaml`` (and ``workloads.yaml``); return warnings, raise on errors.
-
-    Errors: :class:`~finops_cli.errors.InputError` (exit 2) naming file and field path;
-    a workload with no compliant destination raises :class:`~finops_cli.core.compliance.NoCompliantDestination`.
-    """
+    """Load and check ``fleet.yaml`` (and ``workloads.yaml``); return warnings. Errors name file and field path
+    (InputError); a workload with no compliant destination raises NoCompliantDestination."""
     from finops_cli.estate.checks import check_estate, check_price_refs, check_reserved_capacity, check_spot_rates
     from finops_cli.estate.load import Estate, load_estate, load_fleet
     from finops_cli.schema.estate import Workloads
@@ -553,12 +540,8 @@ def gate(
     baseline: PlanDocument | dict | str | Path | None = None,
     thresholds: Thresholds | None = None,
 ) -> GateResult:
-    """Check a new plan against a baseline plan and thresholds (``finops gate``).
-
-    ``plan``/``baseline``: a :class:`~finops_cli.schema.plan.PlanDocument`, a decoded dict or a path.
-    Raises :class:`~finops_cli.errors.InputError` on unreadable, invalid or mismatched plans (different
-    currency, horizon or schema version).
-    """
+    """Check a new plan against a baseline plan and thresholds (``finops gate``); each plan is a document, a
+    dict or a path. Unreadable, invalid or mismatched plans (currency, horizon, schema version) are InputError."""
     from finops_cli.report.gate import evaluate, plan_or_path
 
     new = plan_or_path(plan)
@@ -574,15 +557,10 @@ def report(
     out_path: str | Path | None = None,
     title: str | None = None,
 ) -> ReportResult:
-    """Write the leadership report (``finops report``): markdown at ``out_path`` plus PNG charts beside it.
-
-    Plan numbers come from ``plan`` (a document, a dict or ``plan.json``); idle waste and price-feed age
-    from ``store`` (default: ``$FINOPS_STORE`` or ``.finops/``) for the plan's month; the supply curve
-    needs ``estate`` (from :func:`estate`, or priced by :func:`price`; a fleet on its own prices idle devices
-    only), priced for the plan's horizon, fx and as-of instant. Missing inputs make their section say "not
-    available" (listed in ``ReportResult.unavailable``). ``out_path=None``: nothing is written, no charts; the
-    markdown is returned. Files are written atomically (charts first, the report last).
-    """
+    """Write the leadership report (``finops report``): markdown at ``out_path`` plus PNG charts beside it
+    (``None``: only the markdown, returned). Plan numbers come from ``plan``, idle waste and price-feed age from
+    ``store``, the supply curve from ``estate`` priced as the plan was (a fleet on its own prices idle devices
+    only); a missing input makes its section say "not available" (``ReportResult.unavailable``)."""
     from finops_cli.core.demand import Horizon
     from finops_cli.estate.horizon import latest_billed_gpu_month, latest_utilization_month, month_warnings
     from finops_cli.estate.load import Estate
