@@ -210,7 +210,9 @@ def prices(
         raise InputError("no spot prices in the store; run 'finops ingest spot-prices' first")
     out = price_table(table, instance_types=instance_types, regions=regions, since=since)
     if out.empty:
-        raise InputError("no spot prices match `instance_types`/`regions`/`since`")
+        raise InputError(
+            "no spot prices match `instance_types`/`regions`/`since`", mentions=("instance_types", "regions", "since")
+        )
     return out
 
 

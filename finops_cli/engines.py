@@ -50,7 +50,11 @@ def billing_stager(engine: str = "local", master: str | None = None, jobs: int |
     _check(engine)
     if engine == "spark":
         if jobs is not None:
-            raise InputError(f"applies to `engine` local; `engine` {engine} runs one task per file", param="jobs")
+            raise InputError(
+                f"applies to `engine` local; `engine` {engine} runs one task per file",
+                param="jobs",
+                mentions=("engine",),
+            )
         from finops_cli.spark.billing import SparkStager
 
         return SparkStager(master)

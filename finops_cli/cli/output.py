@@ -54,6 +54,10 @@ def live_progress(console: Console) -> bool:
     return console.is_terminal and not color_disabled() and log.isEnabledFor(logging.INFO)
 
 
+#: Parameters the library's notes and warnings name in backticks (why this month or horizon, when a price is
+#: stale): stderr spells them as options.
+NOTED_PARAMS = ("month", "horizon", "max_price_age")
+
 #: The package's logger: library modules log under it (``logging.getLogger(__name__)``), the CLI shows it.
 log = logging.getLogger("finops_cli")
 
@@ -74,7 +78,7 @@ class StderrHandler(logging.Handler):
             from rich.markup import escape
 
             prefix = _PREFIX.get(record.levelno, "")
-            message = spell_params(record.getMessage(), option_name)  # the API's parameter names as options
+            message = spell_params(record.getMessage(), option_name, NOTED_PARAMS)
             stderr_console().print(prefix + escape(message), soft_wrap=True, highlight=False)
         except Exception:  # a broken stderr must not turn a diagnostic into a crash
             self.handleError(record)

@@ -67,7 +67,7 @@ def dispatch_priced(
         if trace is not None:
             write_trace(tr, trace)
     elif trace is None:
-        raise InputError("give `trace` FILE, or `generate` to make a synthetic trace")
+        raise InputError("give `trace` FILE, or `generate` to make a synthetic trace", mentions=("trace", "generate"))
     else:
         tr = read_trace(trace, [w.id for w in workloads])
     evs = read_dispatch_events(events, [s.id for s in fleet.substrates], tr.origin) if events else None

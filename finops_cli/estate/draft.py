@@ -101,7 +101,8 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
         if month not in periods:  # utilisation is later than any bill: the draft needs that month's bill
             raise InputError(
                 f"month {month} ({reason}) has no billing to draft from (billing periods: {', '.join(periods)}); "
-                "ingest its bill or give `month`"
+                "ingest its bill or give `month`",
+                mentions=("month",),
             )
     if month not in periods:
         raise InputError(f"{month}: no billing for it in the store (have {', '.join(periods)})", param="month")
@@ -113,7 +114,8 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
         if len(currencies) > 1:
             raise InputError(
                 f"GPU lines of {month} are in {', '.join(currencies)}: a fleet has one currency; "
-                "draft one per currency with `currency`"
+                "draft one per currency with `currency`",
+                mentions=("currency",),
             )
         currency = currencies[0] if currencies else "USD"
     elif currency not in currencies:
@@ -452,7 +454,7 @@ def write_draft(draft: Draft, out: Path, *, force: bool = False) -> tuple[Path, 
     if not force:
         for path in (fleet, workloads, *profiles):
             if path.exists():
-                raise InputError("exists; pass `force` to overwrite the draft", path=path)
+                raise InputError("exists; pass `force` to overwrite the draft", path=path, mentions=("force",))
     for path, text in profiles.items():  # the profiles first: workloads.yaml names them
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, text)

@@ -196,7 +196,8 @@ def _convert(s: Substrate, what: str, usd: float, currency: str, rates: dict[str
     if pair not in rates:
         raise InputError(
             f"substrate {s.id}: {what} is in {QUOTE_CURRENCY} but the fleet's currency is {currency}; prices in "
-            f"different currencies are never mixed: give fx: {{{pair}: RATE}} in fleet.yaml or `fx` {pair}=RATE"
+            f"different currencies are never mixed: give fx: {{{pair}: RATE}} in fleet.yaml or `fx` {pair}=RATE",
+            mentions=("fx",),
         )
     return usd * rates[pair], rates[pair]
 

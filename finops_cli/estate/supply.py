@@ -86,7 +86,7 @@ def stack_estate(p: PricedEstate, workload: str | None, mode: str, max_price_age
     deferrable, else its peak hour; a fleet on its own gives one generic stack in GPU-hours."""
     if p.estate is None:
         if workload is not None:
-            raise InputError("needs `workloads`", param="workload")
+            raise InputError("needs `workloads`", param="workload", mentions=("workloads",))
         return StackResult(
             [build_stack(None, p.fleet, mode)],  # type: ignore[arg-type]
             p.fleet.currency,
@@ -135,6 +135,7 @@ def netc_substrate(est: Estate, substrate: str | None, trace: str | Path | None)
             f"{Path(trace).name}: the fleet has {len(spot)} spot substrates ({', '.join(spot)}); "
             "give `substrate` ID to say which pool the trace measures",
             param="trace",
+            mentions=("substrate",),
         )
     return spot[0] if spot else None
 

@@ -118,6 +118,7 @@ class Registry(Generic[T]):
             raise InputError(
                 f"header fits several {self.kind}s ({', '.join(e.name for e in best)}); pass `fmt`",
                 path=path,
+                mentions=("fmt",),
             )
         return best[0]
 

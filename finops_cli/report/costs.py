@@ -313,11 +313,13 @@ def costs_report(
     if chargeback is not None and chargeback not in CHARGEBACK_RULES:
         raise InputError(f"{chargeback!r}: expected proportional or even", param="chargeback")
     if chargeback is not None and compare is not None:
-        raise InputError("`chargeback` and `compare` answer different questions; give one")
+        raise InputError(
+            "`chargeback` and `compare` answer different questions; give one", mentions=("chargeback", "compare")
+        )
     by = [b.strip() for b in (by or []) if b.strip()]
     if chargeback is not None:
         if by:
-            raise InputError("groups by team (`team_tag`); drop `by`", param="chargeback")
+            raise InputError("groups by team (`team_tag`); drop `by`", param="chargeback", mentions=("team_tag", "by"))
         by = [team_tag]
     if len(by) > MAX_COST_DIMENSIONS:
         raise InputError(
@@ -339,6 +341,7 @@ def costs_report(
             raise InputError(
                 f"{compare} is the month itself (month: {month}: {month_reason}); give `month` for the other month",
                 param="compare",
+                mentions=("month",),
             )
     for param, value in (("month", month), ("compare", compare)):
         if value is not None and value not in periods:
@@ -349,7 +352,7 @@ def costs_report(
     fl = None
     if need_substrate:
         if fleet is None:
-            raise InputError("substrate needs `fleet` (the substrates and their match rules)")
+            raise InputError("substrate needs `fleet` (the substrates and their match rules)", mentions=("fleet",))
         fl = fleet()
         extra = sorted({c for s in fl.substrates for c in (s.match or {})})
         match_cols = list(dict.fromkeys(["provider", "RegionId", "x_InstanceType", "PricingCategory", *extra]))

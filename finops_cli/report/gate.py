@@ -213,7 +213,8 @@ def _check_comparable(new: PlanDocument, base: PlanDocument) -> None:
     if (new.horizon.start, new.horizon.hours) != (base.horizon.start, base.horizon.hours):
         raise InputError(
             f"horizon mismatch: the new plan covers {new.horizon.start} + {new.horizon.hours} h, the baseline plan "
-            f"{base.horizon.start} + {base.horizon.hours} h; plan both over the same horizon (`horizon`)"
+            f"{base.horizon.start} + {base.horizon.hours} h; plan both over the same horizon (`horizon`)",
+            mentions=("horizon",),
         )
 
 
@@ -316,6 +317,7 @@ def evaluate(
                 "needs a baseline: pass `baseline` base.json (the target branch's plan), "
                 "or a plan whose totals.baseline_cost is known (billing ingested)",
                 param=name.replace("-", "_"),
+                mentions=("baseline",),
             )
         if name == "max-increase-usd":
             ok = _le(delta, limit)

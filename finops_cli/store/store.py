@@ -154,7 +154,7 @@ def parse_state(raw: bytes, generation: int, where: object) -> State:
             check_txid(txid)
             _since(since)
     except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"unreadable store state ({exc}); is `store` a finops store?", path=where) from None
+        raise InputError(f"unreadable store state ({exc}); is --store a finops store?", path=where) from None
     return State(generation, files, check_manifest(doc.get("manifest"), where), [tuple(p) for p in pending])
 
 
@@ -188,7 +188,7 @@ class Store:
             if ancestor.exists():
                 if not ancestor.is_dir():
                     where = "is a file" if ancestor == self.root else f"{ancestor} is a file"
-                    raise InputError(f"{where}; `store` expects a directory", path=self.root)
+                    raise InputError(f"{where}; --store expects a directory", path=self.root)
                 break
 
     # ------------------------------------------------------------------ the committed state
@@ -397,7 +397,7 @@ class Store:
             generation = generation_of(entry.name)
             if generation is not None:
                 if not entry.is_file(follow_symlinks=False) and os.path.lexists(entry.path):
-                    raise InputError("is not a regular file; is `store` a finops store?", path=Path(entry.path))
+                    raise InputError("is not a regular file; is --store a finops store?", path=Path(entry.path))
                 with suppress(FileNotFoundError):
                     gens.append((generation, entry.stat(follow_symlinks=False).st_mtime))
         return sorted(gens)
@@ -569,15 +569,15 @@ def _read_bounded(path: Path) -> bytes:
         raise
     except OSError as exc:
         why = "a symlink" if exc.errno == errno.ELOOP else _reason(exc)
-        raise InputError(f"unreadable store document ({why}); is `store` a finops store?", path=path) from None
+        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
     try:
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise InputError("not a regular file; is `store` a finops store?", path=path)
+                raise InputError("not a regular file; is --store a finops store?", path=path)
             return fh.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         why = "a symlink" if exc.errno == errno.ELOOP else _reason(exc)
-        raise InputError(f"unreadable store document ({why}); is `store` a finops store?", path=path) from None
+        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
 
 
 def _reason(exc: OSError) -> str:
@@ -594,7 +594,7 @@ def _lock_for_writing(root: Path) -> int | None:
             return None
         path = root / _LOCK
         if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise InputError(f"{_LOCK} is not a regular file; is `store` a finops store?", path=root)
+            raise InputError(f"{_LOCK} is not a regular file; is --store a finops store?", path=root)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         raise InputError(f"cannot write the store: {_reason(exc)}", path=root) from None

@@ -194,6 +194,7 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
                     f"a worker process died (killed, or out of memory?) while {workers} converted the export's "
                     "files; nothing was written (run it again, or with `jobs` 1)",
                     path=job.path,
+                    mentions=("jobs",),
                 ) from None
             if progress is not None:
                 progress(job.path, result.summary.rows, job.index, len(plan))

@@ -100,6 +100,7 @@ def resolve_columns(header: list[str], mapping: CsvMapping, path: Path) -> _Reso
             f"no device column (tried {', '.join(DEFAULTS['device'])}) and no host column; "
             "name one with `device_col` or `host_col`",
             path=path,
+            mentions=("device_col", "host_col"),
         )
     return _Resolved(out)
 

@@ -223,7 +223,11 @@ def ingest_source(
     else:
         scale, summary.util_scale_detected = float(hint), util_scale is None
     if max_util / scale > 1.0 + 1e-9:
-        raise InputError(f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass `util_scale` 100", path=src)
+        raise InputError(
+            f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass `util_scale` 100",
+            path=src,
+            mentions=("util_scale",),
+        )
     summary.util_scale = scale
     months: set[str] = set()
     devices = 0
