@@ -167,10 +167,9 @@ def ingest_utilization(
     stager = utilization_stager(engine, spark_master)
     st = _store(store)
     with query_engine(engine, spark_master), local_inputs(paths) as local:
-        sources: list[str | Path] = [Path(p) for p in local]
         result = _ingest(
             st,
-            sources,
+            [Path(p) for p in local],
             fmt=fmt,
             mapping=mapping,
             util_scale=util_scale,
