@@ -149,19 +149,17 @@ def ingest_formats(
         if fmt.lower() in SummaryFormat.__members__ and output is None:
             output = SummaryFormat(fmt.lower())
         elif input_format is None:
-            _warn(f"--format {fmt} names an input format; use --input-format {fmt} (--format is the output format)")
+            from finops_cli.cli.output import log
+
+            log.warning(
+                f"--format {fmt} names an input format; use --input-format {fmt} (--format is the output format)"
+            )
             input_format = fmt
         else:
             raise InputError(f"--format {fmt!r}: the output format is table or json (input formats: --input-format)")
     if output is None:
         output = SummaryFormat.json if out is not None and out.suffix.lower() == ".json" else SummaryFormat.table
     return output, input_format or "auto"
-
-
-def _warn(message: str) -> None:
-    from finops_cli.cli.output import log
-
-    log.warning(message)
 
 
 class Engine(StrEnum):

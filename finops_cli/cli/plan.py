@@ -391,6 +391,7 @@ def register(app: typer.Typer) -> None:
         from finops_cli.atomic import check_not_an_input
         from finops_cli.estate.prices import parse_fx
         from finops_cli.planner.schedule import check_schedule_path, write_schedule
+        from finops_cli.store import store_exists
 
         check_not_an_input(out, fleet, workloads)
         if schedule is not None:
@@ -398,7 +399,7 @@ def register(app: typer.Typer) -> None:
             check_not_an_input(schedule, fleet, workloads, out)
         check_not_an_input(save_plan, fleet, workloads)
         est = api.estate(fleet, workloads)
-        st = api.open_store(store) if (store is not None or _store_exists()) else None
+        st = api.open_store(store) if (store is not None or store_exists(None)) else None
         started = time.perf_counter()
         planning = f"planning {len(est.workloads.workloads)} workloads on {len(est.fleet.substrates)} substrates"
         with command_engine(), status(planning):
@@ -463,12 +464,6 @@ def _demand_words(source: dict) -> str:
     )
     extension = {"none": "", "repeat": "; repeated over the horizon", "zero": "; no demand in the other hours"}
     return text + extension[source["extension"]]
-
-
-def _store_exists() -> bool:
-    from finops_cli.store import store_exists
-
-    return store_exists(None)
 
 
 __all__ = ["register", "render_plan", "table_text"]
