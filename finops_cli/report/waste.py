@@ -101,8 +101,8 @@ class WasteReport:
     distribution: dict[str, Any]
     priced_by: dict[str, float]
     baseline: dict[str, Any]
-    #: why this month (the default-month rule's reason, or ``--month``), for stderr
-    month_reason: str = "--month"
+    #: why this month (the default-month rule's reason, or ``month`` given), for stderr
+    month_reason: str = "`month`"
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
