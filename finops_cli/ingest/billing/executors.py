@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,31 +117,25 @@ def stage_file(
 ) -> FileResult:
     """Convert one input file and stage its lines under ``staging``: the step every engine runs per file.
 
-    :func:`convert_file` → :func:`_write` into a :class:`~finops_cli.store.store.StagedWriter`, with Parquet
-    encoded on a second thread while the next batch parses, and the file hashed on a third (pyarrow and
-    hashlib release the GIL). Memory is bounded as before: one batch converting, one writing, at most
-    :data:`ROW_GROUP_ROWS` rows buffered per output file. With ``aggregates`` the staged files' hourly
-    aggregates are built here too (by DuckDB, in this process: in parallel when this is a worker).
+    The file is hashed on a thread while it converts. With ``aggregates`` the staged files' hourly
+    aggregates are built here too (in parallel when this is a worker).
     """
     parser = BILLING_FORMATS.from_str(job.format).obj
     acc, state, rows = _Acc(), dict[str, Any](), 0
     writer = StagedWriter(staging)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="stage") as threads:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="digest") as threads:
         digest = threads.submit(file_digest, job.path)
-        out = WriteBehind(writer, threads)
         try:
-            # closed on an error too: its read-ahead threads stop before the store is touched
+            # closed on an error too: its read-ahead thread stops before the store is touched
             with contextlib.closing(convert_file(job.path, parser, job.header, acc, state)) as tables:
                 for table in tables:
-                    _write(out, table, parser.name, acc, job.path, f"{_FILE}{job.index}")
+                    _write(writer, table, parser.name, acc, job.path, f"{_FILE}{job.index}")
                     rows += table.num_rows
                     if progress is not None:
                         progress(job.path, rows, job.index, n_files)
-            _flush(out, acc)
-            out.drain()
+            _flush(writer, acc)
             staged = writer.close()
         except BaseException:
-            out.drain(quiet=True)
             writer.discard()
             raise
         built = [str(p) for p in stage_aggregates(staging, staged)] if aggregates else None
@@ -149,30 +143,6 @@ def stage_file(
         return FileResult(
             job.index, summary, acc, [str(p) for p in staged], writer.rows_written, digest.result(), built
         )
-
-
-class WriteBehind:
-    """A :class:`~finops_cli.store.store.StagedWriter` whose :meth:`write` encodes and compresses Parquet on
-    another thread while the caller converts the next batch: one write in flight at a time, in order, so
-    memory stays bounded and the files' bytes are those of writing inline. :meth:`drain` before closing."""
-
-    def __init__(self, writer: StagedWriter, threads: ThreadPoolExecutor) -> None:
-        self.writer, self.threads = writer, threads
-        self.pending: Future[Path] | None = None
-
-    def write(self, dataset: str, partition: dict[str, str], key: str, data: pa.Table) -> None:
-        self.drain()
-        self.pending = self.threads.submit(self.writer.write, dataset, partition, key, data)
-
-    def drain(self, quiet: bool = False) -> None:
-        """Wait for the write in flight; raise its error (e.g. a full disk) unless ``quiet`` (already failing)."""
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            try:
-                pending.result()
-            except Exception:
-                if not quiet:
-                    raise
 
 
 def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progress | None) -> Iterator[FileResult]:
