@@ -35,7 +35,7 @@ from finops_cli.errors import InputError
 from finops_cli.files import content_fingerprint
 
 # Importing the format modules registers them.
-from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
+from finops_cli.ingest.billing import aws, azure, focus, gcp  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS
 from finops_cli.ingest.billing.executors import (
     _FILE,
