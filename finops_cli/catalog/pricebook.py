@@ -1,22 +1,6 @@
-"""Where the pricebook's tables are: the shipped ``pricebooks/`` folder, overlaid by the user's own directory.
-
-Two layers, one loader (every command that reads a price or a GPU fact goes through here):
-
-* the **shipped** tables (the repository's ``pricebooks/`` folder, copied into the wheel as package data),
-  maintained by hand;
-* the **user pricebook**, a directory with files of the same names and columns that overlays them:
-  ``--pricebook DIR`` (``finops --pricebook DIR <command>``), else ``$FINOPS_PRICEBOOK``, else
-  ``$XDG_CONFIG_HOME/finops`` (``~/.config/finops``). ``finops pricebook refresh`` writes its
-  ``reference_prices.csv`` from the providers' price APIs; a user adds instance types the shipped table
-  lacks (``p3.2xlarge``/V100, ``g4dn.xlarge``/T4) as rows of its ``instance_types.csv``. A user row wins
-  over a shipped row with the same key.
-
-Reference prices (``reference_prices.csv``): list on-demand, typical spot and API per-unit prices, each row
-with its ``source`` and the date it was read (``read_on``; refreshed rows also carry ``fetched_at``). A
-substrate may say ``price_ref: aws/p5.48xlarge/on_demand`` instead of a number (optionally pinned to a region,
-``aws/p5.48xlarge/on_demand/us-west-2``); reports that used a reference price say how old it is
-(:func:`~finops_cli.catalog.prices.reference_price_age_days`) and where it came from. The readers are
-:mod:`finops_cli.catalog.prices` (list prices) and :mod:`finops_cli.catalog.gpus` (GPU facts per instance type).
+"""Where the pricebook's tables are: the shipped ``pricebooks/`` folder, overlaid by the user's own directory
+(``--pricebook``, else ``$FINOPS_PRICEBOOK``, else ``$XDG_CONFIG_HOME/finops``); a user row wins over a shipped
+row with the same key.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""``finops pricebook refresh``: list prices of GPU instance types from the providers' price APIs, into the user
-pricebook (``reference_prices.csv`` of :func:`~finops_cli.catalog.pricebook.user_pricebook_dir`).
+"""``finops pricebook refresh``: list prices from the providers' price APIs into the user pricebook.
 
-One fetcher per provider (:mod:`finops_cli.catalog.fetchers`) turns what its API returns into pricebook rows.
-
-Everything is fetched before anything is written: a failure (no network, bad credentials, an answer that is
-not the API's) is one :class:`InputError` line and leaves the pricebook as it was. The new table replaces the
-user's rows with the same (provider, offering, term, region) and keeps every other row (hand-added ones too);
-it is written atomically.
+Everything is fetched before anything is written: a failure is one InputError line and leaves the pricebook as
+it was. Fetched rows replace the user's rows with the same key; the file is written atomically.
 """
 
 from __future__ import annotations

@@ -1,16 +1,4 @@
-"""One registry per kind of input format: names, aliases and header sniffers in one place.
-
-Parsers register themselves where they are defined::
-
-    BILLING_FORMATS = Registry("billing format")
-
-    @BILLING_FORMATS.register("aws-cur2", aliases=["cur2"], sniff=lambda cols: "line_item_unblended_cost" in cols)
-    class AwsCur2(BillingFormat): ...
-
-``from_str`` lowercases a name and resolves aliases; an unknown name raises an :class:`InputError` that
-lists the valid names. ``sniff`` runs every sniffer over a file's column names (``--format auto``) and
-returns the single best match, or raises naming the file and the columns it saw.
-"""
+"""One registry per kind of input format: names, aliases and header sniffers (``--format auto``) in one place."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
-"""Azure Cost Management exports (EA and MCA; actual and amortized cost).
+"""Azure Cost Management exports (EA and MCA; actual and amortized cost) → FOCUS.
 
-Quirks handled: UTF-8 BOM on the header, ``MM/DD/YYYY`` dates (EA) or ISO dates (MCA), Tags as JSON
-without the outer braces (``"team": "research","env": "prod"``), PricingModel spelled ``OnDemand`` or
-``On Demand``, ``Spot``, ``Reservation``, ``SavingsPlan`` / ``Savings Plan``, column names in PascalCase
-(EA) or camelCase (MCA), cost as ``Cost`` (EA) or ``CostInBillingCurrency`` (MCA).
-
-Cost in (conservation): the cost column (``CostInBillingCurrency``, else ``Cost``) per ``BillingCurrency``.
-BilledCost = EffectiveCost = that column, except a commitment purchase (``ChargeType`` Purchase, ``PricingModel``
-Reservation or SavingsPlan), whose EffectiveCost is 0 as FOCUS defines it: its amortised share belongs on the
-usage it covers. An *actual* export bills commitment purchases up front (covered usage shows 0), so its effective
-cost leaves the commitment out (``finops costs``, ``plan`` and the report say so:
-:func:`finops_cli.store.cost_query.actual_cost_notes`); an *amortized* export spreads them over the covered usage
-(and shows unused commitment as ``UnusedReservation`` / ``UnusedSavingsPlan`` lines). Both describe the same
-money, so an account's actual and amortized exports of one period share one idempotency key: ingest one of
-them (amortized for baselines); the later replaces the earlier, and giving both in one command is an error.
+Column spellings, dates, Tags without braces and the actual/amortized rules: docs/formats.md ("Azure cost
+exports"). Both kinds of export describe the same money, so they share one idempotency key.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """What every billing format implements, and the vectorised helpers they share.
 
-A format reads record batches of *source* columns and returns :class:`Converted`: the canonical FOCUS
-columns (see :mod:`finops_cli.schema.billing`) plus ``cost_in``, the per-row money as the source states it
-(the column the conservation check sums; e.g. ``lineItem/UnblendedCost``, or GCP ``cost + Σ credits``).
-The pipeline adds GPU facts, partition columns and writes; formats never touch the store.
+A format turns record batches of source columns into :class:`Converted`: canonical FOCUS columns plus
+``cost_in``, the money as the source states it (what the conservation check sums). Formats never touch the store.
 """
 
 from __future__ import annotations

@@ -1,27 +1,7 @@
-"""FOCUS 1.0–1.3 exports (FinOps Open Cost and Usage Specification), read natively.
+"""FOCUS 1.0–1.3 exports, read natively: typed, Tags normalised, enumerations spelled canonically.
 
-Columns already have their FOCUS names; this parser types them, normalises Tags to sorted JSON, reads
-``ServiceProviderName`` (1.3) where ``ProviderName`` is absent, and accepts the literal ``NULL`` that
-some generators write. Cost in (conservation): ``BilledCost`` per ``BillingCurrency``.
-
-GPU lines. FOCUS has no instance-type column, so the type is recognised per line from the first of
-these that names one (each rule is documented, with its source, in ``docs/formats.md``):
-
-1. ``x_InstanceType`` (the CoreWeave and on-prem samples carry it, with ``x_GpuCount`` / ``x_GpuHours``);
-2. ``SkuPriceDetails`` (FOCUS 1.1+): ``F_InstanceType`` / ``InstanceType``; ``F_GpuCount`` / ``GpuCount``
-   gives the GPUs;
-3. Azure's ``x_SkuDetails`` (FOCUS 1.0 export): ``ServiceType`` / ``VMSize``;
-4. AWS's ``x_UsageType`` (``USE1-BoxUsage:g5.4xlarge``, ``SpotUsage:p5.48xlarge``);
-5. Azure's meter, ``SkuMeter`` (1.2) or ``x_SkuMeterName`` (1.0): ``ND96isr H100 v5`` →
-   ``Standard_ND96isr_H100_v5``, when the pricebook knows it;
-6. ``ChargeDescription`` (``$1.624 per On Demand Linux g5.4xlarge Instance Hour``), then ``ResourceType``;
-7. ``SkuId``, when it is itself a known type.
-
-GPU-hours are ``ConsumedQuantity`` (time units only: Hours, Hrs, seconds…) × GPUs on Usage lines. Lines
-with no instance type whose ChargeDescription is a per-GPU SKU (Google Cloud: "Nvidia H100 80GB GPU
-running in Americas") count their consumed hours as GPU-hours directly. Instance types of a GPU family
-(``pricebooks/gpu_families.csv``) missing from ``pricebooks/instance_types.csv`` are
-counted per file for one warning line; CPU-only types are not GPUs and are not reported.
+FOCUS has no instance-type column: :data:`_TYPE_RULES` recognises it per line from the first column that
+names one (each rule and its source: docs/formats.md, "FOCUS 1.0–1.3").
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""Google Cloud billing export (BigQuery detailed/standard export as CSV, JSON Lines or Parquet).
+"""Google Cloud billing export (BigQuery detailed/standard export as CSV, JSON Lines or Parquet) → FOCUS.
 
-Cost in (conservation): ``cost + Σ credits[].amount`` per ``currency`` — GCP nests credits (sustained use,
-CUD, promotions, free tier) inside the usage line, so the line's net cost is what the invoice charges.
-BilledCost is that net; EffectiveCost = BilledCost; ListCost = ``cost`` before credits.
-
-- ``x_InstanceType`` comes from the ``compute.googleapis.com/machine_spec`` system label (``a3-highgpu-8g``),
-  so core, RAM and GPU lines of one VM all match the same substrate.
-- GPU SKUs are billed per GPU ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"):
-  ``x_GpuHours`` = GPU-seconds / 3600 on those lines only; core and RAM lines carry 0.
-- PricingCategory: Spot/Preemptible SKUs → Dynamic; "Commitment …" SKUs and lines with a committed-use
-  credit → Committed; else Standard. ``cost_type`` tax → Tax, adjustment / rounding_error → Adjustment.
-- Nested columns (``service.description``) arrive flattened with dots from every container.
+Credits are nested in the usage line, so the money in is ``cost + Σ credits[].amount``; GPU SKUs are billed
+per GPU. The mapping rules: docs/formats.md ("GCP billing export").
 """
 
 from __future__ import annotations

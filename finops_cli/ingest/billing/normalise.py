@@ -59,8 +59,7 @@ def convert_file(
             yield table
     if rows == 0:
         raise InputError("has a header but no billing lines", path=path)
-    for name, lines in state.get("unknown_gpu_types", {}).items():
-        acc.unknown_gpu_types[name] = acc.unknown_gpu_types.get(name, 0) + lines
+    acc.unknown_gpu_types.update(state.get("unknown_gpu_types", {}))
 
 
 def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc, conv: Converted) -> pa.Table:

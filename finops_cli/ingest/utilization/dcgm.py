@@ -1,14 +1,6 @@
 """NVIDIA dcgm-exporter scrapes (Prometheus text exposition format), one file or a directory of them.
 
-A scrape has no time of its own unless each sample line carries a millisecond timestamp; otherwise the
-time comes from the file name (``scrape-2026-10-01T00-00-00Z.prom``, ``20261001T000000Z.prom`` or
-``1793491200.prom``). Per device and scrape, ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0–1, the fraction of
-time the graphics engine was active) is preferred; ``DCGM_FI_DEV_GPU_UTIL`` (0–100, the coarser
-"a kernel was running" counter) is the fallback. The ``metric`` column says which one each row used.
-
-Labels used: ``UUID`` (device id; else ``Hostname/gpu<gpu>``), ``Hostname``, ``modelName`` (→ accelerator),
-``resource_id``/``instance_id`` (else the host) for matching billing lines, ``team`` (else ``namespace``)
-and ``workload`` (else ``pod``).
+The metrics and labels read, and where a scrape's time comes from: docs/formats.md ("dcgm-exporter scrapes").
 """
 
 from __future__ import annotations
@@ -29,6 +21,7 @@ from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
     EPOCH_MAX_S,
     PROF_GR_ENGINE_ACTIVE,
+    RAW_SCHEMA,
     accelerator_from_model_name,
     check_epoch_seconds,
     raw_batch,
@@ -101,20 +94,7 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
                 per_device.setdefault((device, ts), {})[sample.name] = (float(sample.value), labels)
     except ValueError as exc:
         raise InputError(f"not Prometheus text exposition format: {exc}", path=path) from None
-    cols: dict[str, list] = {
-        k: []
-        for k in (
-            "timestamp_ns",
-            "device_id",
-            "host",
-            "accelerator",
-            "utilization",
-            "team",
-            "workload",
-            "resource_id",
-            "metric",
-        )
-    }
+    cols: dict[str, list] = {k: [] for k in RAW_SCHEMA.names}
     for (_, ts), metrics in per_device.items():
         name = PROF_GR_ENGINE_ACTIVE if PROF_GR_ENGINE_ACTIVE in metrics else DEV_GPU_UTIL
         value, labels = metrics[name]
