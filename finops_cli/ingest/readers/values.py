@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -46,8 +45,6 @@ def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, fir
 
 def _to_utc(values: pa.Array, *, path: object, column: str, first_row: int) -> pa.Array:
     utc = pa.timestamp("us", tz="UTC")
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
     t = values.type
     if pa.types.is_timestamp(t):
         if t.tz is None:
@@ -58,7 +55,7 @@ def _to_utc(values: pa.Array, *, path: object, column: str, first_row: int) -> p
     # Billing timestamps repeat (hours of one month): parse each distinct text once.
     enc = pc.dictionary_encode(pc.cast(values, pa.string()))
     distinct = pc.utf8_trim_whitespace(enc.dictionary)
-    for attempt in (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime):
+    for attempt in _LAYOUTS:
         try:
             return pc.take(attempt(distinct), enc.indices)
         except pa.ArrowException:
@@ -68,7 +65,7 @@ def _to_utc(values: pa.Array, *, path: object, column: str, first_row: int) -> p
     bad: list[str] = []
 
     def one(v: str) -> object:
-        for attempt in (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime):
+        for attempt in _LAYOUTS:
             try:
                 return attempt(pa.array([v], pa.string()))[0].as_py()
             except pa.ArrowException:
@@ -123,6 +120,9 @@ def _ts_us_datetime(v: pa.Array) -> pa.Array:
     return out
 
 
+_LAYOUTS = (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime)
+
+
 def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:
     """Cast to float64 (text allowed), naming the first row that is not a finite number (NaN/inf are refused)."""
     if isinstance(values, pa.ChunkedArray):
@@ -130,13 +130,7 @@ def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, f
     try:
         out = pc.cast(values, pa.float64())
     except pa.ArrowException:
-        for i, v in enumerate(values.to_pylist()):
-            try:
-                pc.cast(pa.array([v]), pa.float64())
-            except pa.ArrowException:
-                raise InputError(
-                    f"expected a number (got {v!r})", path=path, where=f"row {first_row + i}, column {column!r}"
-                ) from None
+        raise_first_uncastable(values.to_pylist(), pa.float64(), path=path, column=column, first_row=first_row)
         raise
     bad = first_bad_row(pc.invert(pc.fill_null(pc.is_finite(out), True)))
     if bad is not None:
@@ -166,7 +160,7 @@ def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) ->
     return pc.take(mapped, enc.indices)
 
 
-def raise_first_uncastable(values: list, target: pa.DataType, *, path: Path, column: str, first_row: int) -> None:
+def raise_first_uncastable(values: list, target: pa.DataType, *, path: object, column: str, first_row: int) -> None:
     """After a whole-column cast failed: name the first value that does not cast to ``target``."""
     for j, v in enumerate(values):
         try:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 
+from finops_cli.catalog.gpus import instance_gpu_facts
 from finops_cli.errors import InputError
 from finops_cli.schema.spot import SPOT_SCHEMA
 from finops_cli.store import Store
@@ -55,12 +57,6 @@ def region_of_zone(zone: str | None, zone_id: str | None = None) -> str | None:
     return None
 
 
-def _gpu_facts(provider: str, instance_type: str) -> tuple[int, str] | None:
-    from finops_cli.catalog.gpus import instance_gpu_facts
-
-    return instance_gpu_facts(provider, instance_type)
-
-
 @dataclass
 class SpotIngest:
     """What an ingest added: rows per (provider, month), per source, failures (region → reason)."""
@@ -73,14 +69,7 @@ class SpotIngest:
     unknown_instance_types: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "rows_in": self.rows_in,
-            "rows_new": self.rows_new,
-            "partitions": self.partitions,
-            "sources": self.sources,
-            "failures": self.failures,
-            "unknown_instance_types": self.unknown_instance_types,
-        }
+        return asdict(self)
 
 
 def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: object = None) -> pd.DataFrame:
@@ -89,34 +78,26 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
         return pd.DataFrame(columns=[f.name for f in SPOT_SCHEMA] + ["provider"])
     df = pd.DataFrame.from_records(records)
 
-    def where(i: int) -> str:
-        return f"row {i + 1}" if source == "csv" else f"SpotPriceHistory[{i}]"
+    def refuse(bad: pd.Series, message: Callable[[int], str]) -> None:
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            where = f"row {i + 1}" if source == "csv" else f"SpotPriceHistory[{i}]"
+            raise InputError(message(i), path=path, where=where)
 
     for name in ("InstanceType", "ProductDescription", "AvailabilityZone", "AvailabilityZoneId"):
         if name in df:  # JSON may hold a list or a number where AWS writes text
             text = df[name].map(lambda v: v is None or isinstance(v, str) or (isinstance(v, float) and v != v))
-            if not text.all():
-                i = int((~text).to_numpy().nonzero()[0][0])
-                raise InputError(f"{name} {df[name].iloc[i]!r}: expected text", path=path, where=where(i))
-
+            refuse(~text, lambda i: f"{name} {df[name].iloc[i]!r}: expected text")  # noqa: B023 - called at once
     ts = pd.to_datetime(df["Timestamp"], utc=True, errors="coerce", format="ISO8601")
-    bad = ts.isna()
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise InputError(
-            f"Timestamp {df['Timestamp'].iloc[i]!r}: expected ISO-8601 such as 2026-10-01T06:12:44+00:00",
-            path=path,
-            where=where(i),
-        )
+    refuse(
+        ts.isna(),
+        lambda i: f"Timestamp {df['Timestamp'].iloc[i]!r}: expected ISO-8601 such as 2026-10-01T06:12:44+00:00",
+    )
     price = pd.to_numeric(df["SpotPrice"], errors="coerce")
-    bad = price.isna() | (price < 0) | (price == float("inf"))  # an infinite price would poison every p90
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise InputError(
-            f"SpotPrice {df['SpotPrice'].iloc[i]!r}: expected a non-negative number (USD per instance-hour)",
-            path=path,
-            where=where(i),
-        )
+    refuse(  # an infinite price would poison every p90
+        price.isna() | (price < 0) | (price == float("inf")),
+        lambda i: f"SpotPrice {df['SpotPrice'].iloc[i]!r}: expected a non-negative number (USD per instance-hour)",
+    )
     zone = df["AvailabilityZone"] if "AvailabilityZone" in df else pd.Series([None] * len(df))
     zone_id = df["AvailabilityZoneId"] if "AvailabilityZoneId" in df else pd.Series([None] * len(df))
     zone = zone.where(zone.notna(), zone_id)
@@ -154,7 +135,7 @@ def _attach_gpus(df: pd.DataFrame, unknown: set[str]) -> pd.DataFrame:
     for (provider, itype), idx in df.groupby(["provider", "instance_type"]).groups.items():
         if df.loc[idx, "gpus"].notna().all():
             continue
-        facts = _gpu_facts(provider, itype)
+        facts = instance_gpu_facts(provider, itype)
         if facts is None:
             unknown.add(f"{provider}/{itype}")
             continue
@@ -216,7 +197,7 @@ def ingest_spot_prices(
     aws_client_factory: Any = None,
     gcp_transport: Any = None,
 ) -> SpotIngest:
-    """Fetch or read spot prices and merge them into the store. See the module docstring for sources."""
+    """Fetch or read spot prices (files, AWS regions, the GCP catalog) and merge them into the store."""
     from finops_cli.ingest.spot.files import read_aws_cli_json, read_table_feed
 
     result = SpotIngest()

@@ -27,14 +27,9 @@ RAW_SCHEMA = pa.schema(
     ]
 )
 
-#: Columns that repeat per device: stored dictionary-encoded (Parquet writes them as dictionary pages
-#: either way; keeping the Arrow dictionary type avoids materialising 10 M strings per column).
-DICT_COLUMNS = ("device_id", "host", "accelerator", "team", "workload", "resource_id", "metric", "source")
-
-#: dcgm-exporter metrics, in order of preference: (name, full-scale value)
+#: dcgm-exporter metrics, in order of preference (the first is 0–1, the second 0–100)
 PROF_GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 DEV_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
-METRIC_SCALE = {PROF_GR_ENGINE_ACTIVE: 1.0, DEV_GPU_UTIL: 100.0}
 
 _ACCELERATORS = ("GB200", "B200", "H200", "H100", "A100", "A10G", "L40S", "L40", "A10", "L4", "V100", "T4", "MI300X")
 _ACCEL_RE = re.compile("|".join(re.escape(a) for a in _ACCELERATORS), re.IGNORECASE)
