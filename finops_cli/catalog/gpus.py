@@ -1,10 +1,5 @@
-"""GPU facts: GPUs and accelerator per instance type and per GCP GPU SKU, and GPU families named in free text.
-
-Read from the pricebook's ``instance_types.csv`` and ``gpu_families.csv`` (shipped rows, then the user's).
-Billing lines name an instance type (``p5.48xlarge``, ``a3-highgpu-8g``, ``Standard_ND96isr_H100_v5``) or, for
-GCP, a per-GPU SKU ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"); these readers turn
-them into (GPUs per instance, accelerator) so GPU-hours and the accelerator mix come out of the bill.
-"""
+"""GPU facts from the pricebook: GPUs and accelerator per instance type and per GCP GPU SKU, and GPU
+families named in free text, so GPU-hours and the accelerator mix come out of the bill."""
 
 from __future__ import annotations
 

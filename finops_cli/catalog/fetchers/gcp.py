@@ -18,12 +18,8 @@ from finops_cli.errors import InputError
 
 
 def gcp_skus_to_frame(skus: Iterable[Any], regions: list[str] | None = None) -> pd.DataFrame:
-    """GCP GPU SKUs (spot/preemptible and on-demand) → one row per SKU × service region.
-
-    GPU SKUs are priced per GPU-hour; each is stored as a one-GPU "instance" named ``gpu-<model>``
-    (``Nvidia H100 80GB GPU`` → ``gpu-h100-80gb``) with ``gpus = 1``. Commitment SKUs are skipped
-    (they are not a market price); non-USD catalogs are refused.
-    """
+    """GCP GPU SKUs (spot/preemptible and on-demand) → one row per SKU × service region, each a one-GPU
+    "instance" ``gpu-<model>``; commitment SKUs are skipped, non-USD catalogs refused."""
     from finops_cli.adapters.gcp import rate_per_hour
 
     rows = []

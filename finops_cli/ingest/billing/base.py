@@ -110,12 +110,8 @@ def first_col(batch: pa.RecordBatch, *names: str) -> pa.Array | None:
 
 @dataclass(frozen=True)
 class SourceColumns:
-    """A batch's source columns by the format's own keys, typed on demand.
-
-    ``names`` maps a key to its candidate source columns, first present wins (AWS CUR vs CUR 2.0
-    spellings, Azure's case variants); without it a key is the column name. A bad number or time
-    names its row and the source column.
-    """
+    """A batch's source columns by the format's own keys (``names``: candidate columns per key, first present
+    wins), typed on demand; a bad number or time names its row and column."""
 
     batch: pa.RecordBatch
     ctx: BatchContext
@@ -259,14 +255,11 @@ def tags_json(obj: Any, strip_prefixes: Sequence[str] = ()) -> str | None:
 
 
 def tags_from_columns(batch: pa.RecordBatch, columns: Mapping[str, str]) -> pa.Array:
-    """Build Tags JSON text from one-column-per-tag layouts (``resourceTags/user:team`` → ``team``).
+    """Tags JSON text, as :func:`tags_json` writes it, from one-column-per-tag layouts (``resourceTags/user:team``).
 
-    ``columns`` maps source column → tag key; empty cells are left out; a row with no tags gets null.
-    The text is the one :func:`tags_json` writes (keys sorted, compact, ASCII escapes), built with Arrow
-    kernels on whole columns: each column becomes ``"key":"value"`` fragments (only distinct values
-    that need JSON escaping go through Python) and the fragments are joined row-wise. When two source
-    columns give the same key, the first non-empty one in (key, column) order wins.
-    """
+    ``columns`` maps source column → tag key; empty cells are left out, a row without tags gets null. Built with
+    Arrow kernels on whole columns (Python only for distinct values that need JSON escaping); when two columns give
+    one key, the first non-empty in (key, column) order wins."""
     n = batch.num_rows
     by_key: dict[str, list[pa.Array]] = {}
     for src, key in sorted(columns.items(), key=lambda kv: kv[1]):
@@ -308,12 +301,8 @@ def _tag_fragments(key: str, arrays: Sequence[pa.Array]) -> pa.Array:
 
 
 def tags_from_lists(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Tags JSON from ``list<struct<key, value>>`` (GCP labels in Parquet/JSON Lines), as :func:`tags_json`
-    writes it for the same list: a repeated key keeps its last value, empty values are left out, keys sorted.
-
-    Keys and values are dictionary-encoded: entries are ordered by (row, key rank) with integer sorts, and
-    each distinct ``"key":"value"`` pair is built (and escaped) once.
-    """
+    """Tags JSON from ``list<struct<key, value>>`` (GCP labels in Parquet/JSON Lines), as :func:`tags_json` writes
+    it: a repeated key keeps its last value, empty values are left out; vectorised over dictionary codes."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     n = len(values)

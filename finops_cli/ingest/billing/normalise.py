@@ -118,12 +118,8 @@ _FREQUENCY = {"Usage": "Usage-Based", "Purchase": "One-Time", "Tax": "One-Time",
 
 
 def _focus_defaults(table: pa.Table) -> pa.Table:
-    """Fill FOCUS columns the source leaves empty with documented defaults (docs/formats.md).
-
-    ListCost and ContractedCost (FOCUS: not null) fall back to BilledCost; PricingQuantity/Unit to the
-    consumed ones; ChargeFrequency from ChargeCategory; CommitmentDiscountCategory is Spend for savings plans
-    and Usage for other commitments; CommitmentDiscountStatus is Used on usage lines under a commitment.
-    """
+    """Fill FOCUS columns the source leaves empty with the defaults docs/formats.md lists (ListCost and
+    ContractedCost = BilledCost, pricing = consumed quantity, ChargeFrequency from ChargeCategory, …)."""
 
     def setcol(name: str, values: pa.Array) -> None:
         nonlocal table

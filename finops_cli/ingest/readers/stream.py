@@ -102,27 +102,11 @@ def iter_batches(
 ) -> Generator[RowBatch]:
     """Stream ``path`` as record batches.
 
-    Parameters
-    ----------
-    columns
-        Only these columns are decoded (those absent from the file are silently skipped: the caller checks
-        required columns against :func:`read_header`). ``None`` = all.
-    types
-        Column → Arrow type for non-string columns (costs, quantities). Every other column is a string,
-        so ids keep their leading zeros and 12 digits.
-    newlines_in_values
-        CSV only: allow line breaks inside quoted values (safe default). Machine-written exports that never
-        contain them (AWS CUR) may pass False: the parser is ~25 % faster.
-    nested
-        JSON Lines only: column → list type (e.g. GCP ``credits``, ``labels`` as lists of structs). Given
-        it, the file is decoded by DuckDB's ``read_json`` (C++ on every core, ~20× the Python decoder) with
-        explicit column types, these columns arrive as Arrow lists instead of JSON text, and a column null
-        in every line of a batch is left out. A file the types do not fit (text where a number belongs, a
-        line that is not an object, bytes that are not UTF-8, a line longer than :data:`MAX_LINE_BYTES`,
-        nesting deeper than DuckDB's 128 levels) continues, from the first row not yet yielded, through the
-        Python decoder, which names the offending row. (Numbers in a text column are their JSON text in
-        both, ``42`` → ``"42"``.)
-    """
+    ``columns``: only these are decoded (absent ones are skipped: callers check required columns against
+    :func:`read_header`). ``types``: Arrow types for non-string columns; every other column is text, so ids keep
+    their leading zeros. ``newlines_in_values``: CSV only, False for exports that never quote a line break (faster).
+    ``nested``: JSON Lines only, list columns: the file is read by DuckDB's ``read_json`` with these types, and
+    from the first row it refuses by the Python decoder, which names the row."""
     path = Path(path)
     header = read_header(path)
     wanted = [c for c in header if columns is None or c in set(columns)]

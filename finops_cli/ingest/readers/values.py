@@ -18,13 +18,8 @@ MIN_YEAR, MAX_YEAR = 1970, 2199
 
 
 def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:
-    """Parse text timestamps to ``timestamp[us, UTC]``.
-
-    Accepts ISO 8601 with ``T`` or a space, with or without fractional seconds, with ``Z`` / an offset or
-    none (naive = UTC), plain dates, and US ``MM/DD/YYYY`` dates (Azure). Already-typed timestamps are
-    converted to UTC; naive ones are taken as UTC. A date outside :data:`MIN_YEAR`–:data:`MAX_YEAR` or
-    one that does not exist (``02/30/2023``) is refused, never rolled over.
-    """
+    """Parse timestamps to ``timestamp[us, UTC]`` (ISO 8601 with or without zone, naive = UTC; dates; US
+    ``MM/DD/YYYY``). A date outside :data:`MIN_YEAR`–:data:`MAX_YEAR`, or one that does not exist, is refused."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     try:

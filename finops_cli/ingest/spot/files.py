@@ -1,10 +1,5 @@
-"""Spot-price files: the AWS CLI's ``describe-spot-price-history`` JSON and CSV/TSV feeds.
-
-Both use AWS's names: ``AvailabilityZone`` (or ``AvailabilityZoneId``), ``InstanceType``,
-``ProductDescription``, ``SpotPrice``, ``Timestamp``. A JSON file may be the CLI's object
-(``{"SpotPriceHistory": [...], "NextToken": ...}``), a bare list of records, or several CLI pages
-concatenated into a list. Extra columns ``Provider`` and ``Region`` are honoured (default provider aws).
-"""
+"""Spot-price files: the AWS CLI's ``describe-spot-price-history`` JSON and CSV/TSV feeds with AWS's column
+names (layouts: docs/formats.md, "Spot-price feeds")."""
 
 from __future__ import annotations
 

@@ -107,14 +107,11 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
 
 
 def iter_dcgm(path: Path) -> Iterator[pa.RecordBatch]:
-    """Yield raw batches from one scrape file or a directory of timestamped scrape files.
+    """Raw batches (utilisation normalised to 0–1) from one scrape file or a directory of timestamped scrapes.
 
-    Values are normalised to 0–1 here (each metric has a known scale), so the pipeline's scale
-    detection sees fractions. Scrapes are parsed in groups on the vectorised path
-    (:func:`parse_scrapes`); a group it does not vouch for goes through prometheus_client file by file,
-    which gives the same rows or names the problem. Groups are parsed on :data:`_PARSERS` threads (Arrow's
-    kernels release the GIL) while the next files are read; batches, and a file's error, come in file order.
-    """
+    Groups of files are parsed on the vectorised path (:func:`parse_scrapes`) on threads while the next files are
+    read; a group it does not vouch for goes through prometheus_client file by file. Batches, and a file's error,
+    come in file order."""
     from collections import deque
     from concurrent.futures import Future, ThreadPoolExecutor
 

@@ -26,12 +26,9 @@ SPILL_SCHEMA = pa.schema(
 
 
 class Codes:
-    """Source-wide dictionaries (string value → int32 code, per attribute column) and the gap histogram.
-
-    The histogram counts, in whole seconds, the gaps between consecutive samples of each device in input
-    order. Its median is the source's cadence, used for devices seen only once; it is computed in pass 1
-    so it does not depend on how the source was split into buckets.
-    """
+    """Source-wide dictionaries (value → int32 code per attribute) and the histogram of gaps between a device's
+    consecutive samples, whose median is the cadence of devices seen once (computed in pass 1, so it does not depend
+    on the buckets)."""
 
     def __init__(self) -> None:
         self.maps: dict[str, dict[str, int]] = {a: {} for a in ATTRS}
@@ -140,13 +137,8 @@ def spill(
 
 
 def split_bucket(path: Path, n_buckets: int) -> list[Path]:
-    """``path`` itself, or its rows split by device into parts of about :data:`BUCKET_BYTES`.
-
-    Pass 1 sizes the buckets from the source's size on disk, but a compressed source can expand a
-    thousandfold (a 4 MB gzip holding 4 GiB). The spilled bytes are the decompressed truth: a bucket
-    far above the target is re-split, streaming, so pass 2 still holds one bounded part in memory. A
-    device's samples stay together (its intervals need all of them).
-    """
+    """``path`` itself, or its rows split by device into parts of about :data:`BUCKET_BYTES` (a compressed source
+    can expand a thousandfold beyond the size pass 1 planned for); a device's samples stay together."""
     size = path.stat().st_size
     if size <= 2 * BUCKET_BYTES:
         return [path]
