@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.catalog.gpus import gcp_gpu_sku_facts, instance_gpu_facts, instance_type_in, is_gpu_family
-from finops_cli.errors import InputError
 from finops_cli.ingest.billing.base import (
     BILLING_FORMATS,
     BatchContext,
@@ -30,7 +29,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers.values import first_bad_row, map_unique
+from finops_cli.ingest.readers.values import map_unique, refuse_first
 from finops_cli.schema.billing import BILLING_SCHEMA, CHARGE_CATEGORIES, PRICING_CATEGORIES
 
 MONEY = (
@@ -124,13 +123,13 @@ def _check_gpu_count(gpus: pa.Array | None, ctx: BatchContext) -> None:
     if gpus is None:
         return
     whole = pc.and_(pc.equal(pc.floor(gpus), gpus), pc.and_(pc.greater_equal(gpus, 0), pc.less_equal(gpus, 100_000)))
-    i = first_bad_row(pc.invert(pc.fill_null(whole, True)))
-    if i is not None:
-        raise InputError(
-            f"expected a whole number of GPUs per instance (got {gpus[i].as_py()!r})",
-            path=ctx.path,
-            where=f"row {ctx.first_row + i}, column 'x_GpuCount'",
-        )
+    refuse_first(
+        pc.invert(whole),
+        lambda i: f"expected a whole number of GPUs per instance (got {gpus[i].as_py()!r})",
+        path=ctx.path,
+        first_row=ctx.first_row,
+        column="x_GpuCount",
+    )
 
 
 # ------------------------------------------------------------------------------ instance types of FOCUS lines

@@ -34,7 +34,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
-from finops_cli.ingest.readers.values import MAX_YEAR, MIN_YEAR, first_bad_row, map_unique
+from finops_cli.ingest.readers.values import MAX_YEAR, MIN_YEAR, map_unique, refuse_first
 
 MACHINE_SPEC = "compute.googleapis.com/machine_spec"
 COST_TYPE = {"regular": "Usage", "tax": "Tax", "adjustment": "Adjustment", "rounding_error": "Adjustment"}
@@ -100,12 +100,13 @@ class GcpBilling(BillingFormat):
         n = batch.num_rows
         src = SourceColumns(batch, ctx)
         cost = src.num("cost")
-        if cost is not None and cost.null_count:  # an empty cost is not $0.00 (FOCUS and CUR refuse it too)
-            i = pc.index(pc.is_null(cost), True).as_py()
-            raise InputError(
+        if cost is not None:  # an empty cost is not $0.00 (FOCUS and CUR refuse it too)
+            refuse_first(
+                pc.is_null(cost),
                 "cost is empty: every GCP billing line has one",
                 path=ctx.path,
-                where=f"row {ctx.first_row + i}, column 'cost'",
+                first_row=ctx.first_row,
+                column="cost",
             )
         credits = col(batch, "credits")
         credit_sum = _credit_sums(credits, ctx) if credits is not None else pa.repeat(pa.scalar(0.0), n)
@@ -207,13 +208,13 @@ def _invoice_month(values: pa.Array | None, start: pa.Array, ctx: BatchContext) 
                 ) from None
         raise
     years = pc.year(parsed)
-    bad = first_bad_row(pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)))
-    if bad is not None:
-        raise InputError(
-            f"invoice month {text[bad].as_py()!r} is outside {MIN_YEAR}–{MAX_YEAR}",
-            path=ctx.path,
-            where=f"row {ctx.first_row + bad}, column 'invoice.month'",
-        )
+    refuse_first(
+        pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)),
+        lambda i: f"invoice month {text[i].as_py()!r} is outside {MIN_YEAR}–{MAX_YEAR}",
+        path=ctx.path,
+        first_row=ctx.first_row,
+        column="invoice.month",
+    )
     return pc.cast(parsed, pa.timestamp("us", tz="UTC"))
 
 

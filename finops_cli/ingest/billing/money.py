@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing.base import BatchContext, Converted
-from finops_cli.ingest.readers.values import first_bad_row
+from finops_cli.ingest.readers.values import refuse_first
 from finops_cli.schema.currency import is_iso4217
 
 #: half a cent, in the nano-units of :func:`exact_sum`
@@ -127,13 +127,12 @@ def check_money(values: pa.Array | pa.ChunkedArray, name: str, ctx: BatchContext
     """Refuse a NaN, an infinity or an absurd amount (naming file and row) before it is summed or stored."""
     x = pc.cast(values, pa.float64())
     ok = pc.and_(pc.is_finite(x), pc.less_equal(pc.abs(x), MAX_LINE_AMOUNT))
-    i = first_bad_row(pc.invert(pc.fill_null(ok, True)))
-    if i is not None:
-        raise InputError(
-            f"{name} is {x[i].as_py()!r}: expected a finite amount of money within ±{MAX_LINE_AMOUNT:.0e}",
-            path=ctx.path,
-            where=f"row {ctx.first_row + i}",
-        )
+    refuse_first(
+        pc.invert(ok),
+        lambda i: f"{name} is {x[i].as_py()!r}: expected a finite amount of money within ±{MAX_LINE_AMOUNT:.0e}",
+        path=ctx.path,
+        first_row=ctx.first_row,
+    )
 
 
 def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
@@ -148,14 +147,14 @@ def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
     effective = amounts if effective is None else pc.cast(effective, pa.float64())
     # FOCUS: "EffectiveCost MUST NOT be null"; a silent null would drop money from every amortized report.
     # (Where BilledCost is empty too, the check of required columns names BilledCost.)
-    i = first_bad_row(pc.and_(pc.is_null(effective), pc.is_valid(amounts)))
-    if i is not None:
-        raise InputError(
-            "EffectiveCost is empty or not a number (FOCUS: it must not be null; write BilledCost "
-            "where nothing is amortized)",
-            path=ctx.path,
-            where=f"row {ctx.first_row + i}, column 'EffectiveCost'",
-        )
+    refuse_first(
+        pc.and_(pc.is_null(effective), pc.is_valid(amounts)),
+        "EffectiveCost is empty or not a number (FOCUS: it must not be null; write BilledCost "
+        "where nothing is amortized)",
+        path=ctx.path,
+        first_row=ctx.first_row,
+        column="EffectiveCost",
+    )
     check_money(effective, "EffectiveCost", ctx)
     distinct = pc.unique(currency).to_pylist()
     for c in distinct:  # a currency is printed next to every amount: only ISO 4217 codes enter the store

@@ -19,7 +19,7 @@ from finops_cli.ingest.billing.money import MONEY_COLUMNS, _Acc, _cost_in, check
 from finops_cli.ingest.readers.common import RowBatch, kind_of
 from finops_cli.ingest.readers.jsonl import read_ahead
 from finops_cli.ingest.readers.stream import iter_batches
-from finops_cli.ingest.readers.values import map_unique
+from finops_cli.ingest.readers.values import map_unique, refuse_first
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 
 #: a provider becomes a partition directory (``provider=<slug>``)
@@ -160,7 +160,4 @@ def _facts(key: str) -> tuple[int, str] | None:
 
 def _require(table: pa.Table, ctx: BatchContext, names: Iterable[str]) -> None:
     for name in names:
-        c = table[name]
-        if c.null_count:
-            idx = pc.index(pc.is_null(c), True).as_py()
-            raise InputError(f"{name} is empty", path=ctx.path, where=f"row {ctx.first_row + idx}")
+        refuse_first(pc.is_null(table[name]), f"{name} is empty", path=ctx.path, first_row=ctx.first_row)

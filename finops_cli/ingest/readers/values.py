@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -28,13 +29,13 @@ def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, fir
         raise InputError(f"a time beyond {MIN_YEAR}–{MAX_YEAR}", path=path, where=f"column {column!r}") from None
     lo = pa.scalar(datetime(MIN_YEAR, 1, 1, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
     hi = pa.scalar(datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
-    i = first_bad_row(pc.or_(pc.less(parsed, lo), pc.greater_equal(parsed, hi)))
-    if i is not None:
-        raise InputError(
-            f"date {values[i].as_py()!s} is outside {MIN_YEAR}–{MAX_YEAR}",
-            path=path,
-            where=f"row {first_row + i}, column {column!r}",
-        )
+    refuse_first(
+        pc.or_(pc.less(parsed, lo), pc.greater_equal(parsed, hi)),
+        lambda i: f"date {values[i].as_py()!s} is outside {MIN_YEAR}–{MAX_YEAR}",
+        path=path,
+        first_row=first_row,
+        column=column,
+    )
     return parsed
 
 
@@ -127,13 +128,13 @@ def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, f
     except pa.ArrowException:
         raise_first_uncastable(values.to_pylist(), pa.float64(), path=path, column=column, first_row=first_row)
         raise
-    bad = first_bad_row(pc.invert(pc.fill_null(pc.is_finite(out), True)))
-    if bad is not None:
-        raise InputError(
-            f"expected a finite number (got {values[bad].as_py()!r})",
-            path=path,
-            where=f"row {first_row + bad}, column {column!r}",
-        )
+    refuse_first(
+        pc.invert(pc.is_finite(out)),
+        lambda i: f"expected a finite number (got {values[i].as_py()!r})",
+        path=path,
+        first_row=first_row,
+        column=column,
+    )
     return out
 
 
@@ -141,6 +142,21 @@ def first_bad_row(bad: pa.Array | pa.ChunkedArray) -> int | None:
     """Index of the first true value of a boolean mask (nulls count as false), or None: the row an error names."""
     mask = pc.fill_null(bad, False)
     return int(pc.index(mask, True).as_py()) if pc.any(mask).as_py() else None
+
+
+def refuse_first(
+    bad: pa.Array | pa.ChunkedArray,
+    message: str | Callable[[int], str],
+    *,
+    path: object,
+    first_row: int,
+    column: str | None = None,
+) -> None:
+    """Raise ``message`` (or ``message(i)``) naming the first row ``i`` where ``bad`` is true (nulls: false)."""
+    i = first_bad_row(bad)
+    if i is not None:
+        where = f"row {first_row + i}" + (f", column {column!r}" if column else "")
+        raise InputError(message if isinstance(message, str) else message(i), path=path, where=where)
 
 
 def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) -> pa.Array:

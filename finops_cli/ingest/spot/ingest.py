@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,26 +77,21 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
         return pd.DataFrame(columns=[f.name for f in SPOT_SCHEMA] + ["provider"])
     df = pd.DataFrame.from_records(records)
 
-    def refuse(bad: pd.Series, message: Callable[[int], str]) -> None:
+    def refuse(bad: pd.Series, column: str, expected: str) -> None:
         if bad.any():
             i = int(bad.to_numpy().nonzero()[0][0])
             where = f"row {i + 1}" if source == "csv" else f"SpotPriceHistory[{i}]"
-            raise InputError(message(i), path=path, where=where)
+            raise InputError(f"{column} {df[column].iloc[i]!r}: {expected}", path=path, where=where)
 
     for name in ("InstanceType", "ProductDescription", "AvailabilityZone", "AvailabilityZoneId"):
         if name in df:  # JSON may hold a list or a number where AWS writes text
             text = df[name].map(lambda v: v is None or isinstance(v, str) or (isinstance(v, float) and v != v))
-            refuse(~text, lambda i: f"{name} {df[name].iloc[i]!r}: expected text")  # noqa: B023 - called at once
+            refuse(~text, name, "expected text")
     ts = pd.to_datetime(df["Timestamp"], utc=True, errors="coerce", format="ISO8601")
-    refuse(
-        ts.isna(),
-        lambda i: f"Timestamp {df['Timestamp'].iloc[i]!r}: expected ISO-8601 such as 2026-10-01T06:12:44+00:00",
-    )
+    refuse(ts.isna(), "Timestamp", "expected ISO-8601 such as 2026-10-01T06:12:44+00:00")
     price = pd.to_numeric(df["SpotPrice"], errors="coerce")
-    refuse(  # an infinite price would poison every p90
-        price.isna() | (price < 0) | (price == float("inf")),
-        lambda i: f"SpotPrice {df['SpotPrice'].iloc[i]!r}: expected a non-negative number (USD per instance-hour)",
-    )
+    bad_price = price.isna() | (price < 0) | (price == float("inf"))  # an infinite price would poison every p90
+    refuse(bad_price, "SpotPrice", "expected a non-negative number (USD per instance-hour)")
     zone = df["AvailabilityZone"] if "AvailabilityZone" in df else pd.Series([None] * len(df))
     zone_id = df["AvailabilityZoneId"] if "AvailabilityZoneId" in df else pd.Series([None] * len(df))
     zone = zone.where(zone.notna(), zone_id)
