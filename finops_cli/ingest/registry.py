@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -25,7 +25,6 @@ class Entry(Generic[T]):
     obj: T
     aliases: tuple[str, ...] = ()
     sniff: Sniffer | None = None
-    description: str = ""
 
 
 @dataclass
@@ -42,7 +41,6 @@ class Registry(Generic[T]):
         *,
         aliases: Collection[str] = (),
         sniff: Sniffer | None = None,
-        description: str = "",
     ) -> Callable[[Any], Any]:
         """Decorator: register a parser (class, instance or function) under ``name`` and ``aliases``.
 
@@ -54,7 +52,7 @@ class Registry(Generic[T]):
             target = obj() if isinstance(obj, type) else obj
             if key in self._entries or key in self._aliases:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
-            self._entries[key] = Entry(key, target, tuple(a.lower() for a in aliases), sniff, description)
+            self._entries[key] = Entry(key, target, tuple(a.lower() for a in aliases), sniff)
             for alias in aliases:
                 self._aliases[alias.lower()] = key
             return obj
@@ -64,12 +62,6 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Canonical names in registration order."""
         return list(self._entries)
-
-    def __iter__(self) -> Iterator[Entry[T]]:
-        return iter(self._entries.values())
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name.lower() in self._entries or name.lower() in self._aliases)
 
     def from_str(self, name: str) -> Entry[T]:
         """The entry for ``name`` or an alias (case-insensitive); an unknown name lists the valid ones."""

@@ -110,9 +110,7 @@ def _resolve(header: Sequence[str]) -> dict[str, str]:
     return out
 
 
-@BILLING_FORMATS.register(
-    "azure", aliases=["azure-ea", "azure-mca", "azure-cost"], sniff=_sniff, description="Azure cost export"
-)
+@BILLING_FORMATS.register("azure", aliases=["azure-ea", "azure-mca", "azure-cost"], sniff=_sniff)
 class AzureCost(BillingFormat):
     name = "azure"
     required = ("BillingAccountId", "Date", "Cost", "BillingCurrency", "ChargeType")

@@ -56,7 +56,7 @@ def _sniff(cols: frozenset[str]) -> float:
     return 3.0 if {"BilledCost", "ChargePeriodStart", "BillingCurrency"} <= cols else 0.0
 
 
-@BILLING_FORMATS.register("focus", aliases=["focus-1.0", "focus-1.2", "focus-1.3"], sniff=_sniff, description="FOCUS")
+@BILLING_FORMATS.register("focus", aliases=["focus-1.0", "focus-1.2", "focus-1.3"], sniff=_sniff)
 class Focus(BillingFormat):
     name = "focus"
     required = ("BilledCost", "BillingCurrency", "ChargePeriodStart", "BillingAccountId")

@@ -52,7 +52,7 @@ def _sniff(cols: frozenset[str]) -> float:
     return 2.0 if {"billing_account_id", "cost", "currency"} <= cols and "sku.description" in cols else 0.0
 
 
-@BILLING_FORMATS.register("gcp", aliases=["gcp-billing", "bigquery"], sniff=_sniff, description="GCP billing export")
+@BILLING_FORMATS.register("gcp", aliases=["gcp-billing", "bigquery"], sniff=_sniff)
 class GcpBilling(BillingFormat):
     name = "gcp"
     required = ("billing_account_id", "cost", "currency", "usage_start_time", "sku.description")

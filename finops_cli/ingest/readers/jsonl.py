@@ -59,20 +59,6 @@ def json_schema(
     return pa.schema(fields(tree))
 
 
-def _duckdb_type(t: pa.DataType) -> str:
-    """The DuckDB type ``read_json`` casts a key to, for an Arrow type of :func:`json_schema`."""
-    if pa.types.is_struct(t):
-        return (
-            "STRUCT(" + ", ".join(f'"{f.name.replace(chr(34), chr(34) * 2)}" {_duckdb_type(f.type)}' for f in t) + ")"
-        )
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return _duckdb_type(t.value_type) + "[]"
-    names = {pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
-    if t not in names:
-        raise TypeError(f"no DuckDB type for {t}")
-    return names[t]
-
-
 def iter_jsonl_duckdb(
     path: Path,
     wanted: list[str],
@@ -85,7 +71,6 @@ def iter_jsonl_duckdb(
     import duckdb
 
     schema = json_schema(wanted, types, nested)
-    columns = {f.name: _duckdb_type(f.type) for f in schema}
     wanted_set = set(wanted)
     row = 1
     try:
@@ -97,9 +82,10 @@ def iter_jsonl_duckdb(
             if threads.isdigit() and int(threads) >= 1:  # a parallel ingest's worker: its share of the cores
                 config["threads"] = int(threads)
             con = stack.enter_context(duckdb.connect(config=config))
+            typed = con.from_arrow(schema.empty_table())  # the schema in DuckDB's type names
             rel = con.read_json(
                 str(source),
-                columns=columns,
+                columns=dict(zip(typed.columns, map(str, typed.types), strict=True)),
                 format="newline_delimited",
                 records="true",
                 maximum_object_size=MAX_LINE_BYTES,

@@ -27,22 +27,16 @@ PROM_RANGE = "#prometheus-range"
 
 #: Utilisation formats for ``--format``; sniffers see a file's columns, or a marker for non-tabular text.
 UTILIZATION_FORMATS: Registry[str] = Registry("utilisation format")
-for _name, _aliases, _sniff, _description in (
-    (
-        "dcgm",
-        ["dcgm-exporter", "prometheus-text"],
-        lambda c: PROM_TEXT in c,
-        "dcgm-exporter scrape(s), Prometheus text format",
-    ),
-    ("prometheus", ["prometheus-range", "promql"], lambda c: PROM_RANGE in c, "Prometheus /api/v1/query_range JSON"),
+for _name, _aliases, _sniff in (
+    ("dcgm", ["dcgm-exporter", "prometheus-text"], lambda c: PROM_TEXT in c),
+    ("prometheus", ["prometheus-range", "promql"], lambda c: PROM_RANGE in c),
     (
         "csv",
         ["generic"],
         lambda c: any(x in c for x in DEFAULTS["timestamp"]) and any(x in c for x in DEFAULTS["util"]),
-        "generic CSV / CSV.gz / Parquet / JSON Lines, one row per device and sample",
     ),
 ):
-    UTILIZATION_FORMATS.register(_name, aliases=_aliases, sniff=_sniff, description=_description)(_name)
+    UTILIZATION_FORMATS.register(_name, aliases=_aliases, sniff=_sniff)(_name)
 
 
 @dataclass
