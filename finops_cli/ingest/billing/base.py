@@ -287,15 +287,7 @@ def _tag_fragments(key: str, arrays: Sequence[pa.Array]) -> pa.Array:
         values = values.combine_chunks()
     enc = pc.dictionary_encode(pc.cast(values, pa.string()))
     words = enc.dictionary
-    prefix = json.dumps(key) + ':"'
-    text = pc.binary_join_element_wise(prefix, words, '",', "")
-    plain = pc.match_substring_regex(words, _JSON_PLAIN)
-    if not pc.all(plain).as_py():  # quotes, backslashes, control or non-ASCII characters: json.dumps them
-        escaped = [
-            w if ok else json.dumps(key) + ":" + json.dumps(v) + ","
-            for w, ok, v in zip(text.to_pylist(), plain.to_pylist(), words.to_pylist(), strict=True)
-        ]
-        text = pa.array(escaped, pa.string())
+    text = pc.binary_join_element_wise(_key_value_fragments(pa.repeat(pa.scalar(key), len(words)), words), ",", "")
     text = pc.if_else(pc.equal(words, ""), pa.scalar("", pa.string()), text)
     return pc.fill_null(pc.take(text, enc.indices), "")
 
