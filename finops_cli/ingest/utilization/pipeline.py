@@ -192,29 +192,15 @@ def ingest_source(
     summary.util_scale = scale
     months: set[str] = set()
     devices = 0
-    buckets = [spill_dir / f"bucket-{b}.arrows" for b in range(n_buckets)]
-    fallback = codes.cadence(options.default_interval_s)
-    source_spans: list[pd.DataFrame] = []
-    for bucket in buckets:
+    fallback, gap = codes.cadence(options.default_interval_s), options.max_gap_factor
+    spans: list[pd.DataFrame] = []
+    for bucket in (spill_dir / f"bucket-{b}.arrows" for b in range(n_buckets)):
         if not bucket.exists():
             continue
         for part in split_bucket(bucket, n_buckets):
-            table = read_bucket(part)
-            devices += write_bucket(
-                writer,
-                table,
-                key,
-                str(src),
-                scale,
-                options.max_gap_factor,
-                fallback,
-                summary,
-                months,
-                codes,
-                source_spans,
-            )
+            devices += write_bucket(writer, read_bucket(part), summary, codes, scale, gap, fallback, months, spans)
             part.unlink()
     summary.devices = devices
     summary.months = sorted(months)
-    spans = pd.concat(source_spans, ignore_index=True).assign(key=key, source=str(src))
-    return SourceDone(summary, spans, fingerprint)
+    spans_df = pd.concat(spans, ignore_index=True).assign(key=key, source=str(src))
+    return SourceDone(summary, spans_df, fingerprint)
