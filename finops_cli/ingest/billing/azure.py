@@ -25,6 +25,7 @@ from finops_cli.ingest.billing.base import (
     isin,
     lookup,
     month_floor,
+    only,
     parse_json_cells,
     tags_json,
     where,
@@ -144,8 +145,8 @@ class AzureCost(BillingFormat):
         model = get("PricingModel")
         pricing = lookup(model, PRICING_MODEL, "Standard") if model is not None else const("Standard", n)
         pricing = where(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), "Committed", pricing)
-        pricing = where(isin(category, ["Usage", "Purchase"]), pricing, pa.scalar(None, pa.string()))
-        charge_class = where(pc.equal(charge_type, "Refund"), "Correction", pa.scalar(None, pa.string()))
+        pricing = only(isin(category, ["Usage", "Purchase"]), pricing)
+        charge_class = only(pc.equal(charge_type, "Refund"), "Correction")
         _note_kind(ctx, charge_type, model, cost)
 
         day = ts("Date")
@@ -213,12 +214,8 @@ class AzureCost(BillingFormat):
             "ChargeDescription": get("MeterName") if get("MeterName") is not None else get("ProductName"),
             "PricingCategory": pricing,
             "CommitmentDiscountId": commitment,
-            "ConsumedQuantity": where(is_usage, consumed, pa.scalar(None, pa.float64()))
-            if consumed is not None
-            else None,
-            "ConsumedUnit": where(is_usage, consumed_unit, pa.scalar(None, pa.string()))
-            if consumed_unit is not None
-            else None,
+            "ConsumedQuantity": only(is_usage, consumed),
+            "ConsumedUnit": only(is_usage, consumed_unit),
             "ResourceId": get("ResourceId"),
             "ResourceName": get("ResourceName"),
             "ServiceName": service,

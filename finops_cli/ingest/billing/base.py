@@ -179,6 +179,13 @@ def where(cond: pa.Array, a: object, b: object) -> pa.Array:
     return pc.if_else(pc.fill_null(cond, False), a, b)
 
 
+def only(cond: pa.Array, a: pa.Array | str | None) -> pa.Array | None:
+    """``a`` where ``cond`` holds, null elsewhere; None when ``a`` is (the file lacks the column)."""
+    if a is None:
+        return None
+    return where(cond, a, pa.scalar(None, pa.string() if isinstance(a, str) else a.type))
+
+
 def month_floor(ts: pa.Array) -> pa.Array:
     return pc.floor_temporal(ts, unit="month")
 

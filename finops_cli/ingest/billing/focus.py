@@ -25,6 +25,7 @@ from finops_cli.ingest.billing.base import (
     hours_factor,
     lookup,
     month_floor,
+    only,
     parse_json_cells,
     tags_json,
     where,
@@ -107,10 +108,10 @@ class Focus(BillingFormat):
             if columns["ChargeDescription"] is not None:  # per-GPU SKUs (Google Cloud): the hours are GPU-hours
                 sku = map_unique(columns["ChargeDescription"], _gpu_sku, pa.string())
                 per_gpu = pc.and_(pc.is_valid(sku), pc.is_null(columns["x_InstanceType"]))
-                found = where(per_gpu, sku, pa.scalar(None, pa.string()))
+                found = only(per_gpu, sku)
                 have = columns["x_AcceleratorType"]
                 columns["x_AcceleratorType"] = found if have is None else pc.coalesce(have, found)
-                direct = where(per_gpu, usage_hours, pa.scalar(None, pa.float64()))
+                direct = only(per_gpu, usage_hours)
                 columns["x_GpuHours"] = (
                     direct if columns["x_GpuHours"] is None else pc.coalesce(columns["x_GpuHours"], direct)
                 )

@@ -29,6 +29,7 @@ from finops_cli.ingest.billing.base import (
     hours_factor,
     isin,
     lookup,
+    only,
     parse_json_cells,
     tags_from_lists,
     tags_json,
@@ -125,7 +126,7 @@ class GcpBilling(BillingFormat):
         category = where(pc.and_(pc.equal(category, "Usage"), commitment_sku), "Purchase", category)
         pricing = map_unique(sku, gcp_pricing_category, pa.string())
         pricing = where(has_cud, "Committed", pc.fill_null(pricing, "Standard"))
-        pricing = where(isin(category, ["Usage", "Purchase"]), pricing, pa.scalar(None, pa.string()))
+        pricing = only(isin(category, ["Usage", "Purchase"]), pricing)
 
         gpu_acc = map_unique(sku, lambda d: (f := gcp_gpu_sku_facts(d)) and f.accelerator, pa.string())
         amount = src.num("usage.amount")
@@ -165,12 +166,8 @@ class GcpBilling(BillingFormat):
             "ChargeCategory": category,
             "ChargeDescription": sku,
             "PricingCategory": pricing,
-            "ConsumedQuantity": where(pc.equal(category, "Usage"), amount, pa.scalar(None, pa.float64()))
-            if amount is not None
-            else None,
-            "ConsumedUnit": where(pc.equal(category, "Usage"), unit, pa.scalar(None, pa.string()))
-            if unit is not None
-            else None,
+            "ConsumedQuantity": only(pc.equal(category, "Usage"), amount),
+            "ConsumedUnit": only(pc.equal(category, "Usage"), unit),
             "ResourceId": resource_id,
             "ResourceName": resource_name,
             "ServiceName": service,
