@@ -121,8 +121,6 @@ def gcp_gpu_sku_facts(description: str | None) -> GpuSkuFacts | None:
     "Dynamic", "EMEA")``; ``"Commitment v1: Nvidia L4 GPU running in Americas for 1 Year"`` → Committed.
     Core and RAM SKUs ("Spot Preemptible A3 Instance Core running in EMEA") return None.
     """
-    import re
-
     if not description:
         return None
     low = description.strip().lower()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from finops_cli.atomic import check_writable, write_text
 from finops_cli.catalog.fetchers.aws import fetch_aws
 from finops_cli.catalog.fetchers.azure import fetch_azure
 from finops_cli.catalog.fetchers.gcp import fetch_gcp
@@ -82,8 +83,6 @@ def refresh_pricebook(
     ``regions`` per provider default to those the pricebook already prices; ``extra_types`` are priced beyond the
     pricebook's instance table; ``directory`` (default :func:`~finops_cli.catalog.pricebook.user_pricebook_dir`)
     is created if missing."""
-    from finops_cli.atomic import check_writable, write_text
-
     chosen = list(dict.fromkeys(p.strip().lower() for p in providers))
     unknown = [p for p in chosen if p not in PROVIDERS]
     if unknown or not chosen:

@@ -6,6 +6,8 @@ names one (each rule and its source: docs/formats.md, "FOCUS 1.0–1.3").
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -140,8 +142,6 @@ def _known(name: str | None) -> str | None:
 
 def _from_details(cell: str, keys: tuple[str, ...]) -> dict[str, object] | None:
     """A JSON key-value cell (SkuPriceDetails, x_SkuDetails) as a dict, or None when it is not one."""
-    import json
-
     try:
         obj = json.loads(cell)
     except (ValueError, TypeError):
@@ -169,8 +169,6 @@ def _details_gpus(cell: str) -> int | None:
 
 def _meter_type(meter: str) -> str | None:
     """An Azure VM meter (``ND96isr H100 v5``, ``NC24ads A100 v4 Spot``) as its size, when the pricebook knows it."""
-    import re
-
     name = re.sub(r"\s+(Spot|Low Priority)$", "", meter.strip(), flags=re.IGNORECASE)
     if not re.fullmatch(r"[A-Z]{1,3}\d+[A-Za-z]*( [A-Za-z0-9]+)*", name):
         return None

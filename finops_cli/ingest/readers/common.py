@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
+from finops_cli.files import kind_of_path
 
 #: File name endings the readers understand, longest first.
 SUFFIXES: tuple[str, ...] = (
@@ -81,8 +82,6 @@ def existing_path(raw: str | Path) -> Path:
     if not p.exists():
         raise InputError("no such file or directory", path=p)
     if not p.is_dir() and not p.is_file():
-        from finops_cli.files import kind_of_path
-
         raise InputError(f"{kind_of_path(p)}; expected a regular file", path=p)
     return p
 

@@ -7,10 +7,13 @@ import gzip
 import io
 import json
 import os
+import tempfile
 from collections.abc import Collection, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -68,8 +71,6 @@ def iter_jsonl_duckdb(
 ) -> Iterator[RowBatch]:
     """JSON Lines through DuckDB's ``read_json`` (yyjson, on every core; ≈ half ``pyarrow.json``'s CPU);
     on anything it refuses, the Python decoder takes over (see :func:`iter_batches`)."""
-    import duckdb
-
     schema = json_schema(wanted, types, nested)
     wanted_set = set(wanted)
     row = 1
@@ -107,8 +108,6 @@ def read_ahead(items: Iterator[_T], stack: contextlib.ExitStack) -> Iterator[_T]
     """``items``, the next one decoded on a thread while the caller converts this one (DuckDB and Arrow
     release the GIL): one item in flight, so memory grows by one batch. The thread is joined when ``stack``
     closes, before what it reads from (entered on ``stack`` earlier) is."""
-    from concurrent.futures import ThreadPoolExecutor
-
     ahead = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead"))
     end = object()
     pending = ahead.submit(next, items, end)
@@ -121,8 +120,6 @@ def _globless(path: Path, stack: contextlib.ExitStack) -> Path:
     """``path``, or a link to it under a plain name when its name holds characters DuckDB reads as a glob."""
     if not any(ch in str(path) for ch in "*?[]{}"):
         return path
-    import tempfile
-
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="finops-json-")))
     link = tmp / ("input.jsonl.gz" if path.name.lower().endswith(".gz") else "input.jsonl")
     link.symlink_to(path.resolve())

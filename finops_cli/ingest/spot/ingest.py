@@ -14,6 +14,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
+from finops_cli.adapters.aws import fetch_spot_prices
+from finops_cli.adapters.gcp import catalog_client, list_skus
+from finops_cli.catalog.fetchers.gcp import gcp_skus_to_frame
 from finops_cli.catalog.gpus import instance_gpu_facts
 from finops_cli.errors import InputError
 from finops_cli.files import read_json
@@ -279,8 +282,6 @@ def ingest_spot_prices(
     if aws_regions:
         if not instance_types:
             raise InputError("--aws-region needs at least one --instance-type (e.g. p5.48xlarge)")
-        from finops_cli.adapters.aws import fetch_spot_prices
-
         got = fetch_spot_prices(
             aws_regions,
             instance_types,
@@ -295,9 +296,6 @@ def ingest_spot_prices(
             result.sources[f"aws:{region}"] = n
         frames.append(aws_records_to_frame(got.records, "aws-api"))
     if gcp:
-        from finops_cli.adapters.gcp import catalog_client, list_skus
-        from finops_cli.catalog.fetchers.gcp import gcp_skus_to_frame
-
         client = catalog_client(transport=gcp_transport)
         df = gcp_skus_to_frame(list_skus(client), gcp_regions)
         if instance_types:

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
+from finops_cli.ingest.readers.values import to_float, to_utc
 
 #: What every parser yields. ``utilization`` is still in the source's scale (0–1 or 0–100): the
 #: pipeline decides the scale once it has seen the whole source, then divides.
@@ -84,12 +85,8 @@ def parse_timestamps(values: pa.Array, *, path: object, column: str, first_row: 
         raise InputError("empty timestamp", path=path, where=f"row {first_row + bad}, column {column!r}")
     # Epoch numbers or ISO text: decided on the first value (a mix fails below, naming the row).
     if len(strings) and re.match(_NUMERIC, strings[0].as_py()):
-        from finops_cli.ingest.readers.values import to_float
-
         nums = to_float(strings, path=path, column=column, first_row=first_row)
         return _epoch_to_ns(nums.to_numpy(zero_copy_only=False), path, column, first_row)
-    from finops_cli.ingest.readers.values import to_utc
-
     ts = to_utc(strings, path=path, column=column, first_row=first_row)
     return pc.cast(ts, pa.int64()).to_numpy(zero_copy_only=False) * 1000
 

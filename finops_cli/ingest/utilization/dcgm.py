@@ -6,7 +6,9 @@ The metrics and labels read, and where a scrape's time comes from: docs/formats.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
@@ -14,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from prometheus_client.parser import parse_labels, text_string_to_metric_families
 
+from finops_cli.cores import usable_cores
 from finops_cli.errors import InputError
 from finops_cli.files import decode_text, read_bytes
 from finops_cli.ingest.utilization.common import (
@@ -32,12 +36,6 @@ _METRICS = (PROF_GR_ENGINE_ACTIVE, DEV_GPU_UTIL)
 _ISO_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})[T_ ]?(\d{2})[:\-]?(\d{2})[:\-]?(\d{2})")
 _EPOCH_NAME = re.compile(r"(?<!\d)(\d{13}|\d{10})(?!\d)")
 _BATCH_ROWS = 200_000
-
-
-def _parser():  # lazy: the dependency is only needed for this format
-    from prometheus_client.parser import text_string_to_metric_families
-
-    return text_string_to_metric_families
 
 
 def timestamp_from_name(name: str) -> int | None:
@@ -70,7 +68,7 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
     """One scrape → columns of :data:`RAW_SCHEMA` (utilisation in the metric's own scale)."""
     per_device: dict[tuple[str, int | None], dict[str, tuple[float, dict[str, str]]]] = {}
     try:
-        for family in _parser()(text):
+        for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name not in _METRICS:
                     continue
@@ -84,7 +82,7 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
                         path=path,
                         where=f"{sample.name} {device}",
                     )
-                ts = int(sample.timestamp * 1e9) if sample.timestamp is not None else file_ts_ns
+                ts = int(float(sample.timestamp) * 1e9) if sample.timestamp is not None else file_ts_ns
                 if ts is None:
                     raise InputError(
                         "no timestamp: sample lines carry none and the file name has none "
@@ -112,13 +110,9 @@ def iter_dcgm(path: Path) -> Iterator[pa.RecordBatch]:
     Groups of files are parsed on the vectorised path (:func:`parse_scrapes`) on threads while the next files are
     read; a group it does not vouch for goes through prometheus_client file by file. Batches, and a file's error,
     come in file order."""
-    from collections import deque
-    from concurrent.futures import Future, ThreadPoolExecutor
 
     def parsed(group: list[tuple[Path, bytes, int | None]]) -> list[pa.RecordBatch]:
         return list(_parse_group(group))
-
-    from finops_cli.cores import usable_cores
 
     workers = max(1, min(_PARSERS, usable_cores()))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dcgm") as pool:
@@ -203,8 +197,6 @@ def parse_scrapes(group: Sequence[tuple[Path, bytes | str, int | None]]) -> dict
     Same rows, in the same order, as :func:`parse_scrape` file by file: per file and (device, time), the
     last sample of the preferred metric; label sets are parsed once each (by prometheus_client).
     """
-    from prometheus_client.parser import parse_labels
-
     blobs = [text.encode() if isinstance(text, str) else text for _, text, _ in group]
     try:  # bytes → Arrow text without a Python str per file; Arrow checks the UTF-8 (SIMD)
         texts = pa.array(blobs, pa.large_binary()).cast(pa.large_string())
