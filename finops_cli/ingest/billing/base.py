@@ -240,7 +240,7 @@ class _BadCell(Exception):
         self.value = value
 
 
-def tags_json(obj: Any, strip_prefixes: Sequence[str] = ()) -> str | None:
+def tags_json(obj: Any) -> str | None:
     """Normalise a tag object ({k: v}, or GCP's [{key, value}]) to sorted compact JSON text."""
     if obj is None:
         return None
@@ -248,16 +248,7 @@ def tags_json(obj: Any, strip_prefixes: Sequence[str] = ()) -> str | None:
         obj = {d["key"]: d.get("value") for d in obj if isinstance(d, dict) and "key" in d}
     if not isinstance(obj, dict):
         raise ValueError("tags must be an object")
-    out: dict[str, str] = {}
-    for k, v in obj.items():
-        key = str(k)
-        for p in strip_prefixes:
-            if key.startswith(p):
-                key = key[len(p) :]
-                break
-        if v is None or v == "":
-            continue
-        out[key] = v if isinstance(v, str) else json.dumps(v)
+    out = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in obj.items() if v is not None and v != ""}
     return json.dumps(out, sort_keys=True, separators=(",", ":")) if out else None
 
 

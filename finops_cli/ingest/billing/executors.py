@@ -77,9 +77,14 @@ class BillingStager(Protocol):
         ...
 
 
+#: exports smaller than this are staged in the calling process by default (a worker costs ~1 s to start)
+PARALLEL_MIN_BYTES = 64 << 20
+
+
 @dataclass(frozen=True)
 class LocalStager:
-    """Stage the files in this process, or in ``jobs`` worker processes (default :func:`worker_count`)."""
+    """Stage the files in this process, or in ``jobs`` worker processes (at most one per file). Without ``jobs``,
+    a multi-file export of at least :data:`PARALLEL_MIN_BYTES` gets one worker per usable core."""
 
     jobs: int | None = None
 
@@ -88,28 +93,13 @@ class LocalStager:
             raise InputError(f"--jobs {self.jobs}: expected an integer >= 1")
 
     def stage(self, plan: Sequence[FileJob], tx: Transaction, progress: Progress | None) -> Iterator[FileResult]:
-        return _run(plan, tx.staging, worker_count(self.jobs, [job.path for job in plan]), progress)
+        big = len(plan) > 1 and sum(job.path.stat().st_size for job in plan) >= PARALLEL_MIN_BYTES
+        wanted = self.jobs if self.jobs is not None else usable_cores() if big else 1
+        return _run(plan, tx.staging, max(1, min(wanted, len(plan))), progress)
 
 
 #: a file's share of a key is staged as ``<key>-file<index>``; the committing process names it (:func:`_adopt`)
 _FILE = "-file"
-
-
-#: exports smaller than this are staged in the calling process by default (a worker costs ~1 s to start)
-PARALLEL_MIN_BYTES = 64 << 20
-
-
-def worker_count(jobs: int | None, files: Sequence[Path]) -> int:
-    """Processes to stage ``files`` with: ``jobs`` (at most one per file) when given; else one per usable
-    core for a multi-file export of at least :data:`PARALLEL_MIN_BYTES` (below that, starting workers costs
-    more than it saves), else 1."""
-    if jobs is not None:
-        if jobs < 1:
-            raise InputError(f"--jobs {jobs}: expected an integer >= 1")
-        return max(1, min(jobs, len(files)))
-    if len(files) < 2 or sum(p.stat().st_size for p in files) < PARALLEL_MIN_BYTES:
-        return 1
-    return max(1, min(usable_cores(), len(files)))
 
 
 def stage_file(
