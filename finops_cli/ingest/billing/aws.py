@@ -227,38 +227,52 @@ def _product_attr(product: pa.Array, keys: tuple[str, ...], ctx: BatchContext) -
     return parse_json_cells(product, pick, path=ctx.path, column="product", first_row=ctx.first_row)
 
 
-# ------------------------------------------------------------------------- legacy CUR
-CUR_NAMES: dict[str, tuple[str, ...]] = {
-    "payer_account_id": ("bill/PayerAccountId",),
-    "usage_account_id": ("lineItem/UsageAccountId",),
-    "billing_period_start": ("bill/BillingPeriodStartDate",),
-    "billing_period_end": ("bill/BillingPeriodEndDate",),
-    "usage_start": ("lineItem/UsageStartDate",),
-    "usage_end": ("lineItem/UsageEndDate",),
-    "line_item_type": ("lineItem/LineItemType",),
-    "product_code": ("lineItem/ProductCode",),
-    "product_name": ("product/ProductName",),
-    "usage_type": ("lineItem/UsageType",),
-    "availability_zone": ("lineItem/AvailabilityZone",),
-    "resource_id": ("lineItem/ResourceId",),
-    "usage_amount": ("lineItem/UsageAmount",),
-    "currency": ("lineItem/CurrencyCode",),
-    "unblended_cost": ("lineItem/UnblendedCost",),
-    "description": ("lineItem/LineItemDescription",),
-    "instance_type": ("product/instanceType",),
-    "region": ("product/region", "product/regionCode"),
-    "sku": ("product/sku",),
-    "pricing_unit": ("pricing/unit",),
-    "public_on_demand_cost": ("pricing/publicOnDemandCost",),
-    "ri_effective_cost": ("reservation/EffectiveCost",),
-    "ri_unused_upfront": ("reservation/UnusedAmortizedUpfrontFeeForBillingPeriod",),
-    "ri_unused_recurring": ("reservation/UnusedRecurringFee",),
-    "reservation_arn": ("reservation/ReservationARN",),
-    "sp_effective_cost": ("savingsPlan/SavingsPlanEffectiveCost",),
-    "sp_total_commitment": ("savingsPlan/TotalCommitmentToDate",),
-    "sp_used_commitment": ("savingsPlan/UsedCommitment",),
-    "savings_plan_arn": ("savingsPlan/SavingsPlanARN",),
+#: internal name → (legacy CUR columns, CUR 2.0 columns); the first column a file has wins
+NAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "payer_account_id": (("bill/PayerAccountId",), ("bill_payer_account_id",)),
+    "usage_account_id": (("lineItem/UsageAccountId",), ("line_item_usage_account_id",)),
+    "billing_period_start": (("bill/BillingPeriodStartDate",), ("bill_billing_period_start_date",)),
+    "billing_period_end": (("bill/BillingPeriodEndDate",), ("bill_billing_period_end_date",)),
+    "usage_start": (("lineItem/UsageStartDate",), ("line_item_usage_start_date",)),
+    "usage_end": (("lineItem/UsageEndDate",), ("line_item_usage_end_date",)),
+    "line_item_type": (("lineItem/LineItemType",), ("line_item_line_item_type",)),
+    "product_code": (("lineItem/ProductCode",), ("line_item_product_code",)),
+    "product_name": (("product/ProductName",), ("product_product_name", "product_servicename")),
+    "usage_type": (("lineItem/UsageType",), ("line_item_usage_type",)),
+    "availability_zone": (("lineItem/AvailabilityZone",), ("line_item_availability_zone",)),
+    "resource_id": (("lineItem/ResourceId",), ("line_item_resource_id",)),
+    "usage_amount": (("lineItem/UsageAmount",), ("line_item_usage_amount",)),
+    "currency": (("lineItem/CurrencyCode",), ("line_item_currency_code",)),
+    "unblended_cost": (("lineItem/UnblendedCost",), ("line_item_unblended_cost",)),
+    "description": (("lineItem/LineItemDescription",), ("line_item_line_item_description",)),
+    "instance_type": (("product/instanceType",), ("product_instance_type",)),
+    "region": (("product/region", "product/regionCode"), ("product_region_code", "product_region")),
+    "sku": (("product/sku",), ("product_sku",)),
+    "pricing_unit": (("pricing/unit",), ("pricing_unit",)),
+    "public_on_demand_cost": (("pricing/publicOnDemandCost",), ("pricing_public_on_demand_cost",)),
+    "ri_effective_cost": (("reservation/EffectiveCost",), ("reservation_effective_cost",)),
+    "ri_unused_upfront": (
+        ("reservation/UnusedAmortizedUpfrontFeeForBillingPeriod",),
+        ("reservation_unused_amortized_upfront_fee_for_billing_period",),
+    ),
+    "ri_unused_recurring": (("reservation/UnusedRecurringFee",), ("reservation_unused_recurring_fee",)),
+    "reservation_arn": (
+        ("reservation/ReservationARN",),
+        ("reservation_reservation_arn", "reservation_reservation_a_r_n"),
+    ),
+    "sp_effective_cost": (("savingsPlan/SavingsPlanEffectiveCost",), ("savings_plan_savings_plan_effective_cost",)),
+    "sp_total_commitment": (("savingsPlan/TotalCommitmentToDate",), ("savings_plan_total_commitment_to_date",)),
+    "sp_used_commitment": (("savingsPlan/UsedCommitment",), ("savings_plan_used_commitment",)),
+    "savings_plan_arn": (
+        ("savingsPlan/SavingsPlanARN",),
+        ("savings_plan_savings_plan_arn", "savings_plan_savings_plan_a_r_n"),
+    ),
 }
+CUR_NAMES = {key: layouts[0] for key, layouts in NAMES.items()}
+CUR2_NAMES = {key: layouts[1] for key, layouts in NAMES.items()}
+
+
+# ------------------------------------------------------------------------- legacy CUR
 CUR_TAG_PREFIX = "resourceTags/"
 
 
@@ -297,37 +311,6 @@ def _cur_tag_key(column: str) -> str:
 
 
 # ------------------------------------------------------------------------- CUR 2.0
-CUR2_NAMES: dict[str, tuple[str, ...]] = {
-    "payer_account_id": ("bill_payer_account_id",),
-    "usage_account_id": ("line_item_usage_account_id",),
-    "billing_period_start": ("bill_billing_period_start_date",),
-    "billing_period_end": ("bill_billing_period_end_date",),
-    "usage_start": ("line_item_usage_start_date",),
-    "usage_end": ("line_item_usage_end_date",),
-    "line_item_type": ("line_item_line_item_type",),
-    "product_code": ("line_item_product_code",),
-    "product_name": ("product_product_name", "product_servicename"),
-    "usage_type": ("line_item_usage_type",),
-    "availability_zone": ("line_item_availability_zone",),
-    "resource_id": ("line_item_resource_id",),
-    "usage_amount": ("line_item_usage_amount",),
-    "currency": ("line_item_currency_code",),
-    "unblended_cost": ("line_item_unblended_cost",),
-    "description": ("line_item_line_item_description",),
-    "instance_type": ("product_instance_type",),
-    "region": ("product_region_code", "product_region"),
-    "sku": ("product_sku",),
-    "pricing_unit": ("pricing_unit",),
-    "public_on_demand_cost": ("pricing_public_on_demand_cost",),
-    "ri_effective_cost": ("reservation_effective_cost",),
-    "ri_unused_upfront": ("reservation_unused_amortized_upfront_fee_for_billing_period",),
-    "ri_unused_recurring": ("reservation_unused_recurring_fee",),
-    "reservation_arn": ("reservation_reservation_arn", "reservation_reservation_a_r_n"),
-    "sp_effective_cost": ("savings_plan_savings_plan_effective_cost",),
-    "sp_total_commitment": ("savings_plan_total_commitment_to_date",),
-    "sp_used_commitment": ("savings_plan_used_commitment",),
-    "savings_plan_arn": ("savings_plan_savings_plan_arn", "savings_plan_savings_plan_a_r_n"),
-}
 CUR2_TAG_PREFIX = "resource_tags_"
 
 
