@@ -21,11 +21,10 @@ INSTANCE_TYPES_FILE = "instance_types.csv"
 
 @dataclass(frozen=True)
 class GpuSkuFacts:
-    """What a GCP GPU SKU description says: the accelerator, how it is priced, and where."""
+    """What a GCP GPU SKU description says: the accelerator and how it is priced."""
 
     accelerator: str
     pricing_category: str  # FOCUS: Dynamic (Spot Preemptible) | Committed (Commitment) | Standard
-    region_group: str | None  # "Americas", "EMEA", "APAC", or a region name, when the text has one
 
 
 INSTANCE_COLUMNS = ("provider", "kind", "instance_type", "gpus", "accelerator")
@@ -115,11 +114,9 @@ def instance_gpu_facts(provider: str, instance_type: str | None) -> tuple[int, s
 
 
 def gcp_gpu_sku_facts(description: str | None) -> GpuSkuFacts | None:
-    """Parse a GCP GPU SKU description, or None when it is not a GPU SKU.
+    """A GCP GPU SKU's accelerator and pricing, or None when it is not a GPU SKU (core and RAM SKUs).
 
-    ``"Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"`` → ``GpuSkuFacts("H100",
-    "Dynamic", "EMEA")``; ``"Commitment v1: Nvidia L4 GPU running in Americas for 1 Year"`` → Committed.
-    Core and RAM SKUs ("Spot Preemptible A3 Instance Core running in EMEA") return None.
+    ``"Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"`` → ``GpuSkuFacts("H100", "Dynamic")``.
     """
     if not description:
         return None
@@ -131,8 +128,7 @@ def gcp_gpu_sku_facts(description: str | None) -> GpuSkuFacts | None:
         if not m:
             return None
         accelerator = m.group(1).upper()
-    region = re.search(r"running in (.+?)(?: for \d+ (?:year|month)s?)?$", description.strip(), re.IGNORECASE)
-    return GpuSkuFacts(accelerator, gcp_pricing_category(description), region.group(1).strip() if region else None)
+    return GpuSkuFacts(accelerator, gcp_pricing_category(description))
 
 
 def gcp_pricing_category(description: str) -> str:
