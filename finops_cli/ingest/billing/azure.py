@@ -6,8 +6,9 @@ exports"). Both kinds of export describe the same money, so they share one idemp
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -134,17 +135,23 @@ class AzureCost(BillingFormat):
 
     def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
         n = batch.num_rows
-        path, row = ctx.path, ctx.first_row
         found = _resolve(batch.schema.names)
         src = SourceColumns(batch, ctx, {c: (spelling,) for c, spelling in found.items()})
         get, num, ts = src.get, src.num, src.ts
 
+        def json_cells(key: str, fn: Callable[[Any], str | None]) -> pa.Array | None:  # Azure drops the braces
+            a = get(key)
+            if a is None:
+                return None
+            return parse_json_cells(a, fn, path=ctx.path, column=found[key], first_row=ctx.first_row, brace_less=True)
+
         cost = num("Cost")
         charge_type = pc.fill_null(get("ChargeType"), "Usage")
+        unused = isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"])
         category = lookup(charge_type, CHARGE_TYPE, "Usage")
         model = get("PricingModel")
         pricing = lookup(model, PRICING_MODEL, "Standard") if model is not None else const("Standard", n)
-        pricing = where(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), "Committed", pricing)
+        pricing = where(unused, "Committed", pricing)
         pricing = only(isin(category, ["Usage", "Purchase"]), pricing)
         charge_class = only(pc.equal(charge_type, "Refund"), "Correction")
         _note_kind(ctx, charge_type, model, cost)
@@ -168,22 +175,8 @@ class AzureCost(BillingFormat):
         usage_hours = where(pc.and_(is_usage, pc.is_valid(hours)), hours, 0.0) if hours is not None else None
         # Unused commitment lines are paid-for idle time, not GPU work.
         if usage_hours is not None:
-            usage_hours = where(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), 0.0, usage_hours)
+            usage_hours = where(unused, 0.0, usage_hours)
 
-        info = get("AdditionalInfo")
-        instance_type = (
-            parse_json_cells(
-                info, _service_type, path=path, column=found["AdditionalInfo"], first_row=row, brace_less=True
-            )
-            if info is not None
-            else None
-        )
-        tags_raw = get("Tags")
-        tags = (
-            parse_json_cells(tags_raw, tags_json, path=path, column=found["Tags"], first_row=row, brace_less=True)
-            if tags_raw is not None
-            else None
-        )
         location = get("ResourceLocation")
         region = pc.utf8_lower(pc.replace_substring(location, " ", "")) if location is not None else None
         paygo = num("PayGPrice")
@@ -197,9 +190,7 @@ class AzureCost(BillingFormat):
             "BillingAccountName": get("BillingAccountName"),
             "SubAccountName": get("SubscriptionName"),
             "CommitmentDiscountName": get("ReservationName"),
-            "CommitmentDiscountStatus": where(
-                isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), "Unused", pa.scalar(None, pa.string())
-            ),
+            "CommitmentDiscountStatus": only(unused, "Unused"),
             "SubAccountId": get("SubscriptionId"),
             "BillingPeriodStart": period_start,
             "BillingPeriodEnd": period_end,
@@ -221,15 +212,13 @@ class AzureCost(BillingFormat):
             "ServiceName": service,
             "ServiceCategory": lookup(service, SERVICE_CATEGORY, "Other") if service is not None else const("Other", n),
             "ProviderName": const("Microsoft", n),
-            "PublisherName": pc.coalesce(publisher, pa.scalar("Microsoft"))
-            if publisher is not None
-            else const("Microsoft", n),
+            "PublisherName": coalesce(publisher, const("Microsoft", n)),
             "InvoiceIssuerName": const("Microsoft", n),
             "RegionId": region,
             "AvailabilityZone": get("AvailabilityZone"),
             "SkuId": get("MeterId"),
-            "Tags": tags,
-            "x_InstanceType": instance_type,
+            "Tags": json_cells("Tags", tags_json),
+            "x_InstanceType": json_cells("AdditionalInfo", _service_type),
         }
         return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="azure")
 

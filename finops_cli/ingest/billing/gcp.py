@@ -139,14 +139,9 @@ class GcpBilling(BillingFormat):
         )
         gpu_hours = where(pc.and_(pc.is_valid(gpu_acc), pc.equal(category, "Usage")), gpu_hours, 0.0)
 
-        system_labels = col(batch, "system_labels")
-        instance_type = (
-            _labels(system_labels, ctx, "system_labels", pick=MACHINE_SPEC)
-            if system_labels is not None
-            else const(None, n)
-        )
-        labels = col(batch, "labels")
-        tags = _labels(labels, ctx, "labels") if labels is not None else const(None, n)
+        system_labels, labels = col(batch, "system_labels"), col(batch, "labels")
+        instance_type = None if system_labels is None else _labels(system_labels, ctx, "system_labels", MACHINE_SPEC)
+        tags = None if labels is None else _labels(labels, ctx, "labels")
         service = col(batch, "service.description")
         resource_name = col(batch, "resource.name")
         resource_id = first_col(batch, "resource.global_name", "resource.name")
