@@ -90,7 +90,7 @@ class LocalStager:
 
     def __post_init__(self) -> None:
         if self.jobs is not None and self.jobs < 1:
-            raise InputError(f"--jobs {self.jobs}: expected an integer >= 1")
+            raise InputError(f"{self.jobs}: expected an integer >= 1", param="jobs")
 
     def stage(self, plan: Sequence[FileJob], tx: Transaction, progress: Progress | None) -> Iterator[FileResult]:
         big = len(plan) > 1 and sum(job.path.stat().st_size for job in plan) >= PARALLEL_MIN_BYTES
@@ -152,8 +152,9 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
             except BrokenProcessPool:
                 raise InputError(
                     f"a worker process died (killed, or out of memory?) while {workers} converted the export's "
-                    "files; nothing was written (run it again, or with --jobs 1)",
+                    "files; nothing was written (run it again, or with `jobs` 1)",
                     path=job.path,
+                    mentions=("jobs",),
                 ) from None
             if progress is not None:
                 progress(job.path, result.summary.rows, job.index, len(plan))

@@ -54,27 +54,31 @@ class CsvMapping:
 
 
 def resolve_columns(header: list[str], mapping: CsvMapping, path: Path) -> dict[str, str | None]:
-    """Pick the file's column for each role; name the missing one and the flag (``--<role>-col``) that maps it."""
+    """Pick the file's column for each role; name the missing one and the parameter (``<role>_col``) that maps it."""
     have = set(header)
     out: dict[str, str | None] = {}
     for role, candidates in DEFAULTS.items():
         chosen = getattr(mapping, f"{role}_col", None)
         if chosen is not None:
             if chosen not in have:
-                raise InputError(f"--{role}-col {chosen!r} is not a column (columns: {', '.join(header)})", path=path)
+                raise InputError(
+                    f"{chosen!r} is not a column (columns: {', '.join(header)})", path=path, param=f"{role}_col"
+                )
             out[role] = chosen
         else:
             out[role] = next((c for c in candidates if c in have), None)
     for role in ("timestamp", "util"):
         if out[role] is None:
             raise InputError(
-                f"no {role} column (tried {', '.join(DEFAULTS[role])}); name it with --{role}-col", path=path
+                f"no {role} column (tried {', '.join(DEFAULTS[role])}); name it with `{role}_col`",
+                path=path,
             )
     if out["device"] is None and out["host"] is None:
         raise InputError(
             f"no device column (tried {', '.join(DEFAULTS['device'])}) and no host column; "
-            "name one with --device-col or --host-col",
+            "name one with `device_col` or `host_col`",
             path=path,
+            mentions=("device_col", "host_col"),
         )
     return out
 
