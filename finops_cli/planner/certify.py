@@ -1,25 +1,13 @@
-"""Self-certified accuracy: every plan brackets the hourly optimum between two numbers it computes itself.
-
-- **Lower bound** (LB): the block model relaxes the hourly one (any hourly plan averaged over a block is
-  feasible for the block model at the same cost), so its MILP best bound is ≤ the hourly optimum.
-- **Upper bound** (UB): the objective of a plan that is feasible in *every hour*, the hourly schedule. It is
-  the block plan with the commitments (and node counts) it bought, spread over each block's hours in
-  proportion to each group's hourly demand (deferrable work at the block's constant rate). Spreading keeps
-  the block's cost exactly (the ratios sum to the block's hours), so a block whose spread plan fits every
-  hour costs the same hour by hour. In an hour where the spread plan breaks a capacity, parallelism or node
-  row (work averaged with a quieter hour), that hour is re-planned as an LP (the per-block hourly LP
-  decomposition, integers fixed, deferrable rate kept): one ``Highs`` instance, only the row bounds change
-  from hour to hour, so each solve starts warm from the previous hour's basis.
-
-``gap = (UB − LB) / UB`` bounds how far the plan is from the hourly optimum. If it is above the tolerance,
-the blocks whose hours needed re-planning are split (those hours become a block of their own) and the block
-model is solved again (:func:`refine_partition`), until the gap is within tolerance or time runs out.
+"""Self-certified accuracy: every plan brackets the hourly optimum between its block bound (LB) and the cost of an
+hourly schedule that is feasible in every hour (UB), and refines its blocks until ``(UB − LB)/UB`` is within the
+tolerance (docs/planner.md, "Certified accuracy"). The cheap repair of broken hours is in :mod:`.repair`, the
+hourly LPs in :mod:`.hourly_lp`, the schedule in :mod:`.schedule`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -62,12 +50,10 @@ class Certificate:
     schedule: pd.DataFrame
     repaired_hours: np.ndarray
     excess: np.ndarray
-    node_cost: float = 0.0
     unserved_units: float = 0.0
     rounds: int = 0
     seconds: float = 0.0
     lp_hours: int = 0  # broken hours re-planned by the hourly LP (the rest by the cheap repair)
-    history: list[tuple[int, float, float]] = field(default_factory=list)  # (blocks, LB, UB) per round
 
     @property
     def gap(self) -> float:
@@ -266,7 +252,6 @@ def certify(
         schedule=schedule,
         repaired_hours=repaired,
         excess=excess,
-        node_cost=float(node_cost_block.sum()),
         unserved_units=unserved_units(frame, demand, schedule),
         seconds=time.perf_counter() - started,
         lp_hours=len(lp_hours),
