@@ -37,12 +37,9 @@ _LP_BATCH = 128
 
 @dataclass
 class Certificate:
-    """The plan's own error bound and the hourly schedule that attains the upper bound.
-
-    ``lower_bound``/``upper_bound`` are in objective terms (money that can still change plus reliability
-    penalty; sunk cost excluded, so the relative gap is the stricter one). ``excess`` is, per block, what
-    re-planning its broken hours added over the spread plan; ``repaired_hours`` lists those hours.
-    """
+    """The plan's own error bound and the hourly schedule that attains the upper bound. The bounds are objective
+    terms (sunk cost excluded: the stricter gap); ``excess`` is, per block, what repairing its broken hours
+    (``repaired_hours``) added over the spread plan."""
 
     lower_bound: float
     upper_bound: float
@@ -101,11 +98,9 @@ def certify(
 ) -> Certificate:
     """The hourly schedule of a solved block plan, its objective (UB) and the excess per block.
 
-    A broken hour is repaired in two tiers. First, cheaply: every column on an over-full row is scaled down to
-    fit (all coefficients are positive, so no other row gets fuller) and the work it drops goes to its
-    group's cheapest uncapped destination (an API or uncapped on-demand; none: unserved, at the penalty).
-    Then, while the gap is above ``tolerance``, the hours whose cheap repair cost most are re-planned by the
-    hourly LP (optimal for the hour, so never dearer than the cheap repair).
+    A broken hour is repaired cheaply first (over-full columns scaled down, the dropped work refilled or sent to
+    the group's uncapped fallback); while the gap is above ``tolerance`` the hours whose repair cost most are
+    re-planned by the hourly LP (optimal for the hour, so never dearer than the cheap repair).
     """
     started = time.perf_counter()
     rows = frame.rows
@@ -259,11 +254,8 @@ def certify(
 
 
 def refine_partition(frame: PlanFrame, cert: Certificate, demand: pd.DataFrame) -> np.ndarray | None:
-    """A finer partition of the hours: each block with re-planned hours gives them a block of their own.
-
-    A block whose every hour was re-planned is cut in two at its median load instead. Returns None when no
-    block can be split (every broken hour already alone).
-    """
+    """A finer partition of the hours: each block's re-planned hours get a block of their own (a block whose every
+    hour broke is cut at its median load); None when no block can be split."""
     hb = frame.blocks.hour_block.copy()
     broken = np.zeros(len(hb), dtype=bool)
     broken[cert.repaired_hours] = True

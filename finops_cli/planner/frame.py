@@ -31,15 +31,13 @@ from finops_cli.schema.estate import Fleet, Substrate, Workload
 #: paid, and its marginal cost is per GPU-hour used; APIs have no nodes).
 NODE_KINDS = ("on_demand", "spot")
 
-#: Variables the default block count may give the model (``plan_demand(n_blocks=None)``): above it, fewer
-#: blocks, and the certification refines where that costs accuracy. Measured (docs/performance.md): the LP of
-#: 200 distinct workloads × 40 substrates takes seconds at ~80 k columns and minutes at 530 k (48 blocks), while
-#: its lower bound was the same from 3 to 41 blocks. Small estates (the sample: ~2 k columns) keep 48 blocks.
+#: Variables the default block count may give the model: above it, fewer blocks, refined by the certification
+#: where that costs accuracy (the LP of 200 distinct workloads × 40 substrates takes seconds at ~80 k columns,
+#: minutes at 530 k, with the same lower bound from 3 to 41 blocks). The sample (~2 k columns) keeps 48.
 COLUMN_BUDGET = 80_000
 
-#: Fewest blocks the column budget leaves (the peak hour and the rest). Measured on distinct workloads
-#: (docs/performance.md): 700 × 80 × 720 certified within 0.017 % on 2 blocks (0.009 % on 4) with an LP of
-#: 6.8 CPU-s instead of 18; the certification refines blocks where the coarse ones cost accuracy.
+#: Fewest blocks the column budget leaves (the peak hour and the rest): 700 distinct workloads × 80 substrates ×
+#: 720 h certify within 0.017 % on 2 blocks, with an LP of 6.8 CPU-s instead of 18.
 MIN_BUDGET_BLOCKS = 2
 
 #: Columns of :attr:`PlanFrame.nodes`.

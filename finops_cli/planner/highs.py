@@ -25,9 +25,8 @@ _STATUS = {
     "kUnboundedOrInfeasible": "infeasible",
 }
 
-#: LPs with this many columns or more are solved by interior point (with crossover): measured on a 200 distinct
-#: workloads × 40 substrates × 168 h estate (134 k columns, 12 blocks, load ~16 on 2 cores) 21.5 s against
-#: 34 s for dual simplex.
+#: LPs with this many columns or more are solved by interior point (with crossover): 21.5 s against 34 s for dual
+#: simplex on 134 k columns (200 distinct workloads × 40 substrates × 168 h).
 IPM_MIN_COLUMNS = 100_000
 
 
@@ -47,9 +46,8 @@ class HighsRun:
 
 @contextmanager
 def _quiet_stdout() -> Iterator[None]:
-    """HiGHS prints its banner on the C-level stdout while a ``Highs`` is created, before ``output_flag`` can be
-    set: stdout goes to the null device meanwhile, so neither stdout (data, ``--format json``) nor stderr
-    (the CLI's messages) carries solver chatter."""
+    """The C-level stdout to the null device while a ``Highs`` is created: it prints its banner there before
+    ``output_flag`` can be set, and stdout carries data (``--format json``)."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):
@@ -162,9 +160,8 @@ def solve_matrix(
     basis = h.getBasis()
     # measured on the sample estate: HiGHS's MIP presolve took 6.6 s of a 6.6 s solve (0.9 s without it)
     h.setOptionValue("presolve", "off")
-    # The relaxation's values would stay in the instance as a "user MIP start": fractional, so HiGHS first runs
-    # a sub-MIP to complete them (half of each MILP solve on the sample estate, 0.23 of 0.59 s) before its own
-    # search, which finds the same optimum. Clearing them (the basis was saved above) skips that sub-MIP.
+    # left in the instance, the fractional relaxation is a "user MIP start" HiGHS first completes by a sub-MIP
+    # (0.23 of 0.59 s on the sample estate) before reaching the same optimum: cleared (the basis is saved above)
     h.clearSolver()
     idx = ints.astype(np.int32)
     h.changeColsIntegrality(len(idx), idx, np.array([highspy.HighsVarType.kInteger] * len(idx)))
