@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from itertools import accumulate
 
 import numpy as np
 
@@ -188,15 +189,10 @@ def candidates(workload: Workload, fleet: Fleet, mode: Mode) -> tuple[list[_Cand
                 excluded[s.id] = ["no capacity (gpus 0)"]
                 continue
             money = base_price_per_gpu_hour(s) / theta
-            if cap is None:
-                thresholds: tuple[float, ...] = (INF,)
-            else:
-                cum, th = 0.0, []
-                for seg in segs:
-                    cum += seg.capacity_gpus or 0.0
-                    th.append(cum / cap)
-                th[-1] = 1.0
-                thresholds = tuple(th)
+            thresholds: tuple[float, ...] = (INF,)
+            if cap is not None:  # utilisation at the end of each segment; the last ends at 100 %
+                ends = list(accumulate(seg.capacity_gpus or 0.0 for seg in segs))
+                thresholds = (*(cum / cap for cum in ends[:-1]), 1.0)
             ranks = tuple((seg.usd_per_gpu_hour + seg.penalty_per_gpu_hour) / theta for seg in segs)
             cand = _Candidate(index[s.id], 1.0 / theta, money, thresholds, ranks)
         out.append((cand.rank_per_unit[0], index[s.id], cand))
