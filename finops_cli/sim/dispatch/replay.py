@@ -468,19 +468,14 @@ def replay_plan(
     for j in range(seeds):
         states, deferred[j] = _one_seed(pairs, by_substrate, cap_h, plan.horizon.hours, seed + j)
         for i, (p, st) in enumerate(zip(pairs, states, strict=True)):
-            expected_n = p.expected_preemptions
-            money = p.money_per_gpu_hour * st.billed + p.fee * st.preemptions
+            extra = st.preemptions - p.expected_preemptions
             per_preemption = expected_cost_per_preemption(p.money_per_gpu_hour, p.lam, p.tau, p.resume, 0.0)
-            interruptions = (st.preemptions - expected_n) * per_preemption
-            redone = p.money_per_gpu_hour * (st.lost - st.preemptions * p.t_lost)
-            fees = p.fee * (st.preemptions - expected_n)
             owed = st.owed if st.owed > 1e-9 else 0.0
-            unserved = -p.money_per_gpu_hour * owed
-            causes["interruptions"][j] += interruptions
-            causes["redone_work"][j] += redone
-            causes["resume_fees"][j] += fees
-            causes["unserved"][j] += unserved
-            pair_cost[j, i] = money
+            causes["interruptions"][j] += extra * per_preemption
+            causes["redone_work"][j] += p.money_per_gpu_hour * (st.lost - st.preemptions * p.t_lost)
+            causes["resume_fees"][j] += p.fee * extra
+            causes["unserved"][j] += -p.money_per_gpu_hour * owed
+            pair_cost[j, i] = p.money_per_gpu_hour * st.billed + p.fee * st.preemptions
             pair_pre[j, i] = st.preemptions
             pair_lost[j, i] = st.lost
             left = st.work + st.redo if owed else 0.0
