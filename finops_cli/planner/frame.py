@@ -212,15 +212,13 @@ def build_frame(
         columns_per_block = sum(len(priced[g]) for g in dict.fromkeys(group_of.values()))
         n_blocks = min(n_blocks, max(MIN_BUDGET_BLOCKS, column_budget // max(columns_per_block, 1)))
 
-    # GPU-equivalents per unit, to rank hours by load: 1 / the workload's best throughput
-    weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
-    deferrable = [w.id for w in workloads if w.deferrable]
+    planned = demand[[w.id for w in workloads]]
     if hour_block is not None:
-        blocks = blocks_from_partition(demand[[w.id for w in workloads]], hour_block)
-    else:
-        blocks = load_duration_blocks(
-            demand[[w.id for w in workloads]], n_blocks, weights=weights, deferrable=deferrable
-        )
+        blocks = blocks_from_partition(planned, hour_block)
+    else:  # hours ranked by GPU-equivalents: units / the workload's best throughput
+        weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
+        deferrable = [w.id for w in workloads if w.deferrable]
+        blocks = load_duration_blocks(planned, n_blocks, weights=weights, deferrable=deferrable)
 
     n = blocks.n
     block_demand = blocks.demand
@@ -229,11 +227,10 @@ def build_frame(
     members: dict[str, tuple[str, np.ndarray]] = {}
     for w in workloads:
         g = group_of[w.id]
-        rate = block_demand[w.id].to_numpy(dtype=float)
         if w.deferrable:
             deferrable_units[g] = deferrable_units.get(g, 0.0) + float(demand[w.id].sum())
         else:
-            group_rate[g] = group_rate.get(g, np.zeros(n)) + rate
+            group_rate[g] = group_rate.get(g, np.zeros(n)) + block_demand[w.id].to_numpy(dtype=float)
     group_size = Counter(group_of.values())
     for w in workloads:
         g = group_of[w.id]
@@ -273,15 +270,13 @@ def build_frame(
     for gid in dict.fromkeys(group_of.values()):
         for sid, k, *_rest, cap in priced[gid]:
             shares_seen.setdefault((sid, k), cap)
-    for (sid, k), seg_share in shares_seen.items():
+    for (sid, k), seg_share in shares_seen.items():  # GPUs of segment k per GPU of the substrate (None: unbounded)
         s = substrates[sid]
         if seg_share is None:
             cap_rows.append((sid, k, np.nan, 0.0))
-            continue
-        # ``seg_share``: GPUs of segment k per GPU of the substrate (degraded factor already applied)
-        fixed_gpus = seg_share * (s.gpus or 0.0)
-        per_block = seg_share * s.purchasable.block_gpus if s.purchasable is not None else 0.0
-        cap_rows.append((sid, k, fixed_gpus, per_block))
+        else:
+            per_block = seg_share * s.purchasable.block_gpus if s.purchasable is not None else 0.0
+            cap_rows.append((sid, k, seg_share * (s.gpus or 0.0), per_block))
     capacity = pd.DataFrame(cap_rows, columns=["substrate", "segment", "fixed_gpus", "gpus_per_commit_block"])
     capacity = capacity.set_index(["substrate", "segment"]).sort_index()
 
