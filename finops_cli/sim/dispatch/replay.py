@@ -3,6 +3,7 @@ planner's interruption model (Poisson preemptions at λ per billed GPU-hour, the
 lost and redone, resume time and fee; :mod:`finops_cli.core.netc`), with each pool's capacity held hour by hour.
 Over many seeds the mean realised cost converges to the planned one (Wald's identity); the difference is split
 into :data:`CAUSES` that add up exactly per seed. docs/dispatch.md, "Replaying a plan", has the model.
+Pure: no I/O; the plan document and the schedule frame are read by :mod:`finops_cli.estate.dispatch`.
 """
 
 from __future__ import annotations
@@ -414,7 +415,7 @@ def replay_plan(
     is spread evenly over the horizon. Raises :class:`PlanMismatch` when the plan is not this estate's.
     """
     if seeds < 1:
-        raise InputError(f"--seeds {seeds}: expected an integer >= 1")
+        raise InputError(f"{seeds}: expected an integer >= 1", param="seeds")
     check_plan_matches(plan, fleet, workloads)
     if schedule is not None:
         check_schedule(plan, schedule, fleet, workloads)
