@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from finops_cli.planner.frame import PlanFrame
+from finops_cli.planner.highs import column_slices, new_highs, pass_matrix
 from finops_cli.planner.matrix import PlanMatrix
 
 #: feasibility tolerance): the working-set optimum is then the optimum over every column.
@@ -36,8 +37,6 @@ def replan_hours(
     (docs/planner.md, "Certified accuracy"). ``working_set=False`` holds every column (the tests' reference).
     """
     import highspy
-
-    from finops_cli.planner.highs import column_slices, new_highs, pass_matrix
 
     t = replace(t, cost=t.cost.copy(), col_lower=t.col_lower.copy(), col_upper=t.col_upper.copy())
     t.cost[t.commit_col0 : t.node_col0] = 0.0  # bought for the horizon: in the block objective already
