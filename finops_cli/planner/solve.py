@@ -7,7 +7,7 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -116,13 +116,13 @@ def add_duals(m: PlanModel, solved: Solved) -> Solved:
         h, run = solved.handle
         again = fixed_integer_duals(h, m.matrix, run)
         dual = _info("highs", again.status, again.objective, again.objective, again.seconds)
-        if again.status != "optimal":
-            return Solved(solved.info, solved.values, None, dual, solved.handle)
-        return Solved(solved.info, again.values, again.row_duals, dual, solved.handle)
-    dual = fix_integers_and_resolve(m)
-    if dual.status != "optimal":
-        return Solved(solved.info, solved.values, None, dual)
-    return Solved(solved.info, _pulp_values(m), _pulp_duals(m), dual)
+        values, row_duals = again.values, again.row_duals
+    else:
+        dual = fix_integers_and_resolve(m)
+        values, row_duals = _pulp_values(m), _pulp_duals(m)
+    if dual.status != "optimal":  # the plan keeps the MILP's values, without duals
+        return replace(solved, row_duals=None, dual=dual)
+    return replace(solved, values=values, row_duals=row_duals, dual=dual)
 
 
 def _info(name: str, status: str, objective: float | None, best: float | None, seconds: float) -> SolveInfo:
