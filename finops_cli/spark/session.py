@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from finops_cli.errors import InputError
-from finops_cli.store.engine import DuckDBEngine, using
+from finops_cli.store.engine import DuckDBEngine, stage_aggregates, using
 from finops_cli.store.remote import ObjectStore
-from finops_cli.store.store import stage_aggregates
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -171,7 +170,7 @@ def adopt(tx: Any, staged: Sequence[str], rows: int, aggregates: Sequence[str]) 
 
 
 def close_and_aggregate(writer: Any, staging: str) -> tuple[list[str], list[str]]:
-    """In a task: close ``writer`` (a :class:`~finops_cli.store.store.StagedWriter`) and build the aggregate of
+    """In a task: close ``writer`` (a :class:`~finops_cli.store.staging.StagedWriter`) and build the aggregate of
     each file it wrote, with DuckDB in this task, from the same SQL (so the commit need not read every new
     line again in one Spark SQL job: at 10 M lines that job was 40 % of the ingest). (files, aggregates)."""
     written = writer.close()

@@ -1,6 +1,6 @@
 """``ingest utilization --engine spark``: each source is one Spark task running the pipeline's own
 :func:`~finops_cli.ingest.utilization.pipeline.ingest_source` (parse, spill by device, intervals, per-month
-files), writing through a :class:`~finops_cli.store.store.StagedWriter` into the transaction's staging
+files), writing through a :class:`~finops_cli.store.staging.StagedWriter` into the transaction's staging
 directory, and building those files' hourly aggregates beside them. A source's files are named by its own
 key, so no two tasks write the same file and nothing is merged: the driver adopts the staged files, records
 each source, checks that no device's time is counted twice (against the store and between the sources) and
@@ -17,7 +17,7 @@ from typing import Any
 
 from finops_cli.ingest.utilization.pipeline import SourceDone, SourceOptions, ingest_source
 from finops_cli.spark.session import adopt, close_and_aggregate, get_session, run_tasks, task_staging
-from finops_cli.store.store import StagedWriter
+from finops_cli.store.staging import StagedWriter
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,21 @@ def file_path(dataset: str, partition: Mapping[str, str], key: str) -> PurePosix
     return partition_dir(dataset, partition) / f"{safe_value(key)}.parquet"
 
 
+#: a source written from several input files keeps one store file per input file: ``<key>``, ``<key>-part1``, …
+_PART = re.compile(r"-part[1-9][0-9]*$")
+
+
+def part_key(key: str, ordinal: int) -> str:
+    """The store file (key) of the ``ordinal``-th input file holding lines of source ``key`` (command order): each
+    input file writes its own part, so the store's bytes do not depend on how many convert in parallel."""
+    return key if ordinal == 0 else f"{key}-part{ordinal}"
+
+
+def file_source_key(stem: str) -> str:
+    """The idempotency key a store file (its name without ``.parquet``) belongs to: the name less any part."""
+    return _PART.sub("", stem)
+
+
 def check_rel(rel: object) -> str:
     """``rel`` if it is a data file's logical path (:func:`file_path` of some dataset, partition and key),
     else ValueError: exactly the dataset's partition columns in order, each value and the key as

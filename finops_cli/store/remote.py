@@ -30,7 +30,8 @@ import pyarrow as pa
 
 from finops_cli.errors import InputError
 from finops_cli.store.layout import LOG_DIR, MAX_DOCUMENT_BYTES, TXN_DIR, check_txid, generation_name, generation_of
-from finops_cli.store.store import State, Store, Transaction
+from finops_cli.store.log import State
+from finops_cli.store.store import Store, Transaction
 from finops_cli.uri import Location, open_uri, short
 
 #: an uncommitted transaction's uploads older than this are debris of a killed writer
@@ -152,8 +153,7 @@ class ObjectStore(Store):
         from pyarrow.fs import FileSelector, FileType
 
         super()._tidy(generation)
-        state = self.state()
-        live = {*state.files.values(), *(t for _, t, _ in state.pending)}
+        live = self.state().live_txids()
         cutoff = (datetime.now(UTC) - ORPHAN_AGE).strftime("%Y%m%dT%H%M%S")
         with suppress(OSError):
             for info in self.filesystem.get_file_info(FileSelector(f"{self.root}/{TXN_DIR}", allow_not_found=True)):

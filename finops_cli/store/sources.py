@@ -23,7 +23,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from finops_cli.errors import InputError
-from finops_cli.store.store import DATASETS, Store, file_source_key, schema_problem
+from finops_cli.store.engine import current_engine, stage_aggregates
+from finops_cli.store.layout import DATASETS, file_source_key
+from finops_cli.store.queries import AGGREGATES, aggregates_of
+from finops_cli.store.schemas import schema_problem
+from finops_cli.store.store import Store
 
 #: datasets whose manifest entries own the files named by their key
 OWNING = ("billing", "utilization")
@@ -255,9 +259,6 @@ def build_aggregates(store: Store, *, rebuild: bool = False) -> AggregateResult:
     (every one with ``rebuild``), in one transaction, on the engine in force
     (:func:`finops_cli.store.engine.using`: ``finops store aggregate --engine spark``). A detail file lacking
     any of its aggregates has all of them rebuilt (an aggregate is a function of its file alone)."""
-    from finops_cli.store.engine import current_engine
-    from finops_cli.store.queries import AGGREGATES, aggregates_of
-
     if store.filesystem is not None:
         raise InputError("store aggregate builds a directory store's aggregates; a bucket store's are built at ingest")
     built: dict[str, int] = {}
@@ -270,6 +271,6 @@ def build_aggregates(store: Store, *, rebuild: bool = False) -> AggregateResult:
                 for p in store.checked_files(detail)
                 if rebuild or any(p.relative_to(store.root / detail) not in h for h in have)
             ]
-            tx.rebuild_aggregates(todo)
+            tx.adopt(stage_aggregates(tx.staging, todo, read_from=lambda rel: Path(store.locate(store.root / rel))))
             built[detail] = len(todo)
     return AggregateResult(str(store.root), current_engine(), built)

@@ -26,8 +26,9 @@ from finops_cli.ingest.billing.money import _Acc
 from finops_cli.ingest.billing.normalise import convert_file
 from finops_cli.ingest.billing.write import _flush, _write
 from finops_cli.processes import die_with_parent, spawn_pool
-from finops_cli.store.engine import THREADS_ENV
-from finops_cli.store.store import StagedWriter, Transaction, stage_aggregates
+from finops_cli.store.engine import THREADS_ENV, stage_aggregates
+from finops_cli.store.staging import StagedWriter
+from finops_cli.store.store import Transaction
 
 #: progress(file, rows_done_in_file, file_index, file_count)
 Progress = Callable[[Path, int, int, int], None]
@@ -117,7 +118,7 @@ def stage_file(
 ) -> FileResult:
     """Convert one input file and stage its lines under ``staging``: the step every engine runs per file.
 
-    :func:`convert_file` → :func:`_write` into a :class:`~finops_cli.store.store.StagedWriter`, with Parquet
+    :func:`convert_file` → :func:`_write` into a :class:`~finops_cli.store.staging.StagedWriter`, with Parquet
     encoded on a second thread while the next batch parses, and the file hashed on a third (pyarrow and
     hashlib release the GIL). Memory is bounded as before: one batch converting, one writing, at most
     :data:`ROW_GROUP_ROWS` rows buffered per output file. With ``aggregates`` the staged files' hourly
@@ -152,7 +153,7 @@ def stage_file(
 
 
 class WriteBehind:
-    """A :class:`~finops_cli.store.store.StagedWriter` whose :meth:`write` encodes and compresses Parquet on
+    """A :class:`~finops_cli.store.staging.StagedWriter` whose :meth:`write` encodes and compresses Parquet on
     another thread while the caller converts the next batch: one write in flight at a time, in order, so
     memory stays bounded and the files' bytes are those of writing inline. :meth:`drain` before closing."""
 

@@ -18,7 +18,7 @@ CUR split into parts) in one command: a later ingest of the same account and per
 Each input file is staged on its own by :func:`~finops_cli.ingest.billing.executors.stage_file` (convert, write,
 tally) by the stager the caller chose: in this process or worker processes (:class:`LocalStager`), or as Spark tasks
 (:class:`finops_cli.spark.billing.SparkStager`): the same function everywhere. So the
-second input file holding lines of a key writes ``<key>-part1`` (:func:`~finops_cli.store.store.part_key`),
+second input file holding lines of a key writes ``<key>-part1`` (:func:`~finops_cli.store.layout.part_key`),
 and the store's bytes do not depend on how many processes converted the files.
 """
 
@@ -51,7 +51,8 @@ from finops_cli.ingest.billing.write import DATASET
 from finops_cli.ingest.readers.common import discover
 from finops_cli.ingest.readers.stream import read_header
 from finops_cli.store import Store, open_store
-from finops_cli.store.store import file_source_key, part_key
+from finops_cli.store.engine import stage_aggregates
+from finops_cli.store.layout import file_source_key, part_key
 
 
 @dataclass
@@ -103,7 +104,7 @@ def ingest_billing(
         plan.append(FileJob(index, path, entry.obj.name, sniffed, header))
 
     acc = _Acc()
-    with store.transaction() as tx:
+    with store.transaction(aggregates=stage_aggregates) as tx:
         # read under the writer lock: another ingest's entries cannot change between this and the commit
         previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
         results = stager.stage(plan, tx, progress)
@@ -119,7 +120,7 @@ def ingest_billing(
 
 
 def _adopt(results: Iterable[FileResult], tx: Any, acc: _Acc) -> tuple[list[FileSummary], dict[str, str]]:
-    """Take each file's staged parts into ``tx`` (named :func:`~finops_cli.store.store.part_key` in file order:
+    """Take each file's staged parts into ``tx`` (named :func:`~finops_cli.store.layout.part_key` in file order:
     ``results`` come in file order) and add its tallies to ``acc``; the file summaries and each file's digest."""
     files_of_key: dict[str, int] = defaultdict(int)
     order: dict[str, int] = {}
