@@ -14,11 +14,9 @@ import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from finops_cli.errors import InputError
-from finops_cli.store.engine import DuckDBEngine, stage_aggregates, using
 from finops_cli.store.remote import ObjectStore
 
 if TYPE_CHECKING:
@@ -44,15 +42,6 @@ CONF: dict[str, str] = {
 }
 
 
-def require_pyspark() -> Any:
-    """The ``pyspark`` module, or one line saying how to install it (exit 2)."""
-    try:
-        import pyspark
-    except ImportError:
-        raise InputError(f"--engine spark needs pyspark, which is not installed: {INSTALL_HINT}") from None
-    return pyspark
-
-
 def _java_available() -> bool:
     home = os.environ.get("JAVA_HOME")
     if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
@@ -65,8 +54,10 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None) -
 
     Under spark-submit or on Databricks the session (and its master) already exists and is used as it is.
     """
-    require_pyspark()
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError(f"--engine spark needs pyspark, which is not installed: {INSTALL_HINT}") from None
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -155,25 +146,3 @@ def task_staging(spark: SparkSession, tx: Any) -> str:
             "use a store on a file system every executor shares (docs/scale.md)"
         )
     return str(tx.staging)
-
-
-def adopt(tx: Any, staged: Sequence[str], rows: int, aggregates: Sequence[str]) -> None:
-    """Commit with ``tx`` the files (and their aggregates) a task staged, after checking this driver sees them."""
-    missing = [r for r in [*staged, *aggregates] if not (tx.staging / r).is_file()]
-    if missing:
-        raise InputError(
-            f"Spark tasks wrote {missing[0]} where this driver cannot see it; the store must be on storage "
-            "every executor shares (docs/scale.md)",
-            path=tx.staging,
-        )
-    tx.adopt([Path(r) for r in staged], rows, [Path(a) for a in aggregates])
-
-
-def close_and_aggregate(writer: Any, staging: str) -> tuple[list[str], list[str]]:
-    """In a task: close ``writer`` (a :class:`~finops_cli.store.staging.StagedWriter`) and build the aggregate of
-    each file it wrote, with DuckDB in this task, from the same SQL (so the commit need not read every new
-    line again in one Spark SQL job: at 10 M lines that job was 40 % of the ingest). (files, aggregates)."""
-    written = writer.close()
-    with using(DuckDBEngine()):
-        built = stage_aggregates(Path(staging), written)
-    return [str(p) for p in written], [str(p) for p in built]
