@@ -1,12 +1,9 @@
 """Every name inside a store, and the one reader of the store's JSON documents.
 
-A store can come from anywhere (``aws s3 sync``, a CI cache), so each name read back from it (a log
-generation's file paths and transaction ids, the manifest, a journal) is untrusted. This module owns
-the grammar of datasets, partition paths, part names, transaction ids and generations, checks every name
-against it before it becomes a path or an object key, builds those keys in one place
-(:func:`object_key`, which refuses any that would leave the store's prefix), and reads every store
-document through one bounded JSON reader (:func:`read_document`). The directory store and the bucket
-store both use it.
+A store can come from anywhere (``aws s3 sync``, a CI cache), so every name read back from it is untrusted:
+this module owns the grammar of datasets, partition paths, part names, transaction ids and generations, checks
+each name before it becomes a path or an object key (:func:`object_key` refuses one that leaves the store), and
+reads every store document through one bounded JSON reader (:func:`read_document`).
 """
 
 from __future__ import annotations

@@ -124,13 +124,9 @@ def _inside(root: Path, rel: object, *, under: tuple[str, ...], what: str, journ
 
 
 def _read_journal(root: Path, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
-    """A journal's deletes, moves and staging directory, each checked to stay inside the store."""
+    """A journal's deletes, moves and staging directory, refused (before anything is touched) unless it has the
+    writer's shape and every path stays inside the store."""
     plan = read_document(read_bounded(journal), journal, what="transaction journal; the store needs a manual look")
-    return _checked_plan(root, plan, journal)
-
-
-def _checked_plan(root: Path, plan: object, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
-    """Refuse a plan (before anything is touched) unless it has the writer's shape and stays in the store."""
 
     def refuse(problem: str) -> InputError:
         return InputError(f"{problem}; the store needs a manual look (nothing was changed)", path=journal)

@@ -1,19 +1,8 @@
-"""The store in a bucket (``--store s3://bucket/prefix`` or ``gs://…``): the directory store's protocol on
-an object store (:mod:`finops_cli.store.store`'s docstring), with these differences:
-
-- a transaction stages its files in a private local directory (aggregates are built there, as on disk) and
-  uploads them under ``<prefix>/_txn/<txid>/`` before the commit;
-- there is no lock: the commit PUT of ``_log/<N+1>.json`` carries ``If-None-Match: *``, so S3 (and
-  S3-compatible servers that implement conditional writes) accept exactly one writer's ``N+1`` and answer
-  the other ``412 Precondition Failed``; the loser deletes its uploads and stops with exit 2 ("run it
-  again"). Without conditional writes (GCS through pyarrow, which has no precondition API) the check is
-  exists-then-PUT: one writer at a time is then the user's job;
-- uploads of transactions that never committed are removed once older than :data:`ORPHAN_AGE` (a younger
-  one may belong to a writer still uploading);
-- there is no hard-linked view of the datasets: tools outside finops read the file list from the newest
-  ``_log/`` object.
-
-See docs/schema.md ("What atomicity means on an object store").
+"""The store in a bucket (``--store s3://bucket/prefix`` or ``gs://…``): the directory store's protocol on an
+object store. A transaction stages locally and uploads under ``_txn/<txid>/``; there is no lock: the commit PUT
+of ``_log/<N+1>.json`` carries ``If-None-Match: *`` (exists-then-PUT on GCS), uploads that never committed go once
+older than :data:`ORPHAN_AGE`, and there is no hard-linked view. docs/schema.md ("What atomicity means on an
+object store") states the promises and limits.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """What went into the store, source by source: list it, remove one atomically, check it all (``finops store``).
 
 A *source* is one manifest entry: a billing (format, account, period) slice, a utilisation trace, or one
-spot-price ingest. Billing and utilisation sources own the files named by their key (one per partition),
-so removing one deletes exactly those files and the entry, in one store transaction (the journal makes it
-all-or-nothing, like ingest). Spot prices are merged per (provider, month) as they arrive: a spot-price
-ingest owns no file of its own and cannot be removed alone.
-
-:func:`check_store` re-reads every data file end to end and compares the store with its manifest: each
-billing/utilisation entry's files exist and hold its row count, billing money per currency equals what
-the manifest recorded at ingest (to the cent), and every file belongs to an entry.
+spot-price ingest. Billing and utilisation sources own the files named by their key, so removing one deletes
+exactly those files and the entry in one commit. Spot prices are merged per (provider, month) as they arrive:
+a spot-price ingest owns no file of its own and cannot be removed alone.
 """
 
 from __future__ import annotations
@@ -189,7 +184,8 @@ def _read_whole(store: Store, path: Path) -> pa.Table:
 
 
 def check_store(store: Store) -> CheckResult:
-    """Re-read every file and verify it against the manifest (see the module docstring)."""
+    """Re-read every file end to end and compare it with the manifest: each owning entry's files hold its rows and
+    its billed money per currency (to the cent), and every file belongs to an entry."""
     result = CheckResult(store=store.location)
     entries = store.manifest()  # an unreadable manifest is one line (every file would belong to no source)
     result.sources = len(entries)
@@ -255,10 +251,8 @@ class AggregateResult:
 
 
 def build_aggregates(store: Store, *, rebuild: bool = False) -> AggregateResult:
-    """Build the ingest aggregates (:data:`~finops_cli.store.queries.AGGREGATES`) that detail files lack
-    (every one with ``rebuild``), in one transaction, on the engine in force
-    (:func:`finops_cli.store.engine.using`: ``finops store aggregate --engine spark``). A detail file lacking
-    any of its aggregates has all of them rebuilt (an aggregate is a function of its file alone)."""
+    """Build the ingest aggregates that detail files lack (every one with ``rebuild``) in one transaction, on the
+    engine in force; a file lacking any of its aggregates has all of them rebuilt."""
     if store.filesystem is not None:
         raise InputError("store aggregate builds a directory store's aggregates; a bucket store's are built at ingest")
     built: dict[str, int] = {}
