@@ -38,7 +38,7 @@ def dataset_schema(name: str) -> pa.Schema:
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.register(detail, _DETAILS[detail].empty_table())
-        return con.sql(query.sql).to_arrow_table().schema
+        return con.sql(query.sql).arrow().schema  # a table (DuckDB 1) or a batch reader (DuckDB 2)
     finally:
         con.close()
 
