@@ -1,8 +1,5 @@
-"""One SparkSession for a command: the active one (spark-submit, Databricks), else one started here.
-
-Why these settings: the store's partition values (``billing_period=2026-10``, ``month=2026-10``) are text
-in every engine, so partition type inference is off; hours are UTC hours, so the session time zone is
-UTC whatever the machine's; Arrow carries batches between the JVM and the Python workers.
+"""One SparkSession for a command (the active one under spark-submit or Databricks, else one started here), and
+Spark tasks that run finops's own Python steps.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "FINOPS_SPARK_MASTER"
 INSTALL_HINT = "pip install 'gpu-fleet-finops[spark]'"
 
-#: settings every finops session needs (see the module docstring)
+#: partition values are text in every engine, hours are UTC hours, Arrow carries batches to the Python workers
 CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
@@ -88,10 +85,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def task_error(exc: BaseException) -> InputError | None:
-    """The user's error a Spark task raised (an :class:`InputError` in a Python worker), else None.
-
-    Spark reports it as the worker's traceback text; its last ``InputError:`` line is the message.
-    """
+    """The user's error a Spark task raised, else None: the last ``InputError:`` line of the worker's traceback."""
     text = str(exc)
     marker = "finops_cli.errors.InputError: "
     at = text.rfind(marker)
@@ -101,12 +95,10 @@ def task_error(exc: BaseException) -> InputError | None:
 
 
 def run_tasks(spark: SparkSession, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``[fn(item) for item in items]``, one Spark task per item (in that order of scheduling); the results
-    in ``items``' order. A user's error in a task is re-raised here as its one line (:func:`task_error`).
+    """``[fn(item) for item in items]``, one Spark task per item; a user's error in a task is re-raised as its line.
 
-    ``items`` travel with the task's closure and results come back pickled: both are small (file names,
-    tallies). ``spark.range`` with one partition per item, then ``mapInArrow``: no RDD API, so it also
-    runs where only the DataFrame API is allowed (Spark Connect, shared Databricks clusters).
+    Items and results (small: file names, tallies) travel pickled through ``spark.range(…).mapInArrow``: no RDD
+    API, so it also runs where only the DataFrame API is allowed (Spark Connect, shared Databricks clusters).
     """
     if not items:
         return []
@@ -133,12 +125,8 @@ def _task(fn: Callable[[Any], Any], items: list[Any], batches: Iterator[pa.Recor
 
 
 def task_staging(spark: SparkSession, tx: Any) -> str:
-    """The transaction's staging directory, where tasks write; refused (one line) where executors cannot reach it.
-
-    A bucket store's transaction stages on this machine's disk and uploads at commit (the store's own
-    protocol): Spark tasks can write there only in local mode. A directory store's staging is inside the
-    store, so a cluster needs the store on a file system every executor shares.
-    """
+    """The transaction's staging directory, where tasks write; refused where executors cannot reach it (a bucket
+    store stages on this machine's disk: only a local master's tasks can write there)."""
     if isinstance(tx.store, ObjectStore) and not str(spark.sparkContext.master).startswith("local"):
         raise InputError(
             f"--engine spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "

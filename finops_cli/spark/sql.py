@@ -1,10 +1,5 @@
-"""The store's SQL (:mod:`finops_cli.store.queries`) on Spark SQL: one text, translated, never re-typed.
-
-The queries are written once in DuckDB's dialect. Here sqlglot parses that text, binds its ``$name``
-parameters as typed literals in the syntax tree (never by pasting text), and writes Spark SQL
-(``json_extract_string`` → ``GET_JSON_OBJECT``, double-quoted identifiers → back-quoted, …). Each dataset
-becomes a temporary view over the same Parquet files DuckDB reads, with the Hive partition columns as
-text and the canonical columns an older file lacks as NULL, so both engines answer over one schema.
+"""The store's SQL on Spark SQL: sqlglot parses the DuckDB text, binds its ``$name`` parameters as typed literals
+in the syntax tree (never by pasting text) and writes Spark SQL, over views of the same Parquet files and schema.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A :class:`QueryEngine` answers a query over explicit Parquet files: :class:`DuckDBEngine` here (the default),
 :class:`finops_cli.spark.sql.SparkEngine` on Spark SQL, the same text on both. The caller owns the engine: a
 command opens one and puts it in force with :func:`using`, which closes it at the end; with none in force each
-query opens a DuckDB connection of its own. docs/scale.md says how memory and threads are bounded.
+query opens a DuckDB connection of its own. docs/schema.md says how memory and threads are bounded.
 """
 
 from __future__ import annotations
