@@ -168,19 +168,7 @@ class CheckResult:
         return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "store": self.store,
-            "ok": self.ok,
-            "files": self.files,
-            "rows": self.rows,
-            "sources": self.sources,
-            "problems": [asdict(p) for p in self.problems],
-        }
-
-
-def _read_whole(store: Store, path: Path) -> pa.Table:
-    """Every page of the file decoded (a footer-only read would miss a damaged column chunk)."""
-    return pq.read_table(store.locate(path), filesystem=store.filesystem)
+        return {"store": self.store, "ok": self.ok, **{k: v for k, v in asdict(self).items() if k != "store"}}
 
 
 def check_store(store: Store) -> CheckResult:
@@ -198,7 +186,8 @@ def check_store(store: Store) -> CheckResult:
             rel = str(path.relative_to(store.root))
             result.files += 1
             try:
-                table = _read_whole(store, path)
+                # every page decoded: a footer-only read would miss a damaged column chunk
+                table = pq.read_table(store.locate(path), filesystem=store.filesystem)
             except (pa.ArrowException, OSError) as exc:
                 result.problems.append(Problem(rel, f"unreadable ({exc}); remove its source and ingest it again"))
                 continue
