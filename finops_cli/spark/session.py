@@ -54,13 +54,13 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None) -
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise InputError(f"--engine spark needs pyspark, which is not installed: {INSTALL_HINT}") from None
+        raise InputError(f"spark needs pyspark, which is not installed: {INSTALL_HINT}", param="engine") from None
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     if "PYSPARK_GATEWAY_PORT" not in os.environ and not _java_available():
-        raise InputError("--engine spark needs Java 17 or later: set JAVA_HOME or put java on the PATH")
+        raise InputError("spark needs Java 17 or later: set JAVA_HOME or put java on the PATH", param="engine")
     master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     builder = SparkSession.builder.appName("finops")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, whose master wins
@@ -129,8 +129,9 @@ def task_staging(spark: SparkSession, tx: Any) -> str:
     store stages on this machine's disk: only a local master's tasks can write there)."""
     if isinstance(tx.store, ObjectStore) and not str(spark.sparkContext.master).startswith("local"):
         raise InputError(
-            f"--engine spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
+            f"spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
             "its transaction stages on this machine's disk, which a cluster's executors cannot write; on a cluster "
-            "use a store on a file system every executor shares (docs/scale.md)"
+            "use a store on a file system every executor shares (docs/scale.md)",
+            param="engine",
         )
     return str(tx.staging)

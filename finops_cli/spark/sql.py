@@ -76,7 +76,9 @@ class SparkEngine:
         self, sql: str, files: Files, params: Mapping[str, Any] | None, filesystem: Any = None, schemas: Schemas = None
     ) -> pa.Table:
         if filesystem is not None:
-            raise InputError("--engine spark reads a store on a file system every executor shares, not a bucket store")
+            raise InputError(
+                "spark reads a store on a file system every executor shares, not a bucket store", param="engine"
+            )
         spark = get_session()
         for table, paths in files.items():
             _create_view(spark, table, [Path(p) for p in paths])
