@@ -127,7 +127,7 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
     the per-GPU price recorded at ingest (from the pricebook's instance table). ``end`` is the
     horizon's end (the window rule: see :func:`finops_cli.report.prices.feed_statistic`).
     """
-    from finops_cli.report.prices import NoPriceData, feed_statistic
+    from finops_cli.report.prices import NoGpuCount, NoPriceData, feed_statistic
 
     label = feed_label(feed)
     hint = "ingest spot prices first (finops ingest spot-prices ...) or give price_per_gpu_hour"
@@ -152,6 +152,8 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
             stat = replace(stat, value=stat.value / feed.gpus_per_instance)
         else:
             stat = feed_statistic(*args, per="gpu_hour", product=feed.product, end=end)
+    except NoGpuCount as exc:  # prices are there: the fix is a pricebook row (or gpus_per_instance), not an ingest
+        raise InputError(f"substrate {substrate_id}: price_feed {label}: {exc} (or give gpus_per_instance)") from None
     except NoPriceData as exc:
         raise InputError(f"substrate {substrate_id}: price_feed {label}: {exc}; {hint}") from None
     if not stat.value > 0:

@@ -28,6 +28,10 @@ class NoPriceData(LookupError):
     """No price rows match the provider/region/instance type (and window) asked for."""
 
 
+class NoGpuCount(NoPriceData):
+    """Prices are stored but the pricebook gives no GPU count for the type: the fix is a pricebook row."""
+
+
 def _utc(when: datetime | pd.Timestamp) -> pd.Timestamp:
     ts = pd.Timestamp(when)
     return ts.tz_localize(UTC) if ts.tzinfo is None else ts.tz_convert(UTC)
@@ -201,7 +205,12 @@ def feed_statistic(
     sel, used_product = _select_product(sel, provider, product, what)
     value_col = "usd_per_gpu_hour" if per == "gpu_hour" else "usd_per_instance_hour"
     if sel[value_col].isna().all():
-        raise NoPriceData(f"no GPU count known for {what}; cannot give a price per GPU-hour")
+        from finops_cli.catalog.gpus import instance_gpu_facts, missing_row_hint
+
+        facts = instance_gpu_facts(provider, instance_type)  # a row added after the prices were ingested
+        if facts is None:
+            raise NoGpuCount(f"{len(sel):,} prices stored for {what} but {missing_row_hint(provider, instance_type)}")
+        sel = sel.assign(usd_per_gpu_hour=sel["usd_per_instance_hour"] / facts[0])
     end_ts = sel["timestamp"].max() if end is None else min(sel["timestamp"].max(), _utc(end))
     start_ts = end_ts - timedelta(days=float(window_days))
     try:
