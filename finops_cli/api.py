@@ -374,6 +374,17 @@ def pricebook_refresh(
     )
 
 
+def pricebook_import_skypilot(directory: str | Path, *, pricebook: str | Path | None = None) -> Any:
+    """``finops pricebook import skypilot DIR``: a SkyPilot catalog's ``vms.csv`` files into the user pricebook
+    (instance facts and on-demand/spot prices; see :mod:`finops_cli.catalog.skypilot`)."""
+    from finops_cli.catalog.pricebook import use_pricebook, user_pricebook_dir
+    from finops_cli.catalog.skypilot import import_skypilot
+
+    if pricebook is not None:
+        use_pricebook(pricebook)
+    return import_skypilot(Path(directory), user_pricebook_dir())
+
+
 def pricebook_table(*, pricebook: str | Path | None = None, provider: str | None = None) -> pd.DataFrame:
     """``finops pricebook show``: the reference prices every command uses, shipped overlaid by the user's, with
     each row's ``origin`` (``shipped`` or the user file), ``source`` and ``read_on``/``fetched_at``."""

@@ -228,8 +228,9 @@ _GROUPS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "estate": ("Draft fleet.yaml and workloads.yaml from what the store has seen.",
                ("finops estate draft --out estate/",),
                ("estate.register_group",)),
-    "pricebook": ("Keep list prices current: refresh them from the providers' price APIs, show them.",
-                  ("finops pricebook refresh", "finops pricebook show"),
+    "pricebook": ("Keep list prices current: refresh them from the providers' price APIs, import a SkyPilot "
+                  "catalog, show them.",
+                  ("finops pricebook refresh", "finops pricebook import skypilot DIR", "finops pricebook show"),
                   ("pricebook.register_group",)),
 }  # fmt: skip
 

@@ -1,4 +1,4 @@
-"""``finops pricebook refresh`` / ``finops pricebook show``: parse → api → render."""
+"""``finops pricebook refresh`` / ``import`` / ``show``: parse → api → render."""
 
 from __future__ import annotations
 
@@ -67,6 +67,33 @@ def register_group(app: typer.Typer) -> None:
         )
         for note in result.notes:
             console.print(f"note: {note}", soft_wrap=True, markup=False)
+
+    @app.command("import", epilog=example("finops pricebook import skypilot ~/.sky/catalogs/v8"))
+    def _import(
+        kind: Annotated[str, typer.Argument(help="The catalog's layout: skypilot.", show_default=False)],
+        directory: Annotated[
+            Path, typer.Argument(help="A folder with vms.csv, or with <cloud>/vms.csv folders.", show_default=False)
+        ],
+        pricebook: PricebookOpt = None,
+    ) -> None:
+        """Import an external catalog into the user pricebook. skypilot: SkyPilot's vms.csv (InstanceType,
+        AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Price, SpotPrice, Region): GPU types become
+        instance_types.csv rows, Price/SpotPrice become on-demand/spot reference prices (median over zones)."""
+        from finops_cli import api
+        from finops_cli.errors import InputError
+
+        if kind.strip().lower() != "skypilot":
+            raise InputError(f"{kind!r}: expected skypilot", param="kind")
+        result = api.pricebook_import_skypilot(directory, pricebook=pricebook)
+        skipped = ", ".join(f"{n} {why}" for why, n in result.skipped.items())
+        stderr_console().print(
+            f"imported {len(result.files)} vms.csv: {sum(result.instance_types.values())} GPU instance types, "
+            f"{sum(result.prices.values())} prices"
+            + (f" ({', '.join(f'{p} {n}' for p, n in result.instance_types.items())})" if result.instance_types else "")
+            + (f"; skipped rows: {skipped}" if skipped else ""),
+            soft_wrap=True,
+            markup=False,
+        )
 
     @app.command("show", epilog=example("finops pricebook show --provider aws --format json"))
     def _show(
