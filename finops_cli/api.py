@@ -350,14 +350,16 @@ def pricebook_refresh(
     instance_types: list[str] | None = None,
     pricebook: str | Path | None = None,
     aws_profile: str | None = None,
+    aws_source: str = "api",
     **seams: Any,
 ) -> RefreshResult:
     """``finops pricebook refresh``: list prices from the providers' price APIs into the user pricebook.
 
     ``providers``: some of aws, gcp, azure (default all three). ``regions``: per provider (default: the regions
     the pricebook already prices). ``instance_types``: beyond the pricebook's instance table. ``pricebook``: the
-    directory (default ``$FINOPS_PRICEBOOK`` or ``~/.config/finops``). ``seams`` (tests): ``aws_client``,
-    ``gcp_transport``, ``azure_url``, ``now``. Nothing is written unless every provider answered.
+    directory (default ``$FINOPS_PRICEBOOK`` or ``~/.config/finops``). ``aws_source``: ``api`` (GetProducts,
+    credentials) or ``offers`` (public bulk offer files). ``seams`` (tests): ``aws_client``, ``gcp_transport``,
+    ``azure_url``, ``aws_offers_url``, ``now``. Nothing is written unless every provider answered.
     """
     from finops_cli.catalog.pricebook import use_pricebook, user_pricebook_dir
     from finops_cli.catalog.refresh import PROVIDERS, refresh_pricebook
@@ -370,6 +372,7 @@ def pricebook_refresh(
         extra_types=instance_types or [],
         directory=user_pricebook_dir(),
         aws_profile=aws_profile,
+        aws_source=aws_source,
         **seams,
     )
 

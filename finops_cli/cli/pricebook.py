@@ -42,12 +42,21 @@ def register_group(app: typer.Typer) -> None:
             typer.Option("--instance-type", help="Also price this type (repeatable), e.g. p3.2xlarge, g4dn.xlarge."),
         ] = None,
         aws_profile: Annotated[str | None, typer.Option("--aws-profile", help="Named AWS profile.")] = None,
+        aws_source: Annotated[
+            str,
+            typer.Option(
+                "--aws-source",
+                help="api: the Price List API (AWS credentials); offers: the public bulk offer files (no "
+                "credentials; large, read as a stream).",
+            ),
+        ] = "api",
         pricebook: PricebookOpt = None,
     ) -> None:
         """Fetch list prices of GPU instance types into the user pricebook: AWS Price List API (GetProducts,
-        boto3 credentials), GCP Cloud Billing Catalog (list_skus, Application Default Credentials), Azure Retail
-        Prices API (public). Default regions: those the pricebook already prices. Every row keeps its source and
-        fetch time; nothing is written unless every provider answered."""
+        boto3 credentials; or --aws-source offers: the public offer files), GCP Cloud Billing Catalog (list_skus,
+        Application Default Credentials), Azure Retail Prices API (public). Default regions: those the pricebook
+        already prices. Every row keeps its source and fetch time; nothing is written unless every provider
+        answered."""
         from finops_cli import api
 
         regions = {k: v for k, v in (("aws", aws_region), ("gcp", gcp_region), ("azure", azure_region)) if v}
@@ -57,6 +66,7 @@ def register_group(app: typer.Typer) -> None:
             instance_types=instance_type,
             pricebook=pricebook,
             aws_profile=aws_profile,
+            aws_source=aws_source.strip().lower(),
         )
         counts = ", ".join(f"{p} {n}" for p, n in result.rows.items())
         console = stderr_console()
