@@ -20,7 +20,7 @@ from finops_cli.errors import InputError
 from finops_cli.files import file_digest
 
 # Importing the format modules registers them.
-from finops_cli.ingest.billing import aws, azure, focus, gcp  # noqa: F401
+from finops_cli.ingest.billing import aws, azure, focus, gcp, oci  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS
 from finops_cli.ingest.billing.money import _Acc
 from finops_cli.ingest.billing.normalise import convert_file
