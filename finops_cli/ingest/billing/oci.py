@@ -60,7 +60,7 @@ def oci_accelerator(description: str | None) -> str | None:
     return m.group(1).upper() if m else None
 
 
-@BILLING_FORMATS.register("oci", aliases=["oci-cost", "oracle"], sniff=_sniff)
+@BILLING_FORMATS.register("oci", aliases=["oci-cost"], sniff=_sniff)
 class OciCostReport(BillingFormat):
     name = "oci"
     required = ("lineItem/intervalUsageStart", "cost/myCost", "cost/currencyCode")
