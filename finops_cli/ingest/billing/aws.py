@@ -75,6 +75,7 @@ NUMERIC = (
     "unblended_cost",
     "usage_amount",
     "public_on_demand_cost",
+    "public_on_demand_rate",
     "ri_effective_cost",
     "ri_unused_upfront",
     "ri_unused_recurring",
@@ -171,6 +172,9 @@ def convert_aws(
         "BilledCost": cost,
         "EffectiveCost": effective,
         "ListCost": num("public_on_demand_cost"),
+        # FOCUS: list unit price and SKU price id on Usage and Purchase lines, where the CUR carries them
+        "ListUnitPrice": only(priced, num("public_on_demand_rate")),
+        "SkuPriceId": only(priced, text("rate_code")),
         "BillingCurrency": get("currency"),
         "ChargeCategory": charge_category,
         "ChargeClass": charge_class,
@@ -250,6 +254,8 @@ NAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sku": (("product/sku",), ("product_sku",)),
     "pricing_unit": (("pricing/unit",), ("pricing_unit",)),
     "public_on_demand_cost": (("pricing/publicOnDemandCost",), ("pricing_public_on_demand_cost",)),
+    "public_on_demand_rate": (("pricing/publicOnDemandRate",), ("pricing_public_on_demand_rate",)),
+    "rate_code": (("pricing/RateCode",), ("pricing_rate_code",)),
     "ri_effective_cost": (("reservation/EffectiveCost",), ("reservation_effective_cost",)),
     "ri_unused_upfront": (
         ("reservation/UnusedAmortizedUpfrontFeeForBillingPeriod",),

@@ -201,6 +201,7 @@ class AzureCost(BillingFormat):
             "BilledCost": cost,
             "EffectiveCost": where(_commitment_purchase(charge_type, model), 0.0, cost),
             "ListCost": list_cost,
+            "ListUnitPrice": only(isin(category, ["Usage", "Purchase"]), paygo),
             "BillingCurrency": get("BillingCurrency"),
             "ChargeCategory": category,
             "ChargeClass": charge_class,
