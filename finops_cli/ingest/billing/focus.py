@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import pyarrow as pa
@@ -57,6 +57,30 @@ PROVIDER_COLUMNS = ("SkuPriceDetails", "SkuMeter", "x_SkuDetails", "x_SkuMeterNa
 
 def _sniff(cols: frozenset[str]) -> float:
     return 3.0 if {"BilledCost", "ChargePeriodStart", "BillingCurrency"} <= cols else 0.0
+
+
+#: columns each FOCUS version added (newest first): a file's version is the newest whose columns it has
+VERSION_COLUMNS = (
+    ("1.3", ("ServiceProviderName", "HostProviderName", "ContractApplied", "AllocatedMethodId")),
+    ("1.2", ("InvoiceId", "PricingCurrency", "BillingAccountType", "SubAccountType", "PricingCurrencyEffectiveCost")),
+    (
+        "1.1",
+        (
+            "ServiceSubcategory",
+            "SkuMeter",
+            "SkuPriceDetails",
+            "CapacityReservationId",
+            "CommitmentDiscountQuantity",
+            "CommitmentDiscountUnit",
+        ),
+    ),
+)
+
+
+def focus_version(header: Sequence[str]) -> str:
+    """The FOCUS version a file's columns show (1.0 when it has none of the later versions' columns)."""
+    have = set(header)
+    return next((v for v, cols in VERSION_COLUMNS if have.intersection(cols)), "1.0")
 
 
 @BILLING_FORMATS.register("focus", aliases=["focus-1.0", "focus-1.2", "focus-1.3"], sniff=_sniff)
