@@ -59,6 +59,11 @@ class PricedEstate:
 
         return estate_demand_sources(self.resolved, self.horizon, self.store)
 
+    @property
+    def demand(self) -> pd.DataFrame:
+        """A copy of :attr:`demand_sources`' frame (callers may change theirs)."""
+        return self.demand_sources[0].copy()
+
 
 def as_of_instant(as_of: datetime | None) -> datetime:
     """``as_of`` as an aware UTC instant to the second; None is now."""
