@@ -19,6 +19,8 @@ Conventions
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 
 TS = pa.timestamp("us", tz="UTC")
@@ -78,10 +80,6 @@ BILLING_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 BILLING_SCHEMA: pa.Schema = pa.schema([(n, t) for n, t, _ in BILLING_COLUMNS])
-BILLING_COLUMN_NAMES: list[str] = [n for n, _, _ in BILLING_COLUMNS]
-
-#: Hive partition columns of the ``billing`` dataset (see ``finops_cli.store.DATASETS``).
-PARTITION_COLUMNS: tuple[str, str] = ("provider", "billing_period")
 
 #: Schema of a batch handed to the store: the body plus the partition columns.
 BILLING_WRITE_SCHEMA: pa.Schema = BILLING_SCHEMA.append(pa.field("provider", pa.string())).append(
@@ -101,29 +99,20 @@ GPU_LINE_SQL = "(COALESCE(x_GpuHours, 0.0) > 0 OR (COALESCE(x_GpuCount, 0) > 0 A
 
 #: Known provider names → partition slug; anything else is slugified (lower-case, [a-z0-9-]).
 PROVIDER_SLUGS: dict[str, str] = {
-    "aws": "aws",
-    "amazon web services": "aws",
-    "amazon web services, inc.": "aws",
-    "gcp": "gcp",
-    "google": "gcp",
-    "google cloud": "gcp",
-    "google cloud platform": "gcp",
-    "azure": "azure",
-    "microsoft": "azure",
-    "microsoft azure": "azure",
-    "coreweave": "coreweave",
-    "onprem": "onprem",
-    "on-prem": "onprem",
-    "on prem": "onprem",
-    "on-premises": "onprem",
-    "on premises": "onprem",
+    name: slug
+    for slug, names in {
+        "aws": ("aws", "amazon web services", "amazon web services, inc."),
+        "gcp": ("gcp", "google", "google cloud", "google cloud platform"),
+        "azure": ("azure", "microsoft", "microsoft azure"),
+        "coreweave": ("coreweave",),
+        "onprem": ("onprem", "on-prem", "on prem", "on-premises", "on premises"),
+    }.items()
+    for name in names
 }
 
 
 def provider_slug(name: str | None) -> str:
     """Partition value for a ProviderName: ``"On-Premises"`` → ``onprem``, ``"Lambda Labs"`` → ``lambda-labs``."""
-    import re
-
     if not name or not name.strip():
         return "unknown"
     key = name.strip().lower()

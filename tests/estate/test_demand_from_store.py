@@ -10,8 +10,8 @@ import pytest
 
 from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
-from finops_cli.estate import Estate
 from finops_cli.estate.demand_io import estate_demand_sources
+from finops_cli.estate.load import Estate
 from finops_cli.schema.estate import Fleet, Workloads
 from finops_cli.store import Store
 

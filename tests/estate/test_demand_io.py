@@ -8,8 +8,8 @@ import pytest
 
 from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
-from finops_cli.estate import load_estate
 from finops_cli.estate.demand_io import estate_demand_sources, read_profile
+from finops_cli.estate.load import load_estate
 from finops_cli.estate.profiles import parse_profile
 
 FLEET = """\

@@ -141,7 +141,7 @@ def iter_dcgm(path: Path) -> Iterator[pa.RecordBatch]:
     def parsed(group: list[tuple[Path, bytes, int | None]]) -> list[pa.RecordBatch]:
         return list(_parse_group(group))
 
-    from finops_cli.cores import usable_cores
+    from finops_cli.processes import usable_cores
 
     workers = max(1, min(_PARSERS, usable_cores()))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dcgm") as pool:
