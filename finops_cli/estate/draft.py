@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -312,7 +313,8 @@ def _workload_rows(store: Store, month: str, currency: str, hours: int) -> list[
     billed = groups.groupby("workload")["gpu_hours"].sum()
     teams = _most_frequent(groups.assign(team=groups["team"].fillna("unassigned")), "workload", "team", "lines")
     names = sorted(set(billed.index) | set(busy))
-    rows, used = [], set()
+    rows: list[dict[str, Any]] = []
+    used: set[str] = set()
     for name in names:
         use_busy = busy.get(name, 0.0) > 0
         wid = _slug(name)
