@@ -193,14 +193,6 @@ class RateEstimate:
         return text
 
 
-def estimate_rate(unavailable: np.ndarray, gap_seconds: float) -> RateEstimate:
-    """λ̂ from a 0/1 availability series (1 = unavailable) sampled every ``gap_seconds``: 0 → 1 is a preemption."""
-    u = np.asarray(unavailable, dtype=bool)
-    step_h = gap_seconds / 3600
-    events = int(np.count_nonzero(~u[:-1] & u[1:])) if len(u) > 1 else 0
-    return RateEstimate(events, float(np.count_nonzero(~u)) * step_h, len(u) * step_h)
-
-
 def node_series(unavailable_counts: np.ndarray, nodes: int) -> np.ndarray:
     """Per-node 0/1 series (``(nodes, steps)``) from a count of unavailable nodes, taken down last-up-first."""
     c = np.asarray(unavailable_counts, dtype=np.int64)
@@ -208,8 +200,9 @@ def node_series(unavailable_counts: np.ndarray, nodes: int) -> np.ndarray:
     return c[None, :] >= levels
 
 
-def estimate_rate_counts(unavailable_counts: np.ndarray, nodes: int, gap_seconds: float) -> RateEstimate:
-    """λ̂ per node from a multi-node trace: Σ rises of the unavailable count / Σ available node-hours."""
+def estimate_rate(unavailable_counts: np.ndarray, gap_seconds: float, nodes: int = 1) -> RateEstimate:
+    """λ̂ per node from the count of unavailable nodes (0/1 for one node) sampled every ``gap_seconds``: Σ rises of
+    the count / Σ available node-hours."""
     c = np.asarray(unavailable_counts, dtype=np.int64)
     step_h = gap_seconds / 3600
     events = int(np.clip(np.diff(c), 0, None).sum()) if len(c) > 1 else 0

@@ -13,7 +13,6 @@ import pandas as pd
 from finops_cli.core.netc import (
     available_intervals,
     estimate_rate,
-    estimate_rate_counts,
     estimate_rate_from_events,
     node_series,
 )
@@ -60,13 +59,9 @@ def _read_cant_be_late(path: Path, doc: object, nodes: int | None = None) -> Tra
     if counts.max() > n:
         i = int(counts.argmax())
         raise InputError(f"data[{i}]: {counts[i]} unavailable nodes in a {n}-node trace", path=path)
-    if n == 1:
-        rate = estimate_rate(counts, float(gap))
-        intervals = available_intervals(counts, float(gap))
-    else:
-        rate = estimate_rate_counts(counts, n, float(gap))
-        # the replay runs through the nodes' availability laid end to end (one long cycle)
-        intervals = available_intervals(node_series(counts, n).reshape(-1), float(gap))
+    rate = estimate_rate(counts, float(gap), n)
+    # the replay runs through the nodes' availability laid end to end (one long cycle)
+    intervals = available_intervals(node_series(counts, n).reshape(-1), float(gap))
     if rate.available_hours == 0:
         raise InputError("the trace is unavailable at every step: no spot time to estimate from", path=path)
     return Trace(path.name, rate, intervals)
