@@ -14,8 +14,21 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from finops_cli.atomic import check_writable, write_text
 from finops_cli.core.baseline import PRICING_CATEGORY_KIND
+from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
+from finops_cli.estate.horizon import default_month
+from finops_cli.store import engine
+from finops_cli.store.queries import (
+    DRAFT_ACCELERATORS,
+    DRAFT_BUSY_HOURLY,
+    DRAFT_CURRENCIES,
+    DRAFT_GPU_EVENTS,
+    DRAFT_SUBSTRATES,
+    DRAFT_WORKLOAD_PERIODS,
+    DRAFT_WORKLOAD_TEAMS,
+)
 from finops_cli.store.store import Store
 
 #: The key a draft substrate groups GPU lines by (store columns).
@@ -70,10 +83,6 @@ def peak_from_events(events: pd.DataFrame) -> float:
 
 def _params(store: Store, month: str | None, currency: str | None) -> tuple[str, str, str]:
     """The month (default: the default-month rule), why, and the currency of its GPU lines; exit 2 if ambiguous."""
-    from finops_cli.estate.horizon import default_month
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_CURRENCIES
-
     periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
     if not periods:
         raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.location)
@@ -119,9 +128,6 @@ def _most_frequent(frame: pd.DataFrame, by: str, value: str, count: str) -> dict
 
 
 def _substrate_rows(store: Store, month: str, currency: str, hours: int) -> list[dict]:
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_ACCELERATORS, DRAFT_GPU_EVENTS, DRAFT_SUBSTRATES
-
     params = {"month": month, "currency": currency}
     subs = engine.run_pandas(store, DRAFT_SUBSTRATES, params)
     if subs is None or subs.empty:
@@ -263,9 +269,6 @@ def _period_words(hours: pd.Series) -> str:
 
 def _hourly_profiles(store: Store, month: str, currency: str, hours: int) -> dict[str, tuple[np.ndarray, str]]:
     """Per workload tag: GPU-hours per hour of the month from its billing lines, and the lines' period lengths."""
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_WORKLOAD_PERIODS
-
     params = {"month": month, "currency": currency, "untagged": UNTAGGED}
     periods = engine.run_pandas(store, DRAFT_WORKLOAD_PERIODS, params)
     start = pd.Timestamp(f"{month}-01", tz="UTC")
@@ -280,9 +283,6 @@ def _hourly_profiles(store: Store, month: str, currency: str, hours: int) -> dic
 
 def _busy_profiles(store: Store, month: str, hours: int) -> dict[str, np.ndarray]:
     """Per workload tag: busy GPU-hours per hour of the month from utilisation."""
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_BUSY_HOURLY
-
     if not store.has("utilization") or month not in store.partition_values("utilization", "month"):
         return {}
     frame = engine.run_pandas(store, DRAFT_BUSY_HOURLY, {"month": month, "untagged": UNTAGGED})
@@ -300,9 +300,6 @@ def _busy_profiles(store: Store, month: str, hours: int) -> dict[str, np.ndarray
 
 
 def _workload_rows(store: Store, month: str, currency: str, hours: int) -> list[dict]:
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_WORKLOAD_TEAMS
-
     groups = engine.run_pandas(
         store, DRAFT_WORKLOAD_TEAMS, {"month": month, "currency": currency, "untagged": UNTAGGED}
     )
@@ -390,8 +387,6 @@ def _workloads_yaml(rows: list[dict], accelerators: list[str], month: str) -> st
 
 def draft_estate(store: Store, *, month: str | None = None, currency: str | None = None) -> Draft:
     """Draft fleet.yaml and workloads.yaml from ``store``'s GPU billing lines (and utilisation) of ``month``."""
-    from finops_cli.core.demand import Horizon
-
     month, currency, reason = _params(store, month, currency)
     hours = Horizon.month(month).hours
     subs = _substrate_rows(store, month, currency, hours)
@@ -413,8 +408,6 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
 
 def write_draft(draft: Draft, out: Path, *, force: bool = False) -> tuple[Path, Path]:
     """Write ``fleet.yaml`` and ``workloads.yaml`` into ``out``; refuse to overwrite unless ``force``."""
-    from finops_cli.atomic import check_writable, write_text
-
     check_writable(out, directory=True)
     fleet, workloads = out / "fleet.yaml", out / "workloads.yaml"
     profiles = {out / name: text for name, text in draft.profiles.items()}

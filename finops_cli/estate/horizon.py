@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from finops_cli.core.demand import Horizon
 from finops_cli.estate.demand_io import profile_month
+from finops_cli.store import engine
+from finops_cli.store.queries import LATEST_BILLED_GPU_MONTH, LATEST_BILLED_GPU_MONTH_HOURLY
 
 if TYPE_CHECKING:
     from finops_cli.estate.load import Estate
@@ -33,9 +35,6 @@ class HorizonChoice:
 
 def latest_billed_gpu_month(store: Store) -> str | None:
     """The latest ``billing_period`` with GPU-hours > 0 (non-GPU lines never decide the month)."""
-    from finops_cli.store import engine
-    from finops_cli.store.queries import LATEST_BILLED_GPU_MONTH, LATEST_BILLED_GPU_MONTH_HOURLY
-
     hourly = store.has_aggregate("billing_hourly")
     table = engine.run(store, LATEST_BILLED_GPU_MONTH_HOURLY if hourly else LATEST_BILLED_GPU_MONTH)
     month = table.column("month")[0].as_py() if table is not None and table.num_rows else None

@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from finops_cli.estate.demand_io import ObservedDemand, estate_demand_sources
 from finops_cli.estate.horizon import choose_horizon
 from finops_cli.estate.load import Estate
 from finops_cli.estate.prices import needs_store, resolve_fleet
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from finops_cli.core.demand import Horizon
-    from finops_cli.estate.demand_io import ObservedDemand
     from finops_cli.estate.horizon import HorizonChoice
     from finops_cli.estate.prices import PriceSource
     from finops_cli.schema.estate import Fleet
@@ -55,8 +55,6 @@ class PricedEstate:
     @cached_property
     def demand_sources(self) -> tuple[pd.DataFrame, list[ObservedDemand]]:
         """Units per hour per workload over the horizon and what each ``from_store`` demand measured (read once)."""
-        from finops_cli.estate.demand_io import estate_demand_sources
-
         return estate_demand_sources(self.resolved, self.horizon, self.store)
 
     @property

@@ -77,6 +77,14 @@ class CongestionStep(_Strict):
     multiplier: float = Field(ge=1, le=1000)
 
 
+def _check_unique_ids(field: str, ids: list[str]) -> None:
+    seen: set[str] = set()
+    for i, item_id in enumerate(ids):
+        if item_id in seen:
+            raise ValueError(f"{field}[{i}].id: duplicate id {item_id!r}")
+        seen.add(item_id)
+
+
 def _default_congestion() -> list[CongestionStep]:
     return [CongestionStep(up_to=0.95, multiplier=1.25), CongestionStep(up_to=1.0, multiplier=1.6)]
 
@@ -170,11 +178,7 @@ class Fleet(_Strict):
                 raise ValueError(f"fx: {pair!r}: expected FROM:TO currency codes such as USD:CAD")
             if dst != self.currency:
                 raise ValueError(f"fx: {pair!r}: converts into {dst}, but the fleet's currency is {self.currency}")
-        seen: set[str] = set()
-        for i, s in enumerate(self.substrates):
-            if s.id in seen:
-                raise ValueError(f"substrates[{i}].id: duplicate id {s.id!r}")
-            seen.add(s.id)
+        _check_unique_ids("substrates", [s.id for s in self.substrates])
         ups = [c.up_to for c in self.congestion]
         if ups != sorted(ups) or (ups and ups[-1] != 1.0):
             raise ValueError("congestion: steps must rise in up_to and end at 1.0")
@@ -258,11 +262,7 @@ class Workloads(_Strict):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Workloads:
-        seen: set[str] = set()
-        for i, w in enumerate(self.workloads):
-            if w.id in seen:
-                raise ValueError(f"workloads[{i}].id: duplicate id {w.id!r}")
-            seen.add(w.id)
+        _check_unique_ids("workloads", [w.id for w in self.workloads])
         return self
 
 
