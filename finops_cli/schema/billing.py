@@ -1,20 +1,8 @@
 """The canonical billing line: FOCUS column names plus ``x_`` extensions, as stored in ``billing/``.
 
-Every billing parser emits exactly :data:`BILLING_SCHEMA` (same names, order and types), so every file
-of the store's ``billing`` dataset has one schema and DuckDB / Spark / Athena can read them as one table.
-
-Conventions
------------
-- Money columns are float64 in ``BillingCurrency`` (never summed across currencies).
-- Timestamps are ``timestamp[us, UTC]``; ChargePeriodEnd and BillingPeriodEnd are exclusive.
-- ``Tags`` is JSON object text (``{"team":"research","workload":"pretrain-70b"}``), keys sorted, provider
-  prefixes stripped (AWS ``user:team`` / ``user_team`` → ``team``). JSON text rather than a Parquet MAP
-  because every engine reads a string, and FOCUS defines Tags as a JSON key-value object.
-- ``x_GpuHours`` = usage hours × GPUs on the line (GPU-seconds / 3600 for GPU SKUs priced per GPU); 0 for
-  non-GPU lines and for non-usage lines (credits, tax, purchases, Savings Plan negation), so a plain sum
-  counts each GPU-hour once.
-- Partition columns (not stored in the files, rebuilt from the directory names): ``provider`` (lower-case
-  slug: aws | gcp | azure | coreweave | onprem | …) and ``billing_period`` (``YYYY-MM`` of BillingPeriodStart).
+Every billing parser emits exactly :data:`BILLING_SCHEMA` (same names, order and types), so the store's files read
+as one table in DuckDB, Spark or Athena. The conventions (money, timestamps, ``Tags``, ``x_GpuHours``, partition
+columns) are in docs/schema.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The estate contract: ``fleet.yaml`` (substrates) and ``workloads.yaml`` (demand), version 1.
-
-Models forbid unknown keys so a typo (``gpu: 8``) fails loudly instead of silently meaning zero.
-Units are in the field names: ``price_per_gpu_hour`` is currency per GPU-hour, ``interruptions_per_hour``
-is preemptions per hour, minutes are minutes. Loading and error formatting live in
-:mod:`finops_cli.estate.load`; this module only says what a valid estate is.
+"""The estate contract, ``fleet.yaml`` and ``workloads.yaml`` version 1: what a valid estate is (loading and error
+formatting: :mod:`finops_cli.estate.load`). Unknown keys are errors, so a typo (``gpu: 8``) fails loudly; units are
+in the field names.
 """
 
 from __future__ import annotations
@@ -271,11 +268,8 @@ JSON_SCHEMAS: dict[str, type[BaseModel]] = {"fleet": Fleet, "workloads": Workloa
 
 
 def json_schema_text(name: str) -> str:
-    """The published ``docs/fleet.schema.json`` or ``docs/workloads.schema.json``, from the models.
-
-    Regenerate with ``python -m finops_cli.schema.estate fleet > docs/fleet.schema.json`` (and
-    ``workloads``); a test fails when a checked-in schema differs from the models.
-    """
+    """The published ``docs/fleet.schema.json`` or ``docs/workloads.schema.json`` (regenerate with
+    ``python -m finops_cli.schema.estate fleet > docs/fleet.schema.json``, likewise ``workloads``)."""
     import json
 
     schema = JSON_SCHEMAS[name].model_json_schema()
