@@ -256,14 +256,13 @@ def position_of(positions: Positions, loc: tuple[object, ...]) -> tuple[int, int
     return None
 
 
-def read_csv_rows(path: Path, *, kind: str, data: bytes | None = None) -> tuple[list[str], list[list[str]]]:
+def read_csv_rows(path: Path, *, kind: str) -> tuple[list[str], list[list[str]]]:
     """A small CSV table as text, read by :mod:`csv` (no pandas): the header (names stripped) and the data rows.
 
     Blank lines are skipped, a short row is padded, a row longer than the header is refused naming its line;
-    callers check the values and name a bad cell with :func:`csv_line`. ``data``: the bytes, when already read.
+    callers check the values and name a bad cell with :func:`csv_line`.
     """
-    if data is None:
-        data = read_csv_bytes(path, kind=kind)
+    data = read_bytes(path, kind=kind, missing=f"{kind} not found")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -286,11 +285,6 @@ def read_csv_rows(path: Path, *, kind: str, data: bytes | None = None) -> tuple[
                              where=f"line {line}")  # fmt: skip
         rows.append(row + [""] * (len(header) - len(row)))
     return header, rows
-
-
-def read_csv_bytes(path: Path, *, kind: str) -> bytes:
-    """The bytes :func:`read_csv_rows` parses (the same errors for a missing or unreadable file)."""
-    return read_bytes(path, kind=kind, missing=f"{kind} not found")
 
 
 def read_csv_text(path: Path, *, kind: str) -> pd.DataFrame:

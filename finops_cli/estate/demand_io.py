@@ -14,9 +14,7 @@ import pandas as pd
 from finops_cli.core.demand import Horizon, demand_frame, extend_observed
 from finops_cli.errors import InputError
 from finops_cli.estate.load import Estate
-from finops_cli.estate.profiles import KIND as PROFILE_KIND
 from finops_cli.estate.profiles import parse_profile, profile_path
-from finops_cli.files import read_csv_bytes
 from finops_cli.schema.estate import Workload
 from finops_cli.store import engine
 from finops_cli.store.queries import (
@@ -32,8 +30,7 @@ if TYPE_CHECKING:
 
 def read_profile(path: Path) -> pd.DataFrame:
     """A demand profile CSV as a frame ``hour,units`` (``hour``: int64 offsets or UTC timestamps)."""
-    data = read_csv_bytes(path, kind=PROFILE_KIND)
-    profile = parse_profile(path, data)
+    profile = parse_profile(path)
     hour = (
         pd.to_datetime(pd.Series(profile.hours), utc=True)
         if profile.timestamped
@@ -123,8 +120,8 @@ def _observed_from_utilization(
 ) -> pd.DataFrame | None:
     """Busy or allocated GPU-hours per hour × accelerator of the devices whose ``tag`` column is ``value``, summed
     in the engine (from ``utilization_hourly`` when built)."""
-    column = tag.lower() if tag.lower() in UTILIZATION_TAG_COLUMNS else None
-    if column is None or not store.has("utilization"):
+    column = tag.lower()
+    if column not in UTILIZATION_TAG_COLUMNS or not store.has("utilization"):
         return None
     hourly = store.has_aggregate("utilization_hourly", ("observed_until",))
     query = DEMAND_FROM_UTILIZATION_HOURLY if hourly else DEMAND_FROM_UTILIZATION
