@@ -123,8 +123,9 @@ Workload.requires | | Compliance constraints (absent = unconstrained).
 Workload.checkpoint | | Checkpoint interval τ and write time δ (default for interruptible work: 30 min, 0).
 Demand.total | units | Total over the horizon, spread evenly per hour.
 Demand.profile | path | CSV `hour,units` relative to workloads.yaml; hour = integer offset (repeats) or ISO
-    timestamp.
-Demand.from_store | | GPU-hours observed in the store for a tag, × throughput.
+    timestamp (hours it does not cover are 0; rows in one hour add up).
+Demand.from_store | | GPU-hours observed in the store for a tag, × throughput (an accelerator without a
+    throughput entry converts at the first entry's: the work will need doing again).
 FromStore.tag | | Utilisation column (team, workload) or billing Tags key.
 FromStore.value | | Value the tag must equal.
 FromStore.quantity | GPU-hours | busy_gpu_hours (Σ utilisation × interval) or allocated_gpu_hours (GPUs held: Σ
