@@ -130,8 +130,7 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
     if table is None or not has_provider:
         raise InputError(
             f"substrate {substrate_id}: price_feed {label}: the store {store.location} has no {feed.provider} "
-            "spot prices; "
-            f"{hint}"
+            f"spot prices; {hint}"
         )
     args = (table, feed.provider, feed.region, feed.instance_type, feed.statistic, feed.window_days)
     try:
