@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields, is_dataclass
@@ -115,12 +115,9 @@ def short(exc: BaseException) -> str:
     return text[:300]
 
 
-def s3_endpoint(env: Mapping[str, str] | None = None) -> str | None:
-    env = os.environ if env is None else env
-    for name in (ENDPOINT_ENV, *_ENDPOINT_FALLBACKS):
-        if env.get(name):
-            return env[name]
-    return None
+def s3_endpoint() -> str | None:
+    """The S3-compatible server to talk to, if one is named in the environment."""
+    return next((os.environ[name] for name in (ENDPOINT_ENV, *_ENDPOINT_FALLBACKS) if os.environ.get(name)), None)
 
 
 def s3_session() -> Any:
