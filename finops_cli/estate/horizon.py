@@ -56,11 +56,6 @@ class MonthChoice:
     billed: str | None = None  # latest billing period with GPU-hours
     utilisation: str | None = None  # latest month with utilisation samples
 
-    @property
-    def line(self) -> str:
-        """``month: 2024-09: latest month with GPU usage in the store (…)``: what a command prints on stderr."""
-        return f"month: {self.month}: {self.reason}"
-
 
 def default_month(store: Store | None, estate: Estate | None = None, as_of: datetime | None = None) -> MonthChoice:
     """The one default-month rule (module docstring)."""
