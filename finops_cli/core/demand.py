@@ -73,9 +73,6 @@ class Horizon:
         delta = (ts - pd.Timestamp(self.start)).to_numpy(dtype="timedelta64[s]").astype(np.int64)
         return np.floor_divide(delta, 3600)
 
-    def timestamps(self) -> pd.DatetimeIndex:
-        return pd.date_range(self.start, periods=self.hours, freq="h", tz="UTC")
-
 
 def _hourly(timestamps: pd.Series, units: np.ndarray, horizon: Horizon) -> np.ndarray:
     """``units`` summed by the horizon hour of each timestamp (those outside the horizon are left out)."""
