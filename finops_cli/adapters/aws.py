@@ -49,7 +49,7 @@ def _client(service: str, region: str, profile: str | None) -> Any:
         session = boto3.Session(profile_name=profile, region_name=region)
     except ProfileNotFound:
         msg = f"AWS profile {profile!r} is not configured (see ~/.aws/config)"
-        raise InputError(msg, where="--aws-profile") from None
+        raise InputError(f": {msg}", param="aws_profile") from None
     try:
         return session.client(service, region_name=region)
     except ValueError as exc:  # an invalid endpoint URL (AWS_ENDPOINT_URL): named, without its credentials

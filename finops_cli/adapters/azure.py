@@ -37,7 +37,10 @@ def retail_prices(
     while page_url:
         seen += 1
         if seen > MAX_PAGES:
-            raise InputError(f"Azure Retail Prices: more than {MAX_PAGES} pages; narrow --region/--instance-type")
+            raise InputError(
+                f"Azure Retail Prices: more than {MAX_PAGES} pages; narrow `regions`/`instance_types`",
+                mentions=("regions", "instance_types"),
+            )
         page = _get_json(page_url, timeout)
         items = page.get("Items")
         if not isinstance(items, list):

@@ -100,7 +100,7 @@ def refresh_pricebook(
     chosen = list(dict.fromkeys(p.strip().lower() for p in providers))
     unknown = [p for p in chosen if p not in PROVIDERS]
     if unknown or not chosen:
-        raise InputError(f"--provider {','.join(unknown) or '(none)'}: expected some of {', '.join(PROVIDERS)}")
+        raise InputError(f"{','.join(unknown) or '(none)'}: expected some of {', '.join(PROVIDERS)}", param="providers")
     directory = directory or user_pricebook_dir()
     target = directory / REFERENCE_PRICES_FILE
     check_writable(target)
@@ -133,7 +133,9 @@ def _refresh(
 
     for t in extra:  # after the directory exists: the GPU families are read from the pricebook it overlays
         if provider_of(t) in ("aws", "azure") and not is_gpu_family(t):
-            raise InputError(f"--instance-type {t}: not a GPU instance type (see the pricebook's gpu_families.csv)")
+            raise InputError(
+                f"{t}: not a GPU instance type (see the pricebook's gpu_families.csv)", param="instance_types"
+            )
     fetched = (now or datetime.now(UTC)).replace(microsecond=0)
     result = RefreshResult(target)
     fresh: list[dict[str, str]] = []

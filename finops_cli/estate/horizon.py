@@ -90,7 +90,7 @@ def choose_horizon(
     else:
         billed = latest_billed_gpu_month(store) if store is not None and store.has("billing") else None
         util = latest_utilization_month(store) if store is not None else None
-        hz, reason = (given, "as given") if isinstance(given, Horizon) else (Horizon.parse(given), "--horizon")
+        hz, reason = (given, "as given") if isinstance(given, Horizon) else (Horizon.parse(given), "`horizon`")
     return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
 
 
@@ -104,4 +104,4 @@ def month_warnings(hz: Horizon, billed: str | None, util: str | None) -> list[st
     if len(set(months.values())) <= 1:
         return []
     said = ", ".join(f"{k} {v}" for k, v in months.items())
-    return [f"different months: {said}; the baseline, idle waste and plan describe different periods (--horizon)"]
+    return [f"different months: {said}; the baseline, idle waste and plan describe different periods (`horizon`)"]

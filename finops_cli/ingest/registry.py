@@ -116,8 +116,9 @@ class Registry(Generic[T]):
         best = [e for s, e in scored if s == scored[0][0]]
         if len(best) > 1:
             raise InputError(
-                f"header fits several {self.kind}s ({', '.join(e.name for e in best)}); pass --input-format",
+                f"header fits several {self.kind}s ({', '.join(e.name for e in best)}); pass `fmt`",
                 path=path,
+                mentions=("fmt",),
             )
         return best[0]
 

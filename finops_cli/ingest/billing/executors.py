@@ -84,7 +84,7 @@ class LocalStager:
 
     def __post_init__(self) -> None:
         if self.jobs is not None and self.jobs < 1:
-            raise InputError(f"--jobs {self.jobs}: expected an integer >= 1")
+            raise InputError(f"{self.jobs}: expected an integer >= 1", param="jobs")
 
     def stage(self, plan: Sequence[FileJob], tx: Transaction, progress: Progress | None) -> Iterator[FileResult]:
         return _run(plan, tx.staging, worker_count(self.jobs, [job.path for job in plan]), progress)
@@ -104,7 +104,7 @@ def worker_count(jobs: int | None, files: Sequence[Path]) -> int:
     more than it saves), else 1."""
     if jobs is not None:
         if jobs < 1:
-            raise InputError(f"--jobs {jobs}: expected an integer >= 1")
+            raise InputError(f"{jobs}: expected an integer >= 1", param="jobs")
         return max(1, min(jobs, len(files)))
     if len(files) < 2 or sum(p.stat().st_size for p in files) < PARALLEL_MIN_BYTES:
         return 1
@@ -191,8 +191,9 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
             except BrokenProcessPool:
                 raise InputError(
                     f"a worker process died (killed, or out of memory?) while {workers} converted the export's "
-                    "files; nothing was written (run it again, or with --jobs 1)",
+                    "files; nothing was written (run it again, or with `jobs` 1)",
                     path=job.path,
+                    mentions=("jobs",),
                 ) from None
             if progress is not None:
                 progress(job.path, result.summary.rows, job.index, len(plan))

@@ -226,7 +226,7 @@ def ingest_spot_prices(
         if not path.is_file():
             from finops_cli.files import kind_of_path
 
-            raise InputError(f"{kind_of_path(path)}; --file expects a regular file", path=path)
+            raise InputError(f"{kind_of_path(path)}; `files` expects a regular file", path=path, mentions=("files",))
         name = path.name.lower()
         if name.endswith((".json", ".json.gz")):
             df = aws_records_to_frame(read_aws_cli_json(path), "aws-cli-json", path)
@@ -241,7 +241,11 @@ def ingest_spot_prices(
         frames.append(df)
     if aws_regions:
         if not instance_types:
-            raise InputError("--aws-region needs at least one --instance-type (e.g. p5.48xlarge)")
+            raise InputError(
+                "needs at least one `instance_types` (e.g. p5.48xlarge)",
+                param="aws_regions",
+                mentions=("instance_types",),
+            )
         from finops_cli.adapters.aws import fetch_spot_prices
 
         got = fetch_spot_prices(
@@ -268,7 +272,10 @@ def ingest_spot_prices(
         result.sources["gcp:catalog"] = len(df)
         frames.append(df)
     if not frames:
-        raise InputError("nothing to ingest: give --file, --aws-region with --instance-type, or --gcp")
+        raise InputError(
+            "nothing to ingest: give `files`, `aws_regions` with `instance_types`, or `gcp`",
+            mentions=("files", "aws_regions", "instance_types", "gcp"),
+        )
     if all(len(f) == 0 for f in frames) and result.failures:
         raise InputError("every source failed: " + "; ".join(f"{k}: {v}" for k, v in result.failures.items()))
     return write_prices(store, frames, result)

@@ -66,17 +66,6 @@ class _Resolved:
         return self.columns.get(key)
 
 
-_FLAG = {
-    "timestamp": "--timestamp-col",
-    "device": "--device-col",
-    "util": "--util-col",
-    "team": "--team-col",
-    "workload": "--workload-col",
-    "resource": "--resource-col",
-    "host": "--host-col",
-}
-
-
 def resolve_columns(header: list[str], mapping: CsvMapping, path: Path) -> _Resolved:
     """Pick the file's column for each role; name the missing one and the flag that maps it."""
     have = set(header)
@@ -94,21 +83,24 @@ def resolve_columns(header: list[str], mapping: CsvMapping, path: Path) -> _Reso
         chosen = explicit.get(role)
         if chosen is not None:
             if chosen not in have:
-                raise InputError(f"{_FLAG[role]} {chosen!r} is not a column (columns: {', '.join(header)})", path=path)
+                raise InputError(
+                    f"{chosen!r} is not a column (columns: {', '.join(header)})", path=path, param=f"{role}_col"
+                )
             out[role] = chosen
         else:
             out[role] = next((c for c in candidates if c in have), None)
     for role in ("timestamp", "util"):
         if out[role] is None:
             raise InputError(
-                f"no {role} column (tried {', '.join(DEFAULTS[role])}); name it with {_FLAG[role]}",
+                f"no {role} column (tried {', '.join(DEFAULTS[role])}); name it with `{role}_col`",
                 path=path,
             )
     if out["device"] is None and out["host"] is None:
         raise InputError(
             f"no device column (tried {', '.join(DEFAULTS['device'])}) and no host column; "
-            "name one with --device-col or --host-col",
+            "name one with `device_col` or `host_col`",
             path=path,
+            mentions=("device_col", "host_col"),
         )
     return _Resolved(out)
 

@@ -113,7 +113,7 @@ def ingest_utilization(
     """
     mapping = mapping or CsvMapping()
     if util_scale is not None and util_scale not in (1, 100):
-        raise InputError(f"--util-scale must be 1 or 100; got {util_scale:g}")
+        raise InputError(f"must be 1 or 100; got {util_scale:g}", param="util_scale")
     options = SourceOptions(fmt, mapping, util_scale, max_gap_factor, default_interval_s)
     sources = find_sources([Path(p) for p in paths])
     stager = stager or InProcessStager()
@@ -223,7 +223,11 @@ def ingest_source(
     else:
         scale, summary.util_scale_detected = float(hint), util_scale is None
     if max_util / scale > 1.0 + 1e-9:
-        raise InputError(f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass --util-scale 100", path=src)
+        raise InputError(
+            f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass `util_scale` 100",
+            path=src,
+            mentions=("util_scale",),
+        )
     summary.util_scale = scale
     months: set[str] = set()
     devices = 0

@@ -31,7 +31,7 @@ The difference ``realised − planned`` is split into causes that add up exactly
 ``resume_fees``    ``k·F·(N − λ·T·W)``;
 ``unserved``       ``−k·C × the GPU-hours still owed when the horizon ended`` (work not done is not billed).
 
-Pure: no I/O; the plan document and the schedule frame are read by :func:`finops_cli.api.replay_plan`.
+Pure: no I/O; the plan document and the schedule frame are read by :mod:`finops_cli.estate.dispatch`.
 """
 
 from __future__ import annotations
@@ -455,7 +455,7 @@ def replay_plan(
     is spread evenly over the horizon. Raises :class:`PlanMismatch` when the plan is not this estate's.
     """
     if seeds < 1:
-        raise InputError(f"--seeds {seeds}: expected an integer >= 1")
+        raise InputError(f"{seeds}: expected an integer >= 1", param="seeds")
     check_plan_matches(plan, fleet, workloads)
     if schedule is not None:
         check_schedule(plan, schedule, fleet, workloads)
