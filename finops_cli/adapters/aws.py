@@ -1,9 +1,5 @@
-"""AWS through boto3: the only module that imports it.
-
-Credentials come from boto3's standard chain (environment, shared config/credentials files, SSO,
-instance/container roles); ``--aws-profile`` picks a named profile. Nothing here logs or returns a
-credential: error messages carry the region and the error code only.
-"""
+"""AWS through boto3 (its standard credential chain, or ``--aws-profile``): the only module that imports it.
+Errors carry the region and error code, never a credential."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Azure Retail Prices API over HTTPS: the only module that calls it.
-
-``GET https://prices.azure.com/api/retail/prices?$filter=…`` is public (no credentials). Each page is
-``{"BillingCurrency", "Items": [...], "NextPageLink", "Count"}``; ``NextPageLink`` is the full URL of the next
-page (``…&$skip=1000``) and empty on the last one. Items carry ``armSkuName``, ``armRegionName``,
-``retailPrice``, ``unitOfMeasure``, ``currencyCode``, ``type``, ``skuName``, ``productName`` …
-"""
+"""Azure Retail Prices API over HTTPS (public, no credentials): the only module that calls it."""
 
 from __future__ import annotations
 
