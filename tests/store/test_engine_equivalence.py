@@ -27,7 +27,8 @@ from finops_cli.core.baseline import billed_baseline
 from finops_cli.core.demand import Horizon, observed_demand
 from finops_cli.estate.demand_io import observe
 from finops_cli.estate.load import load_fleet
-from finops_cli.report.waste import GROUP_BYS, resource_rates, waste_report
+from finops_cli.report.waste import GROUP_BYS, waste_reports_by
+from finops_cli.report.waste_rates import resource_rates
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.estate import Fleet, Workload
 from finops_cli.schema.utilization import STORE_SCHEMA
@@ -193,12 +194,12 @@ def generated_stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, S
     st = Store(tmp_path_factory.mktemp("generated") / "store")
     rng = np.random.default_rng(15)
     for month, eur in (("2026-10", False), ("2026-11", True)):
-        with st.transaction() as tx:
+        with st.transaction(aggregates=engine.stage_aggregates) as tx:
             tx.write_partitioned("billing", _billing(rng, month, 6_000, eur=eur), key=f"gen-{month}")
             tx.write_partitioned("utilization", _utilization(rng, month, 48, 400), key=f"gen-{month}")
     # a later trace of the same GPUs in October, half of them with another team: a device's figures span two
     # files (the aggregates are per file) and some devices have a group in each
-    with st.transaction() as tx:
+    with st.transaction(aggregates=engine.stage_aggregates) as tx:
         tx.write_partitioned("utilization", _utilization(rng, "2026-10", 48, 300, day=12, retag=1), key="gen-late")
     assert len(st.files("utilization")) == 3
     return st, _without_aggregates(st)
@@ -232,8 +233,8 @@ def _assert_same(new: object, old: object, where: str = "") -> None:
 
 def _reference_waste(st: Store, month: str, by: str, fleet: Fleet | None) -> dict:
     usage, hist, span = ref.device_usage(st, month)
-    rates = ref.resource_rates(ref.billing_lines(st, month), fleet)
-    report = waste_report(usage, rates=rates, fleet=fleet, by=by, histogram=hist, span_hours=span)  # type: ignore[arg-type]
+    rates = ref.rates_table(ref.resource_rates(ref.billing_lines(st, month), fleet))
+    report = waste_reports_by(usage, [by], rates=rates, fleet=fleet, histogram=hist, span_hours=span)[by]  # type: ignore[list-item]
     report.totals["month"] = month
     return report.to_dict()
 
