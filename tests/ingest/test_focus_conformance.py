@@ -63,3 +63,28 @@ def test_azure_list_unit_price_is_payg_price(store: Store) -> None:
     assert usage["ListUnitPrice"].notna().all() and lines["ListUnitPrice"].notna().sum() == len(usage)
     by_row = source["PayGPrice"].to_numpy()
     assert (usage["ListUnitPrice"].to_numpy() == by_row[usage["x_SourceRow"].to_numpy() - 1]).all()
+
+
+def test_cur_service_categories_and_names(tmp_path: Path, store: Store) -> None:
+    codes = ["AWSGlue", "AmazonCloudWatch", "AWSQueueService", "AmazonStates", "awskms", "AWSCloudTrail", "AWSIoT"]
+    n = len(codes)
+    table = pa.table({
+        "bill/PayerAccountId": ["444455556666"] * n, "bill/BillingPeriodStartDate": ["2026-10-01T00:00:00Z"] * n,
+        "lineItem/LineItemType": ["Usage"] * n, "lineItem/UsageStartDate": ["2026-10-01T00:00:00Z"] * n,
+        "lineItem/UnblendedCost": [1.0] * n, "lineItem/CurrencyCode": ["USD"] * n, "lineItem/ProductCode": codes,
+        "product/ProductName": [None] * n,
+    })  # fmt: skip
+    path = tmp_path / "cur.csv"
+    pacsv.write_csv(table, path)
+    ingest_billing([path], "aws-cur", store)
+    rows = {r["x_SourceRow"]: r for r in store.read("billing").to_pylist()}
+    got = [(rows[i]["ServiceCategory"], rows[i]["ServiceName"]) for i in sorted(rows)]
+    assert got == [
+        ("Analytics", "AWS Glue"),
+        ("Management and Governance", "Amazon CloudWatch"),
+        ("Integration", "Amazon Simple Queue Service"),
+        ("Integration", "AWS Step Functions"),
+        ("Security", "AWS Key Management Service"),
+        ("Management and Governance", "AWS CloudTrail"),
+        ("Internet of Things", "AWS IoT"),
+    ]

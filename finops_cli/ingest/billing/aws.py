@@ -68,6 +68,36 @@ SERVICE_CATEGORY = {
     "AWSSupportBusiness": "Management and Governance",
     "AWSSupportEnterprise": "Management and Governance",
     "AmazonCloudWatch": "Management and Governance",
+    "AWSCloudTrail": "Management and Governance",
+    "AWSConfig": "Management and Governance",
+    "AWSGlue": "Analytics",
+    "AmazonAthena": "Analytics",
+    "AmazonKinesis": "Analytics",
+    "ElasticMapReduce": "Analytics",
+    "AmazonSNS": "Integration",
+    "AWSQueueService": "Integration",
+    "AmazonStates": "Integration",
+    "AWSEvents": "Integration",
+    "awskms": "Security",
+    "AWSSecretsManager": "Security",
+    "AmazonGuardDuty": "Security",
+    "AWSIoT": "Internet of Things",
+    "AmazonRoute53": "Networking",
+    "AWSELB": "Networking",
+    "AmazonElastiCache": "Databases",
+    "AmazonECR": "Compute",
+}
+#: display names for product codes whose lines carry no ``product/ProductName``
+SERVICE_NAME = {
+    "AmazonCloudWatch": "Amazon CloudWatch",
+    "AWSGlue": "AWS Glue",
+    "AmazonSNS": "Amazon Simple Notification Service",
+    "AWSQueueService": "Amazon Simple Queue Service",
+    "AmazonStates": "AWS Step Functions",
+    "awskms": "AWS Key Management Service",
+    "AWSSecretsManager": "AWS Secrets Manager",
+    "AWSCloudTrail": "AWS CloudTrail",
+    "AWSIoT": "AWS IoT",
 }
 
 #: internal names every AWS layout maps; the money and quantity ones are read as float64.
@@ -157,7 +187,8 @@ def convert_aws(
     az = text("availability_zone")
     region = coalesce(text("region"), pc.utf8_slice_codeunits(az, 0, -1) if az is not None else None)
     product_code = text("product_code")
-    service = coalesce(text("product_name"), product_code)
+    named = lookup(product_code, SERVICE_NAME, None) if product_code is not None else None
+    service = coalesce(text("product_name"), named, product_code)
     service_category = (
         lookup(product_code, SERVICE_CATEGORY, "Other") if product_code is not None else const("Other", n)
     )
