@@ -1,0 +1,51 @@
+"""The questions alerts ask of the store, as SQL written once (the conventions of :mod:`finops_cli.store.queries`).
+
+``{groups}`` and ``{conditions}`` are filled by :func:`finops_cli.alerts.scope.selection` from allow-listed
+columns and ``$parameters``; ``{cost}`` is ``EffectiveCost`` or ``BilledCost``. Spend itself comes from
+:data:`~finops_cli.store.queries.COST_GROUPS` (``finops costs``'s question) wherever a total must match it.
+"""
+
+from __future__ import annotations
+
+from finops_cli.store.queries import Query
+
+#: The bill's own on-demand reference per group: Σ ListCost and how many lines state a list unit price.
+REFERENCE_GROUPS = Query(
+    "alerts_reference_groups",
+    ("billing",),
+    """
+SELECT {groups}BillingCurrency AS currency,
+       sum(COALESCE(ListCost, 0.0)) AS list_cost,
+       count(ListUnitPrice) AS list_priced_lines
+FROM billing
+WHERE {conditions}
+GROUP BY ALL
+""",
+)
+
+#: Spend per UTC day (of the charge period's start) × group × currency: the series budgets forecast and
+#: anomaly detection models. ``hours`` counts the distinct charge hours seen that day (a partial last day).
+DAILY_COSTS = Query(
+    "alerts_daily_costs",
+    ("billing",),
+    """
+SELECT CAST(date_trunc('day', ChargePeriodStart) AS DATE) AS day,
+       {groups}BillingCurrency AS currency,
+       sum(COALESCE({cost}, 0.0)) AS cost
+FROM billing
+WHERE {conditions}
+GROUP BY ALL
+""",
+)
+
+#: The instant the store's billing runs to (the latest charge period end) and the first charge start.
+DATA_SPAN = Query(
+    "alerts_data_span",
+    ("billing",),
+    """
+SELECT min(ChargePeriodStart) AS since,
+       max(CASE WHEN ChargePeriodEnd > ChargePeriodStart THEN ChargePeriodEnd ELSE ChargePeriodStart END) AS through
+FROM billing
+WHERE {conditions}
+""",
+)
