@@ -71,7 +71,8 @@ class Selection:
         return ", ".join(names)
 
     def slots(self) -> dict[str, str]:
-        return {"groups": self.groups, "conditions": " AND ".join(self.conditions)}
+        groups = {"groups": self.groups} if self.groups else {}  # a query without a {groups} slot takes none
+        return {**groups, "conditions": " AND ".join(self.conditions)}
 
 
 def selection(

@@ -1,0 +1,61 @@
+"""Daily spend series of scopes, and how far the store's billing runs: what budgets and anomalies model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime, timedelta
+
+import pandas as pd
+
+from finops_cli.alerts import queries
+from finops_cli.alerts.scope import cost_column, run, selection
+from finops_cli.errors import InputError
+from finops_cli.store.store import Store
+
+
+def _months(store: Store, start: date, end: date) -> list[str]:
+    """Billing periods that can hold charges of [start, end): from start's month on (corrections arrive later)."""
+    first = f"{start:%Y-%m}"
+    return [m for m in store.partition_values("billing", "billing_period") if m >= first] or [first]
+
+
+def data_through(store: Store, *, gpu_only: bool = True) -> datetime:
+    """The instant the store's billing runs to (the latest charge period end)."""
+    if not store.has("billing"):
+        raise InputError("no billing in the store; run 'finops ingest billing' first")
+    sel = selection(gpu_only=gpu_only)
+    frame = run(store, queries.DATA_SPAN, sel)
+    if frame is None or frame.empty or pd.isna(frame["through"].iloc[0]):
+        raise InputError("no billing line in the store" + (" is a GPU line" if gpu_only else ""))
+    return pd.Timestamp(frame["through"].iloc[0]).tz_convert(UTC).to_pydatetime()
+
+
+def daily_costs(
+    store: Store,
+    by: Sequence[str],
+    where: Mapping[str, Sequence[str]] | None,
+    start: date,
+    end: date,
+    *,
+    cost: str = "effective",
+    gpu_only: bool = True,
+    extra: Sequence[str] = (),
+) -> pd.DataFrame:
+    """Spend per UTC day in [start, end) × ``by`` (and ``extra``) × currency: columns ``day`` (date), the names,
+    ``currency``, ``cost``. Days without spend are absent."""
+    names = list(dict.fromkeys([*by, *extra]))
+    sel = selection(names, where, months=_months(store, start, end), gpu_only=gpu_only)
+    lo, hi = (datetime(d.year, d.month, d.day, tzinfo=UTC) for d in (start, end))
+    sel.conditions.append(f"ChargePeriodStart >= {sel.values('t', [lo])} AND ChargePeriodStart < {sel.values('t', [hi])}")
+    frame = run(store, queries.DAILY_COSTS, sel, names, cost=cost_column(cost))
+    if frame is None:
+        return pd.DataFrame(columns=["day", *names, "currency", "cost"])
+    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    return frame
+
+
+def filled(days: pd.Series, costs: pd.Series, start: date, end: date) -> pd.Series:
+    """Spend per day of [start, end), 0 on days without any (index: dates)."""
+    s = pd.Series(costs.to_numpy(dtype=float), index=list(days)).groupby(level=0).sum()
+    idx = [start + timedelta(days=i) for i in range((end - start).days)]
+    return s.reindex(idx, fill_value=0.0)
