@@ -86,9 +86,10 @@ def _contributors(frame: pd.DataFrame, day: date, names: Sequence[str], top: int
         per_week = before.groupby([name, "day"])["cost"].sum().unstack("day").reindex(columns=weeks).fillna(0.0)
         was = per_week.median(axis=1)
         delta = now.sub(was, fill_value=0.0).sort_values(ascending=False)
-        for value, rise in delta.head(top).items():
+        for rank, (value, rise) in enumerate(delta.head(top).items()):
             if rise > 0.005:
-                out.append({"dimension": name, "value": str(value), "impact": float(rise)})
+                out.append({"dimension": name, "value": str(value), "impact": float(rise), "rank": rank})
+    out.sort(key=lambda c: (c.pop("rank"), -c["impact"]))  # each dimension's biggest first, then the runners-up
     return out
 
 
