@@ -33,3 +33,9 @@ def _own_ledger(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ("FINOPS_SLACK_WEBHOOK_URL", "FINOPS_SLACK_BOT_TOKEN", "FINOPS_PAGERDUTY_ROUTING_KEY",
                  "FINOPS_TEAMS_WEBHOOK_URL", "FINOPS_WEBHOOK_URL", "FINOPS_WEBHOOK_SECRET"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def httpserver_listen_address() -> tuple[str, int]:
+    """pytest-httpserver's local server on 127.0.0.1 (not whatever ``localhost`` resolves to)."""
+    return ("127.0.0.1", 0)

@@ -142,7 +142,7 @@ def notify(
         secret = read_secret(webhook.SECRET_ENV, secret_file, env)
         target = _check_url(url or env.get(webhook.URL_ENV) or "", f"--url or ${webhook.URL_ENV}")
         send = lambda p: webhook.send(p, secret, policy, target)  # noqa: E731
-    path = ledger or default_ledger(env)
+    path = ledger or default_ledger()  # where, not a secret: always this process's environment
     seen = _read_ledger(path)
     done: list[str] = []
     try:
