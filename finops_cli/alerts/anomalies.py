@@ -54,7 +54,11 @@ def _expected(series: pd.Series) -> np.ndarray:
 
 
 def flagged(
-    series: pd.Series, *, sensitivity: float = 4.0, min_impact: float = 100.0, warmup_days: int = 14,
+    series: pd.Series,
+    *,
+    sensitivity: float = 4.0,
+    min_impact: float = 100.0,
+    warmup_days: int = 14,
     direction: str = "up",
 ) -> list[tuple[int, Any, float, float, float]]:
     """The anomalous days of one scope's daily series (steps 1-3 of the module docstring): (position, index
@@ -77,7 +81,7 @@ def flagged(
 def _contributors(frame: pd.DataFrame, day: date, names: Sequence[str], top: int = 3) -> list[dict[str, Any]]:
     """Per dimension, the ``top`` values whose spend on ``day`` rose most over their usual spend on that weekday
     (the median of the same weekday in the four weeks before; none that day counts as 0)."""
-    out = []
+    ranked: list[tuple[int, float, dict[str, Any]]] = []
     weeks = [day - timedelta(days=7 * k) for k in range(1, 5)]
     today = frame[frame["day"] == day]
     before = frame[frame["day"].isin(weeks)]
@@ -88,9 +92,9 @@ def _contributors(frame: pd.DataFrame, day: date, names: Sequence[str], top: int
         delta = now.sub(was, fill_value=0.0).sort_values(ascending=False)
         for rank, (value, rise) in enumerate(delta.head(top).items()):
             if rise > 0.005:
-                out.append({"dimension": name, "value": str(value), "impact": float(rise), "rank": rank})
-    out.sort(key=lambda c: (c.pop("rank"), -c["impact"]))  # each dimension's biggest first, then the runners-up
-    return out
+                ranked.append((rank, -float(rise), {"dimension": name, "value": str(value), "impact": float(rise)}))
+    ranked.sort(key=lambda t: (t[0], t[1]))  # each dimension's biggest first, then the runners-up
+    return [c for *_, c in ranked]
 
 
 def detect_anomalies(

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, model_validator
 
 from finops_cli.alerts.forecast import METHOD, Forecast, forecast_total
-from finops_cli.alerts.series import daily_costs, data_through, filled
 from finops_cli.alerts.scope import dimension
+from finops_cli.alerts.series import daily_costs, data_through, filled
 from finops_cli.errors import EXIT_GATE_FAILED, FinopsError, InputError
 from finops_cli.store.store import Store
 

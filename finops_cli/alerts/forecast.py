@@ -47,7 +47,7 @@ def forecast_total(
 ) -> Forecast:
     """``actual`` + the forecast of ``remaining_days`` more days of ``history`` (daily spend, complete days,
     consecutive, oldest first)."""
-    n = int(len(history))
+    n = len(history)
     if remaining_days <= 0:
         return Forecast(actual, actual, actual, actual, 0, n, level)
     if n < MIN_HISTORY_DAYS:
@@ -63,7 +63,9 @@ def forecast_total(
         warnings.simplefilter("ignore")  # convergence chatter on short or spiky series: the interval shows it
         fit = ETSModel(values, error="add", trend=None, seasonal="add", seasonal_periods=7).fit(disp=False)
         mean = float(np.sum(fit.forecast(remaining_days)))
-        paths = np.asarray(fit.simulate(remaining_days, repetitions=1000, anchor="end", rng=np.random.default_rng(seed)))
+        paths = np.asarray(
+            fit.simulate(remaining_days, repetitions=1000, anchor="end", rng=np.random.default_rng(seed))
+        )
     sums = paths.reshape(remaining_days, -1).sum(axis=0)
     low, high = np.quantile(sums, [(1 - level) / 2, (1 + level) / 2])
     return Forecast(actual, actual + mean, actual + float(low), actual + float(high), remaining_days, n, level)

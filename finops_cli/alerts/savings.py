@@ -87,7 +87,7 @@ def pricebook_rate(provider: str, region: str, instance_type: str, accelerator: 
     exact, cheapest = _on_demand_prices()
     rows = exact.get((provider, instance_type))
     if rows:
-        region_row, price = next(((g, p) for g, p in rows if g == region), rows[0])
+        _, price = next(((g, p) for g, p in rows if g == region), rows[0])
         return f"{provider}/{instance_type}/on_demand", price
     if accelerator in cheapest:
         ref, price = cheapest[accelerator]
@@ -145,9 +145,9 @@ def realised_savings(
     used: set[str] = set()
     for r in frame.to_dict("records"):
         line_cost = float(r[column])
-        reference, basis, row = _reference(r, line_cost)
-        if row:
-            used.add(row)
+        reference, basis, book = _reference(r, line_cost)
+        if book:
+            used.add(book)
         lever = "api" if r["provider"] in API_PROVIDERS else _LEVER_OF_CATEGORY.get(r["pricing_category"], "on_demand")
         key = tuple(str(r[k]) for k in [*by, "currency"])
         acc = out.setdefault(key, {"cost": 0.0, "reference_cost": 0.0, "gpu_hours": 0.0, "bases": set()})
@@ -156,12 +156,12 @@ def realised_savings(
         acc["gpu_hours"] += float(r["gpu_hours"])
         acc[lever] = acc.get(lever, 0.0) + (reference - line_cost)
         acc["bases"].add(basis)
-    rows = []
+    rows: list[dict[str, Any]] = []
     totals: dict[str, dict[str, float]] = {}
     for key, acc in out.items():
         savings = acc["reference_cost"] - acc["cost"]
         bases = sorted(acc["bases"] - {"none"}) or ["none"]
-        row = {
+        row: dict[str, Any] = {
             **dict(zip([*by, "currency"], key, strict=True)),
             "cost": acc["cost"],
             "reference_cost": acc["reference_cost"],
@@ -179,7 +179,7 @@ def realised_savings(
     notes = [f"pricebook reference: {row}" for row in sorted(used)]
     if frame.empty:
         notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
-    if any(NONE == r[b] for r in rows for b in by):
+    if any(r[b] == NONE for r in rows for b in by):
         notes.append(f"{NONE}: lines without that dimension or tag")
     return SavingsResult(by, cost, list(months or periods), rows, totals, notes)
 

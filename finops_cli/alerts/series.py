@@ -46,7 +46,9 @@ def daily_costs(
     names = list(dict.fromkeys([*by, *extra]))
     sel = selection(names, where, months=_months(store, start, end), gpu_only=gpu_only)
     lo, hi = (datetime(d.year, d.month, d.day, tzinfo=UTC) for d in (start, end))
-    sel.conditions.append(f"ChargePeriodStart >= {sel.values('t', [lo])} AND ChargePeriodStart < {sel.values('t', [hi])}")
+    sel.conditions.append(
+        f"ChargePeriodStart >= {sel.values('t', [lo])} AND ChargePeriodStart < {sel.values('t', [hi])}"
+    )
     frame = run(store, queries.DAILY_COSTS, sel, names, cost=cost_column(cost))
     if frame is None:
         return pd.DataFrame(columns=["day", *names, "currency", "cost"])

@@ -45,8 +45,13 @@ def _cell(kind: str, value: Any, currency: str) -> str:
     return cell_safe(value)
 
 
-def render_rows(title: str, columns: Sequence[tuple[str, str]], rows: Sequence[dict[str, Any]], fmt: AlertFormat,
-                tail: Sequence[str] = ()) -> str:  # fmt: skip
+def render_rows(
+    title: str,
+    columns: Sequence[tuple[str, str]],
+    rows: Sequence[dict[str, Any]],
+    fmt: AlertFormat,
+    tail: Sequence[str] = (),
+) -> str:
     """A table (or GFM markdown) of ``rows``: ``columns`` are (name, kind) with kind text, money, pct or number."""
     cells = [[_cell(kind, r.get(name), r.get("currency", "USD")) for name, kind in columns] for r in rows]
     names = [name for name, _ in columns]
@@ -83,11 +88,16 @@ def register(app: typer.Typer) -> None:
     def _savings(
         by: Annotated[
             str,
-            typer.Option("--by", help="Comma-separated dimensions or tags, as 'finops costs --by' (tag:run_id, team, "
-                         "workload, provider, ...)."),
-        ] = "team",  # fmt: skip
+            typer.Option(
+                "--by",
+                help="Comma-separated dimensions or tags, as 'finops costs --by' (tag:run_id, team, "
+                "workload, provider, ...).",
+            ),
+        ] = "team",
         where: WhereOpt = None,
-        month: Annotated[list[str] | None, typer.Option("--month", help="Only this billing month (YYYY-MM); repeatable.")] = None,
+        month: Annotated[
+            list[str] | None, typer.Option("--month", help="Only this billing month (YYYY-MM); repeatable.")
+        ] = None,
         cost: CostOpt = "effective",
         all_lines: AllLinesOpt = False,
         fmt: FormatOpt = AlertFormat.table,
@@ -105,33 +115,49 @@ def register(app: typer.Typer) -> None:
         from finops_cli.store import open_store
 
         with command_engine():
-            result = realised_savings(open_store(store), by.split(","), where=parse_where(where), months=month,
-                                      cost=cost, all_lines=all_lines)  # fmt: skip
-        columns = [*[(b, "text") for b in result.by], ("currency", "text"), ("cost", "money"),
-                   ("reference_cost", "money"), ("savings", "money"), ("savings_pct", "pct"),
-                   *[(lv, "money") for lv in LEVERS], ("reference", "text")]  # fmt: skip
+            result = realised_savings(
+                open_store(store), by.split(","), where=parse_where(where), months=month, cost=cost, all_lines=all_lines
+            )
+        columns = [
+            *[(b, "text") for b in result.by],
+            ("currency", "text"),
+            ("cost", "money"),
+            ("reference_cost", "money"),
+            ("savings", "money"),
+            ("savings_pct", "pct"),
+            *[(lv, "money") for lv in LEVERS],
+            ("reference", "text"),
+        ]
         totals = [
             f"total {c}: cost {_cell('money', t['cost'], c)}, savings {_cell('money', t['savings'], c)}"
             for c, t in sorted(result.totals.items())
         ]
         title = f"Realised savings by {', '.join(result.by)}, {', '.join(result.months)} ({result.cost} cost)"
-        _emit(result.as_json(), lambda: render_rows(title, columns, result.rows, fmt, [*totals, *result.notes]), fmt,
-              out)  # fmt: skip
+        _emit(
+            result.as_json(), lambda: render_rows(title, columns, result.rows, fmt, [*totals, *result.notes]), fmt, out
+        )
 
     @app.command(
         "anomalies",
-        epilog=example("finops anomalies --by team --min-impact 500", "finops anomalies --format json > anomalies.json"),
+        epilog=example(
+            "finops anomalies --by team --min-impact 500", "finops anomalies --format json > anomalies.json"
+        ),
     )
     def _anomalies(
-        by: Annotated[str | None, typer.Option("--by", help="Scopes: comma-separated dimensions or tags (default: "
-                                               "all spend as one scope).")] = None,  # fmt: skip
+        by: Annotated[
+            str | None,
+            typer.Option("--by", help="Scopes: comma-separated dimensions or tags (default: all spend as one scope)."),
+        ] = None,
         where: WhereOpt = None,
         days: Annotated[int, typer.Option("--days", help="Report anomalies of the last DAYS complete days.")] = 30,
-        min_impact: Annotated[float, typer.Option("--min-impact", help="Smallest impact (actual − expected, in the "
-                                                  "bill's currency) reported.")] = 100.0,  # fmt: skip
+        min_impact: Annotated[
+            float,
+            typer.Option("--min-impact", help="Smallest impact (actual − expected, in the bill's currency) reported."),
+        ] = 100.0,
         sensitivity: Annotated[float, typer.Option("--sensitivity", help="Robust z-score a day must reach.")] = 4.0,
-        warmup_days: Annotated[int, typer.Option("--warmup-days", help="Days of spend a new scope needs before it "
-                                                 "is alerted on.")] = 14,  # fmt: skip
+        warmup_days: Annotated[
+            int, typer.Option("--warmup-days", help="Days of spend a new scope needs before it is alerted on.")
+        ] = 14,
         contributors: Annotated[str, typer.Option("--contributors", help="Dimensions or tags to name causes by.")] = (
             "service,instance_type,account,team"
         ),
@@ -154,17 +180,38 @@ def register(app: typer.Typer) -> None:
 
         with command_engine():
             doc = detect_anomalies(
-                open_store(store), (by or "").split(","), parse_where(where), days=days, min_impact=min_impact,
-                sensitivity=sensitivity, warmup_days=warmup_days, contributors=contributors.split(","), cost=cost,
-                all_lines=all_lines, direction=direction,
-            )  # fmt: skip
+                open_store(store),
+                (by or "").split(","),
+                parse_where(where),
+                days=days,
+                min_impact=min_impact,
+                sensitivity=sensitivity,
+                warmup_days=warmup_days,
+                contributors=contributors.split(","),
+                cost=cost,
+                all_lines=all_lines,
+                direction=direction,
+            )
         rows = [
-            {**a, "top": "; ".join(f"{c['dimension']}={c['value']} +{_cell('money', c['impact'], a['currency'])}"
-                                   for c in a["contributors"][:3])}
+            {
+                **a,
+                "top": "; ".join(
+                    f"{c['dimension']}={c['value']} +{_cell('money', c['impact'], a['currency'])}"
+                    for c in a["contributors"][:3]
+                ),
+            }
             for a in doc["anomalies"]
-        ]  # fmt: skip
-        columns = [("day", "text"), ("scope", "text"), ("currency", "text"), ("actual", "money"),
-                   ("expected", "money"), ("impact", "money"), ("score", "number"), ("top", "text")]  # fmt: skip
+        ]
+        columns = [
+            ("day", "text"),
+            ("scope", "text"),
+            ("currency", "text"),
+            ("actual", "money"),
+            ("expected", "money"),
+            ("impact", "money"),
+            ("score", "number"),
+            ("top", "text"),
+        ]
         window = f"{doc['window']['start']} – {doc['window']['end']}"
         title = f"Cost anomalies {window}: {len(rows)}"
         _emit(doc, lambda: render_rows(title, columns, rows, fmt, doc["notes"]), fmt, out)
@@ -180,9 +227,15 @@ def register_group(app: typer.Typer) -> None:
         epilog=example("finops budget check --budgets budgets.yaml", "finops budget check --format json > check.json"),
     )
     def _check(
-        budgets: Annotated[Path, typer.Option("--budgets", help="budgets.yaml (docs/alerts.md).")] = Path("budgets.yaml"),
-        month: Annotated[str | None, typer.Option("--month", help="Evaluate the period holding this month (YYYY-MM) "
-                                                  "instead of the latest billed day's.")] = None,  # fmt: skip
+        budgets: Annotated[Path, typer.Option("--budgets", help="budgets.yaml (docs/alerts.md).")] = Path(
+            "budgets.yaml"
+        ),
+        month: Annotated[
+            str | None,
+            typer.Option(
+                "--month", help="Evaluate the period holding this month (YYYY-MM) instead of the latest billed day's."
+            ),
+        ] = None,
         as_of: AsOfOpt = None,
         fmt: FormatOpt = AlertFormat.table,
         store: StoreOpt = None,
@@ -202,15 +255,30 @@ def register_group(app: typer.Typer) -> None:
         rows = []
         for r in doc["budgets"]:
             f = r["forecast"]
-            rows.append({
-                **r, "period": f"{r['period']['start']} – {r['period']['end']}", "forecast": f["expected"],
-                "interval": "—" if f["low"] is None or f["remaining_days"] == 0 else
-                f"{_cell('money', f['low'], r['currency'])} – {_cell('money', f['high'], r['currency'])}",
-                "crossed": ", ".join(f"{c['spend']} {c['percent']:g} %" for c in r["crossed"]) or "—",
-            })  # fmt: skip
-        columns = [("name", "text"), ("scope", "text"), ("period", "text"), ("currency", "text"), ("amount", "money"),
-                   ("actual", "money"), ("actual_pct", "pct"), ("forecast", "money"), ("interval", "text"),
-                   ("crossed", "text"), ("status", "text")]  # fmt: skip
+            rows.append(
+                {
+                    **r,
+                    "period": f"{r['period']['start']} – {r['period']['end']}",
+                    "forecast": f["expected"],
+                    "interval": "—"
+                    if f["low"] is None or f["remaining_days"] == 0
+                    else f"{_cell('money', f['low'], r['currency'])} – {_cell('money', f['high'], r['currency'])}",
+                    "crossed": ", ".join(f"{c['spend']} {c['percent']:g} %" for c in r["crossed"]) or "—",
+                }
+            )
+        columns = [
+            ("name", "text"),
+            ("scope", "text"),
+            ("period", "text"),
+            ("currency", "text"),
+            ("amount", "money"),
+            ("actual", "money"),
+            ("actual_pct", "pct"),
+            ("forecast", "money"),
+            ("interval", "text"),
+            ("crossed", "text"),
+            ("status", "text"),
+        ]
         notes = [f"{r['name']}: {n}" for r in doc["budgets"] for n in r["notes"]]
         notes += [f"{r['name']}: {r['forecast']['reason']}" for r in doc["budgets"] if r["forecast"]["reason"]]
         title = f"Budgets as of {doc['as_of'][:16].replace('T', ' ')} UTC"

@@ -15,14 +15,49 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-HEADER = (
-    "BillingAccountId,BillingAccountName,BillingCurrency,BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,"
-    "ChargePeriodEnd,BilledCost,EffectiveCost,ListCost,ContractedCost,ChargeCategory,ChargeClass,ChargeDescription,"
-    "ChargeFrequency,PricingCategory,CommitmentDiscountId,CommitmentDiscountType,ConsumedQuantity,ConsumedUnit,"
-    "PricingQuantity,PricingUnit,ResourceId,ResourceName,ResourceType,ServiceName,ServiceCategory,ProviderName,"
-    "PublisherName,InvoiceIssuerName,RegionId,RegionName,AvailabilityZone,SkuId,SkuPriceId,SubAccountId,"
-    "SubAccountName,Tags,x_InstanceType,x_GpuCount,x_AcceleratorType"
-).split(",")
+HEADER = [
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingCurrency",
+    "BillingPeriodStart",
+    "BillingPeriodEnd",
+    "ChargePeriodStart",
+    "ChargePeriodEnd",
+    "BilledCost",
+    "EffectiveCost",
+    "ListCost",
+    "ContractedCost",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargeFrequency",
+    "PricingCategory",
+    "CommitmentDiscountId",
+    "CommitmentDiscountType",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "PricingQuantity",
+    "PricingUnit",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "ServiceName",
+    "ServiceCategory",
+    "ProviderName",
+    "PublisherName",
+    "InvoiceIssuerName",
+    "RegionId",
+    "RegionName",
+    "AvailabilityZone",
+    "SkuId",
+    "SkuPriceId",
+    "SubAccountId",
+    "SubAccountName",
+    "Tags",
+    "x_InstanceType",
+    "x_GpuCount",
+    "x_AcceleratorType",
+]
 
 START = date(2026, 8, 1)
 END = datetime(2026, 10, 20, 13, tzinfo=UTC)  # billing runs to here

@@ -50,7 +50,7 @@ def test_recall_and_false_positive_rate_on_planted_series() -> None:
 
 
 def test_no_alert_in_a_new_scopes_first_days_nor_below_the_minimum_impact() -> None:
-    series, planted = _series(3)
+    series, _ = _series(3)
     assert not flagged(series[:WARMUP], warmup_days=WARMUP)
     early = series.copy()
     early.iloc[5] *= 3  # a spike inside the warm-up

@@ -141,7 +141,10 @@ def test_pagerduty_events_v2_one_incident_per_budget(httpserver: HTTPServer) -> 
         return Response(json.dumps({"status": "success", "dedup_key": e["dedup_key"]}), 202)
 
     httpserver.expect_request("/v2/enqueue", method="POST").respond_with_handler(handler)
-    env = {"FINOPS_PAGERDUTY_ROUTING_KEY": "R0UTINGKEY", "FINOPS_PAGERDUTY_EVENTS_URL": httpserver.url_for("/v2/enqueue")}
+    env = {
+        "FINOPS_PAGERDUTY_ROUTING_KEY": "R0UTINGKEY",
+        "FINOPS_PAGERDUTY_EVENTS_URL": httpserver.url_for("/v2/enqueue"),
+    }
     out = notify(_budget_check(), "pagerduty", env=env, policy=NO_WAIT)
     assert out.sent == 3
     actions = {e["dedup_key"]: e["event_action"] for e in events}
@@ -279,7 +282,9 @@ def test_a_run_failing_part_way_says_what_went_and_records_only_that(httpserver:
     assert (out.sent, out.repeats) == (1, 2) and len(httpserver.log) == 1
 
 
-def test_the_same_result_twice_is_one_message(httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_same_result_twice_is_one_message(
+    httpserver: HTTPServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     httpserver.expect_request("/hook").respond_with_data("ok", 200)
     monkeypatch.setenv("FINOPS_SLACK_WEBHOOK_URL", httpserver.url_for("/hook"))
     args = ["notify", "--to", "slack", "--result", str(_write(tmp_path, _anomalies()))]
@@ -303,9 +308,7 @@ def test_dry_run_prints_the_payload_never_the_secret(tmp_path: Path, monkeypatch
     assert "TOPSECRETKEY" not in result.output
 
 
-def test_secrets_from_a_file_and_a_clear_error_without_one(
-    httpserver: HTTPServer, tmp_path: Path
-) -> None:
+def test_secrets_from_a_file_and_a_clear_error_without_one(httpserver: HTTPServer, tmp_path: Path) -> None:
     doc = _write(tmp_path, _anomalies())
     missing = runner.invoke(app, ["notify", "--to", "webhook", "--result", str(doc), "--url", "http://127.0.0.1:9/"])
     assert missing.exit_code == 2 and "set $FINOPS_WEBHOOK_SECRET or pass --secret-file" in missing.output
@@ -324,7 +327,16 @@ def test_secrets_from_a_file_and_a_clear_error_without_one(
 
 def test_ids_are_escaped_for_each_destinations_markup(tmp_path: Path) -> None:
     doc = str(_write(tmp_path, _anomalies(HOSTILE)))
-    args = ["notify", "--to", "slack", "--dry-run", "--result", doc, "--command", f"finops anomalies --where team={HOSTILE}"]
+    args = [
+        "notify",
+        "--to",
+        "slack",
+        "--dry-run",
+        "--result",
+        doc,
+        "--command",
+        f"finops anomalies --where team={HOSTILE}",
+    ]
     slack = json.loads(runner.invoke(app, args).stdout)
     texts = [slack["blocks"][1]["text"]] + slack["blocks"][-1]["elements"]
     assert texts[0]["type"] == "plain_text" and HOSTILE in texts[0]["text"]  # no markup parsed in plain_text

@@ -77,10 +77,14 @@ def _budgets(doc: dict[str, Any]) -> tuple[str, list[str], list[Item], str]:
     lines, items = [], []
     for r in sorted(rows, key=lambda r: -r["actual_pct"]):
         cur, f = r["currency"], r["forecast"]
-        fc = "period closed" if f["remaining_days"] == 0 else (
-            f"forecast {_money(f['expected'], cur)} ({_money(f['low'], cur)}–{_money(f['high'], cur)})"
-            if f["expected"] is not None
-            else f"no forecast: {f['reason']}"
+        fc = (
+            "period closed"
+            if f["remaining_days"] == 0
+            else (
+                f"forecast {_money(f['expected'], cur)} ({_money(f['low'], cur)}–{_money(f['high'], cur)})"
+                if f["expected"] is not None
+                else f"no forecast: {f['reason']}"
+            )
         )
         text = (
             f"{r['name']} ({r['scope']}): {_money(r['actual'], cur)} of {_money(r['amount'], cur)} "
@@ -105,7 +109,9 @@ def _anomalies(doc: dict[str, Any]) -> tuple[str, list[str], list[Item], str]:
     head = f"{len(found)} cost anomal{'y' if len(found) == 1 else 'ies'}: {impact} over expected"
     lines, items = [], []
     for a in found:
-        top = "; ".join(f"{c['dimension']}={c['value']} +{_money(c['impact'], a['currency'])}" for c in a["contributors"][:2])
+        top = "; ".join(
+            f"{c['dimension']}={c['value']} +{_money(c['impact'], a['currency'])}" for c in a["contributors"][:2]
+        )
         text = (
             f"{a['day']} {a['scope']}: {_money(a['actual'], a['currency'])} vs "
             f"{_money(a['expected'], a['currency'])} expected ({_money(a['impact'], a['currency'])})"

@@ -31,7 +31,9 @@ def payloads(message: Message) -> list[dict[str, Any]]:
     body: list[dict[str, Any]] = [
         {"type": "TextBlock", "text": escape(message.headline), "weight": "Bolder", "size": "Medium", "wrap": True}
     ]
-    body += [{"type": "TextBlock", "text": escape(f"• {line}"), "wrap": True, "spacing": "Small"} for line in message.lines]
+    body += [
+        {"type": "TextBlock", "text": escape(f"• {line}"), "wrap": True, "spacing": "Small"} for line in message.lines
+    ]
     body.append({"type": "TextBlock", "text": escape(message.command), "fontType": "Monospace", "isSubtle": True,
                  "wrap": True})  # fmt: skip
     card: dict[str, Any] = {

@@ -105,7 +105,9 @@ def deliver(attempt: Callable[[], None], policy: Policy, what: str) -> int:
     raise NotDelivered(f"{what}: not delivered after {policy.attempts} attempts (last: {reason})")
 
 
-def post_json(url: str, body: bytes, headers: Mapping[str, str], policy: Policy, what: str, secrets: Sequence[str]) -> int:
+def post_json(
+    url: str, body: bytes, headers: Mapping[str, str], policy: Policy, what: str, secrets: Sequence[str]
+) -> int:
     """POST ``body`` (JSON) to ``url`` with httpx under ``policy``; the attempts it took."""
     import httpx
 
