@@ -144,9 +144,10 @@ def _plan(doc: dict[str, Any]) -> tuple[str, list[str], list[Item], str]:
     )
     levers = (doc.get("savings_by_lever") or {}).get("levers") or []
     lines = [
-        f"{lv.get('lever', lv.get('name', '?'))}: {_money(float(lv.get('savings', 0.0)), cur)}"
+        f"{lv.get('label') or lv.get('lever', '?')}: {_money(float(lv.get('saving') or 0.0), cur)}"
+        f" ({str(lv.get('evidence', '')).replace('_', ' ')})"
         for lv in levers
-        if isinstance(lv, dict)
+        if isinstance(lv, dict) and lv.get("applied", True) and abs(float(lv.get("saving") or 0.0)) >= 0.005
     ]
     return head, lines, [], "finops plan --fleet fleet.yaml --workloads workloads.yaml"
 
