@@ -134,13 +134,13 @@ def _weekly(days: int, seed: int, level: float = 1000.0) -> pd.Series:
 
 def test_forecast_covers_the_truth_and_follows_the_weekday_season() -> None:
     covered = 0
-    for seed in range(20):
+    for seed in range(8):
         full = _weekly(60, seed)
         got = forecast_total(full[:45], float(full[:45].sum()), 15)
         truth = float(full.sum())
         assert got.expected == pytest.approx(truth, rel=0.02)
         covered += got.low <= truth <= got.high  # type: ignore[operator]
-    assert covered >= 14  # a 90 % interval covers the truth in most of 20 trials (15 of 20 here: not a band of 0)
+    assert covered >= 6  # a 90 % interval covers the truth in most trials (not a band of nothing)
 
 
 def test_forecast_refuses_to_guess_on_short_history() -> None:
@@ -148,3 +148,15 @@ def test_forecast_refuses_to_guess_on_short_history() -> None:
     assert got.expected is None and "too little history" in (got.reason or "")
     flat = forecast_total(pd.Series([100.0] * 20), 2000.0, 5)
     assert flat.expected == flat.low == flat.high == 2500.0
+
+
+def test_budget_check_and_anomalies_run_on_the_sample_company(sample_store: Path, tmp_path: Path) -> None:
+    from finops_cli.alerts.anomalies import detect_anomalies
+
+    text = "version: 1\nbudgets:\n  - name: research\n    scope: {team: research}\n    amount: 200000\n"
+    doc = check_budgets(open_store(sample_store), load_budgets(_write(tmp_path, text)))
+    (row,) = doc["budgets"]
+    assert row["actual"] == pytest.approx(175796.80, abs=0.005)  # = finops costs --where team=research
+    assert row["forecast"]["remaining_days"] == 0 and [c["percent"] for c in row["crossed"]] == [50.0, 80.0]
+    found = detect_anomalies(open_store(sample_store), ["team"])
+    assert found["window"]["end"] == "2026-10-31" and isinstance(found["anomalies"], list)
