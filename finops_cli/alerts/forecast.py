@@ -4,7 +4,9 @@ Method: statsmodels' :class:`~statsmodels.tsa.exponential_smoothing.ets.ETSModel
 and an additive 7-day season (ETS(A,N,A)), fitted by maximum likelihood on the scope's complete days. The
 point forecast is the sum of the mean forecasts of the days left in the period; the interval is the
 ``(1 − level)/2`` and ``(1 + level)/2`` quantiles of that sum over 1,000 simulated sample paths (seeded, so
-the same store gives the same interval). Fewer than :data:`MIN_HISTORY_DAYS` complete days give no forecast
+the same store gives the same interval), widened about their median by √(1 + 2h/n) for h days ahead of n seen:
+the paths carry the days' noise, not the errors of the fitted level and weekday season (each adds about σ²h²/n to
+the variance of the sum). Fewer than :data:`MIN_HISTORY_DAYS` complete days give no forecast
 and say so rather than guess.
 """
 
@@ -68,4 +70,7 @@ def forecast_total(
         )
     sums = paths.reshape(remaining_days, -1).sum(axis=0)
     low, high = np.quantile(sums, [(1 - level) / 2, (1 + level) / 2])
-    return Forecast(actual, actual + mean, actual + float(low), actual + float(high), remaining_days, n, level)
+    center = float(np.median(sums))
+    widen = float(np.sqrt(1 + 2 * remaining_days / n))  # the fitted level's and season's errors, ~σ²h²/n each
+    low, high = center + (float(low) - center) * widen, center + (float(high) - center) * widen
+    return Forecast(actual, actual + mean, actual + low, actual + high, remaining_days, n, level)
