@@ -4,15 +4,16 @@ A budget covers the billing lines of a scope (any dimension or tag, as ``finops 
 (each calendar month, or fixed dates) and has thresholds on **actual** spend and on **forecast** period-end
 spend (AWS Budgets' defaults: 50/80/100 % actual, 100 % forecast). :func:`check_budgets` evaluates every budget
 as of the instant the store's billing runs to; a crossed threshold fails the check (exit 1, like ``gate``).
+Read the file as the estate files are, ``finops_cli.estate.load.load_model(path, Budgets)``: every error names the
+file, the line and the field path.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 from finops_cli.alerts.forecast import METHOD, Forecast, forecast_total
 from finops_cli.alerts.scope import dimension
@@ -110,23 +111,6 @@ def json_schema_text() -> str:
     schema["$id"] = "https://finops.example/budgets.schema.json"
     schema["title"] = "finops budgets.yaml"
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def load_budgets(path: Path | str) -> Budgets:
-    """Read and validate ``budgets.yaml``; every error names the file, the line and the field path."""
-    from finops_cli.atomic import note_input
-    from finops_cli.files import read_yaml_positions
-    from finops_cli.schema.errors import format_validation_error
-
-    path = Path(path)
-    note_input(path)
-    data, positions = read_yaml_positions(path)
-    if not isinstance(data, dict):
-        raise InputError("expected a YAML mapping at the top level", path=path)
-    try:
-        return Budgets.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(format_validation_error(path, exc, positions)) from None
 
 
 def period_of(budget: Budget, day: date) -> tuple[date, date]:

@@ -246,10 +246,13 @@ def register_group(app: typer.Typer) -> None:
         Actual spend is period to date; the forecast adds the days left (ETS with a weekly season, with a 90 %
         interval); a period with too little history says so instead of guessing.
         """
-        from finops_cli.alerts.budgets import ThresholdCrossed, check_budgets, load_budgets
+        from finops_cli.alerts.budgets import Budgets, ThresholdCrossed, check_budgets
+        from finops_cli.atomic import check_not_an_input
+        from finops_cli.estate.load import load_model
         from finops_cli.store import open_store
 
-        model = load_budgets(budgets)
+        check_not_an_input(out, budgets)
+        model = load_model(budgets, Budgets)
         with command_engine():
             doc = check_budgets(open_store(store), model, month=month, as_of=parse_as_of(as_of))
         rows = []

@@ -12,10 +12,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from finops_cli.alerts.budgets import check_budgets, json_schema_text, load_budgets
+from finops_cli.alerts.budgets import Budgets, check_budgets, json_schema_text
 from finops_cli.alerts.forecast import MIN_HISTORY_DAYS, forecast_total
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
+from finops_cli.estate.load import load_model
 from finops_cli.store import open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,7 +58,7 @@ def test_published_schema_equals_the_model_and_validates_the_docs_example(tmp_pa
     jsonschema.Draft202012Validator.check_schema(schema)
     doc = (REPO / "docs" / "alerts.md").read_text(encoding="utf-8")
     text = doc.split("```yaml\n# budgets.yaml\n", 1)[1].split("```", 1)[0]
-    load_budgets(_write(tmp_path, text))  # the example is a valid file
+    load_model(_write(tmp_path, text), Budgets)  # the example is a valid file
     example = json.loads(json.dumps(yaml.safe_load(text), default=str))  # dates as an editor sees them: text
     jsonschema.validate(example, schema)
     example["budgets"][0]["ammount"] = 1  # a typo an editor must flag
@@ -77,12 +78,12 @@ def test_published_schema_equals_the_model_and_validates_the_docs_example(tmp_pa
 )
 def test_bad_budgets_name_the_line_and_field(tmp_path: Path, old: str, new: str, says: str) -> None:
     with pytest.raises(InputError, match=None) as err:
-        load_budgets(_write(tmp_path, BUDGETS.replace(old, new)))
+        load_model(_write(tmp_path, BUDGETS.replace(old, new)), Budgets)
     assert says in str(err.value)
 
 
 def test_check_on_the_generated_company(company_store: Path, tmp_path: Path) -> None:
-    doc = check_budgets(open_store(company_store), load_budgets(_write(tmp_path)))
+    doc = check_budgets(open_store(company_store), load_model(_write(tmp_path), Budgets))
     rows = {r["name"]: r for r in doc["budgets"]}
     assert doc["as_of"].startswith("2026-10-20T13:00")
     data = rows["data-team"]  # doubled from 2026-10-05: the forecast crosses before the actual does
@@ -104,7 +105,7 @@ def test_check_on_the_generated_company(company_store: Path, tmp_path: Path) -> 
 def test_as_of_and_month_move_the_evaluation(company_store: Path, tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    budgets = load_budgets(_write(tmp_path))
+    budgets = load_model(_write(tmp_path), Budgets)
     early = check_budgets(open_store(company_store), budgets, as_of=datetime(2026, 10, 3, tzinfo=UTC))
     data = next(r for r in early["budgets"] if r["name"] == "data-team")
     assert data["forecast"]["remaining_days"] == 29 and data["crossed"] == []  # before the overrun
@@ -154,7 +155,7 @@ def test_budget_check_and_anomalies_run_on_the_sample_company(sample_store: Path
     from finops_cli.alerts.anomalies import detect_anomalies
 
     text = "version: 1\nbudgets:\n  - name: research\n    scope: {team: research}\n    amount: 200000\n"
-    doc = check_budgets(open_store(sample_store), load_budgets(_write(tmp_path, text)))
+    doc = check_budgets(open_store(sample_store), load_model(_write(tmp_path, text), Budgets))
     (row,) = doc["budgets"]
     assert row["actual"] == pytest.approx(175796.80, abs=0.005)  # = finops costs --where team=research
     assert row["forecast"]["remaining_days"] == 0 and [c["percent"] for c in row["crossed"]] == [50.0, 80.0]

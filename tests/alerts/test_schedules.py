@@ -103,7 +103,7 @@ def test_workflow_commands_run_locally(
     assert list(codes.values())[1] == 1  # the data team's overrun crosses its forecast threshold
     check = json.loads((tmp_path / "budget-check.json").read_text())
     assert not check["passed"]
-    assert [b["text"] for b in slack][0].endswith("budgets over a threshold") and len(slack) == 2
+    assert len(slack) == 2 and slack[0]["text"].endswith("budgets over a threshold")
     triggers = {e["dedup_key"] for e in pagerduty if e["event_action"] == "trigger"}
     assert "finops/budget/data-team/2026-10-01" in triggers
     assert any(k.startswith("finops/anomaly/team=product/") for k in triggers)  # 2026-10-16's runaway, within --days 7
