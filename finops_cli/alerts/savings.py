@@ -9,7 +9,10 @@ pricing category × source format):
   so only its on-demand lines use it;
 - **pricebook**: otherwise the pricebook's on-demand $/GPU-hour × the lines' GPU-hours (the instance type's own
   row, else the cheapest on-demand row of the same accelerator: a conservative claim);
-- **none**: no reference (no GPU-hours, no price): reference = cost, no savings claimed.
+- **none**: no reference (no GPU-hours, no price; taxes): reference = cost, no savings claimed.
+
+With ``--all-lines`` a credit's reference is 0 (the credit is a saving, on the ``on_demand`` lever) and an up-front
+commitment purchase counts against the usage it covers.
 
 Savings = reference − cost, attributed to the lever the line's pricing category names: ``spot`` (Dynamic),
 ``commitments`` (Committed), ``owned`` (Other: owned capacity), ``api`` (a model API provider) and ``on_demand``
@@ -36,7 +39,15 @@ _LEVER_OF_CATEGORY = {"Dynamic": "spot", "Committed": "commitments", "Other": "o
 #: providers whose lines are model-API usage (per token / request), as the pricebook's ``api`` rows name them
 API_PROVIDERS = frozenset({"anthropic", "openai", "mistral", "fal", "cohere", "google-ai", "bedrock"})
 #: the line-group keys a reference is decided on
-_FINE = ("provider", "region", "instance_type", "pricing_category", "x_AcceleratorType", "x_SourceFormat")
+_FINE = (
+    "provider",
+    "region",
+    "instance_type",
+    "pricing_category",
+    "x_AcceleratorType",
+    "x_SourceFormat",
+    "ChargeCategory",
+)
 
 
 @dataclass
@@ -98,6 +109,8 @@ def pricebook_rate(provider: str, region: str, instance_type: str, accelerator: 
 def _reference(r: Mapping[str, Any], cost: float) -> tuple[float, str, str | None]:
     """(reference cost, basis, pricebook row) of one line group."""
     category, fmt = r["pricing_category"], r["x_SourceFormat"]
+    if r["ChargeCategory"] == "Tax":  # paid at any price: no saving either way
+        return cost, "none", None
     list_cost = float(r.get("list_cost") or 0.0)
     stated = int(r.get("list_priced_lines") or 0) > 0 or abs(list_cost - float(r["billed_cost"])) > 0.005
     if category == "Standard" or (fmt != "gcp" and stated):

@@ -161,6 +161,13 @@ def notify(
         raise
     except FinopsError:
         raise
+    except Exception as exc:  # a library's surprise: its text may hold the URL or key, so only its scrubbed gist
+        from finops_cli.alerts.notify.transport import scrub
+
+        raise NotDelivered(
+            f"{destination}: not delivered ({type(exc).__name__}: {scrub(str(exc), [secret])}; "
+            f"sent {outcome.sent} of {len(outcome.payloads)} payloads)"
+        ) from None
     finally:
         if done:
             _write_ledger(path, [k for k in seen if k not in done] + done)

@@ -8,6 +8,7 @@ formatting reference asks.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -20,6 +21,10 @@ TOKEN_ENV = "FINOPS_SLACK_BOT_TOKEN"
 API_URL_ENV = "FINOPS_SLACK_API_URL"
 #: Block Kit limits: header text 150 characters, section text 3,000
 _HEADER, _SECTION = 150, 3000
+#: slack-sdk's own log lines name the URL it posts to: they go nowhere
+_QUIET = logging.getLogger("finops.alerts.slack-sdk")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 def escape(text: str) -> str:
@@ -57,7 +62,7 @@ def send(payload: dict[str, Any], secret: str, policy: Policy, api_url: str | No
         return _send_api(payload, secret, policy, timeout, api_url)
     from slack_sdk.webhook import WebhookClient
 
-    client = WebhookClient(secret, timeout=timeout, retry_handlers=[])
+    client = WebhookClient(secret, timeout=timeout, retry_handlers=[], logger=_QUIET)
 
     def attempt() -> None:
         try:
@@ -73,7 +78,9 @@ def _send_api(payload: dict[str, Any], token: str, policy: Policy, timeout: int,
     from slack_sdk import WebClient
     from slack_sdk.errors import SlackApiError
 
-    client = WebClient(token=token, base_url=api_url or "https://slack.com/api/", timeout=timeout, retry_handlers=[])
+    client = WebClient(
+        token=token, base_url=api_url or "https://slack.com/api/", timeout=timeout, retry_handlers=[], logger=_QUIET
+    )
 
     def attempt() -> None:
         try:
