@@ -49,3 +49,24 @@ FROM billing
 WHERE {conditions}
 """,
 )
+
+#: The spot resources an interruption trace names, per group: when their lines run, GPUs, GPU-hours, cost and the
+#: bill's list cost (what the redone work cost, and what it would have cost on demand).
+SPOT_RESOURCES = Query(
+    "alerts_spot_resources",
+    ("billing",),
+    """
+SELECT {groups}BillingCurrency AS currency,
+       min(ChargePeriodStart) AS first_start,
+       max(CASE WHEN ChargePeriodEnd > ChargePeriodStart THEN ChargePeriodEnd ELSE ChargePeriodStart END) AS last_end,
+       max(x_GpuCount) AS gpus,
+       sum(COALESCE(x_GpuHours, 0.0)) AS gpu_hours,
+       sum(COALESCE(BilledCost, 0.0)) AS billed_cost,
+       sum(COALESCE(EffectiveCost, 0.0)) AS effective_cost,
+       sum(COALESCE(ListCost, 0.0)) AS list_cost,
+       count(ListUnitPrice) AS list_priced_lines
+FROM billing
+WHERE {conditions} AND PricingCategory = 'Dynamic'
+GROUP BY ALL
+""",
+)

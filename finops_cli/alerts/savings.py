@@ -17,6 +17,8 @@ commitment purchase counts against the usage it covers.
 Savings = reference − cost, attributed to the lever the line's pricing category names: ``spot`` (Dynamic),
 ``commitments`` (Committed), ``owned`` (Other: owned capacity), ``api`` (a model API provider) and ``on_demand``
 (Standard: negotiated discounts and credits on on-demand lines). The levers add up to the savings exactly.
+Spot work redone after preemptions is in the cost; given an interruption trace it leaves the on-demand reference
+and the spot lever (:mod:`finops_cli.alerts.interruptions`).
 """
 
 from __future__ import annotations
@@ -131,11 +133,16 @@ def realised_savings(
     months: Sequence[str] | None = None,
     cost: str = "effective",
     all_lines: bool = False,
+    interruptions: pd.DataFrame | None = None,
+    checkpoint_minutes: float = 30.0,
 ) -> SavingsResult:
     """Cost, on-demand reference and savings per ``by`` group × currency, split by lever (module docstring).
 
     ``by``: dimensions or tag keys (``finops costs --by``); ``where``: name → accepted values; ``months``: billing
     periods (None: all); ``cost``: effective or billed; ``all_lines``: every line, not only GPU lines.
+    ``interruptions``: spot preemptions (:func:`~finops_cli.alerts.interruptions.read_interruptions`), whose
+    redone work leaves the on-demand reference (``checkpoint_minutes``: the interval where a preemption does not
+    say what it lost).
     """
     cost_column(cost)  # checks the name
     column = f"{cost}_cost"  # as cost_groups names its sums
@@ -169,9 +176,21 @@ def realised_savings(
         acc["gpu_hours"] += float(r["gpu_hours"])
         acc[lever] = acc.get(lever, 0.0) + (reference - line_cost)
         acc["bases"].add(basis)
+    redone: dict[tuple[str, ...], dict[str, float]] = {}
+    if interruptions is not None:
+        from finops_cli.alerts.interruptions import redone_work
+
+        redone, more = redone_work(store, by, interruptions, where=where, months=months, cost=cost,
+                                   checkpoint_minutes=checkpoint_minutes, reference=_reference)  # fmt: skip
+        notes_redone = more
+    else:
+        notes_redone = []
     rows: list[dict[str, Any]] = []
     totals: dict[str, dict[str, float]] = {}
     for key, acc in out.items():
+        lost = redone.get(key, {"gpu_hours": 0.0, "cost": 0.0, "value": 0.0})
+        acc["reference_cost"] -= lost["value"]  # on demand, the lost work is not done twice
+        acc["spot"] = acc.get("spot", 0.0) - lost["value"]
         savings = acc["reference_cost"] - acc["cost"]
         bases = sorted(acc["bases"] - {"none"}) or ["none"]
         row: dict[str, Any] = {
@@ -182,6 +201,8 @@ def realised_savings(
             "savings_pct": 100.0 * savings / acc["reference_cost"] if acc["reference_cost"] > 0 else None,
             **{lever: acc.get(lever, 0.0) for lever in LEVERS},
             "gpu_hours": acc["gpu_hours"],
+            "redone_gpu_hours": lost["gpu_hours"],
+            "redone_cost": lost["cost"],
             "reference": "+".join(bases),
         }
         rows.append(row)
@@ -189,7 +210,7 @@ def realised_savings(
         for name in t:
             t[name] += row[name]
     rows.sort(key=lambda r: (r["currency"], -r["savings"], *(str(r[b]) for b in by)))
-    notes = [f"pricebook reference: {row}" for row in sorted(used)]
+    notes = [f"pricebook reference: {row}" for row in sorted(used)] + notes_redone
     if frame.empty:
         notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
     if any(r[b] == NONE for r in rows for b in by):

@@ -100,6 +100,21 @@ def register(app: typer.Typer) -> None:
         ] = None,
         cost: CostOpt = "effective",
         all_lines: AllLinesOpt = False,
+        interruptions: Annotated[
+            Path | None,
+            typer.Option(
+                "--interruptions",
+                help="Spot preemption CSV (timestamp, resource_id[, lost_minutes]): "
+                "the work they threw away is redone, so it leaves the on-demand reference.",
+            ),
+        ] = None,
+        checkpoint_minutes: Annotated[
+            float,
+            typer.Option(
+                "--checkpoint-minutes",
+                help="Checkpoint interval where a preemption does not say what it lost (it loses half of it).",
+            ),
+        ] = 30.0,
         fmt: FormatOpt = AlertFormat.table,
         store: StoreOpt = None,
         out: OutOpt = None,
@@ -110,14 +125,20 @@ def register(app: typer.Typer) -> None:
         publicOnDemandCost, Azure PayGPrice), else the pricebook's on-demand price (the reference column says which).
         Totals equal 'finops costs' over the same lines.
         """
+        from finops_cli.alerts.interruptions import read_interruptions
         from finops_cli.alerts.savings import LEVERS, realised_savings
         from finops_cli.alerts.scope import parse_where
+        from finops_cli.errors import InputError
         from finops_cli.store import open_store
 
+        if checkpoint_minutes <= 0:
+            raise InputError("--checkpoint-minutes must be > 0")
+        events = read_interruptions(interruptions) if interruptions is not None else None
         with command_engine():
             result = realised_savings(
-                open_store(store), by.split(","), where=parse_where(where), months=month, cost=cost, all_lines=all_lines
-            )
+                open_store(store), by.split(","), where=parse_where(where), months=month, cost=cost,
+                all_lines=all_lines, interruptions=events, checkpoint_minutes=checkpoint_minutes,
+            )  # fmt: skip
         columns = [
             *[(b, "text") for b in result.by],
             ("currency", "text"),
@@ -126,6 +147,7 @@ def register(app: typer.Typer) -> None:
             ("savings", "money"),
             ("savings_pct", "pct"),
             *[(lv, "money") for lv in LEVERS],
+            *([("redone_gpu_hours", "number"), ("redone_cost", "money")] if events is not None else []),
             ("reference", "text"),
         ]
         totals = [

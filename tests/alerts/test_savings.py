@@ -88,3 +88,33 @@ def test_cli_savings_json_and_bad_input(company_store: Path) -> None:
     assert bad.exit_code == 2 and "no billing for it" in bad.output
     table = runner.invoke(app, ["savings", "--by", "team", "--store", str(company_store)])
     assert table.exit_code == 0 and "reference_cost" in table.stdout and "total USD" in table.stdout
+
+
+def test_spot_work_redone_after_preemptions_leaves_the_on_demand_reference(company_store: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "preemptions.csv"
+    trace.write_text(
+        "timestamp,resource_id,lost_minutes\n"
+        "2026-08-13T05:00:00Z,spot-p5-a,45\n"  # pretrain-01 (2026-08-11 … 20), eight GPUs, 45 minutes lost
+        "2026-08-15T10:00:00Z,spot-p5-b,\n"  # unstated: half of a 30-minute checkpoint interval
+        "2026-08-15T10:00:00Z,not-a-spot-instance,5\n"
+    )
+    from finops_cli.alerts.interruptions import read_interruptions
+
+    plain = {r["run_id"]: r for r in realised_savings(open_store(company_store), ["run_id"]).rows}
+    result = realised_savings(open_store(company_store), ["run_id"], interruptions=read_interruptions(trace))
+    rows = {r["run_id"]: r for r in result.rows}
+    run, before = rows["pretrain-01"], plain["pretrain-01"]
+    assert run["redone_gpu_hours"] == pytest.approx(8 * 0.75 + 8 * 0.25)
+    assert run["redone_cost"] == pytest.approx(8 * 31.2 / 8, rel=0.04)  # at the spot rate the bill charged
+    assert run["cost"] == before["cost"]  # the redone work was always in the cost
+    assert before["spot"] - run["spot"] == pytest.approx(8 * 55.04 / 8)  # those GPU-hours at on demand
+    assert before["reference_cost"] - run["reference_cost"] == pytest.approx(8 * 6.88)
+    assert sum(run[lv] for lv in LEVERS) == pytest.approx(run["savings"])
+    assert rows["pretrain-02"]["redone_gpu_hours"] == 0
+    assert any("1 preemption(s) of the trace match no spot line" in n for n in result.notes)
+    cli = runner.invoke(app, ["savings", "--by", "tag:run_id", "--store", str(company_store), "--interruptions",
+                              str(trace)])  # fmt: skip
+    assert cli.exit_code == 0 and "redone_cost" in cli.stdout
+    trace.write_text("timestamp,resource_id\nyesterday,spot-p5-a\n")
+    bad = runner.invoke(app, ["savings", "--store", str(company_store), "--interruptions", str(trace)])
+    assert bad.exit_code == 2 and "line 2" in bad.output and "ISO 8601" in bad.output
