@@ -24,14 +24,15 @@ GROUP BY ALL
 )
 
 #: Spend per UTC day (of the charge period's start) × group × currency: the series budgets forecast and
-#: anomaly detection models. ``hours`` counts the distinct charge hours seen that day (a partial last day).
+#: anomaly detection models. Summed as decimals: a parallel sum of doubles differs in its last bits from run to
+#: run, and a forecast (and a notification's fingerprint) must not.
 DAILY_COSTS = Query(
     "alerts_daily_costs",
     ("billing",),
     """
 SELECT CAST(date_trunc('day', ChargePeriodStart) AS DATE) AS day,
        {groups}BillingCurrency AS currency,
-       sum(COALESCE({cost}, 0.0)) AS cost
+       CAST(sum(CAST(COALESCE({cost}, 0.0) AS DECIMAL(38, 9))) AS DOUBLE) AS cost
 FROM billing
 WHERE {conditions}
 GROUP BY ALL

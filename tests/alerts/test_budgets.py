@@ -100,6 +100,7 @@ def test_check_on_the_generated_company(company_store: Path, tmp_path: Path) -> 
     q3 = rows["q3-all"]  # a closed custom period: the forecast is the actual
     assert q3["period"] == {"start": "2026-07-01", "end": "2026-09-30"} and q3["forecast"]["remaining_days"] == 0
     assert not doc["passed"]
+    assert check_budgets(open_store(company_store), load_model(_write(tmp_path), Budgets)) == doc  # same store, same
 
 
 def test_as_of_and_month_move_the_evaluation(company_store: Path, tmp_path: Path) -> None:

@@ -176,6 +176,17 @@ _BUILDERS = {
 }
 
 
+def _rounded(value: Any) -> Any:
+    """``value`` with every float to 4 decimals: the last bits of a parallel sum do not make a new result."""
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def message_of(doc: dict[str, Any], *, command: str | None = None, link: str | None = None) -> Message:
     """The message for a result document; ``command`` overrides the reproducing command, ``link`` adds a link."""
     kind = kind_of(doc)
@@ -185,6 +196,6 @@ def message_of(doc: dict[str, Any], *, command: str | None = None, link: str | N
         head, lines, items, default = _BUILDERS[kind](doc)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
         raise InputError(f"a {kind} result without the fields it needs ({type(exc).__name__}: {exc})") from None
-    canonical = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    canonical = json.dumps(_rounded(doc), sort_keys=True, separators=(",", ":"), default=str)
     key = hashlib.sha256(f"{kind}\n{canonical}".encode()).hexdigest()[:32]
     return Message(kind, head, _more(lines), items, command or default, link, key)
