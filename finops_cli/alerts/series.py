@@ -53,7 +53,8 @@ def daily_costs(
     if frame is None:
         return pd.DataFrame(columns=["day", *names, "currency", "cost"])
     frame["day"] = pd.to_datetime(frame["day"]).dt.date
-    return frame
+    # one row order for one store (a parallel GROUP BY has none), so every sum of these rows is the same each run
+    return frame.sort_values(["day", *names, "currency"], kind="stable", ignore_index=True)
 
 
 def filled(days: pd.Series, costs: pd.Series, start: date, end: date) -> pd.Series:
