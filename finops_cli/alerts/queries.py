@@ -39,6 +39,21 @@ GROUP BY ALL
 """,
 )
 
+#: :data:`DAILY_COSTS` per UTC hour (``day`` is the hour's start), over the lines billed per hour (a charge period of
+#: an hour or less): a daily line says nothing about which of its hours cost what.
+HOURLY_COSTS = Query(
+    "alerts_hourly_costs",
+    ("billing",),
+    """
+SELECT date_trunc('hour', ChargePeriodStart) AS day,
+       {groups}BillingCurrency AS currency,
+       CAST(sum(CAST(COALESCE({cost}, 0.0) AS DECIMAL(38, 9))) AS DOUBLE) AS cost
+FROM billing
+WHERE {conditions} AND ChargePeriodEnd <= ChargePeriodStart + INTERVAL 1 HOUR
+GROUP BY ALL
+""",
+)
+
 #: The instant the store's billing runs to (the latest charge period end) and the first charge start.
 DATA_SPAN = Query(
     "alerts_data_span",

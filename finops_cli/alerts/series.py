@@ -40,25 +40,29 @@ def daily_costs(
     cost: str = "effective",
     gpu_only: bool = True,
     extra: Sequence[str] = (),
+    hourly: bool = False,
 ) -> pd.DataFrame:
     """Spend per UTC day in [start, end) × ``by`` (and ``extra``) × currency: columns ``day`` (date), the names,
-    ``currency``, ``cost``. Days without spend are absent."""
+    ``currency``, ``cost``. Days without spend are absent. ``hourly``: per hour instead (``day`` the hour's start,
+    a UTC datetime; ``start`` and ``end`` may be datetimes)."""
     names = list(dict.fromkeys([*by, *extra]))
-    sel = selection(names, where, months=_months(store, start, end), gpu_only=gpu_only)
-    lo, hi = (datetime(d.year, d.month, d.day, tzinfo=UTC) for d in (start, end))
+    lo, hi = (d if isinstance(d, datetime) else datetime(d.year, d.month, d.day, tzinfo=UTC) for d in (start, end))
+    sel = selection(names, where, months=_months(store, lo.date(), hi.date()), gpu_only=gpu_only)
     sel.conditions.append(
         f"ChargePeriodStart >= {sel.values('t', [lo])} AND ChargePeriodStart < {sel.values('t', [hi])}"
     )
-    frame = run(store, queries.DAILY_COSTS, sel, names, cost=cost_column(cost))
+    query = queries.HOURLY_COSTS if hourly else queries.DAILY_COSTS
+    frame = run(store, query, sel, names, cost=cost_column(cost))
     if frame is None:
         return pd.DataFrame(columns=["day", *names, "currency", "cost"])
-    frame["day"] = pd.to_datetime(frame["day"]).dt.date
+    when = pd.to_datetime(frame["day"], utc=True)
+    frame["day"] = [t.to_pydatetime() for t in when] if hourly else when.dt.date
     # one row order for one store (a parallel GROUP BY has none), so every sum of these rows is the same each run
     return frame.sort_values(["day", *names, "currency"], kind="stable", ignore_index=True)
 
 
-def filled(days: pd.Series, costs: pd.Series, start: date, end: date) -> pd.Series:
-    """Spend per day of [start, end), 0 on days without any (index: dates)."""
+def filled(days: pd.Series, costs: pd.Series, start: date, end: date, step: timedelta = timedelta(days=1)) -> pd.Series:
+    """Spend per day (per ``step``) of [start, end), 0 where there is none (index: the periods' starts)."""
     s = pd.Series(costs.to_numpy(dtype=float), index=list(days)).groupby(level=0).sum()
-    idx = [start + timedelta(days=i) for i in range((end - start).days)]
+    idx = [start + i * step for i in range(int((end - start) / step))]
     return s.reindex(idx, fill_value=0.0)

@@ -184,6 +184,9 @@ def register(app: typer.Typer) -> None:
             "service,instance_type,account,team"
         ),
         direction: Annotated[str, typer.Option("--direction", help="up (spend spikes) or both.")] = "up",
+        hourly: Annotated[
+            bool, typer.Option("--hourly", help="Score hours (daily season) instead of days (weekly season).")
+        ] = False,
         fail: Annotated[bool, typer.Option("--fail-on-anomaly", help="Exit 1 when any anomaly is found.")] = False,
         cost: CostOpt = "effective",
         all_lines: AllLinesOpt = False,
@@ -213,6 +216,7 @@ def register(app: typer.Typer) -> None:
                 cost=cost,
                 all_lines=all_lines,
                 direction=direction,
+                hourly=hourly,
             )
         rows = [
             {

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from alerts_company import NEW_TEAM_FROM, OVERRUN_FROM, PLANTED
 from typer.testing import CliRunner
 
@@ -92,3 +93,37 @@ def test_cli_anomalies(company_store: Path) -> None:
     assert failing.exit_code == 1
     bad = runner.invoke(app, ["anomalies", "--store", str(company_store), "--direction", "sideways"])
     assert bad.exit_code == 2 and "--direction" in bad.output
+
+
+def test_hourly_anomalies_on_hourly_lines(tmp_path: Path) -> None:
+    """Three weeks of hourly lines with a daily shape (busy 08:00-20:00); one runaway hour is planted."""
+    import csv
+    from datetime import UTC, datetime, timedelta
+
+    from alerts_company import FLEET, HEADER, RUNAWAY, _row
+
+    from finops_cli import api
+
+    start = datetime(2026, 10, 1, tzinfo=UTC)
+    spike = datetime(2026, 10, 19, 14, tzinfo=UTC)
+    rows = []
+    for h in range(21 * 24):
+        at = start + timedelta(hours=h)
+        busy = 3.0 if 8 <= at.hour < 20 else 1.0
+        rows.append(_row(FLEET[2], at, 1.0, "product", 1.0 + 0.02 * ((h * 7919) % 5 - 2), busy))
+        if at == spike:
+            rows.append(_row(RUNAWAY, at, 1.0, "product", 1.0, 40.0))
+    path = tmp_path / "hourly.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=HEADER)
+        writer.writeheader()
+        writer.writerows(rows)
+    store = tmp_path / "store"
+    api.ingest_billing([path], store=store)
+    doc = detect_anomalies(open_store(store), ["team"], days=7, hourly=True, min_impact=50)
+    assert doc["parameters"]["granularity"] == "hour"
+    (a,) = doc["anomalies"]
+    assert a["day"] == spike.isoformat() and a["impact"] == pytest.approx(40 * 4.6016, rel=0.1)
+    assert a["contributors"][0]["value"] in ("Amazon SageMaker", "g6.12xlarge", "acct-444")
+    daily = detect_anomalies(open_store(store), ["team"], days=7, min_impact=50)
+    assert all(x["day"] != spike.date().isoformat() for x in daily["anomalies"])  # lost in the day's total
