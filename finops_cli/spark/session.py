@@ -50,7 +50,7 @@ def require_pyspark() -> Any:
     try:
         import pyspark
     except ImportError:
-        raise InputError(f"--engine spark needs pyspark, which is not installed: {INSTALL_HINT}") from None
+        raise InputError(f"spark needs pyspark, which is not installed: {INSTALL_HINT}", param="engine") from None
     return pyspark
 
 
@@ -73,7 +73,7 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None) -
     if active is not None:
         return active
     if "PYSPARK_GATEWAY_PORT" not in os.environ and not _java_available():
-        raise InputError("--engine spark needs Java 17 or later: set JAVA_HOME or put java on the PATH")
+        raise InputError("spark needs Java 17 or later: set JAVA_HOME or put java on the PATH", param="engine")
     master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     builder = SparkSession.builder.appName("finops")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, whose master wins
@@ -151,9 +151,10 @@ def task_staging(spark: SparkSession, tx: Any) -> str:
     """
     if isinstance(tx.store, ObjectStore) and not str(spark.sparkContext.master).startswith("local"):
         raise InputError(
-            f"--engine spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
+            f"spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
             "its transaction stages on this machine's disk, which a cluster's executors cannot write; on a cluster "
-            "use a store on a file system every executor shares (docs/scale.md)"
+            "use a store on a file system every executor shares (docs/scale.md)",
+            param="engine",
         )
     return str(tx.staging)
 

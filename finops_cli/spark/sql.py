@@ -91,7 +91,9 @@ class SparkEngine:
         **slots: str,
     ) -> pa.Table:
         if filesystem is not None:
-            raise InputError("--engine spark reads a store on a file system every executor shares, not a bucket store")
+            raise InputError(
+                "spark reads a store on a file system every executor shares, not a bucket store", param="engine"
+            )
         return run_files(query, files, params, **slots)
 
     def run_per_file(self, query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
