@@ -145,9 +145,11 @@ def notify(
     path = ledger or default_ledger()  # where, not a secret: always this process's environment
     seen = _read_ledger(path)
     done: list[str] = []
+    where = hashlib.sha256(f"{secret}\n{url or ''}\n{channel or ''}".encode()).digest()  # another hook: not a repeat
     try:
         for payload in outcome.payloads:
-            key = destination + ":" + hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+            body = where + json.dumps(payload, sort_keys=True).encode()
+            key = destination + ":" + hashlib.sha256(body).hexdigest()[:32]
             if key in seen and not force:
                 outcome.repeats += 1
                 continue
