@@ -26,8 +26,9 @@ from finops_cli.ingest.billing.money import _Acc
 from finops_cli.ingest.billing.normalise import convert_file
 from finops_cli.ingest.billing.write import _flush, _write
 from finops_cli.processes import die_with_parent, spawn_pool
-from finops_cli.store.engine import THREADS_ENV
-from finops_cli.store.store import StagedWriter, Transaction, stage_aggregates
+from finops_cli.store.engine import THREADS_ENV, stage_aggregates
+from finops_cli.store.staging import StagedWriter
+from finops_cli.store.store import Transaction
 
 #: progress(file, rows_done_in_file, file_index, file_count)
 Progress = Callable[[Path, int, int, int], None]

@@ -35,7 +35,8 @@ from finops_cli.ingest.billing.write import DATASET
 from finops_cli.ingest.readers.common import discover
 from finops_cli.ingest.readers.stream import read_header
 from finops_cli.store import Store, open_store
-from finops_cli.store.store import file_source_key, part_key
+from finops_cli.store.engine import stage_aggregates
+from finops_cli.store.layout import file_source_key, part_key
 
 
 @dataclass
@@ -82,7 +83,7 @@ def ingest_billing(
         plan.append(FileJob(index, path, entry.obj.name, sniffed, header))
 
     acc = _Acc()
-    with store.transaction() as tx:
+    with store.transaction(aggregates=stage_aggregates) as tx:
         # read under the writer lock: another ingest's entries cannot change between this and the commit
         previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
         results = stager.stage(plan, tx, progress)
@@ -98,7 +99,7 @@ def ingest_billing(
 
 
 def _adopt(results: Iterable[FileResult], tx: Any, acc: _Acc) -> tuple[list[FileSummary], dict[str, str]]:
-    """Take each file's staged parts into ``tx`` (named :func:`~finops_cli.store.store.part_key` in file order:
+    """Take each file's staged parts into ``tx`` (named :func:`~finops_cli.store.layout.part_key` in file order:
     ``results`` come in file order) and add its tallies to ``acc``; the file summaries and each file's digest."""
     files_of_key: dict[str, int] = defaultdict(int)
     order: dict[str, int] = {}

@@ -33,6 +33,7 @@ from finops_cli.ingest.utilization.sources import (
 )
 from finops_cli.ingest.utilization.spill import BUCKET_BYTES, Codes, read_bucket, spill, split_bucket, write_bucket
 from finops_cli.store import Store
+from finops_cli.store.engine import stage_aggregates
 from finops_cli.store.store import Transaction
 
 DEFAULT_INTERVAL_S = 60.0
@@ -82,7 +83,7 @@ def ingest_utilization(
     options = SourceOptions(fmt, mapping, util_scale, max_gap_factor, default_interval_s)
     sources = find_sources([Path(p) for p in paths])
     stager = stager or InProcessStager()
-    with store.transaction() as tx:
+    with store.transaction(aggregates=stage_aggregates) as tx:
         done = stager.stage(sources, options, tx, on_rows)
         for d in done:
             tx.forget_source(d.summary.key)
@@ -156,7 +157,7 @@ def ingest_source(
     on_rows: Callable[[int], None] | None = None,
 ) -> SourceDone:
     """Source ``i`` of an ingest → its store files through ``writer`` (a transaction, or a
-    :class:`~finops_cli.store.store.StagedWriter` in a Spark task); its spill goes under ``staging``.
+    :class:`~finops_cli.store.staging.StagedWriter` in a Spark task); its spill goes under ``staging``.
 
     Every engine runs this per source: the local engine in this process, the Spark engine as one task each.
     """
