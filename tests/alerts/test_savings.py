@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_budget import examples
 from typer.testing import CliRunner
 
 from finops_cli import api
@@ -40,7 +41,7 @@ def test_sample_company_references_say_where_they_come_from(sample_store: Path) 
     assert rows["Standard"]["spot"] == rows["Standard"]["owned"] == 0
 
 
-@settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(12), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     by=st.lists(st.sampled_from(DIMS), min_size=1, max_size=3, unique=True),
     where_team=st.sets(st.sampled_from(["research", "product", "data", "platform", "nobody"]), max_size=2),
