@@ -441,6 +441,32 @@ class Policy:
         """The price below which nobody gets an accelerator of ``type_j`` now (fixed policies: the base)."""
         return self.base_by_type[type_j]
 
+    def live_price(self, i: int, type_j: int) -> float:
+        """What tenant ``i`` would pay an hour for ``type_j`` now (fixed policies: the floor)."""
+        return self.floor_price(type_j)
+
+    def alternative(self, i: int, others: list[int], f: float, v: float) -> tuple[int, float]:
+        """Tenant ``i``'s best alternative among ``others`` and its live price: with a launch table, the
+        first listed whose live price is within its ``max_price``; without, the least generalized cost to
+        finish (from progress ``f``, value of time ``v``) at live prices, then preference order."""
+        tenant = self.tenants[i]
+        if tenant.launch_table is not None:
+            for j in others:
+                p = self.live_price(i, j)
+                cap = tenant.max_price(self.types[j])
+                if cap is None or p <= cap + EPS:
+                    return j, p
+            return others[0], self.live_price(i, others[0])
+        best: tuple[float, int, float] | None = None
+        for j in others:
+            p = self.live_price(i, j)
+            rem = (1.0 - f) * self.hours[i][j]
+            g = rem * (p + v) + self.penalty(i, self.now + rem)
+            if best is None or g < best[0] - EPS:
+                best = (g, j, p)
+        assert best is not None
+        return best[1], best[2]
+
     def penalty(self, i: int, finish_at: float) -> float:
         """What tenant ``i``'s deadline charges for finishing at ``finish_at`` (0 without a deadline)."""
         return self.tenants[i].penalty_at(finish_at)
@@ -453,12 +479,13 @@ class Policy:
             b = \frac{R_Y p_Y + v\,(R_Y - R_X) + \pi(t + R_Y) - \pi(t + R_X) \mp \hat M}{R_X},
             \qquad R_k = (1 - f)\,H_k
 
-        — the cost of finishing on its best alternative :math:`Y` (the next in its preference, at that
-        type's floor price :math:`p_Y`), plus the value of the time it saves (``value_per_hour`` :math:`v`
-        and the deadline penalty :math:`\pi` avoided), adjusted by what a migration would cost now, all
-        divided by its remaining time on :math:`X`. :math:`f` is the progress it keeps (its last
-        checkpoint) and :math:`\hat M` = ``overhead_estimate`` × (``checkpoint_restart_cost`` +
-        ``restart_hours`` × (:math:`p_Y + v`)), counted only once the tenant has started.
+        — the cost of finishing on its best alternative :math:`Y` (:meth:`alternative`, at that type's
+        live price :math:`p_Y`: the floor when one is free, else what winning one costs now), plus the
+        value of the time it saves (``value_per_hour`` :math:`v` and the deadline penalty :math:`\pi`
+        avoided), adjusted by what a migration would cost now, all divided by its remaining time on
+        :math:`X`. :math:`f` is the progress it keeps (its last checkpoint) and :math:`\hat M` =
+        ``overhead_estimate`` × (``checkpoint_restart_cost`` + ``restart_hours`` × (:math:`p_Y + v`)),
+        counted only once the tenant has started.
 
         A challenger subtracts :math:`\hat M` (moving costs it that). An incumbent (``incumbent``: it
         holds ``type_j``) with ``options.incumbent_migration`` = ``add`` (the default, the workshop
@@ -478,10 +505,9 @@ class Policy:
         if not others:
             bid = self.opts.max_bid_multiple * self.base_by_type[type_j]
         else:
-            y = others[0]
-            rem_y = (1.0 - f) * self.hours[i][y]
-            p_y = self.floor_price(y)
             v = tenant.value_at(self.now)  # a continuous bid uses the value of time now
+            y, p_y = self.alternative(i, others, f, v)
+            rem_y = (1.0 - f) * self.hours[i][y]
             value = rem_y * p_y
             if v or tenant.deadline is not None:
                 value += v * (rem_y - rem_x) + self.penalty(i, self.now + rem_y) - self.penalty(i, self.now + rem_x)

@@ -149,6 +149,11 @@ class Renegotiate(Policy):
 
     def start(self, i: int, a: int, t: float) -> None:
         super().start(i, a, t)
+        c = self.target[i]
+        if c >= 0 and self.acc_type[c] != self.pref[i][0]:  # a bid for a fallback type: it has a home now
+            self.withdraw(i, t)
+            if self.acc_type[a] == self.pref[i][0]:
+                self.bid[i] = self._bid(i, t, incumbent=True)
         self.claim_changed(a)  # every holder has a claim others can contest
 
     def is_free(self, a: int) -> bool:
@@ -226,7 +231,31 @@ class Renegotiate(Policy):
         if a >= 0:
             self.start(i, a, t)
             return
-        self.enqueue(i)
+        if self.reserved_acc[i] < 0:
+            self.contest_fallback(i, t)
+        self.enqueue(i)  # until an accelerator it won or waits for is free
+
+    def contest_fallback(self, i: int, t: float) -> bool:
+        """Nothing free it can use: bid, at live prices, for the weakest claim of its next types in order
+        (its launch table) — the first whose claimant it outbids. True when it won one (it moves in when the
+        holder leaves at its checkpoint); a bid that lost keeps standing there."""
+        for j in self.pref[i][1:]:
+            a = self.weakest_claim(j)
+            if a < 0 or not self.can_afford(i, j):
+                continue
+            b = self.willingness_to_pay(i, j)
+            if self.opts.bid_clip is not None:
+                b = min(b, self.price_at(a, t) * (1.0 + self.opts.bid_clip))
+            if b < self.floor_price(j) - EPS or b <= self.claim_bid[a] + EPS:
+                continue
+            self.withdraw(i, t)
+            self.bid[i], self.target[i] = b, a
+            self.pool[j].add(i)
+            self.challengers[a][i] = b
+            self.log(t, "bid", i, a, b)
+            self.clear(a, t)
+            return self.reserved_acc[i] >= 0
+        return False
 
     def challenge(self, i: int, t: float) -> None:
         """Bid for the preferred type: take a free one now, else contest the weakest claim."""
@@ -261,14 +290,15 @@ class Renegotiate(Policy):
             self.defend(c, a, t)  # the holder's agent answers the challenge with its live defence
         if j >= 0 and (c < 0 or self.bid[j] > self.claim_bid[a] + EPS):
             if c >= 0:
-                if self.reserved_by[a] == c:
+                won = self.reserved_by[a] == c  # a winner that had not moved in yet
+                if won:
                     self.bill_idle(a, t)
                     self.idle_from[a] = -1.0
                     self.reserved_acc[c] = -1
                 else:
                     self.displaced[c] = True
                 self.log(t, "lose", c, a, self.bid[j])
-                if self.pref[c][0] == self.acc_type[a]:  # it still wants this type: its bid keeps standing
+                if won or self.pref[c][0] == self.acc_type[a]:  # it still wants this one: its bid keeps standing
                     if self.target[c] >= 0 and self.target[c] != a:
                         self.withdraw(c, t)
                     ch[c] = self.bid[c]
@@ -278,7 +308,7 @@ class Renegotiate(Policy):
                     self.displaced_bid[a] = self.claim_bid[a]
             del ch[j]
             self.target[j] = -1
-            self.pool[self.pref[j][0]].discard(j)
+            self.pool[self.acc_type[a]].discard(j)
             self.reserved_by[a], self.reserved_acc[j] = j, a
             self.claim_changed(a)
             self.reprice(a, t)
@@ -407,6 +437,18 @@ class Renegotiate(Policy):
             return base
         u = self.busy[type_j] / len(self.by_type[type_j])
         return base * (1.0 + (lp.multiple_at_full - 1.0) * max(0.0, u - lp.knee) / (1.0 - lp.knee))
+
+    def live_price(self, i: int, type_j: int) -> float:
+        """What ``type_j`` costs tenant ``i`` an hour now: what it pays for the one it holds; the floor when
+        one is free; else the bid it would have to beat, the weakest claim of the type."""
+        a = self.on[i]
+        if a >= 0 and self.acc_type[a] == type_j:
+            return self.price_at(a, self.now)
+        floor = self.floor_price(type_j)
+        if self.peek_free(type_j) >= 0:
+            return floor
+        w = self.weakest_claim(type_j)
+        return floor if w < 0 else max(floor, self.claim_bid[w])
 
     def _load_change(self, j: int, delta: int, t: float) -> None:
         super()._load_change(j, delta, t)
