@@ -33,6 +33,7 @@ import heapq
 import math
 from typing import Any
 
+from finops_cli.sim.market import agent
 from finops_cli.sim.market.base import EPS, Policy
 
 
@@ -318,7 +319,7 @@ class Renegotiate(Policy):
                 if self.on[j] < 0:
                     self.move_in(j, a, t)
                 else:
-                    self._idle(a, t)
+                    self.won_while_running(j, a, t)
             elif self.displaced[h] and self.seg_t0[h] == t and self.progress_at(h, t) <= self.ckpt[h] + EPS:
                 self.leave(h, t)  # started this instant: nothing to checkpoint, it can go now
             return
@@ -405,9 +406,33 @@ class Renegotiate(Policy):
             self.pool[self.acc_type[a]].discard(i)
             self.reprice(a, t)
 
-    def move_in(self, i: int, a: int, t: float) -> None:
-        """Tenant ``i`` takes the accelerator it won (at a checkpoint boundary, or at once if idle)."""
-        prev = self.stop(i, t) if self.on[i] >= 0 else -1
+    def won_while_running(self, i: int, a: int, t: float) -> None:
+        """``a`` is free and won by ``i``, which runs elsewhere: it moves now (losing the work since its
+        checkpoint), holds both until its checkpoint, or waits (:func:`.agent.migration_timing`)."""
+        choice = agent.migration_timing(self, i, a, t)
+        self.log(t, {"now": "move-now", "hold": "hold", "wait": "release"}[choice], i, a, self.price_at(a, t))
+        if choice == "hold":
+            self._idle(a, t)
+        elif choice == "now":
+            self.move_in(i, a, t, lose_work=True)
+        else:  # nobody else wants it: not held, taken at the checkpoint if still free
+            self.reserved_by[a] = self.reserved_acc[i] = -1
+            self.claim_changed(a)
+            self.reprice(a, t)
+            self.mark_free(a)
+
+    def contested(self, a: int, i: int) -> bool:
+        if any(k != i for k in self.challengers[a]) or any(k != i for k in self.pool[self.acc_type[a]]):
+            return True
+        q = self.waiting[self.acc_type[a]]
+        while q and not self.queued(q[0]):
+            q.popleft()
+        return len(q) > 1 or (len(q) == 1 and q[0] != i)
+
+    def move_in(self, i: int, a: int, t: float, *, lose_work: bool = False) -> None:
+        """Tenant ``i`` takes the accelerator it won (at a checkpoint boundary, at once if idle, or now by
+        choice, ``lose_work``)."""
+        prev = self.stop(i, t, redo=lose_work) if self.on[i] >= 0 else -1
         self.bill_idle(a, t)
         self.idle_from[a] = -1.0
         self.reserved_by[a] = self.reserved_acc[i] = -1
@@ -418,14 +443,15 @@ class Renegotiate(Policy):
             self.on_vacated(prev, t)
 
     def leave(self, i: int, t: float) -> None:
-        """A displaced holder at its checkpoint: off the accelerator, then placed again."""
+        """A displaced holder at its checkpoint: off the accelerator, placed again (first, so that the winner
+        deciding when to move in sees it as demand), then the accelerator is handed on."""
         a = self.stop(i, t)
         self.displaced[i] = False
         self.displaced_bid[a] = 0.0
         self.claim_changed(a)
         self.reprice(a, t)
-        self.on_vacated(a, t)
         self.place(i, t)
+        self.on_vacated(a, t)
 
     # --- the operator: a floor that rises with load -------------------------------------------------
 
@@ -473,8 +499,8 @@ class Renegotiate(Policy):
         if r >= 0:
             if self.on[r] < 0:
                 self.move_in(r, a, t)
-            else:  # the winner moves in at its next checkpoint and pays for the idle accelerator until then
-                self._idle(a, t)
+            else:
+                self.won_while_running(r, a, t)
             return
         x = self.acc_type[a]
         j = self._best(self.challengers[a])
@@ -489,7 +515,7 @@ class Renegotiate(Policy):
             if self.on[j] < 0:
                 self.move_in(j, a, t)
             else:
-                self._idle(a, t)
+                self.won_while_running(j, a, t)
             return
         j = self.pop_waiting(x)
         if j >= 0:
