@@ -465,8 +465,9 @@ class Renegotiate(Policy):
         return base * (1.0 + (lp.multiple_at_full - 1.0) * max(0.0, u - lp.knee) / (1.0 - lp.knee))
 
     def live_price(self, i: int, type_j: int) -> float:
-        """What ``type_j`` costs tenant ``i`` an hour now: what it pays for the one it holds; the floor when
-        one is free; else the bid it would have to beat, the weakest claim of the type."""
+        """What ``type_j`` costs tenant ``i`` an hour now (the exchange table's rate): what it pays for the one
+        it holds; the floor when one is free; else the current price of the one it would contest (the
+        weakest claim of the type)."""
         a = self.on[i]
         if a >= 0 and self.acc_type[a] == type_j:
             return self.price_at(a, self.now)
@@ -474,7 +475,7 @@ class Renegotiate(Policy):
         if self.peek_free(type_j) >= 0:
             return floor
         w = self.weakest_claim(type_j)
-        return floor if w < 0 else max(floor, self.claim_bid[w])
+        return floor if w < 0 else max(floor, self.price_at(w, self.now))
 
     def _load_change(self, j: int, delta: int, t: float) -> None:
         super()._load_change(j, delta, t)
