@@ -36,6 +36,7 @@ class ExperimentChoice(StrEnum):
     frontier = "frontier"
     operator = "operator"
     urgency = "urgency"
+    misestimate = "misestimate"
 
 
 class SpotChoice(StrEnum):
@@ -234,6 +235,8 @@ _PCT_COLS = {
     "retained",
     "degradation",
     "retained_urgent",
+    "retained_services",
+    "retained_change",
     "fastest_retained",
     "fcfs_retained",
     "deadline_miss_share",

@@ -7,6 +7,7 @@ because they are the tenant's side of the market, not the accounts.
 
 from __future__ import annotations
 
+import math
 from typing import Literal, Protocol
 
 from finops_cli.sim.market.scenario import MarketOptions, Tenant
@@ -53,15 +54,17 @@ def alternative(p: Market, i: int, others: list[int], f: float, v: float) -> tup
             if cap is None or price <= cap + EPS:
                 return j, price
         return others[0], p.live_price(i, others[0])
-    best: tuple[float, int, float] | None = None
+    hours, timed = p.hours[i], tenant.deadline is not None
+    best_g, best_j, best_p = math.inf, others[0], 0.0
     for j in others:
         price = p.live_price(i, j)
-        rem = (1.0 - f) * p.hours[i][j]
-        g = rem * (price + v) + p.penalty(i, p.now + rem)
-        if best is None or g < best[0] - EPS:
-            best = (g, j, price)
-    assert best is not None
-    return best[1], best[2]
+        rem = (1.0 - f) * hours[j]
+        g = rem * (price + v)
+        if timed:
+            g += tenant.penalty_at(p.now + rem)
+        if g < best_g - EPS:
+            best_g, best_j, best_p = g, j, price
+    return best_j, best_p
 
 
 def willingness_to_pay(p: Market, i: int, type_j: int, *, incumbent: bool = False) -> float:
@@ -131,9 +134,11 @@ def migration_timing(p: Market, i: int, a: int, t: float) -> Literal["now", "hol
     for both accelerators meanwhile (the workshop paper's App A: "rather double-paying than losing
     progress"). The restart is the same both ways and left out.
     """
+    tenant, src = p.tenants[i], p.on[i]
+    if tenant.stateless:
+        return "now"  # a service loses nothing by moving
     if not p.contested(a, i):
         return "wait"
-    tenant, src = p.tenants[i], p.on[i]
     v = tenant.value_at(t)
     h_x, h_s = p.hours[i][p.acc_type[a]], p.hours[i][p.acc_type[src]]
     p_x, p_s = p.price_at(a, t), p.price_at(src, t)

@@ -362,7 +362,9 @@ class Policy:
             return -1
         self.settle(i, t)
         f = self.progress_at(i, t)
-        if (lose_work or redo) and f > self.ckpt[i]:
+        if self.tenants[i].stateless:
+            self.ckpt[i] = f  # a service keeps everything it served
+        elif (lose_work or redo) and f > self.ckpt[i]:
             hours = (f - self.ckpt[i]) * self.hours[i][self.acc_type[a]]
             if redo:
                 self.redone_hours[i] += hours

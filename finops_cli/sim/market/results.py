@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import Any, TypedDict
 
 
 @dataclass
@@ -96,3 +96,25 @@ class PolicyResult:
         if events:
             out["events"] = self.events
         return out
+
+
+@dataclass
+class ExperimentResult:
+    """One experiment: what was run (``params``), the table (``columns`` × ``rows``) and a ``summary``."""
+
+    experiment: str
+    params: dict[str, Any]
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+    series: dict[str, Any] = field(default_factory=dict)  # extra data the chart needs (timelines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "params": self.params,
+            "columns": self.columns,
+            "rows": self.rows,
+            "summary": self.summary,
+            "series": self.series,
+        }
