@@ -73,6 +73,14 @@ def scenario(n_acc: int, n_tenants: int, seed: int) -> Scenario:
     return Scenario.model_validate({"version": 1, "accelerators": accelerators, "tenants": tenants})
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its finished worker processes (independent of the machine's load)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def experiments(seeds: int, spot: str, jobs: int, out_dir: str | None) -> list[dict]:
     """Every experiment of ``simulate market --experiment`` at the full size, one after another, timed."""
     import json
@@ -81,18 +89,20 @@ def experiments(seeds: int, spot: str, jobs: int, out_dir: str | None) -> list[d
     from finops_cli.sim.market.experiments import EXPERIMENTS, run_experiment
 
     total, results = 0.0, []
-    print(f"{'experiment':<12}{'seconds':>9}  full size (400 accelerators, 24 h), {seeds} seeds, jobs {jobs}")
+    print(f"{'experiment':<12}{'seconds':>9}{'CPU s':>10}  full size (400 accelerators, 24 h), {seeds} seeds")
+    cpu_total = 0.0
     for name in EXPERIMENTS:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         res = run_experiment(name, size="full", seeds=seeds, spot=spot, jobs=jobs)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, _cpu() - c0
         total += dt
-        print(f"{name:<12}{dt:>9.1f}", flush=True)
-        results.append({"experiment": name, "seconds": dt, "seeds": seeds, "spot": spot, "jobs": jobs})
+        cpu_total += cpu
+        print(f"{name:<12}{dt:>9.1f}{cpu:>10.1f}", flush=True)
+        results.append({"experiment": name, "seconds": dt, "cpu_seconds": cpu, "seeds": seeds, "jobs": jobs})
         if out_dir:
             Path(out_dir).mkdir(parents=True, exist_ok=True)
             (Path(out_dir) / f"{name}.json").write_text(json.dumps(res.as_dict(), indent=1), encoding="utf-8")
-    print(f"{'total':<12}{total:>9.1f}")
+    print(f"{'total':<12}{total:>9.1f}{cpu_total:>10.1f}")
     return results
 
 

@@ -110,9 +110,13 @@ def pools(composition: dict[str, float], n_accelerators: int) -> list[dict[str, 
 
 
 def _pick(rng: np.random.Generator, shares: dict[str, float]) -> str:
-    names = list(shares)
-    p = np.array([shares[k] for k in names])
-    return names[int(rng.choice(len(names), p=p / p.sum()))]
+    """One name drawn with probability proportional to its share (one uniform draw)."""
+    u = float(rng.random()) * sum(shares.values())
+    for name, share in shares.items():
+        u -= share
+        if u < 0:
+            return name
+    return name
 
 
 def tenant_stream(seed: int, types: list[str], prefix: str = "t") -> Iterator[dict[str, Any]]:
@@ -186,7 +190,7 @@ def generate(
     target = contention * capacity * window_hours
     types = [k for k in mix if mix[k] > 0]
     arrivals = np.random.default_rng(np.random.SeedSequence(seed).spawn(7)[6])
-    tenants: list[dict[str, object]] = []
+    tenants: list[Tenant] = []
     offered = 0.0
     for raw in tenant_stream(seed, types):
         if (offered >= target) if n_tenants is None else (len(tenants) >= n_tenants):
@@ -198,7 +202,7 @@ def generate(
         raw["arrival_hours"] = float(arrivals.uniform(0.0, window_hours))
         t = Tenant.model_validate(raw)
         offered += t.hours_on(t.preference(prices)[0])
-        tenants.append(raw)
+        tenants.append(t)  # validated once: the scenario takes the instance as it is
     doc = {
         "version": 1,
         "name": f"{composition if isinstance(composition, str) else 'custom'} rho={contention:g} seed={seed}",
