@@ -4,16 +4,19 @@ Every accelerator stays contestable while it runs:
 
 - **Bids.** Each tenant's agent bids, for its preferred type (least generalized cost to finish on at
   base prices), its willingness to pay :meth:`~finops_cli.sim.market.base.Policy.willingness_to_pay`:
-  the cost of finishing on its next-best type plus the value of the time it saves, less what a
+  the cost of finishing on its best alternative at live prices plus the value of the time it saves, less what a
   migration would cost now, ÷ its time on this one (``value_per_hour`` 0: the break-even bid). Agents
   re-bid at their decision points: arrival and every checkpoint.
 - **Clearing.** Per accelerator, second price: the highest bid holds the claim; the claimant pays the
   best *losing* bid standing on that accelerator, never less than the base price. Ties keep the
   incumbent (then the earlier arrival). A challenger contests the weakest claim of its type.
-- **Migration only at checkpoint boundaries.** A holder that loses keeps running (and paying the
-  price, now set by its own losing bid) until its next checkpoint, then moves to its best free
-  alternative; the winner moves in at *its* next checkpoint (at once if it was not running). The loser's
-  bid keeps standing, so the price stays up until its owner finishes or withdraws.
+- **Migration timing.** A holder that loses keeps running (and paying the price, now set by its own
+  losing bid) until its next checkpoint, then is placed again; the winner moves in when the accelerator
+  is vacated if it was not running, else it chooses to move now, hold both until its checkpoint, or
+  release it (:func:`.agent.migration_timing`). The loser's bid keeps standing, so the price stays up
+  until its owner finishes or withdraws.
+- **Launch tables.** A tenant with nothing free contests, at live prices, the weakest claim of its next
+  types in order (:meth:`Renegotiate.contest_fallback`) rather than only queueing.
 - **Floor.** With no losing bids the price returns to the floor — at once, or no faster than
   ``options.floor_fall_per_hour``. The floor is the base price, or for a pool with ``load_pricing``
   the operator's price for its current load (a holder whose bid falls below it moves to a free
