@@ -231,6 +231,48 @@ def test_fallback_holder_can_be_displaced_and_everyone_finishes():
     assert move["t"] == pytest.approx(0.35) and move["accelerator"] == "Y/0"
 
 
+def test_a_displaced_holder_contests_its_next_type_at_live_prices():
+    """t2 holds X and is outbid by the urgent t0 at 0.1; at its checkpoint (0.5) nothing it can use is free.
+    Instead of only queueing, it bids for Z, its next type, at live prices and outbids Z's holder t1: Z is its
+    win, and it moves in when t1 vacates Z (t1 finishes there before its own next checkpoint)."""
+    pools = [
+        {"type": "X", "count": 1, "base_price_per_hour": 0.5},
+        {"type": "Y", "count": 1, "base_price_per_hour": 2.0},
+        {"type": "Z", "count": 1, "base_price_per_hour": 2.0},
+    ]
+    tenants = [
+        {"id": "t0", "arrival_hours": 0.1, "execution_hours": {"Y": 2.0, "X": 1.0}, "value_per_hour": 10.0},
+        {"id": "t1", "arrival_hours": 0.1, "execution_hours": {"X": 0.5, "Y": 0.5, "Z": 0.5}},
+        {"id": "t2", "execution_hours": {"X": 2.0, "Z": 1.0}, "checkpoint_interval_hours": 0.5},
+    ]
+    for t in tenants:
+        t.setdefault("checkpoint_interval_hours", 0.25)
+    res, t = _run(_scenario(pools, tenants), "renegotiate")
+    assert [(e["t"], e["accelerator"]) for e in _events(res, "lose")] == [(0.1, "X/0"), (0.5, "Z/0")]
+    (bid,) = [e for e in _events(res, "bid", "t2") if e["accelerator"] == "Z/0"]
+    assert bid["t"] == 0.5  # its willingness to pay for Z, with X at X's live price as its alternative
+    assert [(e["t"], e["accelerator"]) for e in _events(res, "win", "t2")] == [(0.5, "Z/0")]
+    (move,) = _events(res, "migrate", "t2")
+    assert move["t"] == pytest.approx(0.6) and move["accelerator"] == "Z/0"
+    assert t["t2"].accelerators == ["X", "Z"]
+    assert all(x.finish_hours is not None and x.work_lost_hours == 0 for x in t.values())
+
+
+def test_a_stateless_service_loses_no_work_when_the_provider_reclaims_it():
+    """Under spot the provider reclaims the spot tenant's X at 0.2 for an on-demand tenant: a checkpointed job
+    loses the 0.2 h since its start; a stateless service (`stateless: true`) loses nothing."""
+    pools = [{"type": "X", "count": 1, "base_price_per_hour": 1.0}]
+    for stateless, lost in ((False, 0.2), (True, 0.0)):
+        tenants = [
+            {"id": "svc", "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.5, "stateless": stateless},
+            {"id": "od", "arrival_hours": 0.2, "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.5}
+            | {"value_per_hour": 1.0},
+        ]
+        res, t = _run(_scenario(pools, tenants), "spot")
+        assert _events(res, "preempt", "svc") and t["svc"].work_lost_hours == pytest.approx(lost)
+        assert t["svc"].finish_hours == pytest.approx(1.2 + 1.0 - (0.2 - lost))
+
+
 def _assert_finished_once_then_silent(res):
     """Each tenant finishes once, and nothing happens to it afterwards (no start, migrate, bid or price)."""
     done: set[str] = set()
