@@ -184,30 +184,36 @@ def _scaled(sc: Scenario, *, overhead: float = 1.0, estimate: float = 1.0) -> Sc
     return sc.model_copy(update={"tenants": tenants})
 
 
-def overhead(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
-    """Figure 13: every tenant's migration cost and restart time × a multiplier, until renegotiation acts
-    like FCFS (FCFS and the uncontended reference never migrate: run once)."""
+def _sweep(
+    n_accelerators: int,
+    window_hours: float,
+    seed: int,
+    key: str,
+    values: Any,
+    vary: Callable[[Scenario, Any], Scenario],
+) -> list[dict[str, Any]]:
+    """Renegotiation on the focus scenario varied once per value of ``key``, with FCFS's retained beside it
+    (FCFS and the uncontended reference never migrate: one run each)."""
     base = _focus(n_accelerators, window_hours, seed)
     ref = _run(base, "on-demand")
-    fcfs = metrics(_run(base, "fcfs"), ref)
-    rows = []
-    for mult in OVERHEAD_MULTIPLIERS:
-        rn = metrics(_run(_scaled(base, overhead=mult), "renegotiate"), ref)
-        rows.append({"multiplier": mult, **rn, "fcfs_retained": fcfs["retained"]})
-    summary = {"degenerates_to_fcfs_at_multiplier": _degenerate(rows), "fcfs_retained": fcfs["retained"]}
+    fcfs = metrics(_run(base, "fcfs"), ref)["retained"]
+    return [{key: v, **metrics(_run(vary(base, v), "renegotiate"), ref), "fcfs_retained": fcfs} for v in values]
+
+
+def overhead(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+    """Figure 13: every tenant's migration cost and restart time × a multiplier, until renegotiation acts
+    like FCFS."""
+    rows = _sweep(
+        n_accelerators, window_hours, seed, "multiplier", OVERHEAD_MULTIPLIERS, lambda sc, m: _scaled(sc, overhead=m)
+    )
+    summary = {"degenerates_to_fcfs_at_multiplier": _degenerate(rows), "fcfs_retained": rows[0]["fcfs_retained"]}
     cols = ["multiplier", "retained", "fcfs_retained", "cost", "generalized_cost", "migrations_per_tenant"]
     return ExperimentResult("overhead", {}, [*cols, "work_redone_hours"], rows, summary)
 
 
 def misestimate(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
     """Figure 15: every agent mis-estimates its migration cost by the same factor (the true cost is charged)."""
-    base = _focus(n_accelerators, window_hours, seed)
-    ref = _run(base, "on-demand")
-    fcfs = metrics(_run(base, "fcfs"), ref)
-    rows = []
-    for est in MISESTIMATES:
-        rn = metrics(_run(_scaled(base, estimate=est), "renegotiate"), ref)
-        rows.append({"estimate": est, **rn, "fcfs_retained": fcfs["retained"]})
+    rows = _sweep(n_accelerators, window_hours, seed, "estimate", MISESTIMATES, lambda sc, e: _scaled(sc, estimate=e))
     exact = next(r for r in rows if r["estimate"] == 1.0)
     for r in rows:
         r["retained_change"] = r["retained"] - exact["retained"]
@@ -232,15 +238,15 @@ def _degenerate(sweep: list[dict[str, Any]]) -> float | None:
 def volatility(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
     """Figure 14: the volatility controls from none to tight (:data:`VOLATILITY_LADDER`): churn
     (migrations per tenant-hour) and performance."""
-    base = _focus(n_accelerators, window_hours, seed)
-    ref = _run(base, "on-demand")
-    fcfs = metrics(_run(base, "fcfs"), ref)
-    rows: list[dict[str, Any]] = []
-    for level, (clip, fall) in enumerate(VOLATILITY_LADDER):
-        opts = base.options.model_copy(update={"bid_clip": clip, "floor_fall_per_hour": fall})
-        res = _run(base.model_copy(update={"options": opts}), "renegotiate")
-        rows.append({"level": level, "bid_clip": clip, "floor_fall_per_hour": fall, **metrics(res, ref)})
-        rows[-1]["fcfs_retained"] = fcfs["retained"]
+
+    def controlled(sc: Scenario, level: int) -> Scenario:
+        clip, fall = VOLATILITY_LADDER[level]
+        opts = sc.options.model_copy(update={"bid_clip": clip, "floor_fall_per_hour": fall})
+        return sc.model_copy(update={"options": opts})
+
+    rows = _sweep(n_accelerators, window_hours, seed, "level", range(len(VOLATILITY_LADDER)), controlled)
+    for r in rows:
+        r["bid_clip"], r["floor_fall_per_hour"] = VOLATILITY_LADDER[r["level"]]
     cols = ["level", "bid_clip", "floor_fall_per_hour", "churn_per_tenant_hour", "retained", "fcfs_retained"]
     return ExperimentResult("volatility", {}, [*cols, "cost", "migrations_per_tenant"], rows, {})
 
