@@ -215,6 +215,7 @@ def generate(store_dir: Path, lines: int, samples: int, seed: int = 15) -> None:
 
     from finops_cli import api
     from finops_cli.store import Store
+    from finops_cli.store.engine import stage_aggregates
 
     rng = np.random.default_rng(seed)
     store = Store(store_dir)
@@ -222,7 +223,7 @@ def generate(store_dir: Path, lines: int, samples: int, seed: int = 15) -> None:
     per_tx = max(1, BILLING_ROWS_PER_TX // MONTH_HOURS)
     for first in range(0, instances, per_tx):
         table = _billing_chunk(first, min(per_tx, instances - first), rng)
-        with store.transaction() as tx:
+        with store.transaction(aggregates=stage_aggregates) as tx:
             tx.write_partitioned("billing", table, key=f"gen-{first:07d}")
         print(f"  billing: {first + table.num_rows // MONTH_HOURS:,} of {instances:,} instances", flush=True)
     minutes = MONTH_HOURS * MINUTES_PER_HOUR
@@ -230,7 +231,7 @@ def generate(store_dir: Path, lines: int, samples: int, seed: int = 15) -> None:
     step = max(1, SAMPLES_PER_TX // devices)
     for m0 in range(0, minutes, step):
         table = _utilization_chunk(m0, min(m0 + step, minutes), devices, rng)
-        with store.transaction() as tx:
+        with store.transaction(aggregates=stage_aggregates) as tx:
             tx.write_partitioned("utilization", table, key=f"gen-{m0:06d}")
         print(f"  utilisation: minute {min(m0 + step, minutes):,} of {minutes:,} ({devices:,} GPUs)", flush=True)
     api.ingest_spot_prices(store=store, files=sorted((SAMPLES / "spot_prices").iterdir()))

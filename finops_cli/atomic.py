@@ -53,7 +53,7 @@ def _refuse_inputs(target: Path, extra: list[tuple[Path, bool]] = ()) -> None:  
         if resolved == given or (tree and resolved.is_relative_to(given)):
             where = "is" if resolved == given else "is inside"
             raise InputError(
-                f"--out {where} an input of this command ({given}); write the output elsewhere", path=target
+                f"{where} an input of this command ({given}); write the output elsewhere", path=target, param="out"
             )
 
 

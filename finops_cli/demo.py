@@ -41,7 +41,7 @@ def default_samples_dir() -> Path:
 class DemoResult:
     """What the demo produced: the plan, the report files, and per-step counts for the log."""
 
-    plan: Any  # api.PlanResult
+    plan: Any  # PlanResult
     plan_path: Path
     report_path: Path
     charts: list[Path]
@@ -72,14 +72,19 @@ def run_demo(
     needed = [samples / "billing", samples / "utilization", samples / "spot_prices", samples / "fleet.yaml"]
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
-        raise InputError(f"samples not found ({', '.join(missing)}); reinstall the package or pass --samples DIR")
+        raise InputError(
+            f"samples not found ({', '.join(missing)}); reinstall the package or pass `samples` DIR",
+            mentions=("samples",),
+        )
     check_writable(out_dir, directory=True)
     if store_dir is not None:
         store_dir = check_writable(store_dir, directory=True)
         # Only ever wipe a finops store: --keep-store pointed at a home or project directory must not delete it.
         if store_dir.exists() and any(store_dir.iterdir()) and not (store_dir / "manifest.json").is_file():
             raise InputError(
-                "is not empty and not a finops store; --keep-store needs a new or store directory", path=store_dir
+                "is not empty and not a finops store; `store_dir` needs a new or store directory",
+                path=store_dir,
+                mentions=("store_dir",),
             )
     tmp = None
     if store_dir is None:

@@ -22,7 +22,7 @@ ENGINES = ("local", "spark")
 
 def _check(engine: str) -> None:
     if engine not in ENGINES:
-        raise InputError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
+        raise InputError(f"{engine!r}: expected one of {', '.join(ENGINES)}", param="engine")
 
 
 @contextmanager
@@ -50,7 +50,11 @@ def billing_stager(engine: str = "local", master: str | None = None, jobs: int |
     _check(engine)
     if engine == "spark":
         if jobs is not None:
-            raise InputError(f"--jobs applies to --engine local; --engine {engine} runs one task per file")
+            raise InputError(
+                f"applies to `engine` local; `engine` {engine} runs one task per file",
+                param="jobs",
+                mentions=("engine",),
+            )
         from finops_cli.spark.billing import SparkStager
 
         return SparkStager(master)

@@ -6,6 +6,8 @@ and exits with ``err.exit_code``. Library callers catch them like any exception.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 EXIT_OK = 0
 EXIT_GATE_FAILED = 1
 EXIT_INVALID_INPUT = 2
@@ -24,20 +26,45 @@ class FinopsError(Exception):
 
 
 class InputError(FinopsError):
-    """Invalid input or usage: a bad file, column, value or flag (exit code 2).
+    """Invalid input or usage: a bad file, column, value or parameter (exit code 2).
 
-    The message names the file, the row or column or field path, and what was expected.
+    The message names the file, the row or column or field path, and what was expected. ``param`` is the
+    parameter the error is about (the message follows its name); ``mentions`` are other parameters the message
+    names in backticks. The CLI renders both as its option names (:meth:`render`).
     """
 
     exit_code = EXIT_INVALID_INPUT
 
-    def __init__(self, message: str, *, path: object | None = None, where: str | None = None) -> None:
-        prefix = ""
-        if path is not None:
-            prefix = f"{path}: "
-        if where:
-            prefix += f"{where}: "
-        super().__init__(prefix + message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: object | None = None,
+        where: str | None = None,
+        param: str | None = None,
+        mentions: tuple[str, ...] = (),
+    ) -> None:
+        self.prefix = (f"{path}: " if path is not None else "") + (f"{where}: " if where else "")
+        self.param = param
+        self.message = message
+        self.mentions = mentions
+        super().__init__(self._text(param, message))
+
+    def render(self, spell: Callable[[str], str]) -> str:
+        """The message with each parameter name spelled by ``spell`` (the CLI: ``--option``)."""
+        return self._text(self.param and spell(self.param), spell_params(self.message, spell, self.mentions))
+
+    def _text(self, name: str | None, message: str) -> str:
+        if not name:
+            return self.prefix + message
+        return self.prefix + name + ("" if message[:1] in ":;," else " ") + message
+
+
+def spell_params(text: str, spell: Callable[[str], str], names: Iterable[str]) -> str:
+    """``text`` with each of ``names`` written in backticks spelled by ``spell`` (the CLI: ``--option``)."""
+    for name in names:
+        text = text.replace(f"`{name}`", spell(name))
+    return text
 
 
 class InfeasibleError(FinopsError):

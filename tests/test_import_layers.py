@@ -37,13 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
 KNOWN_UPWARD: dict[tuple[str, str], str] = {}
 
 #: import cycles (as sorted module sets) still here, and why
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"finops_cli.store.store", "finops_cli.store.legacy", "finops_cli.store.engine"}): (
-        "the transaction's commit calls the engine for the aggregates (it goes when the commit takes its aggregate "
-        "builder as an argument, #28), and the store converts a pre-log store with store/legacy.py, which builds "
-        "that store's first transaction (it goes when legacy stores are no longer read)"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def _module_name(path: Path) -> str:

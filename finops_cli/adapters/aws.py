@@ -1,9 +1,5 @@
-"""AWS through boto3: the only module that imports it.
-
-Credentials come from boto3's standard chain (environment, shared config/credentials files, SSO,
-instance/container roles); ``--aws-profile`` picks a named profile. Nothing here logs or returns a
-credential: error messages carry the region and the error code only.
-"""
+"""AWS through boto3 (its standard credential chain, or ``--aws-profile``): the only module that imports it.
+Errors carry the region and error code, never a credential."""
 
 from __future__ import annotations
 
@@ -49,7 +45,7 @@ def _client(service: str, region: str, profile: str | None) -> Any:
         session = boto3.Session(profile_name=profile, region_name=region)
     except ProfileNotFound:
         msg = f"AWS profile {profile!r} is not configured (see ~/.aws/config)"
-        raise InputError(msg, where="--aws-profile") from None
+        raise InputError(f": {msg}", param="aws_profile") from None
     try:
         return session.client(service, region_name=region)
     except ValueError as exc:  # an invalid endpoint URL (AWS_ENDPOINT_URL): named, without its credentials

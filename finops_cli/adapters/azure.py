@@ -1,10 +1,4 @@
-"""Azure Retail Prices API over HTTPS: the only module that calls it.
-
-``GET https://prices.azure.com/api/retail/prices?$filter=…`` is public (no credentials). Each page is
-``{"BillingCurrency", "Items": [...], "NextPageLink", "Count"}``; ``NextPageLink`` is the full URL of the next
-page (``…&$skip=1000``) and empty on the last one. Items carry ``armSkuName``, ``armRegionName``,
-``retailPrice``, ``unitOfMeasure``, ``currencyCode``, ``type``, ``skuName``, ``productName`` …
-"""
+"""Azure Retail Prices API over HTTPS (public, no credentials): the only module that calls it."""
 
 from __future__ import annotations
 
@@ -37,7 +31,10 @@ def retail_prices(
     while page_url:
         seen += 1
         if seen > MAX_PAGES:
-            raise InputError(f"Azure Retail Prices: more than {MAX_PAGES} pages; narrow --region/--instance-type")
+            raise InputError(
+                f"Azure Retail Prices: more than {MAX_PAGES} pages; narrow `regions`/`instance_types`",
+                mentions=("regions", "instance_types"),
+            )
         page = _get_json(page_url, timeout)
         items = page.get("Items")
         if not isinstance(items, list):

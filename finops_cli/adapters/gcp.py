@@ -1,10 +1,5 @@
-"""GCP Cloud Billing Catalog through google-cloud-billing: the only module that imports it.
-
-``CloudCatalogClient.list_skus`` on Compute Engine (service ``6F81-5844-456A``) lists every SKU with its
-tiered rates. Credentials come from Application Default Credentials (``gcloud auth
-application-default login``, ``GOOGLE_APPLICATION_CREDENTIALS``, or the metadata server); nothing here
-logs them. Tests pass a ``transport`` (a subclass of the library's ``CloudCatalogTransport``).
-"""
+"""GCP Cloud Billing Catalog through google-cloud-billing (Application Default Credentials): the only module
+that imports it."""
 
 from __future__ import annotations
 

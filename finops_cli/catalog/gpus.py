@@ -1,10 +1,5 @@
-"""GPU facts: GPUs and accelerator per instance type and per GCP GPU SKU, and GPU families named in free text.
-
-Read from the pricebook's ``instance_types.csv`` and ``gpu_families.csv`` (shipped rows, then the user's).
-Billing lines name an instance type (``p5.48xlarge``, ``a3-highgpu-8g``, ``Standard_ND96isr_H100_v5``) or, for
-GCP, a per-GPU SKU ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"); these readers turn
-them into (GPUs per instance, accelerator) so GPU-hours and the accelerator mix come out of the bill.
-"""
+"""GPU facts from the pricebook: GPUs and accelerator per instance type and per GCP GPU SKU, and GPU
+families named in free text, so GPU-hours and the accelerator mix come out of the bill."""
 
 from __future__ import annotations
 
@@ -26,11 +21,10 @@ INSTANCE_TYPES_FILE = "instance_types.csv"
 
 @dataclass(frozen=True)
 class GpuSkuFacts:
-    """What a GCP GPU SKU description says: the accelerator, how it is priced, and where."""
+    """What a GCP GPU SKU description says: the accelerator and how it is priced."""
 
     accelerator: str
     pricing_category: str  # FOCUS: Dynamic (Spot Preemptible) | Committed (Commitment) | Standard
-    region_group: str | None  # "Americas", "EMEA", "APAC", or a region name, when the text has one
 
 
 INSTANCE_COLUMNS = ("provider", "kind", "instance_type", "gpus", "accelerator")
@@ -120,14 +114,10 @@ def instance_gpu_facts(provider: str, instance_type: str | None) -> tuple[int, s
 
 
 def gcp_gpu_sku_facts(description: str | None) -> GpuSkuFacts | None:
-    """Parse a GCP GPU SKU description, or None when it is not a GPU SKU.
+    """A GCP GPU SKU's accelerator and pricing, or None when it is not a GPU SKU (core and RAM SKUs).
 
-    ``"Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"`` → ``GpuSkuFacts("H100",
-    "Dynamic", "EMEA")``; ``"Commitment v1: Nvidia L4 GPU running in Americas for 1 Year"`` → Committed.
-    Core and RAM SKUs ("Spot Preemptible A3 Instance Core running in EMEA") return None.
+    ``"Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"`` → ``GpuSkuFacts("H100", "Dynamic")``.
     """
-    import re
-
     if not description:
         return None
     low = description.strip().lower()
@@ -138,8 +128,7 @@ def gcp_gpu_sku_facts(description: str | None) -> GpuSkuFacts | None:
         if not m:
             return None
         accelerator = m.group(1).upper()
-    region = re.search(r"running in (.+?)(?: for \d+ (?:year|month)s?)?$", description.strip(), re.IGNORECASE)
-    return GpuSkuFacts(accelerator, gcp_pricing_category(description), region.group(1).strip() if region else None)
+    return GpuSkuFacts(accelerator, gcp_pricing_category(description))
 
 
 def gcp_pricing_category(description: str) -> str:

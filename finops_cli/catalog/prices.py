@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -166,7 +166,5 @@ def reference_price(ref: str, path: Path | None = None, *, region: str | None = 
 
 def reference_price_age_days(price: ReferencePrice, as_of: date | None = None) -> int:
     """Whole days between the date the price was read and ``as_of`` (default: today, UTC)."""
-    from datetime import UTC
-
     today = as_of or datetime.now(UTC).date()
     return (today - price.read_on).days

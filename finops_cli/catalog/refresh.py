@@ -1,12 +1,7 @@
-"""``finops pricebook refresh``: list prices of GPU instance types from the providers' price APIs, into the user
-pricebook (``reference_prices.csv`` of :func:`~finops_cli.catalog.pricebook.user_pricebook_dir`).
+"""``finops pricebook refresh``: list prices from the providers' price APIs into the user pricebook.
 
-One fetcher per provider (:mod:`finops_cli.catalog.fetchers`) turns what its API returns into pricebook rows.
-
-Everything is fetched before anything is written: a failure (no network, bad credentials, an answer that is
-not the API's) is one :class:`InputError` line and leaves the pricebook as it was. The new table replaces the
-user's rows with the same (provider, offering, term, region) and keeps every other row (hand-added ones too);
-it is written atomically.
+Everything is fetched before anything is written: a failure is one InputError line and leaves the pricebook as
+it was. Fetched rows replace the user's rows with the same key; the file is written atomically.
 """
 
 from __future__ import annotations
@@ -20,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from finops_cli.atomic import check_writable, write_text
 from finops_cli.catalog.fetchers.aws import fetch_aws
 from finops_cli.catalog.fetchers.azure import fetch_azure
 from finops_cli.catalog.fetchers.gcp import fetch_gcp
@@ -84,83 +80,58 @@ def refresh_pricebook(
 ) -> RefreshResult:
     """Fetch list prices from each provider's API and merge them into the user pricebook, atomically.
 
-    Parameters
-    ----------
-    providers
-        Some of ``aws``, ``gcp``, ``azure``.
-    regions
-        Per provider (``{"aws": ["us-east-1"]}``); default: the regions the pricebook already prices for it.
-    extra_types
-        Instance types to price beyond the pricebook's instance table (each assigned by :func:`provider_of`).
-    directory
-        The user pricebook (default :func:`~finops_cli.catalog.pricebook.user_pricebook_dir`); created if missing.
-    """
-    from finops_cli.atomic import check_writable
-
+    ``regions`` per provider default to those the pricebook already prices; ``extra_types`` are priced beyond the
+    pricebook's instance table; ``directory`` (default :func:`~finops_cli.catalog.pricebook.user_pricebook_dir`)
+    is created if missing."""
     chosen = list(dict.fromkeys(p.strip().lower() for p in providers))
     unknown = [p for p in chosen if p not in PROVIDERS]
     if unknown or not chosen:
-        raise InputError(f"--provider {','.join(unknown) or '(none)'}: expected some of {', '.join(PROVIDERS)}")
+        raise InputError(f"{','.join(unknown) or '(none)'}: expected some of {', '.join(PROVIDERS)}", param="providers")
     directory = directory or user_pricebook_dir()
     target = directory / REFERENCE_PRICES_FILE
     check_writable(target)
     created = not directory.exists()
     if created:  # the first refresh creates the pricebook; a failed one leaves no trace of it
         directory.mkdir(parents=True)
+    extra = list(extra_types)
     try:
-        return _refresh(chosen, regions, list(extra_types), directory, target, now, aws_client, aws_profile,
-                        gcp_transport, azure_url)  # fmt: skip
+        for t in extra:  # after the directory exists: the GPU families are read from the pricebook it overlays
+            if provider_of(t) in ("aws", "azure") and not is_gpu_family(t):
+                raise InputError(
+                    f"{t}: not a GPU instance type (see the pricebook's gpu_families.csv)", param="instance_types"
+                )
+        fetched = (now or datetime.now(UTC)).replace(microsecond=0)
+        result = RefreshResult(target)
+        fresh: list[dict[str, str]] = []
+        for provider in chosen:
+            where = _regions(provider, (regions or {}).get(provider))
+            if provider == "aws":
+                rows = fetch_aws(where, _wanted("aws", extra), fetched, client=aws_client, profile=aws_profile)
+            elif provider == "gcp":
+                rows = fetch_gcp(where, fetched, transport=gcp_transport)
+            else:
+                rows = fetch_azure(where, _wanted("azure", extra), fetched, url=azure_url)
+            result.rows[provider] = len(rows)
+            fresh.extend(rows)
+            missing = [t for t in extra if provider_of(t) == provider and not any(r["offering"] == t for r in rows)]
+            if missing:
+                result.notes.append(f"{provider}: no list price found for {', '.join(missing)} in {', '.join(where)}")
+            unknown_gpus = sorted({r["offering"] for r in rows if not r["accelerator"]})
+            if unknown_gpus:
+                result.notes.append(
+                    f"{provider}: {', '.join(unknown_gpus)} not in instance_types.csv: add a row (gpus, "
+                    f"accelerator) to {directory / 'instance_types.csv'} so plans know the accelerator"
+                )
+        new = pd.DataFrame(fresh, columns=COLUMNS).drop_duplicates(KEY, keep="last")
+        old = reference_prices(target) if target.is_file() else pd.DataFrame(columns=COLUMNS)
+        old = old.reindex(columns=COLUMNS, fill_value="").fillna("")
+        stale = old.set_index(KEY).index.isin(new.set_index(KEY).index)
+        result.replaced, result.kept = int(stale.sum()), int((~stale).sum())
+        table = pd.concat([old[~stale], new], ignore_index=True).sort_values(KEY, kind="stable")
+        write_text(target, table.to_csv(index=False, lineterminator="\n").rstrip("\n"))
+        return result
     except BaseException:
         if created:
             with suppress(OSError):
                 directory.rmdir()
         raise
-
-
-def _refresh(
-    chosen: list[str],
-    regions: dict[str, list[str]] | None,
-    extra: list[str],
-    directory: Path,
-    target: Path,
-    now: datetime | None,
-    aws_client: Any,
-    aws_profile: str | None,
-    gcp_transport: Any,
-    azure_url: str | None,
-) -> RefreshResult:
-    from finops_cli.atomic import write_text
-
-    for t in extra:  # after the directory exists: the GPU families are read from the pricebook it overlays
-        if provider_of(t) in ("aws", "azure") and not is_gpu_family(t):
-            raise InputError(f"--instance-type {t}: not a GPU instance type (see the pricebook's gpu_families.csv)")
-    fetched = (now or datetime.now(UTC)).replace(microsecond=0)
-    result = RefreshResult(target)
-    fresh: list[dict[str, str]] = []
-    for provider in chosen:
-        where = _regions(provider, (regions or {}).get(provider))
-        if provider == "aws":
-            rows = fetch_aws(where, _wanted("aws", extra), fetched, client=aws_client, profile=aws_profile)
-        elif provider == "gcp":
-            rows = fetch_gcp(where, fetched, transport=gcp_transport)
-        else:
-            rows = fetch_azure(where, _wanted("azure", extra), fetched, url=azure_url)
-        result.rows[provider] = len(rows)
-        fresh.extend(rows)
-        missing = [t for t in extra if provider_of(t) == provider and not any(r["offering"] == t for r in rows)]
-        if missing:
-            result.notes.append(f"{provider}: no list price found for {', '.join(missing)} in {', '.join(where)}")
-        unknown_gpus = sorted({r["offering"] for r in rows if not r["accelerator"]})
-        if unknown_gpus:
-            result.notes.append(
-                f"{provider}: {', '.join(unknown_gpus)} not in instance_types.csv: add a row (gpus, accelerator) to "
-                f"{directory / 'instance_types.csv'} so plans know the accelerator"
-            )
-    new = pd.DataFrame(fresh, columns=COLUMNS).drop_duplicates(KEY, keep="last")
-    old = reference_prices(target) if target.is_file() else pd.DataFrame(columns=COLUMNS)
-    old = old.reindex(columns=COLUMNS, fill_value="").fillna("")
-    stale = old.set_index(KEY).index.isin(new.set_index(KEY).index)
-    result.replaced, result.kept = int(stale.sum()), int((~stale).sum())
-    table = pd.concat([old[~stale], new], ignore_index=True).sort_values(KEY, kind="stable")
-    write_text(target, table.to_csv(index=False, lineterminator="\n").rstrip("\n"))
-    return result

@@ -21,7 +21,7 @@ from typer.core import TyperCommand, TyperGroup
 from finops_cli import __version__
 from finops_cli.atomic import guard_inputs
 from finops_cli.cli.helptext import example, reflow_help, typer_help
-from finops_cli.cli.output import color_disabled, configure_logging, log, stderr_console
+from finops_cli.cli.output import color_disabled, configure_logging, error_text, log, stderr_console
 from finops_cli.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL_ERROR, FinopsError
 
 #: Set by ``--debug`` (or ``FINOPS_DEBUG=1``): internal errors print their traceback.
@@ -85,7 +85,7 @@ class _ErrorMappingGroup(TyperGroup):
             with guard_inputs():
                 return super().invoke(ctx)
         except FinopsError as exc:
-            for line in str(exc).splitlines() or ["error"]:
+            for line in error_text(exc).splitlines() or ["error"]:
                 log.error(line)
             raise typer.Exit(exc.exit_code) from None
         except _PASS_THROUGH as exc:  # usage errors, --help, typer.Exit: the framework reports them

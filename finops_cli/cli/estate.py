@@ -14,6 +14,7 @@ from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
     FxOpt,
+    HorizonOpt,
     MaxPriceAgeOpt,
     ModeOpt,
     OptionalWorkloadsOpt,
@@ -26,34 +27,15 @@ from finops_cli.cli.options import (
     output_format,
     parse_as_of,
 )
-from finops_cli.cli.output import emit_json, emit_text, log
-
-HorizonOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--horizon",
-        help="YYYY-MM or START:HOURS (default: the latest month with GPU usage in the store, else the profiles' "
-        "month, else this month).",
-    ),
-]
+from finops_cli.cli.output import emit_json, emit_text, error_text, log, log_notes
+from finops_cli.report.escape import md_table
+from finops_cli.report.format import unit_price
 
 
 def _num(value: float | None, decimals: int = 2) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "∞" if value is not None else "—"
     return f"{value:,.{decimals}f}"
-
-
-def _price(value: float | None, currency: str) -> str:
-    from finops_cli.report.format import unit_price
-
-    return unit_price(value, currency)
-
-
-def _md_table(headers: list[str], rows: list[list[str]]) -> str:
-    from finops_cli.report.escape import md_table
-
-    return md_table(headers, rows)
 
 
 def _stack_rows(stack: Any, currency: str) -> list[list[str]]:
@@ -72,7 +54,7 @@ def _stack_rows(stack: Any, currency: str) -> list[list[str]]:
                 label,
                 e.kind,
                 seg,
-                _price(e.cost_per_unit, currency),
+                unit_price(e.cost_per_unit, currency),
                 _num(e.capacity_units, 1),
                 _num(e.cumulative_units, 1),
                 mark,
@@ -90,7 +72,7 @@ def _stack_summary(stack: Any, currency: str) -> str:
     basis = {"mean_hourly": "mean hour (deferrable)", "peak_hourly": "peak hour"}.get(stack.demand_basis or "", "")
     text = f"demand {stack.demand_units:,.2f} {stack.unit}/h ({basis})"
     if stack.clearing_price is not None:
-        text += f", clearing price {_price(stack.clearing_price, currency)} per {stack.unit}"
+        text += f", clearing price {unit_price(stack.clearing_price, currency)} per {stack.unit}"
     elif stack.shortfall_units:
         text += f", SHORT by {stack.shortfall_units:,.2f} {stack.unit}/h: no compliant capacity left"
     return text
@@ -143,7 +125,7 @@ def _render_stack_markdown(result: Any) -> str:
     for stack in result.stacks:
         title = md_text(f"{stack.workload or 'fleet (GPU-hours)'} ({stack.unit}, {stack.mode} mode)", None)
         parts.append(f"### Merit order: {title}\n")
-        parts.append(_md_table([*_STACK_HEADERS[:-1], "note"], _stack_rows(stack, result.currency)))
+        parts.append(md_table([*_STACK_HEADERS[:-1], "note"], _stack_rows(stack, result.currency)))
         summary = _stack_summary(stack, result.currency)
         if summary:
             parts.append("\n" + md_text(f"{summary[0].upper()}{summary[1:]}.", None))
@@ -181,11 +163,11 @@ def _netc_rows(result: Any) -> list[list[str]]:
                 _num(r.multiplier, 4),
                 _num(r.expected_preemptions, 1),
                 _num(r.expected_lost_hours, 1),
-                _price(r.netc, cur),
-                _price(r.cost_per_unit, cur),
+                unit_price(r.netc, cur),
+                unit_price(r.cost_per_unit, cur),
                 _num(r.tau_minutes, 1),
                 _num(r.tau_star_minutes, 1),
-                _price(r.netc_at_tau_star, cur),
+                unit_price(r.netc_at_tau_star, cur),
                 alt_text,
             ]
         )
@@ -218,19 +200,12 @@ def _netc_notes(result: Any) -> list[str]:
             cur = result.currency
             notes.append(
                 f"{r.workload} on {r.substrate}: replay on {r.trace['name'] if r.trace else 'trace'}: realised "
-                f"{_price(rp['realised_cost'], cur)} vs NETC {_price(rp['predicted_netc'], cur)}"
+                f"{unit_price(rp['realised_cost'], cur)} vs NETC {unit_price(rp['predicted_netc'], cur)}"
                 f" ({rp['error_pct']:+.2f}%), {rp['preemptions']} preemptions, W {rp['multiplier']:.4f}"
             )
     if result.trace is not None:
         notes.insert(0, f"trace {result.trace.name}: {result.trace.rate.describe()}")
     return notes
-
-
-def _warn(warnings: list[str], horizon_note: str = "") -> None:
-    if horizon_note:
-        log.info(horizon_note)
-    for w in warnings:
-        log.warning(w)
 
 
 def emit_validation(doc: dict[str, Any], fmt: OutputFormat, out: Path | None) -> None:
@@ -276,7 +251,7 @@ def register(app: typer.Typer) -> None:
         except FinopsError as exc:
             if fmt is OutputFormat.table:
                 raise
-            emit_validation(doc | {"valid": False, "warnings": [], "errors": str(exc).splitlines()}, fmt, out)
+            emit_validation(doc | {"valid": False, "warnings": [], "errors": error_text(exc).splitlines()}, fmt, out)
             raise
         doc |= {"warnings": warnings, "errors": []}
         if fmt is not OutputFormat.table:
@@ -327,7 +302,7 @@ def register(app: typer.Typer) -> None:
                 as_of=parse_as_of(as_of),
                 max_price_age=max_price_age,
             )
-        _warn(result.warnings, result.horizon_note)
+        log_notes(result.horizon_note, result.warnings)
         if chart is not None:
             from finops_cli.report.charts import merit_order_chart
 
@@ -386,14 +361,14 @@ def register(app: typer.Typer) -> None:
                 fx=parse_fx(fx),
                 as_of=parse_as_of(as_of),
             )
-        _warn(result.warnings, result.horizon_note)
+        log_notes(result.horizon_note, result.warnings)
         if fmt == OutputFormat.json:
             emit_json([r.as_dict() for r in result.rows], out)
             return
         priced = dict.fromkeys(f"{r.substrate}: price from {r.price_note}" for r in result.rows if r.price_note)
         notes = _netc_notes(result) + list(priced)
         if fmt == OutputFormat.markdown:
-            text = "### NETC: interruptible work on spot\n\n" + _md_table(_NETC_HEADERS, _netc_rows(result))
+            text = "### NETC: interruptible work on spot\n\n" + md_table(_NETC_HEADERS, _netc_rows(result))
             if notes:
                 from finops_cli.report.escape import md_text
 

@@ -27,7 +27,15 @@ from finops_cli.cli.options import (
     SummaryFormat,
     ingest_formats,
 )
-from finops_cli.cli.output import emit_json, emit_text, live_progress, log, stderr_console, stdout_console
+from finops_cli.cli.output import (
+    emit_json,
+    emit_text,
+    error_text,
+    live_progress,
+    log,
+    stderr_console,
+    stdout_console,
+)
 from finops_cli.cli.render import money, number, table_text
 
 if TYPE_CHECKING:
@@ -108,7 +116,7 @@ def register(app: typer.Typer) -> None:
             else:
                 stdout_console().print(render_summary(summary))
         except InputError as exc:  # the store already holds the ingest: say so, or the user re-runs it for nothing
-            raise InputError(f"{exc} (the ingest itself was committed to the store)") from None
+            raise InputError(f"{error_text(exc)} (the ingest itself was committed to the store)") from None
 
 
 class _Bar:

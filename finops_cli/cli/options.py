@@ -86,6 +86,14 @@ OutOpt = Annotated[
 FleetOpt = Annotated[Path, typer.Option("--fleet", help="fleet.yaml: the substrates.")]
 WorkloadsOpt = Annotated[Path, typer.Option("--workloads", help="workloads.yaml: the demand.")]
 OptionalWorkloadsOpt = Annotated[Path | None, typer.Option("--workloads", help="workloads.yaml: the demand.")]
+HorizonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--horizon",
+        help="YYYY-MM or START:HOURS (default: the latest month with GPU usage in the store, else the profiles' "
+        "month, else this month).",
+    ),
+]
 ModeOpt = Annotated[
     Mode,
     typer.Option("--mode", help="cost: price alone decides; reliability: penalise latency-critical work on spot."),
@@ -141,19 +149,17 @@ def ingest_formats(
         if fmt.lower() in SummaryFormat.__members__ and output is None:
             output = SummaryFormat(fmt.lower())
         elif input_format is None:
-            _warn(f"--format {fmt} names an input format; use --input-format {fmt} (--format is the output format)")
+            from finops_cli.cli.output import log
+
+            log.warning(
+                f"--format {fmt} names an input format; use --input-format {fmt} (--format is the output format)"
+            )
             input_format = fmt
         else:
             raise InputError(f"--format {fmt!r}: the output format is table or json (input formats: --input-format)")
     if output is None:
         output = SummaryFormat.json if out is not None and out.suffix.lower() == ".json" else SummaryFormat.table
     return output, input_format or "auto"
-
-
-def _warn(message: str) -> None:
-    from finops_cli.cli.output import log
-
-    log.warning(message)
 
 
 class Engine(StrEnum):

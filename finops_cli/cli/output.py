@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops_cli.atomic import write_text
+from finops_cli.errors import InputError, spell_params
 from finops_cli.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -53,6 +54,10 @@ def live_progress(console: Console) -> bool:
     return console.is_terminal and not color_disabled() and log.isEnabledFor(logging.INFO)
 
 
+#: Parameters the library's notes and warnings name in backticks (why this month or horizon, when a price is
+#: stale): stderr spells them as options.
+NOTED_PARAMS = ("month", "horizon", "max_price_age")
+
 #: The package's logger: library modules log under it (``logging.getLogger(__name__)``), the CLI shows it.
 log = logging.getLogger("finops_cli")
 
@@ -73,7 +78,8 @@ class StderrHandler(logging.Handler):
             from rich.markup import escape
 
             prefix = _PREFIX.get(record.levelno, "")
-            stderr_console().print(prefix + escape(record.getMessage()), soft_wrap=True, highlight=False)
+            message = spell_params(record.getMessage(), option_name, NOTED_PARAMS)
+            stderr_console().print(prefix + escape(message), soft_wrap=True, highlight=False)
         except Exception:  # a broken stderr must not turn a diagnostic into a crash
             self.handleError(record)
 
@@ -127,6 +133,14 @@ def status(message: str) -> Iterator[Callable[[str], None]]:
         yield step
 
 
+def log_notes(horizon_note: str, warnings: list[str]) -> None:
+    """A result's horizon line (which month it describes, and why) and its warnings."""
+    if horizon_note:
+        log.info(horizon_note)
+    for w in warnings:
+        log.warning(w)
+
+
 def emit_text(text: str, out: Path | None = None) -> None:
     """Write a finished document: atomically to ``out`` (temp + rename), else to stdout. Either way without
     control characters from the data (:func:`~finops_cli.text.terminal_safe`): a pipe ends up in a
@@ -142,3 +156,27 @@ def emit_json(data: Any, out: Path | None = None) -> None:
     import json
 
     emit_text(json.dumps(data, indent=2, default=str, allow_nan=False), out)
+
+
+#: API parameters whose option is not ``--`` and the name with dashes
+_OPTIONS = {
+    "n_accelerators": "--accelerators",
+    "instance_types": "--instance-type",
+    "providers": "--provider",
+    "regions": "--region",
+    "aws_regions": "--aws-region",
+    "fmt": "--input-format",
+    "files": "--file",
+    "out_path": "--out",
+    "store_dir": "--keep-store",
+}
+
+
+def option_name(param: str) -> str:
+    """The CLI's option for an API parameter (``window_hours`` → ``--window-hours``)."""
+    return _OPTIONS.get(param, "--" + param.replace("_", "-"))
+
+
+def error_text(exc: BaseException) -> str:
+    """An error's message in the CLI's words: the API's parameter names spelled as options."""
+    return exc.render(option_name) if isinstance(exc, InputError) else str(exc)

@@ -23,6 +23,7 @@ from finops_cli.cli.options import (
     FleetOpt,
     FormatOpt,
     FxOpt,
+    HorizonOpt,
     MaxPriceAgeOpt,
     ModeOpt,
     OutOpt,
@@ -35,7 +36,7 @@ from finops_cli.cli.options import (
     parse_as_of,
 )
 from finops_cli.cli.options import Mode as ModeEnum
-from finops_cli.cli.output import emit_text, log, status, stdout_console
+from finops_cli.cli.output import emit_text, log, log_notes, status, stdout_console
 from finops_cli.cli.render import Col, money, money_table, pct, table_text
 from finops_cli.report.escape import md_text
 from finops_cli.report.format import unit_price
@@ -340,14 +341,7 @@ def register(app: typer.Typer) -> None:
         fleet: FleetOpt,
         workloads: WorkloadsOpt,
         store: StoreOpt = None,
-        horizon: Annotated[
-            str | None,
-            typer.Option(
-                "--horizon",
-                help="YYYY-MM or START:HOURS (default: the latest month with GPU usage in the store, else the "
-                "profiles' month, else this month).",
-            ),
-        ] = None,
+        horizon: HorizonOpt = None,
         blocks: Annotated[
             int | None, typer.Option("--blocks", help="Load-duration blocks (default 48; >= hours = hourly).", min=1)
         ] = None,
@@ -396,14 +390,16 @@ def register(app: typer.Typer) -> None:
         from finops_cli import api
         from finops_cli.atomic import check_not_an_input
         from finops_cli.estate.prices import parse_fx
+        from finops_cli.planner.schedule import check_schedule_path, write_schedule
+        from finops_cli.store import store_exists
 
         check_not_an_input(out, fleet, workloads)
         if schedule is not None:
-            api.check_schedule_path(schedule)
+            check_schedule_path(schedule)
             check_not_an_input(schedule, fleet, workloads, out)
         check_not_an_input(save_plan, fleet, workloads)
         est = api.estate(fleet, workloads)
-        st = api.open_store(store) if (store is not None or _store_exists()) else None
+        st = api.open_store(store) if (store is not None or store_exists(None)) else None
         started = time.perf_counter()
         planning = f"planning {len(est.workloads.workloads)} workloads on {len(est.fleet.substrates)} substrates"
         with command_engine(), status(planning):
@@ -423,16 +419,14 @@ def register(app: typer.Typer) -> None:
                 max_price_age=max_price_age,
             )
         log.debug(f"plan: solved in {time.perf_counter() - started:.2f} s ({solver.value})")
-        log.info(result.horizon_note)
-        for w in result.warnings:
-            log.warning(w)
+        log_notes(result.horizon_note, result.warnings)
         doc = result.document.model_dump(mode="json")
         text_json = json.dumps(doc, indent=2, allow_nan=False)
         if save_plan is not None:
             emit_text(text_json, save_plan)
             log.info(f"wrote {save_plan}")
         if schedule is not None:
-            api.write_schedule(result, schedule)
+            write_schedule(result.schedule(), schedule)
             log.info(f"wrote {schedule}")
         for note in result.price_notes:
             log.info(f"price: {note}")
@@ -470,12 +464,6 @@ def _demand_words(source: dict) -> str:
     )
     extension = {"none": "", "repeat": "; repeated over the horizon", "zero": "; no demand in the other hours"}
     return text + extension[source["extension"]]
-
-
-def _store_exists() -> bool:
-    from finops_cli.store import store_exists
-
-    return store_exists(None)
 
 
 __all__ = ["register", "render_plan", "table_text"]

@@ -6,7 +6,6 @@ Thin: parse options → :func:`finops_cli.api.simulate_dispatch` / :func:`finops
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +26,7 @@ from finops_cli.cli.options import (
     parse_as_of,
 )
 from finops_cli.cli.options import Mode as ModeEnum
-from finops_cli.cli.output import emit_text, log
+from finops_cli.cli.output import emit_json, emit_text, log
 from finops_cli.cli.render import Col, emit_tables, money, money_table, number, opt_pct
 from finops_cli.report.escape import md_table
 
@@ -376,7 +375,7 @@ def register(app: typer.Typer) -> None:
             )
             rdoc = rep.as_dict()
             if fmt == OutputFormat.json:
-                emit_text(json.dumps(rdoc, indent=2, allow_nan=False), out)
+                emit_json(rdoc, out)
             elif fmt == OutputFormat.markdown:
                 emit_text(_replay_markdown(rdoc), out)
             else:
@@ -402,7 +401,7 @@ def register(app: typer.Typer) -> None:
         doc = result.as_dict()
         currency = est.fleet.currency
         if fmt == OutputFormat.json:
-            emit_text(json.dumps(doc, indent=2, allow_nan=False), out)
+            emit_json(doc, out)
         elif fmt == OutputFormat.markdown:
             emit_text(_dispatch_markdown(doc, currency), out)
         else:

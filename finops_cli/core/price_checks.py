@@ -61,7 +61,7 @@ def stale_prices(prices: Iterable[_PriceRecord], max_age_days: float | None = No
             what = "spot-price feed's newest price" if p.method == "price_feed" else "reference price"
             out.append(
                 f"price of {p.substrate}: the {what} is {p.age_days:,} days old, older than {limit:g} days "
-                "(--max-price-age)"
+                "(`max_price_age`)"
             )
     return out
 

@@ -221,7 +221,8 @@ def read_demand_inputs(
         elif w.demand.from_store is not None:
             if store is None:
                 raise InputError(
-                    f"workload {w.id}: demand.from_store needs a store (--store DIR or FINOPS_STORE)",
+                    f"workload {w.id}: demand.from_store needs a store (`store` DIR or FINOPS_STORE)",
+                    mentions=("store",),
                 )
             obs = observe(store, w, horizon)
             tag = w.demand.from_store
@@ -237,7 +238,8 @@ def read_demand_inputs(
                     f"workload {w.id}: demand.from_store: the store has {tag.tag}={tag.value} GPU-hours for "
                     f"{obs.observed_hours} of the horizon's {horizon.hours} hours ({first:%Y-%m-%d %H:%M} to "
                     f"{end:%Y-%m-%d %H:%M} UTC); set demand.from_store.extend: repeat (tile them over the horizon) "
-                    "or zero (no demand outside them), or choose a --horizon they cover"
+                    "or zero (no demand outside them), or choose a `horizon` they cover",
+                    mentions=("horizon",),
                 )
             observed[w.id] = obs
     return profiles, observed

@@ -60,7 +60,7 @@ class Draft:
     gpu_effective_cost: float
     demand_basis: dict[str, str] = field(default_factory=dict)  # workload id -> "utilisation" | "billing"
     profiles: dict[str, str] = field(default_factory=dict)  # path relative to workloads.yaml -> hour,units CSV
-    month_reason: str = "--month"  # why this month (the default-month rule's reason), for stderr
+    month_reason: str = "`month`"  # why this month (the default-month rule's reason), for stderr
 
 
 def _slug(text: str) -> str:
@@ -94,17 +94,18 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
     periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
     if not periods:
         raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.location)
-    reason = "--month"
+    reason = "`month`"
     if month is None:
         picked = default_month(store)
         month, reason = picked.month, picked.reason
         if month not in periods:  # utilisation is later than any bill: the draft needs that month's bill
             raise InputError(
                 f"month {month} ({reason}) has no billing to draft from (billing periods: {', '.join(periods)}); "
-                "ingest its bill or give --month"
+                "ingest its bill or give `month`",
+                mentions=("month",),
             )
     if month not in periods:
-        raise InputError(f"--month {month}: no billing for it in the store (have {', '.join(periods)})")
+        raise InputError(f"{month}: no billing for it in the store (have {', '.join(periods)})", param="month")
     found = engine.run_pandas(store, DRAFT_CURRENCIES, {"month": month})
     if found is None or not (found["max_gpu_hours"] > 0).any():
         raise InputError(f"no billing line of {month} carries GPU-hours (x_GpuHours); nothing to draft from")
@@ -113,11 +114,14 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
         if len(currencies) > 1:
             raise InputError(
                 f"GPU lines of {month} are in {', '.join(currencies)}: a fleet has one currency; "
-                "draft one per currency with --currency"
+                "draft one per currency with `currency`",
+                mentions=("currency",),
             )
         currency = currencies[0] if currencies else "USD"
     elif currency not in currencies:
-        raise InputError(f"--currency {currency}: no GPU line of {month} is in it (have {', '.join(currencies)})")
+        raise InputError(
+            f"{currency}: no GPU line of {month} is in it (have {', '.join(currencies)})", param="currency"
+        )
     return month, currency, reason
 
 
@@ -450,7 +454,7 @@ def write_draft(draft: Draft, out: Path, *, force: bool = False) -> tuple[Path, 
     if not force:
         for path in (fleet, workloads, *profiles):
             if path.exists():
-                raise InputError("exists; pass --force to overwrite the draft", path=path)
+                raise InputError("exists; pass `force` to overwrite the draft", path=path, mentions=("force",))
     for path, text in profiles.items():  # the profiles first: workloads.yaml names them
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, text)

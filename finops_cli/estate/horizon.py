@@ -115,7 +115,7 @@ def choose_horizon(
     if isinstance(given, Horizon):
         hz, reason = given, "as given"
     else:
-        hz, reason = Horizon.parse(given), "--horizon"
+        hz, reason = Horizon.parse(given), "`horizon`"
     return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
 
 
@@ -129,4 +129,4 @@ def month_warnings(hz: Horizon, billed: str | None, util: str | None) -> list[st
     if len(set(months.values())) <= 1 or len(months) == 1:
         return []
     said = ", ".join(f"{k} {v}" for k, v in months.items())
-    return [f"different months: {said}; the baseline, idle waste and plan describe different periods (--horizon)"]
+    return [f"different months: {said}; the baseline, idle waste and plan describe different periods (`horizon`)"]

@@ -133,3 +133,21 @@ def price_estate(
     choice = choose_horizon(horizon, est, st, instant)
     resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx, as_of=instant.date())
     return PricedEstate(est, resolved, sources, choice, st, instant, fx, fleet)
+
+
+def ensure_priced(
+    target: Estate | Fleet | PricedEstate,
+    store: str | Path | Store | None,
+    horizon: str | Horizon | None,
+    fx: dict[str, float] | None,
+    as_of: datetime | None,
+    **how: bool,
+) -> PricedEstate:
+    """``target`` itself when already priced (then ``horizon``/``fx``/``as_of`` must not be given), else priced."""
+    if isinstance(target, PricedEstate):
+        if horizon is not None or fx is not None or as_of is not None:
+            raise ValueError("the estate is already priced: its horizon, fx and as-of instant are fixed")
+        if store is not None and store is not target.store:
+            raise ValueError("the estate is already priced from another store")
+        return target
+    return price_estate(target, store, horizon=horizon, fx=fx, as_of=as_of, **how)

@@ -173,7 +173,7 @@ def parse_fx(texts: list[str] | None) -> dict[str, float]:
             rate = float("nan")
         src, _, dst = pair.partition(":")
         if not (FX_PAIR.fullmatch(pair) and src != dst and math.isfinite(rate) and rate > 0):
-            raise InputError(f"--fx {text!r}: expected FROM:TO=RATE such as USD:CAD=1.37 (1 FROM = RATE TO)")
+            raise InputError(f"{text!r}: expected FROM:TO=RATE such as USD:CAD=1.37 (1 FROM = RATE TO)", param="fx")
         out[pair] = rate
     return out
 
@@ -182,7 +182,9 @@ def fx_rates(fleet: Fleet, fx: dict[str, float] | None = None) -> dict[str, floa
     """The fleet's ``fx:`` overridden by ``--fx``; a rate into another currency than the fleet's is exit 2."""
     for pair in fx or {}:
         if pair.partition(":")[2] != fleet.currency:
-            raise InputError(f"--fx {pair}: converts into {pair[4:]}, but the fleet's currency is {fleet.currency}")
+            raise InputError(
+                f"{pair}: converts into {pair[4:]}, but the fleet's currency is {fleet.currency}", param="fx"
+            )
     return {**fleet.fx, **(fx or {})}
 
 
@@ -194,7 +196,8 @@ def _convert(s: Substrate, what: str, usd: float, currency: str, rates: dict[str
     if pair not in rates:
         raise InputError(
             f"substrate {s.id}: {what} is in {QUOTE_CURRENCY} but the fleet's currency is {currency}; prices in "
-            f"different currencies are never mixed: give fx: {{{pair}: RATE}} in fleet.yaml or --fx {pair}=RATE"
+            f"different currencies are never mixed: give fx: {{{pair}: RATE}} in fleet.yaml or `fx` {pair}=RATE",
+            mentions=("fx",),
         )
     return usd * rates[pair], rates[pair]
 

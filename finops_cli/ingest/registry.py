@@ -1,20 +1,8 @@
-"""One registry per kind of input format: names, aliases and header sniffers in one place.
-
-Parsers register themselves where they are defined::
-
-    BILLING_FORMATS = Registry("billing format")
-
-    @BILLING_FORMATS.register("aws-cur2", aliases=["cur2"], sniff=lambda cols: "line_item_unblended_cost" in cols)
-    class AwsCur2(BillingFormat): ...
-
-``from_str`` lowercases a name and resolves aliases; an unknown name raises an :class:`InputError` that
-lists the valid names. ``sniff`` runs every sniffer over a file's column names (``--format auto``) and
-returns the single best match, or raises naming the file and the columns it saw.
-"""
+"""One registry per kind of input format: names, aliases and header sniffers (``--format auto``) in one place."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -37,7 +25,6 @@ class Entry(Generic[T]):
     obj: T
     aliases: tuple[str, ...] = ()
     sniff: Sniffer | None = None
-    description: str = ""
 
 
 @dataclass
@@ -54,7 +41,6 @@ class Registry(Generic[T]):
         *,
         aliases: Collection[str] = (),
         sniff: Sniffer | None = None,
-        description: str = "",
     ) -> Callable[[Any], Any]:
         """Decorator: register a parser (class, instance or function) under ``name`` and ``aliases``.
 
@@ -66,7 +52,7 @@ class Registry(Generic[T]):
             target = obj() if isinstance(obj, type) else obj
             if key in self._entries or key in self._aliases:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
-            self._entries[key] = Entry(key, target, tuple(a.lower() for a in aliases), sniff, description)
+            self._entries[key] = Entry(key, target, tuple(a.lower() for a in aliases), sniff)
             for alias in aliases:
                 self._aliases[alias.lower()] = key
             return obj
@@ -76,12 +62,6 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         """Canonical names in registration order."""
         return list(self._entries)
-
-    def __iter__(self) -> Iterator[Entry[T]]:
-        return iter(self._entries.values())
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name.lower() in self._entries or name.lower() in self._aliases)
 
     def from_str(self, name: str) -> Entry[T]:
         """The entry for ``name`` or an alias (case-insensitive); an unknown name lists the valid ones."""
@@ -116,8 +96,9 @@ class Registry(Generic[T]):
         best = [e for s, e in scored if s == scored[0][0]]
         if len(best) > 1:
             raise InputError(
-                f"header fits several {self.kind}s ({', '.join(e.name for e in best)}); pass --input-format",
+                f"header fits several {self.kind}s ({', '.join(e.name for e in best)}); pass `fmt`",
                 path=path,
+                mentions=("fmt",),
             )
         return best[0]
 

@@ -1,15 +1,12 @@
-"""The planner: the cheapest compliant substrate mix as a MILP (PuLP; CBC or HiGHS).
+"""The planner: the cheapest compliant substrate mix as a MILP (HiGHS or CBC), certified against the hourly optimum.
 
-Pipeline (pure, no I/O besides the solver's scratch files)::
-
-    build_frame (gate, prices, blocks, pruning, grouping) → build_model (arrays; PuLP for CBC) → solve_model
-      → [fix integers, re-solve the LP warm for duals] → read_solution
-
-:func:`plan_demand` runs it end to end on a fleet with numeric prices and a demand table.
+:func:`plan_demand` runs it end to end (pure, no I/O besides the solver's scratch files): build_frame →
+build_model → solve_model → certify (refining the blocks) → duals → read_solution. docs/planner.md has the maths.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,9 +16,9 @@ from finops_cli.core.pricing import Mode
 from finops_cli.errors import InfeasibleError
 from finops_cli.planner.baseline import DispatchResult, merit_order_dispatch
 from finops_cli.planner.blocks import DEFAULT_BLOCKS
-from finops_cli.planner.build import build_model
 from finops_cli.planner.certify import DEFAULT_TOLERANCE, MAX_ROUNDS, Certificate, certify, refine_partition
 from finops_cli.planner.frame import COLUMN_BUDGET, PlanFrame, build_frame
+from finops_cli.planner.model import build_model
 from finops_cli.planner.result import PlanSolution, read_solution, unserved_frame
 from finops_cli.planner.solve import DEFAULT_GAP, SolverName, add_duals, resolve_solver, solve_model
 from finops_cli.schema.estate import Fleet, Workload
@@ -88,32 +85,15 @@ def plan_demand(
 ) -> PlannerOutput:
     """Plan ``demand`` (units/hour, one column per workload) on ``fleet`` (numeric prices).
 
-    ``n_blocks`` load-duration blocks; None (the default) is :data:`DEFAULT_BLOCKS`, fewer when that many would
-    give the model more than :data:`~finops_cli.planner.frame.COLUMN_BUDGET` variables (hundreds of distinct
-    workloads): the certification then refines the blocks where accuracy needs it.
-
-    The plan certifies itself (:mod:`finops_cli.planner.certify`): the block optimum's bound (LB) and an hourly
-    schedule's cost (UB) bracket the hourly optimum; blocks are refined until ``(UB − LB)/UB ≤ tolerance`` or
-    ``time_limit`` (seconds, for the whole plan) runs out. ``certify_plan=False`` skips it (the hourly
-    reference solves of the benchmark and tests).
-
-    ``integer_nodes`` provisions on-demand and spot substrates that set ``gpus_per_node`` in whole nodes
-    per block and charges the idle remainder (docs/planner.md, "Integer nodes").
-
-    Raises
-    ------
-    NoCompliantDestination
-        A workload has nowhere compliant to run (exit 3, with the gate's reasons).
-    DemandExceedsCapacity
-        Demand is above compliant capacity and ``allow_unserved`` is false (exit 3).
+    ``n_blocks`` None is :data:`DEFAULT_BLOCKS`, fewer above the :data:`~.frame.COLUMN_BUDGET`. Blocks are refined
+    until the certified gap is within ``tolerance`` or ``time_limit`` (seconds, the whole plan) runs out;
+    ``certify_plan=False`` skips that (hourly reference solves). Raises
+    :class:`~finops_cli.core.compliance.NoCompliantDestination` or :class:`DemandExceedsCapacity` (both exit 3).
     """
-    import time
-
     t0 = time.perf_counter()
     name = resolve_solver(solver)
     deadline = None if time_limit is None else t0 + time_limit
     hour_block = None
-    history: list[tuple[int, float, float]] = []
     build_seconds = 0.0
     rounds = 0
     while True:
@@ -147,20 +127,17 @@ def plan_demand(
             break
         lower = info.best_bound if info.best_bound is not None else float(info.objective or 0.0)
         cert = certify(frame, model.matrix, solved.values, lower, demand, tolerance)
-        history.append((frame.blocks.n, cert.lower_bound, cert.upper_bound))
-        out_of_time = deadline is not None and time.perf_counter() > deadline
-        hourly_part = float(cert.excess.sum())
+        # done: certified, out of rounds or time, or what is left is the MIP gap (refining cannot close that)
         if (
             cert.gap <= tolerance
-            or out_of_time
             or rounds >= MAX_ROUNDS
-            or hourly_part <= tolerance * cert.upper_bound / 2
+            or (deadline is not None and time.perf_counter() > deadline)
+            or float(cert.excess.sum()) <= tolerance * cert.upper_bound / 2
         ):
             break
-        finer = refine_partition(frame, cert, demand[[w.id for w in workloads]])
-        if finer is None:
+        hour_block = refine_partition(frame, cert, demand[[w.id for w in workloads]])
+        if hour_block is None:
             break
-        hour_block = finer
         rounds += 1
     before = solved.values
     if duals:
@@ -170,7 +147,5 @@ def plan_demand(
         if not np.array_equal(solved.values, before):
             # the allocations are the LP's with the integers fixed (as the duals): schedule those
             cert = certify(frame, model.matrix, solved.values, cert.lower_bound, demand, tolerance)
-        cert.tolerance = tolerance
         cert.rounds = rounds
-        cert.history = history
     return PlannerOutput(frame, solution, merit_order_dispatch(frame), build_seconds, cert)

@@ -1,26 +1,9 @@
-"""Greedy merit-order dispatch: the reference plan when no bill is available (and always shown).
+"""Greedy merit-order dispatch on the plan's blocks: the reference plan when no bill is available (and always shown).
 
-Definition (documented in ``docs/planner.md``): no commitments are bought; in every block, workloads
-take turns in the order of ``workloads.yaml`` (non-deferrable first, then deferrable work spread evenly
-over the horizon), and each fills its demand from its own cheapest compliant segment with capacity
-left (price per unit incl. NETC, resume fees and penalty), then the next one. Deferrable work that
-did not fit in its even share of a block is then placed in any block with room left, cheapest segment
-first. That is what a team choosing "the cheapest place that has room right now" does; the MILP can
-beat it by buying commitments, by choosing where deferrable work goes and by leaving cheap capacity to
-the workloads that gain most from it.
-
-The reference honours every constraint the MILP does: only compliant rows exist in the frame, each
-segment's capacity (on spot each useful GPU holds ``W`` pool GPUs) is shared by all workloads in a
-block, congestion segments are priced, ``max_parallel_gpus`` caps the GPUs a workload holds in a
-block, and deferrable work is served anywhere in the horizon. It is therefore a feasible point of the
-MILP (with unserved slack), so the MILP's objective is never above :meth:`DispatchResult.objective`.
-What it cannot place is reported (:attr:`DispatchResult.unserved`), never dropped: a reference that
-leaves work unserved is not a baseline (``docs/planner.md``).
-
-Cost = usage at marginal price + prepaid (sunk) capacity, per substrate. With ``--integer-nodes`` the greedy
-provisions whole nodes as the MILP does: a node substrate holds at most ``max_nodes`` whole nodes, its GPUs
-in a block are rounded up to whole nodes and the idle remainder is charged at the idle price (the MILP's node
-rounding), so plan and reference compare like for like and the reference stays a feasible point.
+No commitments bought; workloads take turns (non-deferrable first) filling demand from their cheapest compliant
+segment with room, under every constraint the MILP has, so it is a feasible point of the MILP and the plan's
+objective is never above :meth:`DispatchResult.objective`. Work it cannot place is reported, never dropped; with
+``--integer-nodes`` it pays whole nodes as the MILP does (docs/planner.md, "Baselines and savings").
 """
 
 from __future__ import annotations
@@ -39,11 +22,8 @@ _EPS = 1e-9
 
 @dataclass(frozen=True)
 class DispatchResult:
-    """Cost per substrate (usage + sunk), steering penalty, and the work the greedy could not place.
-
-    ``unserved`` has one row per workload and block (block −1: deferrable work, over the horizon) with
-    the units left unserved.
-    """
+    """Cost per substrate (usage + sunk), steering penalty, and the work the greedy could not place (``unserved``:
+    units per workload and block; block −1: deferrable work, over the horizon)."""
 
     cost_by_substrate: pd.Series
     unserved_units: float

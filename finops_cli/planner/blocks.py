@@ -1,22 +1,9 @@
 """Load-duration blocks: a month of hourly demand in a few representative blocks.
 
-The plan has no link between consecutive hours (commitments and deferrable totals span the whole
-horizon, everything else is per hour), so the order of hours does not matter and hours with similar
-demand can be merged. Hours are ranked by their aggregate load (GPU-equivalents of the
-non-deferrable workloads, heaviest first); the single heaviest hour is block 0 (so the peak is kept
-exactly), and the remaining hours are cut into ``n − 1`` blocks of consecutive ranks whose sizes grow
-geometrically (short blocks near the peak, where capacity binds and averaging costs accuracy; long
-blocks in the trough). Each block carries its length in hours and each workload's *mean* demand per
-hour over its hours, so every workload's horizon total is kept exactly:
-
-.. math::
-
-    d_{w,b} = \\frac{1}{|H_b|} \\sum_{h \\in H_b} d_{w,h}, \\qquad \\sum_b |H_b| \\, d_{w,b} = \\sum_h d_{w,h}
-
-Averaging can only help the optimiser (any hourly plan averaged over a block is feasible for the
-block model at the same cost), so the block optimum is a lower bound on the hourly optimum; the
-benchmark measures the gap (``docs/performance.md``). With ``n ≥ hours`` every hour is its own block
-(full resolution).
+Hours carry no link to their neighbours in the plan, so hours of similar demand are merged: the peak hour alone,
+then blocks growing geometrically towards the trough, refined by k-means on the demand mix; each block keeps
+every workload's mean, so totals are exact and the block optimum is a lower bound of the hourly one
+(docs/planner.md, "What keeps the model small").
 """
 
 from __future__ import annotations
@@ -39,29 +26,15 @@ _KMEANS_ITERATIONS = 30
 
 @dataclass(frozen=True)
 class Blocks:
-    """Blocks of hours with their lengths and the mean demand of each workload in each block.
+    """Blocks of hours with their lengths and the mean demand of each workload in each block."""
 
-    Attributes
-    ----------
-    hours : ndarray, shape (n,)
-        Hours in each block.
-    hour_block : ndarray, shape (H,)
-        Block index of every hour of the horizon.
-    demand : DataFrame
-        Mean units per hour, index ``block`` (0…n-1), one column per workload.
-    """
-
-    hours: np.ndarray
-    hour_block: np.ndarray
-    demand: pd.DataFrame
+    hours: np.ndarray  # hours in each block, shape (n,)
+    hour_block: np.ndarray  # block of every hour of the horizon, shape (H,)
+    demand: pd.DataFrame  # mean units per hour, index ``block`` (0…n-1), one column per workload
 
     @property
     def n(self) -> int:
         return len(self.hours)
-
-    @property
-    def total_hours(self) -> int:
-        return len(self.hour_block)
 
 
 def _block_sizes(n_hours: int, n_blocks: int) -> np.ndarray:
@@ -88,13 +61,9 @@ def _block_sizes(n_hours: int, n_blocks: int) -> np.ndarray:
 
 
 def _refine(values: np.ndarray, w: np.ndarray, hour_block: np.ndarray, n_blocks: int, peak: int) -> np.ndarray:
-    """Lloyd (k-means) iterations on the demand *vectors* of the hours, started from the load-duration cut.
-
-    Ranking by aggregate load alone puts hours together whose mix differs (one workload high, another
-    low); averaging them lets capacity be shared that is not there hour by hour. Clustering on each
-    workload's GPU-equivalent demand keeps hours with similar mixes together. The peak hour stays alone
-    in block 0; empty clusters are dropped and blocks renumbered by falling load.
-    """
+    """Lloyd (k-means) iterations on the hours' demand vectors (GPU-equivalents), from the load-duration cut: a
+    load ranking alone averages hours of different mixes, sharing capacity that is not there hour by hour. The
+    peak hour stays alone in block 0; empty clusters are dropped, blocks renumbered by falling load."""
     active = w > 0
     if not active.any() or n_blocks <= 2:
         return hour_block
@@ -131,30 +100,17 @@ def load_duration_blocks(
     weights: Mapping[str, float] | None = None,
     deferrable: Iterable[str] = (),
 ) -> Blocks:
-    """Aggregate hourly demand (index hour, one column per workload, units/hour) into ``n_blocks`` blocks.
-
-    Parameters
-    ----------
-    demand
-        Units per hour, one row per hour of the horizon.
-    n_blocks
-        Number of blocks; ``n_blocks >= len(demand)`` keeps every hour (full resolution).
-    weights
-        GPU-hours per unit for each workload (``1 / throughput``), to rank hours by GPU load rather than by
-        units of different sizes; default 1.
-    deferrable
-        Workloads left out of the ranking (their work may move anywhere in the horizon).
-    """
+    """Aggregate hourly demand (one row per hour, one column per workload, units/hour) into ``n_blocks`` blocks
+    (``>= len(demand)``: every hour its own). Hours are ranked by GPU load (``weights``: GPU-hours per unit,
+    default 1), leaving out the ``deferrable`` workloads (their work may move anywhere)."""
     n_hours = len(demand)
     if n_hours == 0:
         raise ValueError("demand has no hours")
     if n_blocks < 1:
         raise ValueError("n_blocks must be >= 1")
-    values = demand.to_numpy(dtype=float)
     if n_blocks >= n_hours:
-        hour_block = np.arange(n_hours)
-        frame = pd.DataFrame(values, columns=demand.columns, index=pd.RangeIndex(n_hours, name="block"))
-        return Blocks(np.ones(n_hours), hour_block, frame)
+        return blocks_from_partition(demand, np.arange(n_hours))
+    values = demand.to_numpy(dtype=float)
     skip = set(deferrable)
     w = np.array([0.0 if c in skip else float((weights or {}).get(c, 1.0)) for c in demand.columns])
     load = values @ w
@@ -164,21 +120,12 @@ def load_duration_blocks(
     hour_block = np.empty(n_hours, dtype=int)
     hour_block[order] = rank_block
     hour_block = _refine(values, w, hour_block, n_blocks, peak=int(order[0]))
-    n_blocks = int(hour_block.max()) + 1
-    sizes = np.bincount(hour_block, minlength=n_blocks)
-    sums = np.zeros((n_blocks, values.shape[1]))
-    np.add.at(sums, hour_block, values)
-    means = sums / sizes[:, None]
-    frame = pd.DataFrame(means, columns=demand.columns, index=pd.RangeIndex(n_blocks, name="block"))
-    return Blocks(sizes.astype(float), hour_block, frame)
+    return blocks_from_partition(demand, hour_block)
 
 
 def blocks_from_partition(demand: pd.DataFrame, hour_block: np.ndarray) -> Blocks:
-    """Blocks of a given partition of the hours (``hour_block[h]`` = block of hour ``h``, blocks 0…n-1 all used).
-
-    The certification refines a plan by splitting blocks (:mod:`finops_cli.planner.certify`); each block
-    keeps every workload's mean, as :func:`load_duration_blocks` does.
-    """
+    """Blocks of a partition of the hours (``hour_block[h]``: block of hour ``h``, blocks 0…n-1 all used), each
+    with every workload's mean (the certification refines a plan by splitting blocks)."""
     hour_block = np.asarray(hour_block, dtype=int)
     if len(hour_block) != len(demand):
         raise ValueError("hour_block needs one block per hour of demand")

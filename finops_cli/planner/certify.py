@@ -1,25 +1,13 @@
-"""Self-certified accuracy: every plan brackets the hourly optimum between two numbers it computes itself.
-
-- **Lower bound** (LB): the block model relaxes the hourly one (any hourly plan averaged over a block is
-  feasible for the block model at the same cost), so its MILP best bound is ≤ the hourly optimum.
-- **Upper bound** (UB): the objective of a plan that is feasible in *every hour*, the hourly schedule. It is
-  the block plan with the commitments (and node counts) it bought, spread over each block's hours in
-  proportion to each group's hourly demand (deferrable work at the block's constant rate). Spreading keeps
-  the block's cost exactly (the ratios sum to the block's hours), so a block whose spread plan fits every
-  hour costs the same hour by hour. In an hour where the spread plan breaks a capacity, parallelism or node
-  row (work averaged with a quieter hour), that hour is re-planned as an LP (the per-block hourly LP
-  decomposition, integers fixed, deferrable rate kept): one ``Highs`` instance, only the row bounds change
-  from hour to hour, so each solve starts warm from the previous hour's basis.
-
-``gap = (UB − LB) / UB`` bounds how far the plan is from the hourly optimum. If it is above the tolerance,
-the blocks whose hours needed re-planning are split (those hours become a block of their own) and the block
-model is solved again (:func:`refine_partition`), until the gap is within tolerance or time runs out.
+"""Self-certified accuracy: every plan brackets the hourly optimum between its block bound (LB) and the cost of an
+hourly schedule that is feasible in every hour (UB), and refines its blocks until ``(UB − LB)/UB`` is within the
+tolerance (docs/planner.md, "Certified accuracy"). The cheap repair of broken hours is in :mod:`.repair`, the
+hourly LPs in :mod:`.hourly_lp`, the schedule in :mod:`.schedule`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -49,12 +37,9 @@ _LP_BATCH = 128
 
 @dataclass
 class Certificate:
-    """The plan's own error bound and the hourly schedule that attains the upper bound.
-
-    ``lower_bound``/``upper_bound`` are in objective terms (money that can still change plus reliability
-    penalty; sunk cost excluded, so the relative gap is the stricter one). ``excess`` is, per block, what
-    re-planning its broken hours added over the spread plan; ``repaired_hours`` lists those hours.
-    """
+    """The plan's own error bound and the hourly schedule that attains the upper bound. The bounds are objective
+    terms (sunk cost excluded: the stricter gap); ``excess`` is, per block, what repairing its broken hours
+    (``repaired_hours``) added over the spread plan."""
 
     lower_bound: float
     upper_bound: float
@@ -62,12 +47,10 @@ class Certificate:
     schedule: pd.DataFrame
     repaired_hours: np.ndarray
     excess: np.ndarray
-    node_cost: float = 0.0
     unserved_units: float = 0.0
     rounds: int = 0
     seconds: float = 0.0
     lp_hours: int = 0  # broken hours re-planned by the hourly LP (the rest by the cheap repair)
-    history: list[tuple[int, float, float]] = field(default_factory=list)  # (blocks, LB, UB) per round
 
     @property
     def gap(self) -> float:
@@ -115,11 +98,9 @@ def certify(
 ) -> Certificate:
     """The hourly schedule of a solved block plan, its objective (UB) and the excess per block.
 
-    A broken hour is repaired in two tiers. First, cheaply: every column on an over-full row is scaled down to
-    fit (all coefficients are positive, so no other row gets fuller) and the work it drops goes to its
-    group's cheapest uncapped destination (an API or uncapped on-demand; none: unserved, at the penalty).
-    Then, while the gap is above ``tolerance``, the hours whose cheap repair cost most are re-planned by the
-    hourly LP (optimal for the hour, so never dearer than the cheap repair).
+    A broken hour is repaired cheaply first (over-full columns scaled down, the dropped work refilled or sent to
+    the group's uncapped fallback); while the gap is above ``tolerance`` the hours whose repair cost most are
+    re-planned by the hourly LP (optimal for the hour, so never dearer than the cheap repair).
     """
     started = time.perf_counter()
     rows = frame.rows
@@ -266,7 +247,6 @@ def certify(
         schedule=schedule,
         repaired_hours=repaired,
         excess=excess,
-        node_cost=float(node_cost_block.sum()),
         unserved_units=unserved_units(frame, demand, schedule),
         seconds=time.perf_counter() - started,
         lp_hours=len(lp_hours),
@@ -274,11 +254,8 @@ def certify(
 
 
 def refine_partition(frame: PlanFrame, cert: Certificate, demand: pd.DataFrame) -> np.ndarray | None:
-    """A finer partition of the hours: each block with re-planned hours gives them a block of their own.
-
-    A block whose every hour was re-planned is cut in two at its median load instead. Returns None when no
-    block can be split (every broken hour already alone).
-    """
+    """A finer partition of the hours: each block's re-planned hours get a block of their own (a block whose every
+    hour broke is cut at its median load); None when no block can be split."""
     hb = frame.blocks.hour_block.copy()
     broken = np.zeros(len(hb), dtype=bool)
     broken[cert.repaired_hours] = True

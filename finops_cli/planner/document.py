@@ -40,11 +40,6 @@ def _node_sum(sums: pd.DataFrame | None, sid: str, column: str) -> float | None:
     return _r(sums.loc[sid, column], 4) if sums is not None and sid in sums.index else None
 
 
-def planned_by_substrate(out: PlannerOutput) -> pd.Series:
-    """Plan cost per substrate: usage + commitments bought + prepaid (sunk) capacity."""
-    return out.solution.cost_by_substrate().add(sunk_by_substrate(out.frame), fill_value=0.0)
-
-
 def cents(values: list[float], total: float) -> list[float]:
     """``values`` rounded to cents so that they add up to ``total`` (itself rounded to cents) exactly.
 
@@ -133,7 +128,7 @@ def plan_document(
     """The JSON contract of ``finops plan``: totals, allocations, commitments, shortages, prices."""
     sol, frame = out.solution, out.frame
     planned = sol.planned_cost
-    plan_by_s = planned_by_substrate(out)
+    plan_by_s = sol.cost_by_substrate().add(sunk_by_substrate(frame), fill_value=0.0)  # with prepaid capacity
     merit = out.merit_order
     use_billing = billed is not None and billed.lines_matched > 0
     # a reference that leaves work unserved did less work than the plan: never a baseline, never a saving

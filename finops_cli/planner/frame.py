@@ -1,24 +1,8 @@
 """The plan frame: one row per decision variable, priced, before any solver object exists.
 
-Building the frame is where the model gets small (PERF-NOTES):
-
-1. **Compliant pairs only.** The gate (:func:`finops_cli.core.compliance.gate`) runs first; a
-   non-compliant (workload, substrate) pair never gets a row, so no price can buy it. A workload
-   with no compliant destination raises :class:`~finops_cli.core.compliance.NoCompliantDestination`
-   (exit 3) with the gate's reasons.
-2. **Priced segments.** Each compliant pair gets the convex congestion segments of
-   :func:`finops_cli.core.pricing.segments` (NETC multiplier and reliability penalty applied).
-   Spot that would never finish (λ·(t_lost + R) ≥ 1) is refused for that workload.
-3. **Dominated rows dropped.** A segment whose cost per unit is above the workload's cheapest
-   *unbounded* destination (an API, uncapped on-demand) can never be used in an optimum: moving that
-   work to the unbounded destination is cheaper and frees capacity. (Not applied to workloads with
-   ``max_parallel_gpus``, where GPUs, not money, may bind.)
-4. **Identical workloads grouped.** Workloads with the same priced rows (same compliant set, prices,
-   throughputs), the same deferrability and no parallel cap are one *group*: their demands add, and
-   the group's allocation is split back pro rata to demand, which is exact.
-5. **Blocks.** Rows exist per block of :mod:`finops_cli.planner.blocks`, not per hour.
-6. **Integer nodes** (opt-in, ``integer_nodes=True``): on-demand and spot substrates with ``gpus_per_node``
-   are billed per whole node; :attr:`PlanFrame.nodes` lists them (see ``docs/planner.md``).
+Here the model gets small (docs/planner.md, "What keeps the model small"): compliant pairs only (the gate runs
+first), priced congestion segments, rows dominated by an unbounded destination dropped, identical workloads
+grouped, rows per load-duration block (:mod:`.blocks`), whole nodes opt-in (``integer_nodes``).
 """
 
 from __future__ import annotations
@@ -47,15 +31,13 @@ from finops_cli.schema.estate import Fleet, Substrate, Workload
 #: paid, and its marginal cost is per GPU-hour used; APIs have no nodes).
 NODE_KINDS = ("on_demand", "spot")
 
-#: Variables the default block count may give the model (``plan_demand(n_blocks=None)``): above it, fewer
-#: blocks, and the certification refines where that costs accuracy. Measured (docs/performance.md): the LP of
-#: 200 distinct workloads × 40 substrates takes seconds at ~80 k columns and minutes at 530 k (48 blocks), while
-#: its lower bound was the same from 3 to 41 blocks. Small estates (the sample: ~2 k columns) keep 48 blocks.
+#: Variables the default block count may give the model: above it, fewer blocks, refined by the certification
+#: where that costs accuracy (the LP of 200 distinct workloads × 40 substrates takes seconds at ~80 k columns,
+#: minutes at 530 k, with the same lower bound from 3 to 41 blocks). The sample (~2 k columns) keeps 48.
 COLUMN_BUDGET = 80_000
 
-#: Fewest blocks the column budget leaves (the peak hour and the rest). Measured on distinct workloads
-#: (docs/performance.md): 700 × 80 × 720 certified within 0.017 % on 2 blocks (0.009 % on 4) with an LP of
-#: 6.8 CPU-s instead of 18; the certification refines blocks where the coarse ones cost accuracy.
+#: Fewest blocks the column budget leaves (the peak hour and the rest): 700 distinct workloads × 80 substrates ×
+#: 720 h certify within 0.017 % on 2 blocks, with an LP of 6.8 CPU-s instead of 18.
 MIN_BUDGET_BLOCKS = 2
 
 #: Columns of :attr:`PlanFrame.nodes`.
@@ -78,46 +60,24 @@ ROW_COLUMNS = [
 
 @dataclass
 class PlanFrame:
-    """Everything the model builder needs, as frames and arrays (no PuLP objects).
+    """Everything the model builder needs, as frames and arrays (no solver objects)."""
 
-    Attributes
-    ----------
-    rows
-        One row per variable; see :data:`ROW_COLUMNS`. ``hours`` is the block's length.
-    demand
-        Non-deferrable groups: mean units per hour, index (group, block), column ``units_per_hour``.
-    deferrable_units
-        Deferrable groups: units to serve anywhere in the horizon.
-    max_parallel_gpus
-        Groups with a cap on GPUs in use at once (per block).
-    capacity
-        Index (substrate, segment): ``fixed_gpus`` (None = unbounded) and ``gpus_per_commit_block``
-        (GPUs each purchasable block adds to this segment).
-    commitments
-        Purchasable substrates: ``block_gpus``, ``usd_per_gpu_hour``, ``max_blocks``, ``usd_per_block``
-        (price × block GPUs × horizon hours).
-    nodes
-        Substrates provisioned in whole nodes (``integer_nodes``), index substrate: ``gpus_per_node``,
-        ``max_nodes`` (``floor(capacity / gpus_per_node)``, NaN = unbounded) and ``usd_per_gpu_hour``
-        (``price × preference``: what an idle GPU of a provisioned node costs). Empty when off.
-    members
-        Workload → group, with the workload's share of its group's demand per block (``share``, shape
-        (n_blocks,)) used to split allocations back.
-    """
-
-    rows: pd.DataFrame
-    demand: pd.Series
-    deferrable_units: dict[str, float]
-    max_parallel_gpus: dict[str, float]
+    rows: pd.DataFrame  # one row per variable, :data:`ROW_COLUMNS` (``hours``: the block's length)
+    demand: pd.Series  # non-deferrable groups' mean units/hour, index (group, block)
+    deferrable_units: dict[str, float]  # deferrable groups' units to serve anywhere in the horizon
+    max_parallel_gpus: dict[str, float]  # groups' cap on GPUs in use at once, per block
+    # index (substrate, segment): ``fixed_gpus`` (NaN: unbounded), ``gpus_per_commit_block`` (added per block bought)
     capacity: pd.DataFrame
+    # purchasable substrates: block_gpus, usd_per_gpu_hour, max_blocks, usd_per_block (for the whole horizon)
     commitments: pd.DataFrame
-    members: dict[str, tuple[str, np.ndarray]]
+    members: dict[str, tuple[str, np.ndarray]]  # workload → (group, its share of the group's demand per block)
     blocks: Blocks
     horizon_hours: int
     sunk_cost: float
     substrates: dict[str, Substrate]
     workloads: dict[str, Workload]
     refused: dict[str, list[str]] = field(default_factory=dict)
+    # ``integer_nodes``: gpus_per_node, max_nodes (NaN: unbounded), usd_per_gpu_hour (an idle node GPU's price)
     nodes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=NODE_COLUMNS))
 
     @property
@@ -138,12 +98,8 @@ def _pricing_key(workload: Workload) -> tuple:
 
 
 class _SegmentCache:
-    """:func:`~finops_cli.core.pricing.segments` per (substrate, workload's pricing key), computed once.
-
-    With hundreds of distinct workloads most share a pricing key (a handful of units, SLOs and checkpoint
-    policies), so the core's price function runs once per substrate and key instead of once per pair (it
-    stays the one place prices are computed; this only remembers its answers). Capacity is per GPU of the
-    substrate's size (a copy with ``gpus = 1``, made once per substrate)."""
+    """:func:`~finops_cli.core.pricing.segments` per (substrate, workload's pricing key), computed once: hundreds
+    of distinct workloads share a handful of keys. Capacity is per GPU (a copy of the substrate with ``gpus = 1``)."""
 
     def __init__(self, fleet: Fleet, mode: Mode) -> None:
         self.fleet, self.mode = fleet, mode
@@ -173,11 +129,8 @@ class _SegmentCache:
         return got
 
 
-def _priced_rows(
-    workload: Workload, fleet: Fleet, mode: Mode, cache: _SegmentCache | None = None
-) -> tuple[list[tuple], dict[str, list[str]]]:
-    """(substrate, segment, usd, penalty, units/GPU-hour, share-of-capacity or None, is_api) per compliant row."""
-    cache = cache or _SegmentCache(fleet, mode)
+def _priced_rows(workload: Workload, fleet: Fleet, cache: _SegmentCache) -> tuple[list[tuple], dict[str, list[str]]]:
+    """(substrate, segment, usd, penalty, units/GPU-hour, share of capacity or None) per compliant row."""
     priced, excluded = priced_destinations(workload, fleet, lambda s: cache(s, workload))
     rows: list[tuple] = []
     for s, segs in priced:
@@ -204,16 +157,9 @@ def _prune(rows: list[tuple], fleet: Fleet, node_ids: frozenset[str] = frozenset
         return rows
     best = min(unbounded)
     keep = [r for r in rows if (r[2] + r[3]) / r[4] <= best * (1 + 1e-12)]
-    # keep exactly one unbounded row at the best price (ties between unbounded rows are interchangeable)
-    seen_unbounded = False
-    out = []
-    for r in keep:
-        if unbounded_row(r[0], r[5]):
-            if seen_unbounded:
-                continue
-            seen_unbounded = True
-        out.append(r)
-    return out
+    # exactly one unbounded row at the best price (ties between unbounded rows are interchangeable)
+    first = next(i for i, r in enumerate(keep) if unbounded_row(r[0], r[5]))
+    return [r for i, r in enumerate(keep) if i == first or not unbounded_row(r[0], r[5])]
 
 
 def build_frame(
@@ -229,27 +175,12 @@ def build_frame(
     hour_block: np.ndarray | None = None,
     column_budget: int | None = None,
 ) -> PlanFrame:
-    """Price every compliant (workload, substrate, segment) and lay it out over load-duration blocks.
+    """Price every compliant (workload, substrate, segment) of ``fleet`` (numeric prices) and lay it out over blocks.
 
-    Parameters
-    ----------
-    fleet
-        Substrates with resolved numeric prices.
-    workloads
-        The workloads to plan; ``demand`` must have one column per workload id.
-    demand
-        Units per hour, one row per hour of the horizon.
-    n_blocks
-        Number of load-duration blocks (``>= hours`` = full resolution).
-    integer_nodes
-        Provision on-demand and spot substrates that set ``gpus_per_node`` in whole nodes per block.
-    hour_block
-        A given partition of the hours into blocks (the certification's refinement) instead of ``n_blocks``
-        load-duration blocks.
-    column_budget
-        Fewer blocks than ``n_blocks`` (never fewer than :data:`MIN_BUDGET_BLOCKS`) when ``n_blocks`` of them
-        would give the model more variables than this: the plan's default (:data:`COLUMN_BUDGET`). The
-        certification refines where the coarser blocks cost accuracy.
+    ``demand``: units per hour, one row per hour and one column per workload. ``n_blocks`` load-duration blocks
+    (``>= hours``: full resolution), or the partition ``hour_block`` (the certification's refinement); with a
+    ``column_budget`` fewer blocks (never under :data:`MIN_BUDGET_BLOCKS`) when ``n_blocks`` would give the model
+    more variables than that.
     """
     missing = [w.id for w in workloads if w.id not in demand.columns]
     if missing:
@@ -263,7 +194,7 @@ def build_frame(
     refused: dict[str, list[str]] = {}
     cache = _SegmentCache(fleet, mode)
     for w in workloads:
-        rows, excluded = _priced_rows(w, fleet, mode, cache)
+        rows, excluded = _priced_rows(w, fleet, cache)
         refused.update({f"{w.id}→{sid}": r for sid, r in excluded.items() if r and r[0].startswith("spot refused")})
         priced[w.id] = _prune(rows, fleet, node_ids) if prune and w.max_parallel_gpus is None else rows
 
@@ -281,15 +212,13 @@ def build_frame(
         columns_per_block = sum(len(priced[g]) for g in dict.fromkeys(group_of.values()))
         n_blocks = min(n_blocks, max(MIN_BUDGET_BLOCKS, column_budget // max(columns_per_block, 1)))
 
-    # GPU-equivalents per unit, to rank hours by load: 1 / the workload's best throughput
-    weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
-    deferrable = [w.id for w in workloads if w.deferrable]
+    planned = demand[[w.id for w in workloads]]
     if hour_block is not None:
-        blocks = blocks_from_partition(demand[[w.id for w in workloads]], hour_block)
-    else:
-        blocks = load_duration_blocks(
-            demand[[w.id for w in workloads]], n_blocks, weights=weights, deferrable=deferrable
-        )
+        blocks = blocks_from_partition(planned, hour_block)
+    else:  # hours ranked by GPU-equivalents: units / the workload's best throughput
+        weights = {w.id: 1.0 / max(r[4] for r in priced[w.id]) for w in workloads}
+        deferrable = [w.id for w in workloads if w.deferrable]
+        blocks = load_duration_blocks(planned, n_blocks, weights=weights, deferrable=deferrable)
 
     n = blocks.n
     block_demand = blocks.demand
@@ -298,11 +227,10 @@ def build_frame(
     members: dict[str, tuple[str, np.ndarray]] = {}
     for w in workloads:
         g = group_of[w.id]
-        rate = block_demand[w.id].to_numpy(dtype=float)
         if w.deferrable:
             deferrable_units[g] = deferrable_units.get(g, 0.0) + float(demand[w.id].sum())
         else:
-            group_rate[g] = group_rate.get(g, np.zeros(n)) + rate
+            group_rate[g] = group_rate.get(g, np.zeros(n)) + block_demand[w.id].to_numpy(dtype=float)
     group_size = Counter(group_of.values())
     for w in workloads:
         g = group_of[w.id]
@@ -324,19 +252,7 @@ def build_frame(
         for sid, k, usd, pen, thr, _cap in priced[gid]:
             wall = cache.wall(substrates[sid], by_id[gid])
             base.append((gid, sid, k, usd, pen, thr, wall, substrates[sid].kind == "api"))
-    base_df = pd.DataFrame(
-        base,
-        columns=[
-            "group",
-            "substrate",
-            "segment",
-            "usd_per_gpu_hour",
-            "penalty_per_gpu_hour",
-            "units_per_gpu_hour",
-            "wall_per_gpu_hour",
-            "is_api",
-        ],
-    )
+    base_df = pd.DataFrame(base, columns=[c for c in ROW_COLUMNS if c not in ("block", "hours")])
     rows = base_df.loc[base_df.index.repeat(n)].reset_index(drop=True)
     rows["block"] = np.tile(np.arange(n), len(base_df))
     rows["hours"] = blocks.hours[rows["block"].to_numpy()]
@@ -354,15 +270,13 @@ def build_frame(
     for gid in dict.fromkeys(group_of.values()):
         for sid, k, *_rest, cap in priced[gid]:
             shares_seen.setdefault((sid, k), cap)
-    for (sid, k), seg_share in shares_seen.items():
+    for (sid, k), seg_share in shares_seen.items():  # GPUs of segment k per GPU of the substrate (None: unbounded)
         s = substrates[sid]
         if seg_share is None:
             cap_rows.append((sid, k, np.nan, 0.0))
-            continue
-        # ``seg_share``: GPUs of segment k per GPU of the substrate (degraded factor already applied)
-        fixed_gpus = seg_share * (s.gpus or 0.0)
-        per_block = seg_share * s.purchasable.block_gpus if s.purchasable is not None else 0.0
-        cap_rows.append((sid, k, fixed_gpus, per_block))
+        else:
+            per_block = seg_share * s.purchasable.block_gpus if s.purchasable is not None else 0.0
+            cap_rows.append((sid, k, seg_share * (s.gpus or 0.0), per_block))
     capacity = pd.DataFrame(cap_rows, columns=["substrate", "segment", "fixed_gpus", "gpus_per_commit_block"])
     capacity = capacity.set_index(["substrate", "segment"]).sort_index()
 

@@ -1,9 +1,7 @@
-"""Solve a :class:`~finops_cli.planner.matrix.PlanMatrix` with HiGHS, handed the CSC arrays directly (highspy).
+"""Solve a :class:`~finops_cli.planner.matrix.PlanMatrix` with HiGHS, handed its CSC arrays (no PuLP, no LP file).
 
-No PuLP objects, no LP file: the arrays go to ``Highs.passModel`` as they are. The LP relaxation is solved
-first; if its commitments and nodes come out whole it is the optimum, duals included. Otherwise the MILP is
-solved and the duals come from the same ``Highs`` instance: the integer columns are fixed at their values,
-made continuous, and the LP is re-solved warm from the relaxation's basis rather than from scratch.
+The LP relaxation first: if its integer columns come out whole it is the optimum, duals included. Otherwise the
+MILP, then the duals from the same ``Highs`` instance with the integers fixed, re-solved warm.
 """
 
 from __future__ import annotations
@@ -19,21 +17,16 @@ import numpy as np
 
 from finops_cli.planner.matrix import PlanMatrix
 
+#: HiGHS's model status (by enum name) → ours; any other status is ``not_solved`` (``feasible`` with a solution).
 _STATUS = {
     "kOptimal": "optimal",
     "kInfeasible": "infeasible",
     "kUnbounded": "unbounded",
     "kUnboundedOrInfeasible": "infeasible",
-    "kTimeLimit": "not_solved",
-    "kIterationLimit": "not_solved",
-    "kSolutionLimit": "not_solved",
-    "kInterrupt": "not_solved",
 }
 
-
-#: LPs with this many columns or more are solved by interior point (with crossover): measured on a 200 distinct
-#: workloads × 40 substrates × 168 h estate (134 k columns, 12 blocks, load ~16 on 2 cores) 21.5 s against
-#: 34 s for dual simplex.
+#: LPs with this many columns or more are solved by interior point (with crossover): 21.5 s against 34 s for dual
+#: simplex on 134 k columns (200 distinct workloads × 40 substrates × 168 h).
 IPM_MIN_COLUMNS = 100_000
 
 
@@ -53,9 +46,8 @@ class HighsRun:
 
 @contextmanager
 def _quiet_stdout() -> Iterator[None]:
-    """HiGHS prints its banner on the C-level stdout while a ``Highs`` is created, before ``output_flag`` can be
-    set: stdout goes to the null device meanwhile, so neither stdout (data, ``--format json``) nor stderr
-    (the CLI's messages) carries solver chatter."""
+    """The C-level stdout to the null device while a ``Highs`` is created: it prints its banner there before
+    ``output_flag`` can be set, and stdout carries data (``--format json``)."""
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):
@@ -90,8 +82,8 @@ def new_highs(time_limit: float | None, gap: float | None):
 
 
 def pass_matrix(h, mx: PlanMatrix, *, integers: bool = True, columns: np.ndarray | None = None) -> None:
-    """Hand ``mx`` to the ``Highs`` instance ``h`` as column-wise arrays (only ``columns``, in that order, if
-    given: a working set whose other columns are priced out by the caller)."""
+    """Hand ``mx`` to ``h`` column-wise (only ``columns``, in that order, if given: a working set whose other
+    columns the caller prices out)."""
     import highspy
 
     cost, col_lower, col_upper, start, index, value = mx.cost, mx.col_lower, mx.col_upper, mx.start, mx.index, mx.value
@@ -100,8 +92,8 @@ def pass_matrix(h, mx: PlanMatrix, *, integers: bool = True, columns: np.ndarray
         cost, col_lower, col_upper, integer = cost[columns], col_lower[columns], col_upper[columns], integer[columns]
         start, index, value = column_slices(mx, columns)
     lp = highspy.HighsLp()
-    lp.num_col_ = len(cost)
-    lp.num_row_ = mx.n_rows
+    lp.num_col_ = lp.a_matrix_.num_col_ = len(cost)
+    lp.num_row_ = lp.a_matrix_.num_row_ = mx.n_rows
     lp.col_cost_ = cost
     lp.col_lower_ = col_lower
     lp.col_upper_ = col_upper
@@ -111,12 +103,9 @@ def pass_matrix(h, mx: PlanMatrix, *, integers: bool = True, columns: np.ndarray
     lp.a_matrix_.start_ = start.astype(np.int32)
     lp.a_matrix_.index_ = index.astype(np.int32)
     lp.a_matrix_.value_ = value
-    lp.a_matrix_.num_col_ = len(cost)
-    lp.a_matrix_.num_row_ = mx.n_rows
     if integers and integer.any():
-        lp.integrality_ = [
-            highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in integer
-        ]
+        kinds = highspy.HighsVarType
+        lp.integrality_ = [kinds.kInteger if flag else kinds.kContinuous for flag in integer]
     h.passModel(lp)
 
 
@@ -129,17 +118,11 @@ def column_slices(mx: PlanMatrix, columns: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _read(h, started: float, *, mip: bool) -> HighsRun:
-    status = h.modelStatusToString(h.getModelStatus())
-    info = h.getInfo()
     sol = h.getSolution()
-    key = "k" + status.replace(" ", "")
-    name = _STATUS.get(key)
-    if name is None:
-        name = {"Optimal": "optimal", "Infeasible": "infeasible", "Unbounded": "unbounded"}.get(status, "not_solved")
     has_value = bool(sol.value_valid)
-    if name == "not_solved" and has_value:
-        name = "feasible"
+    name = _STATUS.get(h.getModelStatus().name, "feasible" if has_value else "not_solved")
     values = np.asarray(sol.col_value, dtype=float) if has_value else np.zeros(h.getNumCol())
+    info = h.getInfo()
     objective = float(info.objective_function_value) if has_value else None
     best = float(info.mip_dual_bound) if mip else objective
     if best is not None and not np.isfinite(best):
@@ -151,12 +134,7 @@ def _read(h, started: float, *, mip: bool) -> HighsRun:
 def solve_matrix(
     mx: PlanMatrix, *, time_limit: float | None = None, gap: float | None = None
 ) -> tuple[HighsRun, object]:
-    """Solve ``mx``; returns the run and the ``Highs`` instance (for the warm dual re-solve).
-
-    The LP relaxation is solved first. When its integer columns come out whole (commitments and nodes often
-    do), it *is* the MILP's optimum and its duals are those of the LP with the integers fixed: one LP solve.
-    Otherwise the MILP is solved and :func:`fixed_integer_duals` re-solves from the relaxation's basis.
-    """
+    """Solve ``mx``: the run and the ``Highs`` instance (kept for the warm dual re-solve)."""
     started = time.perf_counter()
     h = new_highs(time_limit, gap)
     pass_matrix(h, mx, integers=False)
@@ -182,9 +160,8 @@ def solve_matrix(
     basis = h.getBasis()
     # measured on the sample estate: HiGHS's MIP presolve took 6.6 s of a 6.6 s solve (0.9 s without it)
     h.setOptionValue("presolve", "off")
-    # The relaxation's values would stay in the instance as a "user MIP start": fractional, so HiGHS first runs
-    # a sub-MIP to complete them (half of each MILP solve on the sample estate, 0.23 of 0.59 s) before its own
-    # search, which finds the same optimum. Clearing them (the basis was saved above) skips that sub-MIP.
+    # left in the instance, the fractional relaxation is a "user MIP start" HiGHS first completes by a sub-MIP
+    # (0.23 of 0.59 s on the sample estate) before reaching the same optimum: cleared (the basis is saved above)
     h.clearSolver()
     idx = ints.astype(np.int32)
     h.changeColsIntegrality(len(idx), idx, np.array([highspy.HighsVarType.kInteger] * len(idx)))
@@ -197,15 +174,9 @@ def solve_matrix(
 def _round_one_integer(
     h, mx: PlanMatrix, relaxed: HighsRun, started: float, time_limit: float | None
 ) -> HighsRun | None:
-    """The MILP optimum of a model with one integer column, from two warm LPs instead of a branch and bound.
-
-    With the column fixed at ``x`` the LP's optimal cost ``f(x)`` is convex in ``x`` (the value function of an LP
-    in a bound), and the relaxation's value ``x*`` minimises it; so the best whole ``x`` is ``floor(x*)`` or
-    ``ceil(x*)``: exact, not a heuristic. The winner's LP has the integer fixed, so its row duals are the fixed-
-    integer duals the plan reports (no re-solve). On the sample estate (one commitment column, 5,724 columns)
-    this is 2 LPs of ≈ 0.02 s against a HiGHS MILP of 0.15-0.29 s whose root search found the same plan.
-    Ties go to the smaller value (fewer units committed). None when neither LP solves (the caller runs the MILP).
-    """
+    """The MILP optimum of a model with one integer column: the cheaper of two warm LPs with it fixed at
+    ``floor(x*)`` and ``ceil(x*)`` (exact: docs/planner.md, "One integer column"; ties to the smaller).
+    None when neither LP solves (the caller runs the MILP)."""
     j = int(np.flatnonzero(mx.integer)[0])
     x = float(relaxed.values[j])
     low, high = float(mx.col_lower[j]), float(mx.col_upper[j])
@@ -234,11 +205,8 @@ def _round_one_integer(
 
 
 def fixed_integer_duals(h, mx: PlanMatrix, run: HighsRun) -> HighsRun:
-    """Fix the integer columns of a solved MILP at their values and re-solve the LP warm, for the row duals.
-
-    The LP starts from the LP relaxation's basis (solved before the MILP): only the integer columns' bounds
-    changed, so simplex has a few pivots left rather than a whole solve.
-    """
+    """Fix the integer columns of a solved MILP at their values and re-solve the LP for the row duals, warm from
+    the relaxation's basis (only bounds changed: a few pivots)."""
     import highspy
 
     started = time.perf_counter()

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from finops_cli.planner.frame import PlanFrame
+from finops_cli.planner.highs import column_slices, new_highs, pass_matrix
 from finops_cli.planner.matrix import PlanMatrix
 
 #: feasibility tolerance): the working-set optimum is then the optimum over every column.
@@ -31,19 +32,11 @@ def replan_hours(
 ) -> Iterator[tuple[int, float, tuple[np.ndarray, np.ndarray]]]:
     """Hourly LP of each of ``hours``, in that order: (hour, its cost, (base rows with work, their GPUs)).
 
-    One ``Highs`` instance for all hours: only the demand rows' bounds (and node columns' bounds) change
-    from hour to hour, so each solve starts from the previous hour's basis. It holds a **working set** of
-    columns — every base row with work in the block plan, the integers and the slacks — and after each
-    solve every other column is priced out with the row duals (``c − Aᵀy``, one sparse product in numpy);
-    columns with a negative reduced cost join the set and the hour is solved again. So each hour's optimum
-    is the LP's over all columns (LP optimality), while HiGHS iterates over the few thousand columns that
-    matter instead of every compliant pair (13 k per hour at 200 distinct workloads). Only the most negative
-    column of each group joins per round: with all of them the first hours' duals pulled in most columns.
-    ``working_set=False`` holds every column (the reference the tests compare with).
+    One warm ``Highs`` instance (only bounds change between hours) over a working set of columns, the others
+    priced out with the row duals after each solve, so each hour's optimum is the LP's over every column
+    (docs/planner.md, "Certified accuracy"). ``working_set=False`` holds every column (the tests' reference).
     """
     import highspy
-
-    from finops_cli.planner.highs import column_slices, new_highs, pass_matrix
 
     t = replace(t, cost=t.cost.copy(), col_lower=t.col_lower.copy(), col_upper=t.col_upper.copy())
     t.cost[t.commit_col0 : t.node_col0] = 0.0  # bought for the horizon: in the block objective already

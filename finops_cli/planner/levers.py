@@ -64,8 +64,8 @@ import pandas as pd
 
 from finops_cli.core.pricing import Mode, base_price_per_gpu_hour, spot_multiplier
 from finops_cli.planner import PlannerOutput
-from finops_cli.planner.build import build_model
 from finops_cli.planner.frame import PlanFrame, build_frame
+from finops_cli.planner.model import build_model
 from finops_cli.planner.result import read_solution, unserved_frame
 from finops_cli.planner.solve import DEFAULT_GAP, NODES_GAP, resolve_solver, solve_model
 from finops_cli.schema.estate import Fleet, Substrate, Workload

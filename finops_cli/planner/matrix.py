@@ -1,13 +1,9 @@
-"""The plan's MILP as arrays: one sparse matrix built from the plan frame in a few vectorised passes.
+"""The plan's MILP as one sparse matrix, built from the plan frame's columns in a few vectorised passes.
 
-PuLP creates one Python object per variable and per term (~15 µs and ~0.6 KB each, PERF-NOTES); with
-hundreds of distinct workloads that, not the solver, dominates. The matrix is built once from the frame's
-columns (no per-term objects) and handed to HiGHS as CSC arrays (:mod:`finops_cli.planner.highs`); the PuLP
-model that CBC solves is built *from* it (:mod:`finops_cli.planner.build`), so both solvers see the same rows.
-
-Columns, in order: ``x`` (one per frame row) | ``n`` commitment blocks | ``N`` nodes | ``u`` unserved per
-demand row | ``u`` unserved per deferrable total. Rows, in order: ``demand`` | ``defer`` | ``parallel`` |
-``cap`` | ``nodes`` (the families of ``docs/planner.md``; names from :meth:`PlanMatrix.row_names`).
+No per-term Python objects (PuLP's ~15 µs each dominate at hundreds of workloads): HiGHS gets the CSC arrays
+(:mod:`.highs`), and the PuLP model CBC solves is made from the same rows (:mod:`.model`). Columns: ``x`` |
+commitment blocks | nodes | unserved per demand row | unserved per deferrable total; rows: ``demand`` | ``defer``
+| ``parallel`` | ``cap`` | ``nodes`` (docs/planner.md, "Formulation").
 """
 
 from __future__ import annotations
@@ -56,32 +52,27 @@ class PlanMatrix:
     index: np.ndarray
     value: np.ndarray
     unserved_usd_per_unit: float
-    commit_keys: list[str] = field(default_factory=list)
-    node_keys: list[tuple[str, int]] = field(default_factory=list)
-    demand_keys: list[tuple[str, int]] = field(default_factory=list)
-    defer_keys: list[str] = field(default_factory=list)
-    parallel_keys: list[tuple[str, int]] = field(default_factory=list)
-    cap_keys: list[tuple[str, int, int]] = field(default_factory=list)
+    commit_keys: list[str]
+    node_keys: list[tuple[str, int]]
+    demand_keys: list[tuple[str, int]]
+    defer_keys: list[str]
+    parallel_keys: list[tuple[str, int]]
+    cap_keys: list[tuple[str, int, int]]
+    n_x: int = field(init=False)
+    commit_col0: int = field(init=False)
+    node_col0: int = field(init=False)
+    unserved_col0: int = field(init=False)
+    defer_unserved_col0: int = field(init=False)
+    defer_row0: int = field(init=False)
+    parallel_row0: int = field(init=False)
 
-    @property
-    def n_x(self) -> int:
-        return len(self.frame.rows)
-
-    @property
-    def commit_col0(self) -> int:
-        return self.n_x
-
-    @property
-    def node_col0(self) -> int:
-        return self.commit_col0 + len(self.commit_keys)
-
-    @property
-    def unserved_col0(self) -> int:
-        return self.node_col0 + len(self.node_keys)
-
-    @property
-    def defer_unserved_col0(self) -> int:
-        return self.unserved_col0 + len(self.demand_keys)
+    def __post_init__(self) -> None:
+        self.n_x = self.commit_col0 = len(self.frame.rows)
+        self.node_col0 = self.commit_col0 + len(self.commit_keys)
+        self.unserved_col0 = self.node_col0 + len(self.node_keys)
+        self.defer_unserved_col0 = self.unserved_col0 + len(self.demand_keys)
+        self.defer_row0 = len(self.demand_keys)
+        self.parallel_row0 = self.defer_row0 + len(self.defer_keys)
 
     @property
     def n_cols(self) -> int:
@@ -90,18 +81,6 @@ class PlanMatrix:
     @property
     def n_rows(self) -> int:
         return len(self.row_lower)
-
-    @property
-    def defer_row0(self) -> int:
-        return len(self.demand_keys)
-
-    @property
-    def parallel_row0(self) -> int:
-        return self.defer_row0 + len(self.defer_keys)
-
-    @property
-    def cap_row0(self) -> int:
-        return self.parallel_row0 + len(self.parallel_keys)
 
     @property
     def has_integers(self) -> bool:
@@ -125,14 +104,6 @@ class PlanMatrix:
             *(f"cap-{s}-{k}-{b}" for s, k, b in self.cap_keys),
             *(f"nodes-{s}-{b}" for s, b in self.node_keys),
         ]
-
-    def csr(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The same matrix row-wise (``start``, ``index``, ``value``), for builders that emit one row at a time."""
-        cols = np.repeat(np.arange(self.n_cols), np.diff(self.start))
-        order = np.argsort(self.index, kind="stable")
-        counts = np.bincount(self.index, minlength=self.n_rows)
-        start = np.concatenate([[0], np.cumsum(counts)])
-        return start, cols[order], self.value[order]
 
 
 def _positions(keys: pd.MultiIndex | pd.Index, wanted: pd.MultiIndex | pd.Index) -> np.ndarray:
@@ -172,37 +143,32 @@ def build_matrix(frame: PlanFrame) -> PlanMatrix:
     n_cols = ud_col0 + n_def
     x_cols = np.arange(n_x)
 
-    r_parts: list[np.ndarray] = []
-    c_parts: list[np.ndarray] = []
-    v_parts: list[np.ndarray] = []
-    lower_parts: list[np.ndarray] = []
-    upper_parts: list[np.ndarray] = []
-    row0 = 0
+    triplets: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (row, column, value) of A's entries
+    lower: list[np.ndarray] = []
+    upper: list[np.ndarray] = []
 
-    def emit(r: np.ndarray, c: np.ndarray, v: np.ndarray) -> None:
-        r_parts.append(np.asarray(r, dtype=np.int64) + row0)
-        c_parts.append(np.asarray(c, dtype=np.int64))
-        v_parts.append(np.asarray(v, dtype=float))
+    def add_rows(n: int, lo: object, up: object, *terms: tuple) -> None:
+        """``n`` rows bounded ``[lo, up]`` with their ``(row within these n, column, value)`` terms."""
+        row0 = sum(len(part) for part in lower)
+        for r, c, v in terms:
+            triplets.append((np.asarray(r, dtype=np.int64) + row0, np.asarray(c, dtype=np.int64), np.asarray(v, float)))
+        lower.append(np.broadcast_to(np.asarray(lo, dtype=float), (n,)))
+        upper.append(np.broadcast_to(np.asarray(up, dtype=float), (n,)))
 
     # demand-{g}-{b}: Σ a x + u ≥ d
     pairs = pd.MultiIndex.from_arrays([group, block])
     if n_dem:
         pos = _positions(frame.demand.index, pairs)
         sel = pos >= 0
-        emit(pos[sel], x_cols[sel], thr[sel])
-        emit(np.arange(n_dem), u_col0 + np.arange(n_dem), np.ones(n_dem))
-        lower_parts.append(frame.demand.to_numpy(dtype=float))
-        upper_parts.append(np.full(n_dem, np.inf))
-        row0 += n_dem
+        slack = (np.arange(n_dem), u_col0 + np.arange(n_dem), np.ones(n_dem))
+        add_rows(n_dem, frame.demand.to_numpy(dtype=float), np.inf, (pos[sel], x_cols[sel], thr[sel]), slack)
     # defer-{g}: Σ h a x + u ≥ D
     if n_def:
         pos = _positions(pd.Index(defer_keys), pd.Index(group))
         sel = pos >= 0
-        emit(pos[sel], x_cols[sel], (thr * hours_x)[sel])
-        emit(np.arange(n_def), ud_col0 + np.arange(n_def), np.ones(n_def))
-        lower_parts.append(np.array([frame.deferrable_units[g] for g in defer_keys], dtype=float))
-        upper_parts.append(np.full(n_def, np.inf))
-        row0 += n_def
+        slack = (np.arange(n_def), ud_col0 + np.arange(n_def), np.ones(n_def))
+        total = [frame.deferrable_units[g] for g in defer_keys]
+        add_rows(n_def, total, np.inf, (pos[sel], x_cols[sel], (thr * hours_x)[sel]), slack)
     # parallel-{g}-{b}: Σ x ≤ cap over GPU rows
     parallel_keys: list[tuple[str, int]] = []
     caps = frame.max_parallel_gpus
@@ -211,11 +177,8 @@ def build_matrix(frame: PlanFrame) -> PlanMatrix:
         if sel.any():
             keys = pd.MultiIndex.from_arrays([group[sel], block[sel]]).unique().sort_values()
             parallel_keys = [(str(g), int(b)) for g, b in keys]
-            pos = _positions(keys, pairs[sel])
-            emit(pos, x_cols[sel], np.ones(int(sel.sum())))
-            lower_parts.append(np.full(len(keys), -np.inf))
-            upper_parts.append(np.array([caps[g] for g, _b in parallel_keys], dtype=float))
-            row0 += len(keys)
+            terms = (_positions(keys, pairs[sel]), x_cols[sel], np.ones(int(sel.sum())))
+            add_rows(len(keys), -np.inf, [caps[g] for g, _b in parallel_keys], terms)
     # cap-{s}-{k}-{b}: Σ W x − c n ≤ C
     cap_keys: list[tuple[str, int, int]] = []
     cap = frame.capacity
@@ -227,29 +190,22 @@ def build_matrix(frame: PlanFrame) -> PlanMatrix:
             keys = pd.MultiIndex.from_arrays([substrate[sel], segment[sel], block[sel]]).unique().sort_values()
             cap_keys = [(str(s), int(k), int(b)) for s, k, b in keys]
             pos = _positions(keys, pd.MultiIndex.from_arrays([substrate[sel], segment[sel], block[sel]]))
-            emit(pos, x_cols[sel], wall[sel])
             key_sk = pd.MultiIndex.from_arrays([keys.get_level_values(0), keys.get_level_values(1)])
             fixed = bounded["fixed_gpus"].astype(float).reindex(key_sk).to_numpy()
             per_block = bounded["gpus_per_commit_block"].astype(float).reindex(key_sk).to_numpy()
             commit_pos = _positions(pd.Index(commit_keys), pd.Index(keys.get_level_values(0)))
             has = (per_block > 0) & (commit_pos >= 0)
-            emit(np.flatnonzero(has), commit_col0 + commit_pos[has], -per_block[has])
-            lower_parts.append(np.full(len(keys), -np.inf))
-            upper_parts.append(fixed)
-            row0 += len(keys)
+            bought = (np.flatnonzero(has), commit_col0 + commit_pos[has], -per_block[has])
+            add_rows(len(keys), -np.inf, fixed, (pos, x_cols[sel], wall[sel]), bought)
     # nodes-{s}-{b}: Σ W x − G N ≤ 0
     if n_node:
-        node_index = pd.MultiIndex.from_tuples(node_keys)
-        pos = _positions(node_index, pd.MultiIndex.from_arrays([substrate, block]))
+        pos = _positions(pd.MultiIndex.from_tuples(node_keys), pd.MultiIndex.from_arrays([substrate, block]))
         sel = pos >= 0
-        emit(pos[sel], x_cols[sel], wall[sel])
         per_node = nodes["gpus_per_node"].astype(float).reindex([s for s, _b in node_keys]).to_numpy()
-        emit(np.arange(n_node), node_col0 + np.arange(n_node), -per_node)
-        lower_parts.append(np.full(n_node, -np.inf))
-        upper_parts.append(np.zeros(n_node))
-        row0 += n_node
+        provisioned = (np.arange(n_node), node_col0 + np.arange(n_node), -per_node)
+        add_rows(n_node, -np.inf, 0.0, (pos[sel], x_cols[sel], wall[sel]), provisioned)
 
-    # objective (see objective.py for the formula)
+    # objective (docs/planner.md)
     cost = np.zeros(n_cols)
     cost[:n_x] = hours_x * (rows["usd_per_gpu_hour"].to_numpy(dtype=float) + rows["penalty_per_gpu_hour"].to_numpy())
     if n_node:
@@ -275,9 +231,7 @@ def build_matrix(frame: PlanFrame) -> PlanMatrix:
     integer = np.zeros(n_cols, dtype=bool)
     integer[commit_col0:u_col0] = True
 
-    r = np.concatenate(r_parts) if r_parts else np.empty(0, dtype=np.int64)
-    c = np.concatenate(c_parts) if c_parts else np.empty(0, dtype=np.int64)
-    v = np.concatenate(v_parts) if v_parts else np.empty(0)
+    r, c, v = (np.concatenate(part) for part in zip(*triplets, strict=True)) if triplets else (np.empty(0, int),) * 3
     order = np.lexsort((r, c))
     counts = np.bincount(c, minlength=n_cols)
     return PlanMatrix(
@@ -286,11 +240,11 @@ def build_matrix(frame: PlanFrame) -> PlanMatrix:
         col_lower=col_lower,
         col_upper=col_upper,
         integer=integer,
-        row_lower=np.concatenate(lower_parts) if lower_parts else np.empty(0),
-        row_upper=np.concatenate(upper_parts) if upper_parts else np.empty(0),
+        row_lower=np.concatenate(lower) if lower else np.empty(0),
+        row_upper=np.concatenate(upper) if upper else np.empty(0),
         start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
         index=r[order],
-        value=v[order],
+        value=v[order].astype(float),
         unserved_usd_per_unit=price,
         commit_keys=commit_keys,
         node_keys=node_keys,

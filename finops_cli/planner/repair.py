@@ -23,13 +23,9 @@ def at_rows(op: np.ufunc, out: np.ndarray, idx: np.ndarray, vals: np.ndarray) ->
 
 
 class Refill:
-    """Second tier of the cheap repair: work a broken hour dropped goes to spare capacity of that hour.
-
-    Scaling over-full columns down leaves other rows of the hour with room (a quieter workload's pool). Each
-    group's dropped units are offered to its capped columns cheaper than its uncapped fallback, cheapest first;
-    at each rank every group asks at once and a row asked for more than its spare shares it pro rata, so every
-    ≤ row (capacity, parallelism, nodes) stays within its bound. What is still dropped goes to the fallback.
-    """
+    """Second tier of the cheap repair: the work a broken hour dropped, offered to each group's capped columns
+    cheaper than its fallback, cheapest first, all groups at once; a row asked for more than its spare shares it
+    pro rata, so every ≤ row stays within its bound. What is still dropped goes to the fallback."""
 
     def __init__(
         self,
@@ -43,7 +39,6 @@ class Refill:
     ) -> None:
         rows = t.frame.rows
         n_base = t.n_x
-        self.n_le0 = t.parallel_row0
         self.n_le = t.n_rows - t.parallel_row0
         col_of = np.repeat(np.arange(t.n_cols), np.diff(t.start))
         le = (t.index >= t.parallel_row0) & (col_of < n_base)

@@ -1,18 +1,6 @@
-"""Read a solved plan back: allocations per workload and substrate, commitments, shortages and duals.
-
-Money, per allocation row ``i`` with value ``x_i`` in block ``b``:
-
-- GPU-hours ``= h_b · x_i``; units ``= a_i · h_b · x_i``;
-- cost ``= p_i · h_b · x_i`` (marginal price incl. congestion and the NETC multiplier ``W``);
-- NETC overhead ``= cost · (1 − C/(C·W + λ·W·F))`` (what preemptions add on spot: re-work, resumes, fees);
-- penalty ``= ρ_i · h_b · x_i`` (reliability steering, **not** money).
-
-Integer nodes, per substrate ``s`` and block ``b`` with ``N`` nodes of ``G`` GPUs: node-hours ``= N · h_b``;
-node rounding ``= q_s (G · N · h_b − Σ_i W_i h_b x_i)`` (the idle GPUs of provisioned nodes at the base price).
-
-Group rows are split back to their member workloads pro rata to demand (exact for identical members).
-The clearing price of workload ``w`` in block ``b`` is the dual of ``demand-{g}-{b}`` divided by
-``h_b`` (currency per unit), read from the LP re-solved with the commitment blocks (and node counts) fixed.
+"""Read a solved plan back: allocations per workload and substrate, commitments, shortages, nodes and clearing
+prices (each demand row's dual over its block hours). Group rows are split back to their members pro rata to
+demand (exact for identical members); the money is that of docs/planner.md, "What the plan reports".
 """
 
 from __future__ import annotations
@@ -22,7 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from finops_cli.core.pricing import useful_gpu_hour_price
+from finops_cli.core.pricing import base_price_per_gpu_hour, useful_gpu_hour_price
+from finops_cli.planner.frame import NODE_KINDS, PlanFrame
 from finops_cli.planner.model import PlanModel
 from finops_cli.planner.solve import Solved, SolveInfo
 
@@ -118,13 +107,16 @@ def read_solution(m: PlanModel, solved: Solved) -> PlanSolution:
 
     allocations["netc_overhead"] = allocations.apply(_netc, axis=1) if len(allocations) else 0.0
 
-    commit_values = all_values[mx.commit_col0 : mx.node_col0]
-    commit_rows = []
-    for sid, value in zip(mx.commit_keys, commit_values, strict=True):
-        blocks = round(float(value))
-        info = frame.commitments.loc[sid]
-        commit_rows.append((sid, blocks, blocks * float(info["block_gpus"]), blocks * float(info["usd_per_block"])))
-    commitments = pd.DataFrame(commit_rows, columns=["substrate", "blocks", "gpus", "cost"])
+    blocks = np.round(all_values[mx.commit_col0 : mx.node_col0]).astype(int)
+    bought = frame.commitments
+    commitments = pd.DataFrame(
+        {
+            "substrate": mx.commit_keys,
+            "blocks": blocks,
+            "gpus": blocks * bought["block_gpus"].to_numpy(dtype=float),
+            "cost": blocks * bought["usd_per_block"].to_numpy(dtype=float),
+        }
+    )
 
     hours = frame.blocks.hours
     nodes = _nodes_frame(m, all_values)
@@ -164,13 +156,9 @@ def read_solution(m: PlanModel, solved: Solved) -> PlanSolution:
     )
 
 
-def _fractional_nodes(frame, used: pd.DataFrame) -> pd.DataFrame:
-    """Without ``--integer-nodes``: per node-billed substrate (on-demand/spot with ``gpus_per_node``) and block,
-    the nodes the plan assumed (wall GPUs / GPUs per node) where that is not whole, and what rounding them up
-    to whole nodes would cost at the idle price ``price × preference`` (the ``--integer-nodes`` rounding)."""
-    from finops_cli.core.pricing import base_price_per_gpu_hour
-    from finops_cli.planner.frame import NODE_KINDS
-
+def _fractional_nodes(frame: PlanFrame, used: pd.DataFrame) -> pd.DataFrame:
+    """Without ``--integer-nodes``: per node-billed substrate and block, the nodes the plan assumed where that is
+    not whole, and what rounding them up to whole nodes would cost at the idle price ``price × preference``."""
     if not frame.nodes.empty or used.empty:
         return pd.DataFrame(columns=FRACTIONAL_NODE_COLUMNS)
     per_node = {

@@ -3,9 +3,13 @@ and the units it leaves unserved."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
+from finops_cli.atomic import atomic_path, check_writable
+from finops_cli.errors import InputError
 from finops_cli.planner.frame import PlanFrame
 
 #: Columns of the schedule (one row per hour, workload and substrate with work).
@@ -103,3 +107,39 @@ def _split_members(frame: PlanFrame, demand: pd.DataFrame, sched: pd.DataFrame) 
     res["kind"] = res["substrate"].map({sid: s.kind for sid, s in frame.substrates.items()})
     res = res[res["units"] > 0]
     return res[SCHEDULE_COLUMNS].sort_values(["hour", "workload", "substrate"], ignore_index=True)
+
+
+#: Suffixes a schedule file may have (``finops plan --schedule`` writes one, ``simulate dispatch`` reads it).
+SCHEDULE_FORMATS = (".parquet", ".csv")
+
+
+def check_schedule_path(path: str | Path) -> Path:
+    """A .parquet or .csv path that can be written (checked before any work)."""
+    target = Path(path)
+    if target.suffix.lower() not in SCHEDULE_FORMATS:
+        raise InputError(f"{target.name}: expected a .parquet or .csv file name", path=target, param="schedule")
+    return check_writable(target)
+
+
+def write_schedule(schedule: pd.DataFrame, path: str | Path) -> Path:
+    """Write a plan's hourly schedule to ``path`` (Parquet or CSV by suffix), atomically."""
+    target = check_schedule_path(path)
+    with atomic_path(target) as tmp:
+        if target.suffix.lower() == ".csv":
+            schedule.to_csv(tmp, index=False)
+        else:
+            schedule.to_parquet(tmp, index=False)
+    return target
+
+
+def read_schedule(path: str | Path) -> pd.DataFrame:
+    """Read the hourly schedule ``finops plan --schedule`` wrote (Parquet or CSV by suffix)."""
+    target = Path(path)
+    if target.suffix.lower() not in SCHEDULE_FORMATS:
+        raise InputError("expected the .parquet or .csv file finops plan --schedule wrote", path=target)
+    if not target.is_file():
+        raise InputError("file not found (expected the schedule finops plan --schedule wrote)", path=target)
+    try:
+        return pd.read_csv(target) if target.suffix.lower() == ".csv" else pd.read_parquet(target)
+    except Exception as exc:  # a corrupt file is the user's input: one line, exit 2
+        raise InputError(f"not a readable schedule ({type(exc).__name__}: {exc})", path=target) from None

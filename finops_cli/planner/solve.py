@@ -1,26 +1,20 @@
-"""Solve a plan model with HiGHS (handed the model's arrays, :mod:`finops_cli.planner.highs`) or CBC (PuLP).
-
-HiGHS is the default (docs/planner.md has the measurement that chose it); CBC, through the PuLP model made
-from the same arrays, is selectable where its binary exists (PuLP ≤ 3 bundles it). A time limit and a relative
-MIP gap are honoured; the report carries status, objective, best bound, gap and wall seconds.
-"""
+"""Solve a plan model with HiGHS (handed the matrix, :mod:`.highs`; the default) or CBC (the PuLP model), with a
+time limit and a relative MIP gap; docs/planner.md, "Solvers", says why HiGHS is the default."""
 
 from __future__ import annotations
 
-import os
 import re
+import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 
+from finops_cli.planner.highs import HighsRun, fixed_integer_duals, solve_matrix
 from finops_cli.planner.model import PlanModel
-
-if TYPE_CHECKING:
-    from finops_cli.planner.highs import HighsRun
 
 SolverName = Literal["auto", "cbc", "highs"]
 
@@ -46,20 +40,15 @@ class SolveInfo:
 
 
 def _cbc_path() -> str | None:
+    """PuLP's bundled CBC binary, else ``cbc`` on the PATH."""
     try:
         from pulp.apis import coin_api
     except ImportError:  # pragma: no cover - PuLP without COIN support
         return None
     for path in (getattr(coin_api, "pulp_cbc_path", None), getattr(coin_api, "cbc_path", None)):
-        if path and (os.path.isfile(path) or _which(path)):
-            return path if os.path.isfile(path) else _which(path)
+        if path and shutil.which(path):
+            return shutil.which(path)
     return None
-
-
-def _which(name: str) -> str | None:
-    from shutil import which
-
-    return which(name)
 
 
 def _highs_available() -> bool:
@@ -71,10 +60,8 @@ def _highs_available() -> bool:
 
 
 def resolve_solver(name: SolverName) -> str:
-    """``auto`` → HiGHS if available else CBC; an explicit choice that is missing falls back to the other.
-
-    CBC is looked for only when it is asked for or HiGHS is missing: finding its binary imports PuLP (~60 ms).
-    """
+    """``auto`` → HiGHS if available else CBC; an explicit choice that is missing falls back to the other (CBC is
+    looked for only when asked for or HiGHS is missing: that imports PuLP, ~60 ms)."""
     found = {"highs": _highs_available, "cbc": lambda: _cbc_path() is not None}
     for solver in ("cbc", "highs") if name == "cbc" else ("highs", "cbc"):
         if found[solver]():
@@ -83,13 +70,6 @@ def resolve_solver(name: SolverName) -> str:
 
 
 _STATUS = {1: "optimal", 2: "feasible", 0: "not_solved", -1: "infeasible", -2: "unbounded", -3: "not_solved"}
-
-
-def _parse_cbc_log(text: str) -> tuple[float | None, float | None]:
-    """(objective, best bound) from CBC's closing summary."""
-    obj = re.search(r"Objective value:\s*([-+0-9.eE]+)", text)
-    bound = re.search(r"Lower bound:\s*([-+0-9.eE]+)", text)
-    return (float(obj.group(1)) if obj else None, float(bound.group(1)) if bound else None)
 
 
 @dataclass
@@ -115,17 +95,14 @@ def solve_model(
     """Solve ``m`` and, with ``duals``, get the row duals from the LP with the integers fixed at their values."""
     name = resolve_solver(solver)
     if name == "highs":
-        from finops_cli.planner.highs import solve_matrix
-
         run, h = solve_matrix(m.matrix, time_limit=time_limit, gap=gap)
         info = _info("highs", run.status, run.objective, run.best_bound, run.seconds)
-        if run.whole:  # the LP relaxation came out whole: its duals are those with the integers fixed
-            return Solved(info, run.values, run.row_duals, info, (h, run))
-        solved = Solved(info, run.values, run.row_duals, None, (h, run))
+        # a relaxation that came out whole has the duals of the LP with the integers fixed already
+        solved = Solved(info, run.values, run.row_duals, info if run.whole else None, (h, run))
     else:
         if m.prob is None:
             raise ValueError("CBC solves the PuLP model: build it with build_model(frame, with_pulp=True)")
-        info = _solve_pulp(m, "cbc", time_limit=time_limit, gap=gap)
+        info = _solve_pulp(m, time_limit=time_limit, gap=gap)
         solved = Solved(info, _pulp_values(m), None if m.has_integers else _pulp_duals(m))
     return add_duals(m, solved) if duals else solved
 
@@ -135,19 +112,17 @@ def add_duals(m: PlanModel, solved: Solved) -> Solved:
     if solved.info.status not in ("optimal", "feasible") or not m.has_integers or solved.dual is not None:
         return solved
     if solved.info.name == "highs":
-        from finops_cli.planner.highs import fixed_integer_duals
-
         assert solved.handle is not None  # every HiGHS solve keeps its instance and run
         h, run = solved.handle
         again = fixed_integer_duals(h, m.matrix, run)
         dual = _info("highs", again.status, again.objective, again.objective, again.seconds)
-        if again.status != "optimal":
-            return Solved(solved.info, solved.values, None, dual, solved.handle)
-        return Solved(solved.info, again.values, again.row_duals, dual, solved.handle)
-    dual = fix_integers_and_resolve(m, "cbc")
-    if dual.status != "optimal":
-        return Solved(solved.info, solved.values, None, dual)
-    return Solved(solved.info, _pulp_values(m), _pulp_duals(m), dual)
+        values, row_duals = again.values, again.row_duals
+    else:
+        dual = fix_integers_and_resolve(m)
+        values, row_duals = _pulp_values(m), _pulp_duals(m)
+    if dual.status != "optimal":  # the plan keeps the MILP's values, without duals
+        return replace(solved, row_duals=None, dual=dual)
+    return replace(solved, values=values, row_duals=row_duals, dual=dual)
 
 
 def _info(name: str, status: str, objective: float | None, best: float | None, seconds: float) -> SolveInfo:
@@ -164,14 +139,10 @@ def _pulp_values(m: PlanModel) -> np.ndarray:
 
 
 def _pulp_duals(m: PlanModel) -> np.ndarray:
-    rows = [*m.demand_rows.values(), *m.defer_rows.values(), *m.parallel_rows.values(), *m.cap_rows.values()]
-    rows += list(m.node_rows.values())
-    return np.array([np.nan if r.pi is None else float(r.pi) for r in rows], dtype=float)
+    return np.array([np.nan if r.pi is None else float(r.pi) for r in m.rows], dtype=float)
 
 
-def _solve_pulp(
-    m: PlanModel, name: str, *, time_limit: float | None = None, gap: float | None = DEFAULT_GAP
-) -> SolveInfo:
+def _solve_pulp(m: PlanModel, *, time_limit: float | None = None, gap: float | None = DEFAULT_GAP) -> SolveInfo:
     """Solve the PuLP model with CBC (variable values and row duals are set on the PuLP objects)."""
     import pulp
 
@@ -183,21 +154,21 @@ def _solve_pulp(
         cmd = pulp.COIN_CMD(path=_cbc_path(), msg=False, timeLimit=time_limit, gapRel=gap, logPath=str(log), threads=1)
         prob.solve(cmd)
         text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    _obj, best_bound = _parse_cbc_log(text)
+    bound = re.search(r"Lower bound:\s*([-+0-9.eE]+)", text)  # CBC's closing summary
     seconds = time.perf_counter() - start
     status = _STATUS.get(prob.sol_status, _STATUS.get(prob.status, "not_solved"))
     objective = pulp.value(prob.objective) if status in ("optimal", "feasible") else None
     objective = float(objective) if objective is not None else None
-    return _info(name, status, objective, best_bound if m.has_integers else None, seconds)
+    best_bound = float(bound.group(1)) if bound and m.has_integers else None
+    return _info("cbc", status, objective, best_bound, seconds)
 
 
-def fix_integers_and_resolve(m: PlanModel, solver: SolverName = "cbc") -> SolveInfo:
+def fix_integers_and_resolve(m: PlanModel) -> SolveInfo:
     """Fix the PuLP model's commitment blocks and node counts at their values and re-solve the LP (CBC path)."""
     import pulp
 
-    for var in [*m.commit.values(), *m.nodes.values()]:
-        value = round(var.value() or 0.0)
-        var.lowBound = value
-        var.upBound = value
+    for j in np.flatnonzero(m.matrix.integer):
+        var = m.columns[j]
+        var.lowBound = var.upBound = round(var.value() or 0.0)
         var.cat = pulp.LpContinuous
-    return _solve_pulp(m, "cbc", gap=None)
+    return _solve_pulp(m, gap=None)

@@ -1,6 +1,6 @@
 """The leadership report's inputs gathered from the store and the priced estate, then the report written.
 
-:func:`finops_cli.api.report` checks its arguments and hands over here; the supply curve comes from a callable
+:func:`finops_cli.api.report` hands over here; the supply curve comes from a callable
 (the estate layer above prices it), so this module reads only the store.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from finops_cli.errors import FinopsError
+from finops_cli.errors import FinopsError, InputError
 from finops_cli.report.metrics import (
     PriceFeedInfo,
     ReportInputs,
@@ -21,7 +21,7 @@ from finops_cli.report.metrics import (
     horizon_bounds,
 )
 from finops_cli.report.waste_query import store_waste_reports
-from finops_cli.report.write import write_report
+from finops_cli.report.write import check_report_path, write_report
 from finops_cli.store import engine
 from finops_cli.store.cost_query import actual_cost_notes
 from finops_cli.store.queries import SPOT_FEED_LATEST
@@ -47,14 +47,26 @@ def build_report(
     out: Path | None,
     *,
     fleet: Fleet | None,
+    fleet_name: object | None,
+    plan_path: object | None,
     supply: Callable[[str], SupplyCurve] | None,
     supply_missing: str | None,
 ) -> ReportResult:
     """Fill ``inputs`` from the store (idle waste, price-feed age, effective-cost notes) and ``supply`` (the merit
     order of the plan's costliest workload), then write the report at ``out`` (charts drawn here).
 
-    ``fleet`` prices idle devices; ``supply_missing`` is the supply section's note when there is no ``supply``."""
+    ``fleet`` (read from ``fleet_name``) prices idle devices and must be in the plan's currency;
+    ``supply_missing`` is the supply section's note when there is no ``supply``."""
     doc = inputs.plan
+    if fleet is not None and fleet.currency != doc.currency:
+        raise InputError(
+            f"the plan is in {doc.currency} but {fleet_name or 'the fleet'} is in {fleet.currency}; amounts in "
+            "different currencies are never mixed (plan with this fleet, or report with the fleet the plan used)",
+            path=plan_path,
+            where="currency",
+        )
+    if out is not None:
+        check_report_path(out)
     start, _ = horizon_bounds(doc)
     month = None if start is None else f"{start:%Y-%m}"
     if month is not None:
@@ -93,7 +105,7 @@ def build_report(
         try:
             with engine.system_allocator():  # see finops_cli.api.waste_reports
                 reports = store_waste_reports(
-                    st, ("team", "substrate"), fleet=fleet, price_per_gpu_hour=None, month=use, reason="--month"
+                    st, ("team", "substrate"), fleet=fleet, price_per_gpu_hour=None, month=use, reason="`month`"
                 )
             by = {g: r.to_dict() for g, r in reports.items()}
             inputs.waste = WasteInputs(by, month=use)
@@ -106,4 +118,7 @@ def build_report(
         table = engine.run(st, SPOT_FEED_LATEST)
         rows = table.to_pylist() if table is not None else []
         inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
-    return write_report(inputs, out)
+    result = write_report(inputs, out)
+    if start is not None:
+        result.horizon_note = f"horizon: {start:%Y-%m-%d} + {doc.horizon.hours} h: the plan's"
+    return result

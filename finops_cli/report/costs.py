@@ -256,7 +256,7 @@ def chargeback(
 # --- the costs command: the store queried, grouped, compared or charged back -------------------------
 
 
-def _name_values(items: list[str] | None, flag: str) -> dict[str, list[str]]:
+def _name_values(items: list[str] | None) -> dict[str, list[str]]:
     """``["team=research,data", "region=us-east-1"]`` → ``{team: [research, data], region: [us-east-1]}``."""
     from finops_cli.errors import InputError
 
@@ -264,7 +264,7 @@ def _name_values(items: list[str] | None, flag: str) -> dict[str, list[str]]:
     for item in items or []:
         name, sep, values = item.partition("=")
         if not sep or not name.strip() or not values.strip():
-            raise InputError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...] such as team=research")
+            raise InputError(f"{item!r}: expected NAME=VALUE[,VALUE...] such as team=research", param="where")
         out.setdefault(name.strip(), []).extend(v.strip() for v in values.split(",") if v.strip())
     return out
 
@@ -305,29 +305,32 @@ def costs_report(
 ) -> CostsResult:
     """:func:`finops_cli.api.costs` on the store ``st``: ``fleet`` loads the fleet when substrates are asked for,
     ``default_month`` is the default-month rule (the month and why)."""
-    for flag, value in (("--month", month), ("--compare", compare)):
+    for param, value in (("month", month), ("compare", compare)):
         if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
-            raise InputError(f"{flag} {value!r}: expected YYYY-MM such as 2026-10")
+            raise InputError(f"{value!r}: expected YYYY-MM such as 2026-10", param=param)
     if cost not in COST_BASES:
-        raise InputError(f"--cost {cost!r}: expected billed or effective")
+        raise InputError(f"{cost!r}: expected billed or effective", param="cost")
     if chargeback is not None and chargeback not in CHARGEBACK_RULES:
-        raise InputError(f"--chargeback {chargeback!r}: expected proportional or even")
+        raise InputError(f"{chargeback!r}: expected proportional or even", param="chargeback")
     if chargeback is not None and compare is not None:
-        raise InputError("--chargeback and --compare answer different questions; give one")
+        raise InputError(
+            "`chargeback` and `compare` answer different questions; give one", mentions=("chargeback", "compare")
+        )
     by = [b.strip() for b in (by or []) if b.strip()]
     if chargeback is not None:
         if by:
-            raise InputError("--chargeback groups by team (--team-tag); drop --by")
+            raise InputError("groups by team (`team_tag`); drop `by`", param="chargeback", mentions=("team_tag", "by"))
         by = [team_tag]
     if len(by) > MAX_COST_DIMENSIONS:
         raise InputError(
-            f"--by names {len(by):,} dimensions; at most {MAX_COST_DIMENSIONS} (each one is a column and a "
-            "grouping key: the query grows faster than the list)"
+            f"names {len(by):,} dimensions; at most {MAX_COST_DIMENSIONS} (each one is a column and a "
+            "grouping key: the query grows faster than the list)",
+            param="by",
         )
     twice = next((b for i, b in enumerate(by) if b in by[:i]), None)
     if twice is not None:  # name the one repeated, not the whole (possibly huge) argument
-        raise InputError(f"--by: {one_line(twice, 60)!r} is named twice")
-    filters = _name_values(where, "--where")
+        raise InputError(f": {one_line(twice, 60)!r} is named twice", param="by")
+    filters = _name_values(where)
     periods = st.partition_values("billing", "billing_period") if st.has("billing") else []
     if not periods:
         raise InputError("no billing in the store; run 'finops ingest billing' first")
@@ -336,19 +339,20 @@ def costs_report(
         month, month_reason = default_month()  # the one default-month rule (plan, stack, waste, estate draft)
         if compare == month:
             raise InputError(
-                f"--compare {compare} is the month itself (month: {month}: {month_reason}); "
-                "give --month for the other month"
+                f"{compare} is the month itself (month: {month}: {month_reason}); give `month` for the other month",
+                param="compare",
+                mentions=("month",),
             )
-    for flag, value in (("--month", month), ("--compare", compare)):
+    for param, value in (("month", month), ("compare", compare)):
         if value is not None and value not in periods:
-            raise InputError(f"{flag} {value}: no billing for it in the store (have {', '.join(periods)})")
+            raise InputError(f"{value}: no billing for it in the store (have {', '.join(periods)})", param=param)
     months = [m for m in (month, compare) if m is not None]
     need_substrate = "substrate" in by or "substrate" in filters
     match_cols: list[str] = []
     fl = None
     if need_substrate:
         if fleet is None:
-            raise InputError("substrate needs --fleet (the substrates and their match rules)")
+            raise InputError("substrate needs `fleet` (the substrates and their match rules)", mentions=("fleet",))
         fl = fleet()
         extra = sorted({c for s in fl.substrates for c in (s.match or {})})
         match_cols = list(dict.fromkeys(["provider", "RegionId", "x_InstanceType", "PricingCategory", *extra]))

@@ -113,17 +113,18 @@ class Thresholds:
 
     def validate(self) -> None:
         for name, value in asdict(self).items():
-            flag = "--" + name.replace("_", "-")
             if value is not None and not math.isfinite(value):
-                raise InputError(f"{flag}: expected a finite number, got {value}")
+                raise InputError(f": expected a finite number, got {value}", param=name)
         if self.budget is not None and self.budget < 0:
-            raise InputError(f"--budget: expected an amount ≥ 0, got {self.budget}")
-        for flag, value in (("--max-price-age", self.max_price_age), ("--max-node-rounding-pct",
-                                                                      self.max_node_rounding_pct)):  # fmt: skip
+            raise InputError(f": expected an amount ≥ 0, got {self.budget}", param="budget")
+        for name in ("max_price_age", "max_node_rounding_pct"):
+            value = getattr(self, name)
             if value is not None and value < 0:
-                raise InputError(f"{flag}: expected a number ≥ 0, got {value}")
+                raise InputError(f": expected a number ≥ 0, got {value}", param=name)
         if self.max_spot_share is not None and not 0 <= self.max_spot_share <= 1:
-            raise InputError(f"--max-spot-share: expected a fraction between 0 and 1, got {self.max_spot_share}")
+            raise InputError(
+                f": expected a fraction between 0 and 1, got {self.max_spot_share}", param="max_spot_share"
+            )
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,8 @@ def _check_comparable(new: PlanDocument, base: PlanDocument) -> None:
     if (new.horizon.start, new.horizon.hours) != (base.horizon.start, base.horizon.hours):
         raise InputError(
             f"horizon mismatch: the new plan covers {new.horizon.start} + {new.horizon.hours} h, the baseline plan "
-            f"{base.horizon.start} + {base.horizon.hours} h; plan both over the same horizon (--horizon)"
+            f"{base.horizon.start} + {base.horizon.hours} h; plan both over the same horizon (`horizon`)",
+            mentions=("horizon",),
         )
 
 
@@ -312,8 +314,10 @@ def evaluate(
             continue
         if delta is None:
             raise InputError(
-                f"--{name} needs a baseline: pass --baseline base.json (the target branch's plan), "
-                "or a plan whose totals.baseline_cost is known (billing ingested)"
+                "needs a baseline: pass `baseline` base.json (the target branch's plan), "
+                "or a plan whose totals.baseline_cost is known (billing ingested)",
+                param=name.replace("-", "_"),
+                mentions=("baseline",),
             )
         if name == "max-increase-usd":
             ok = _le(delta, limit)
@@ -614,4 +618,4 @@ def render(result: GateResult, fmt: str) -> str:
         return render_markdown(result)
     if fmt == "github":
         return render_github(result)
-    raise InputError(f"--format: expected one of text, json, markdown, github, got {fmt!r}")
+    raise InputError(f"format {fmt!r}: expected one of text, json, markdown, github")

@@ -138,8 +138,8 @@ class WasteReport:
     #: ``"utilisation"`` (idle measured from a trace) or ``"billing"`` (billed GPU spend only: idle unknown)
     basis: str = "utilisation"
     notes: list[str] = field(default_factory=list)
-    #: why this month (the default-month rule's reason, or ``--month``), for stderr
-    month_reason: str = "--month"
+    #: why this month (the default-month rule's reason, or ``month`` given), for stderr
+    month_reason: str = "`month`"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -58,7 +58,7 @@ def store_waste_reports(
     if month not in util_months and month not in bill_months:
         have = ", ".join(f"{kind} {', '.join(ms)}" for kind, ms in (("utilisation", util_months),
                                                                   ("billing", bill_months)) if ms)  # fmt: skip
-        raise InputError(f"--month {month}: no utilisation or billing for it (have {have})")
+        raise InputError(f"{month}: no utilisation or billing for it (have {have})", param="month")
     fl = fleet
     costs = (
         engine.run_arrow(

@@ -107,7 +107,9 @@ def check_report_path(out: Path) -> None:
     """``out`` can take the report and its charts beside it (not a device or a pipe)."""
     if check_output(out) == "stream":
         raise InputError(
-            "is a device or pipe; report --out writes charts beside the report, so give a file path", path=out
+            "is a device or pipe; report `out_path` writes charts beside the report, so give a file path",
+            path=out,
+            mentions=("out_path",),
         )
 
 

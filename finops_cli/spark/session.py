@@ -1,8 +1,5 @@
-"""One SparkSession for a command: the active one (spark-submit, Databricks), else one started here.
-
-Why these settings: the store's partition values (``billing_period=2026-10``, ``month=2026-10``) are text
-in every engine, so partition type inference is off; hours are UTC hours, so the session time zone is
-UTC whatever the machine's; Arrow carries batches between the JVM and the Python workers.
+"""One SparkSession for a command (the active one under spark-submit or Databricks, else one started here), and
+Spark tasks that run finops's own Python steps.
 """
 
 from __future__ import annotations
@@ -14,13 +11,10 @@ import shutil
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from finops_cli.errors import InputError
-from finops_cli.store.engine import DuckDBEngine, using
 from finops_cli.store.remote import ObjectStore
-from finops_cli.store.store import stage_aggregates
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,7 +28,7 @@ DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "FINOPS_SPARK_MASTER"
 INSTALL_HINT = "pip install 'gpu-fleet-finops[spark]'"
 
-#: settings every finops session needs (see the module docstring)
+#: partition values are text in every engine, hours are UTC hours, Arrow carries batches to the Python workers
 CONF: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
@@ -43,15 +37,6 @@ CONF: dict[str, str] = {
     # a session finops starts ends with the command: nobody opens its web UI, and starting it costs seconds
     "spark.ui.enabled": "false",
 }
-
-
-def require_pyspark() -> Any:
-    """The ``pyspark`` module, or one line saying how to install it (exit 2)."""
-    try:
-        import pyspark
-    except ImportError:
-        raise InputError(f"--engine spark needs pyspark, which is not installed: {INSTALL_HINT}") from None
-    return pyspark
 
 
 def _java_available() -> bool:
@@ -66,14 +51,16 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None) -
 
     Under spark-submit or on Databricks the session (and its master) already exists and is used as it is.
     """
-    require_pyspark()
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise InputError(f"spark needs pyspark, which is not installed: {INSTALL_HINT}", param="engine") from None
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
     if "PYSPARK_GATEWAY_PORT" not in os.environ and not _java_available():
-        raise InputError("--engine spark needs Java 17 or later: set JAVA_HOME or put java on the PATH")
+        raise InputError("spark needs Java 17 or later: set JAVA_HOME or put java on the PATH", param="engine")
     master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     builder = SparkSession.builder.appName("finops")
     if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not under spark-submit, whose master wins
@@ -98,10 +85,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def task_error(exc: BaseException) -> InputError | None:
-    """The user's error a Spark task raised (an :class:`InputError` in a Python worker), else None.
-
-    Spark reports it as the worker's traceback text; its last ``InputError:`` line is the message.
-    """
+    """The user's error a Spark task raised, else None: the last ``InputError:`` line of the worker's traceback."""
     text = str(exc)
     marker = "finops_cli.errors.InputError: "
     at = text.rfind(marker)
@@ -111,12 +95,10 @@ def task_error(exc: BaseException) -> InputError | None:
 
 
 def run_tasks(spark: SparkSession, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``[fn(item) for item in items]``, one Spark task per item (in that order of scheduling); the results
-    in ``items``' order. A user's error in a task is re-raised here as its one line (:func:`task_error`).
+    """``[fn(item) for item in items]``, one Spark task per item; a user's error in a task is re-raised as its line.
 
-    ``items`` travel with the task's closure and results come back pickled: both are small (file names,
-    tallies). ``spark.range`` with one partition per item, then ``mapInArrow``: no RDD API, so it also
-    runs where only the DataFrame API is allowed (Spark Connect, shared Databricks clusters).
+    Items and results (small: file names, tallies) travel pickled through ``spark.range(…).mapInArrow``: no RDD
+    API, so it also runs where only the DataFrame API is allowed (Spark Connect, shared Databricks clusters).
     """
     if not items:
         return []
@@ -143,38 +125,13 @@ def _task(fn: Callable[[Any], Any], items: list[Any], batches: Iterator[pa.Recor
 
 
 def task_staging(spark: SparkSession, tx: Any) -> str:
-    """The transaction's staging directory, where tasks write; refused (one line) where executors cannot reach it.
-
-    A bucket store's transaction stages on this machine's disk and uploads at commit (the store's own
-    protocol): Spark tasks can write there only in local mode. A directory store's staging is inside the
-    store, so a cluster needs the store on a file system every executor shares.
-    """
+    """The transaction's staging directory, where tasks write; refused where executors cannot reach it (a bucket
+    store stages on this machine's disk: only a local master's tasks can write there)."""
     if isinstance(tx.store, ObjectStore) and not str(spark.sparkContext.master).startswith("local"):
         raise InputError(
-            f"--engine spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
+            f"spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
             "its transaction stages on this machine's disk, which a cluster's executors cannot write; on a cluster "
-            "use a store on a file system every executor shares (docs/scale.md)"
+            "use a store on a file system every executor shares (docs/scale.md)",
+            param="engine",
         )
     return str(tx.staging)
-
-
-def adopt(tx: Any, staged: Sequence[str], rows: int, aggregates: Sequence[str]) -> None:
-    """Commit with ``tx`` the files (and their aggregates) a task staged, after checking this driver sees them."""
-    missing = [r for r in [*staged, *aggregates] if not (tx.staging / r).is_file()]
-    if missing:
-        raise InputError(
-            f"Spark tasks wrote {missing[0]} where this driver cannot see it; the store must be on storage "
-            "every executor shares (docs/scale.md)",
-            path=tx.staging,
-        )
-    tx.adopt([Path(r) for r in staged], rows, [Path(a) for a in aggregates])
-
-
-def close_and_aggregate(writer: Any, staging: str) -> tuple[list[str], list[str]]:
-    """In a task: close ``writer`` (a :class:`~finops_cli.store.store.StagedWriter`) and build the aggregate of
-    each file it wrote, with DuckDB in this task, from the same SQL (so the commit need not read every new
-    line again in one Spark SQL job: at 10 M lines that job was 40 % of the ingest). (files, aggregates)."""
-    written = writer.close()
-    with using(DuckDBEngine()):
-        built = stage_aggregates(Path(staging), written)
-    return [str(p) for p in written], [str(p) for p in built]

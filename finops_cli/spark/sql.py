@@ -1,15 +1,10 @@
-"""The store's SQL (:mod:`finops_cli.store.queries`) on Spark SQL: one text, translated, never re-typed.
-
-The queries are written once in DuckDB's dialect. Here sqlglot parses that text, binds its ``$name``
-parameters as typed literals in the syntax tree (never by pasting text), and writes Spark SQL
-(``json_extract_string`` → ``GET_JSON_OBJECT``, double-quoted identifiers → back-quoted, …). Each dataset
-becomes a temporary view over the same Parquet files DuckDB reads, with the Hive partition columns as
-text and the canonical columns an older file lacks as NULL, so both engines answer over one schema.
+"""The store's SQL on Spark SQL: sqlglot parses the DuckDB text, binds its ``$name`` parameters as typed literals
+in the syntax tree (never by pasting text) and writes Spark SQL, over views of the same Parquet files and schema.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -19,12 +14,9 @@ import pyarrow as pa
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.readers.values import map_unique
-from finops_cli.schema.billing import BILLING_SCHEMA
-from finops_cli.schema.utilization import STORE_SCHEMA as UTILIZATION_SCHEMA
 from finops_cli.spark.session import get_session
-from finops_cli.store.engine import render
-from finops_cli.store.queries import Query
-from finops_cli.store.store import DATASETS
+from finops_cli.store.engine import CANONICAL, Files, Schemas
+from finops_cli.store.layout import DATASETS
 
 
 def to_spark_sql(sql: str, params: Mapping[str, Any] | None = None) -> str:
@@ -81,60 +73,43 @@ class SparkEngine:
         get_session(master)
 
     def run_files(
-        self,
-        query: Query,
-        files: Mapping[str, Iterable[str | Path]],
-        params: Mapping[str, Any] | None = None,
-        *,
-        filesystem: Any = None,
-        schemas: Any = None,
-        **slots: str,
+        self, sql: str, files: Files, params: Mapping[str, Any] | None, filesystem: Any = None, schemas: Schemas = None
     ) -> pa.Table:
         if filesystem is not None:
-            raise InputError("--engine spark reads a store on a file system every executor shares, not a bucket store")
-        return run_files(query, files, params, **slots)
+            raise InputError(
+                "spark reads a store on a file system every executor shares, not a bucket store", param="engine"
+            )
+        spark = get_session()
+        for table, paths in files.items():
+            _create_view(spark, table, [Path(p) for p in paths])
+        return _to_arrow(spark.sql(to_spark_sql(sql, params)))
 
-    def run_per_file(self, query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
-        return run_per_file(query, dataset, paths)
+    def run_per_file(self, sql: str, dataset: str, paths: list[Path]) -> list[pa.Table]:
+        """In one Spark job (a job per file costs seconds): the query's syntax tree also selects and groups by each
+        row's file, and the answer is split back by file."""
+        import pyarrow.compute as pc
+        import sqlglot
+
+        spark = get_session()
+        _create_view(spark, dataset, paths, file_column=True)
+        tree = sqlglot.parse_one(to_spark_sql(sql), read="spark")
+        if not isinstance(tree, sqlglot.exp.Select) or tree.args.get("group") is None:
+            raise ValueError("the query does not group: it cannot answer per file")
+        tree = tree.select(_FILE, copy=False).group_by(_FILE, copy=False)
+        result = _to_arrow(spark.sql(tree.sql(dialect="spark")))
+        wanted = {p.resolve(): i for i, p in enumerate(paths)}
+        named = pc.unique(result[_FILE]).to_pylist()
+        codes = {n: wanted[Path(unquote(urlparse(n).path)).resolve()] for n in named}
+        index = map_unique(result[_FILE], codes.__getitem__, pa.int64())
+        body = result.drop_columns([_FILE])
+        return [body.filter(pc.equal(index, i)) for i in range(len(paths))]
 
     def close(self) -> None:
         pass
 
 
-def run_files(
-    query: Query, files: Mapping[str, Iterable[str | Path]], params: Mapping[str, Any] | None = None, **slots: str
-) -> pa.Table:
-    """:func:`finops_cli.store.engine.run_files` on Spark: the same query, files and result columns."""
-    spark = get_session()
-    sql = render(query, **slots)
-    for table, paths in files.items():
-        _create_view(spark, table, [Path(p) for p in paths])
-    return _to_arrow(spark.sql(to_spark_sql(sql, params)))
-
-
 #: the column that names each row's file when one job answers for many files
 _FILE = "_finops_file"
-
-
-def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
-    """:func:`finops_cli.store.engine.run_per_file` in one Spark job: the query's syntax tree also selects
-    and groups by each row's file, and the answer is split back by file (a job per file costs seconds)."""
-    import pyarrow.compute as pc
-    import sqlglot
-
-    spark = get_session()
-    _create_view(spark, dataset, paths, file_column=True)
-    tree = sqlglot.parse_one(to_spark_sql(render(query)), read="spark")
-    if not isinstance(tree, sqlglot.exp.Select) or tree.args.get("group") is None:
-        raise ValueError(f"query {query.name} does not group: it cannot answer per file")
-    tree = tree.select(_FILE, copy=False).group_by(_FILE, copy=False)
-    result = _to_arrow(spark.sql(tree.sql(dialect="spark")))
-    wanted = {p.resolve(): i for i, p in enumerate(paths)}
-    named = pc.unique(result[_FILE]).to_pylist()
-    codes = {n: wanted[Path(unquote(urlparse(n).path)).resolve()] for n in named}
-    index = map_unique(result[_FILE], codes.__getitem__, pa.int64())
-    body = result.drop_columns([_FILE])
-    return [body.filter(pc.equal(index, i)) for i in range(len(paths))]
 
 
 def _create_view(spark: Any, table: str, paths: list[Path], file_column: bool = False) -> None:
@@ -145,8 +120,7 @@ def _create_view(spark: Any, table: str, paths: list[Path], file_column: bool = 
 
     base = paths[0].parents[len(DATASETS[table])]  # <dataset>/<col>=<value>/…/<key>.parquet
     df = spark.read.option("basePath", str(base)).option("mergeSchema", "true").parquet(*map(str, paths))
-    canonical = {"billing": BILLING_SCHEMA, "utilization": UTILIZATION_SCHEMA}.get(table)
-    for f in canonical or []:
+    for f in CANONICAL.get(table, []):
         if f.name not in df.columns:
             t = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
             df = df.withColumn(f.name, F.lit(None).cast(from_arrow_type(t)))

@@ -1,10 +1,7 @@
 """``ingest utilization --engine spark``: each source is one Spark task running the pipeline's own
-:func:`~finops_cli.ingest.utilization.pipeline.ingest_source` (parse, spill by device, intervals, per-month
-files), writing through a :class:`~finops_cli.store.store.StagedWriter` into the transaction's staging
-directory, and building those files' hourly aggregates beside them. A source's files are named by its own
-key, so no two tasks write the same file and nothing is merged: the driver adopts the staged files, records
-each source, checks that no device's time is counted twice (against the store and between the sources) and
-commits, as the local engine does.
+:func:`~finops_cli.ingest.utilization.pipeline.ingest_source` into the transaction's staging directory, with its
+files' aggregates built beside them. A source's files are named by its own key, so no two tasks write the same
+file; the driver adopts them, records each source, checks overlaps and commits, as the local engine does.
 """
 
 from __future__ import annotations
@@ -15,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from finops_cli.errors import InputError
 from finops_cli.ingest.utilization.pipeline import SourceDone, SourceOptions, ingest_source
-from finops_cli.spark.session import adopt, close_and_aggregate, get_session, run_tasks, task_staging
-from finops_cli.store.store import StagedWriter
+from finops_cli.spark.session import get_session, run_tasks, task_staging
+from finops_cli.store.engine import DuckDBEngine, stage_aggregates, using
+from finops_cli.store.staging import StagedWriter
 
 
 @dataclass(frozen=True)
@@ -29,28 +28,32 @@ class SparkStager:
     def stage(
         self, sources: Sequence[Path], options: SourceOptions, tx: Any, on_rows: Callable[[int], None] | None
     ) -> list[SourceDone]:
-        return stage_utilization(sources, options, tx, self.master)
-
-
-def stage_utilization(
-    sources: Sequence[Path], options: SourceOptions, tx: Any, master: str | None = None
-) -> list[SourceDone]:
-    """Ingest ``sources`` as Spark tasks into ``tx``'s staging directory; adopt their files; their results."""
-    spark = get_session(master)
-    jobs = [(i, str(src)) for i, src in enumerate(sources)]
-    done: list[SourceDone] = run_tasks(spark, functools.partial(_ingest, task_staging(spark, tx), options), jobs)
-    for d in done:
-        adopt(tx, d.staged, d.rows, d.aggregates)
-    return done
+        """Ingest ``sources`` into ``tx``'s staging directory and adopt their files; their results."""
+        spark = get_session(self.master)
+        jobs = [(i, str(src)) for i, src in enumerate(sources)]
+        done: list[SourceDone] = run_tasks(spark, functools.partial(_ingest, task_staging(spark, tx), options), jobs)
+        for d in done:
+            missing = [r for r in [*d.staged, *d.aggregates] if not (tx.staging / r).is_file()]
+            if missing:
+                raise InputError(
+                    f"Spark tasks wrote {missing[0]} where this driver cannot see it; the store must be on storage "
+                    "every executor shares (docs/scale.md)",
+                    path=tx.staging,
+                )
+            tx.adopt([Path(r) for r in d.staged], d.rows, [Path(a) for a in d.aggregates])
+        return done
 
 
 def _ingest(staging: str, options: SourceOptions, job: tuple[int, str]) -> SourceDone:
-    """Task, on an executor: one source into its own staged files."""
+    """Task, on an executor: one source into its own staged files, and their aggregates (DuckDB, in the task)."""
     index, src = job
     writer = StagedWriter(Path(staging))
     try:
         done = ingest_source(writer, index, Path(src), options, Path(staging))
-        done.staged, done.aggregates = close_and_aggregate(writer, staging)
+        written = writer.close()
+        with using(DuckDBEngine()):
+            built = stage_aggregates(Path(staging), written)
+        done.staged, done.aggregates = [str(p) for p in written], [str(p) for p in built]
     except BaseException:
         writer.discard()
         raise

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import os
 
-from finops_cli.store.store import DATASETS, Store, resolve_store_root, store_exists
+from finops_cli.store.layout import DATASETS
+from finops_cli.store.store import Store, resolve_store_root, store_exists
 
 
 def open_store(root: str | os.PathLike[str] | None = None) -> Store:

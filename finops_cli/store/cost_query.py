@@ -1,12 +1,7 @@
-"""``finops costs``: the grouping and filters a user asked for, as the slots and parameters of
-:data:`~finops_cli.store.queries.COST_GROUPS` (and :data:`~finops_cli.store.queries.USAGE_GROUPS` for chargeback),
-run by :mod:`finops_cli.store.engine`.
-
-The SQL lives with the store's other questions in :mod:`finops_cli.store.queries`; this module only fills its
-slots. Grouped expressions come from :data:`DIMENSIONS`, the billing schema's own column names, or
-``json_extract_string(Tags, $tagN)`` with the tag path as a parameter; every value a user typed (months, tag
-paths, filter values) is a ``$parameter``, so no user text is ever spliced into SQL. Filters on
-``billing_period`` prune whole partitions before a byte is read; what reaches pandas is one row per group.
+"""``finops costs``: the grouping and filters a user asked for, as the slots and parameters of the store's
+queries (:data:`~finops_cli.store.queries.COST_GROUPS` and its neighbours). Grouped expressions come from
+:data:`DIMENSIONS`, the billing schema's own columns, or tag paths passed as parameters: every value a user typed
+is a ``$parameter``, never spliced into SQL.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from finops_cli.schema.billing import BILLING_SCHEMA, GPU_LINE_SQL
 from finops_cli.schema.utilization import STORE_SCHEMA
 from finops_cli.store import engine
 from finops_cli.store.engine import json_path
-from finops_cli.store.queries import COST_GROUPS, USAGE_GROUPS
+from finops_cli.store.queries import ACTUAL_COST_ONLY, COST_GROUPS, MONTH_COVERAGE, USAGE_GROUPS
 from finops_cli.store.store import Store
 
 #: user-facing dimension → billing column (anything else is a tag key, e.g. ``team``)
@@ -50,14 +45,12 @@ def cost_groups(
     months: Sequence[str] | None = None,
     gpu_only: bool = True,
 ) -> pd.DataFrame | None:
-    """Σ BilledCost, Σ EffectiveCost, Σ x_GpuHours and line count per ``columns`` × currency, and the costs of the
-    GPU lines among them (``gpu_billed_cost``, ``gpu_effective_cost``: what a price per GPU-hour divides).
+    """Σ BilledCost, Σ EffectiveCost, Σ x_GpuHours and lines per ``columns`` × currency, and the GPU lines' costs
+    among them; None when the store has no billing.
 
-    ``columns``: dimension names (:data:`DIMENSIONS`), raw billing column names, or tag keys. ``where``:
-    name → accepted values (a line passes when its value is one of them; ``(none)`` selects empty ones).
-    ``months``: billing periods to read (None: all). ``gpu_only``: only GPU lines
-    (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`). Returns None when the store has no billing; group values
-    are strings, empty ones :data:`NONE`.
+    ``columns``: dimension names (:data:`DIMENSIONS`), billing columns, or tag keys; group values are strings,
+    empty ones :data:`NONE`. ``where``: name → accepted values (``(none)`` selects empty ones). ``months``: the
+    billing periods to read (None: all). ``gpu_only``: only GPU lines.
     """
     params: dict[str, Any] = {"none": NONE}
     raw = set(BILLING_SCHEMA.names) | {"provider", "billing_period"}
@@ -95,11 +88,8 @@ def _params(params: dict[str, Any], prefix: str, values: Sequence[str]) -> str:
 
 
 def usage_groups(store: Store, column: str, months: Sequence[str]) -> pd.DataFrame | None:
-    """Busy and device GPU-hours per value of utilisation ``column`` (e.g. ``team``) over ``months``.
-
-    None when the store has no utilisation for those months or the column is not one utilisation carries.
-    """
-
+    """Busy and device GPU-hours per value of utilisation ``column`` (e.g. ``team``) over ``months``; None when the
+    store has none for those months or utilisation carries no such column."""
     if not months or column not in set(STORE_SCHEMA.names) - {"timestamp", "interval_s", "utilization"}:
         return None
     params: dict[str, Any] = {}
@@ -111,10 +101,6 @@ def usage_groups(store: Store, column: str, months: Sequence[str]) -> pd.DataFra
 def month_coverage(store: Store, months: Sequence[str], *, gpu_only: bool = True) -> pd.DataFrame | None:
     """Per billing period in ``months``: ``lines``, ``days`` (distinct UTC days charge periods start on),
     ``first_start`` and ``last_end`` of the GPU lines (every line unless ``gpu_only``)."""
-    from finops_cli.schema.billing import GPU_LINE_SQL
-    from finops_cli.store import engine
-    from finops_cli.store.queries import MONTH_COVERAGE
-
     params: dict[str, Any] = {}
     conds = [f"billing_period IN ({_params(params, 'm', list(months))})"]
     if gpu_only:
@@ -124,11 +110,7 @@ def month_coverage(store: Store, months: Sequence[str], *, gpu_only: bool = True
 
 def actual_cost_notes(store: Store, months: Sequence[str]) -> list[str]:
     """One sentence per provider × period × currency of ``months`` whose effective cost rests on an actual-cost
-    export without its amortised counterpart: commitment purchases (EffectiveCost 0, as FOCUS has it) or
-    commitment-covered usage, and no amortised cost on that usage (:data:`~finops_cli.store.queries.ACTUAL_COST_ONLY`).
-    """
-    from finops_cli.store import engine
-    from finops_cli.store.queries import ACTUAL_COST_ONLY
+    export without its amortised counterpart (:data:`~finops_cli.store.queries.ACTUAL_COST_ONLY`)."""
 
     if not months or not store.has("billing"):
         return []

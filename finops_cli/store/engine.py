@@ -1,20 +1,9 @@
 """Run the store's SQL (:mod:`finops_cli.store.queries`) on a query engine, in bounded memory.
 
-A :class:`QueryEngine` answers a query over explicit Parquet files. :class:`DuckDBEngine` is the default: one
-DuckDB connection, opened at the first query and closed with the engine. Each dataset a query names becomes a
-view over the store's Parquet files with the Hive partition columns as strings, so filters on
-``billing_period``/``month`` prune whole files before a byte is read, only the columns a query names are
-decoded, and aggregation runs in DuckDB on every core. DuckDB keeps to ``memory_limit``
-(``$FINOPS_DUCKDB_MEMORY``, default 1 GB) and spills to a private temporary directory beyond it, so what reaches
-Python is the aggregated result, whatever the size of the month. Threads default to DuckDB's own (one per core);
-``$FINOPS_DUCKDB_THREADS`` caps them on a shared machine. DuckDB runs the portable text with its slow spots
-replaced by equivalents (:func:`duckdb_sql`: hours cut without ICU). The Spark engine
-(:class:`finops_cli.spark.sql.SparkEngine`) runs the same text on Spark SQL.
-
-The caller owns the engine: a command opens one and puts it in force for its work with :func:`using`
-(``with using(DuckDBEngine()):``), which closes it at the end. The query functions here (:func:`run`,
-:func:`run_pandas`, …) run on the engine in force; with none (a library caller that opened none) each query
-opens a DuckDB connection of its own.
+A :class:`QueryEngine` answers a query over explicit Parquet files: :class:`DuckDBEngine` here (the default),
+:class:`finops_cli.spark.sql.SparkEngine` on Spark SQL, the same text on both. The caller owns the engine: a
+command opens one and puts it in force with :func:`using`, which closes it at the end; with none in force each
+query opens a DuckDB connection of its own. docs/schema.md says how memory and threads are bounded.
 """
 
 from __future__ import annotations
@@ -38,7 +27,13 @@ from finops_cli.errors import InputError
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.utilization import STORE_SCHEMA as UTILIZATION_SCHEMA
 from finops_cli.store.layout import DATASETS
-from finops_cli.store.queries import BILLED_BASELINE, BILLED_BASELINE_HOURLY, BILLING_HOURLY_MATCHABLE, Query
+from finops_cli.store.queries import (
+    AGGREGATES,
+    BILLED_BASELINE,
+    BILLED_BASELINE_HOURLY,
+    BILLING_HOURLY_MATCHABLE,
+    Query,
+)
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -52,35 +47,30 @@ MEMORY_ENV = "FINOPS_DUCKDB_MEMORY"
 DEFAULT_MEMORY = "1GB"
 THREADS_ENV = "FINOPS_DUCKDB_THREADS"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: the Parquet files a query reads, per dataset it names
+Files = Mapping[str, Iterable[str | Path]]
+#: a file's schema by path, when the caller has read it already (saves a request per file on a bucket)
+Schemas = Callable[[str], pa.Schema] | None
+#: the canonical schema of a detail dataset: columns an older file lacks are NULL in every engine's view
+CANONICAL = {"billing": BILLING_SCHEMA, "utilization": UTILIZATION_SCHEMA}
 
 
 class QueryEngine(Protocol):
-    """What runs the store's SQL: DuckDB here (:class:`DuckDBEngine`), Spark SQL on a cluster
-    (:class:`finops_cli.spark.sql.SparkEngine`). Both answer the same query text with the same columns."""
+    """What runs the store's SQL: both engines answer the same query text with the same columns."""
 
     #: the name ``--engine`` gives it (``local``, ``spark``)
     name: str
 
     def run_files(
-        self,
-        query: Query,
-        files: Mapping[str, Iterable[str | Path]],
-        params: Mapping[str, Any] | None = None,
-        *,
-        filesystem: Any = None,
-        schemas: Callable[[str], pa.Schema] | None = None,
-        **slots: str,
+        self, sql: str, files: Files, params: Mapping[str, Any] | None, filesystem: Any = None, schemas: Schemas = None
     ) -> pa.Table:
-        """``query`` over explicit Parquet files per dataset (see :func:`run_files`)."""
-        ...
+        """``sql`` (a rendered query) over explicit Parquet files per dataset (see :func:`run_files`)."""
 
-    def run_per_file(self, query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
-        """``query`` over each of ``paths`` on its own, in order, each summed in the file's order."""
-        ...
+    def run_per_file(self, sql: str, dataset: str, paths: list[Path]) -> list[pa.Table]:
+        """``sql`` over each of ``paths`` on its own, in order, each summed in the file's order."""
 
     def close(self) -> None:
         """Release what the engine holds (a connection, a spill folder)."""
-        ...
 
 
 _IN_FORCE: ContextVar[QueryEngine | None] = ContextVar("finops_query_engine", default=None)
@@ -145,19 +135,16 @@ _HOUR_US = 3_600_000_000
 
 
 def duckdb_sql(sql: str) -> str:
-    """The portable text as DuckDB runs it fastest: ``date_trunc('hour', t)`` of a ``TIMESTAMPTZ`` goes through
-    ICU's calendar (0.72 CPU-s per 5 M values, a fifth of the ``billing_hourly`` aggregate's CPU), while the
-    hour's first microsecond since the epoch, floored (also before 1970), is the same instant, as a
-    ``TIMESTAMPTZ`` too, on the UTC session every connection sets (:func:`connect`): 0.03 CPU-s. Every
-    ``date_trunc('hour', …)`` of the queries is of a UTC timestamp column (``ChargePeriodStart``,
-    ``timestamp``); Spark runs the text as written."""
+    """The portable text as DuckDB runs it fastest: ``date_trunc('hour', t)`` goes through ICU's calendar (a fifth
+    of the ``billing_hourly`` aggregate's CPU); the hour's first microsecond since the epoch, floored, is the same
+    UTC instant (every ``date_trunc('hour', …)`` of the queries is of a UTC column). Spark runs the text as written."""
     floor = rf"make_timestamptz(epoch_us(\1) - ((epoch_us(\1) % {_HOUR_US} + {_HOUR_US}) % {_HOUR_US}))"
     return _HOUR_TRUNC.sub(floor, sql)
 
 
 def json_path(key: str) -> str:
-    """The JSON path of one top-level key (``$."team"``), for ``json_extract_string(Tags, $param)``: any key
-    text (dots, quotes) names exactly that key, and travels as a parameter, never spliced into SQL."""
+    """The JSON path of one top-level key (``$."team"``), a parameter of ``json_extract_string(Tags, $param)``:
+    any key text (dots, quotes) names exactly that key."""
     return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -171,11 +158,8 @@ _GROUPED = frozenset({"provider", "RegionId", "x_InstanceType", "PricingCategory
 
 
 def match_column_names(fleet: Fleet | None, grouped: Iterable[str] = ()) -> list[str]:
-    """Billing columns the fleet's ``match`` rules name beyond the ones every grouped query carries.
-
-    Names that are not billing columns (``host`` matches utilisation) never match a billing line, so they
-    are left out.
-    """
+    """Billing columns the fleet's ``match`` rules name beyond the ones every grouped query carries (``host``
+    matches utilisation, never a billing line)."""
     if fleet is None:
         return []
     names = {c for s in fleet.substrates for c in (s.match or {})}
@@ -188,12 +172,9 @@ def match_columns(fleet: Fleet | None, grouped: Iterable[str] = ()) -> str:
 
 
 def baseline_groups(store: Store, fleet: Fleet, start: datetime, end: datetime) -> pd.DataFrame | None:
-    """Lines charged in ``[start, end)`` summed by what matches them to ``fleet``'s substrates.
-
-    From the ``billing_hourly`` aggregate when it covers every billing file and holds every column the
-    fleet matches on (thousands of rows), else from the detail lines (:data:`BILLED_BASELINE`); both give
-    the same groups. ``start``/``end`` fall on whole hours (a planning horizon's do).
-    """
+    """Lines charged in ``[start, end)`` (whole hours) summed by what matches them to ``fleet``'s substrates: from
+    ``billing_hourly`` when it covers every billing file and holds every column the fleet matches on, else from
+    the detail lines; both give the same groups."""
     extra = match_column_names(fleet)
     hourly = store.has_aggregate("billing_hourly") and set(extra) <= BILLING_HOURLY_MATCHABLE
     params = {"first_period": f"{start:%Y-%m}", "start": start, "end": end}
@@ -203,58 +184,43 @@ def baseline_groups(store: Store, fleet: Fleet, start: datetime, end: datetime) 
 
 
 def run(
-    store: Store,
-    query: Query,
-    params: Mapping[str, Any] | None = None,
-    **slots: str,
+    store: Store, query: Query, params: Mapping[str, Any] | None = None, *, split_by: str | None = None, **slots: str
 ) -> pa.Table | None:
-    """Run ``query`` with ``params`` on ``store``; None when a dataset it reads is empty."""
-    files: dict[str, list[str]] = {}
+    """Run ``query`` with ``params`` on ``store``; None when a dataset it reads is empty.
+
+    ``split_by``: a partition column a one-dataset query groups by (``provider``): the query runs over each
+    value's files on its own (no group spans two values) and the answers are concatenated, a lower peak.
+    """
+    groups: dict[str, dict[str, list[str]]] = {}
     schemas: dict[str, pa.Schema] = {}  # the footers the check read: not read again for the view
     for table in query.tables:
         checked = store.checked_schemas(table)
         if not checked:
             return None
-        files[table] = [store.locate(p) for p in checked]
-        schemas.update(zip(files[table], checked.values(), strict=True))
-    return run_files(query, files, params, filesystem=store.filesystem, schemas=schemas.__getitem__, **slots)
-
-
-def _run_split(store: Store, query: Query, params: Mapping[str, Any] | None, by: str, **slots: str) -> pa.Table | None:
-    """:func:`run` of a one-dataset ``query`` over each value of partition column ``by`` on its own, concatenated."""
-    (dataset,) = query.tables
-    checked = store.checked_schemas(dataset)
-    if not checked:
-        return None
-    parts: dict[str, list[str]] = {}
-    schemas: dict[str, pa.Schema] = {}
-    for path, schema in checked.items():
-        value = next((part for part in path.parts if part.startswith(f"{by}=")), "")
-        parts.setdefault(value, []).append(store.locate(path))
-        schemas[parts[value][-1]] = schema
+        for path, schema in checked.items():
+            value = next((p for p in path.parts if p.startswith(f"{split_by}=")), "") if split_by else ""
+            located = store.locate(path)
+            groups.setdefault(value, {}).setdefault(table, []).append(located)
+            schemas[located] = schema
     return pa.concat_tables(
-        run_files(query, {dataset: files}, params, filesystem=store.filesystem, schemas=schemas.__getitem__, **slots)
-        for _, files in sorted(parts.items())
+        run_files(query, files, params, filesystem=store.filesystem, schemas=schemas.__getitem__, **slots)
+        for _, files in sorted(groups.items())
     )
 
 
 def run_files(
     query: Query,
-    files: Mapping[str, Iterable[str | Path]],
+    files: Files,
     params: Mapping[str, Any] | None = None,
     *,
     filesystem: Any = None,
-    schemas: Callable[[str], pa.Schema] | None = None,
+    schemas: Schemas = None,
     **slots: str,
 ) -> pa.Table:
-    """Run ``query`` over explicit Parquet files per dataset (a store's, or a transaction's staged ones), on the
-    engine in force.
-
-    ``filesystem``: the pyarrow file system the files are on (a bucket); None reads them from disk.
-    ``schemas``: a file's schema by path, when the caller has them (saves a request per file on a bucket).
-    """
+    """Run ``query`` over explicit Parquet files per dataset (a store's, or staged ones) on the engine in force;
+    ``filesystem``: the pyarrow file system they are on (None: the local disk)."""
     with _engine() as engine:
-        return engine.run_files(query, files, params, filesystem=filesystem, schemas=schemas, **slots)
+        return engine.run_files(render(query, **slots), files, params, filesystem, schemas)
 
 
 def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
@@ -263,17 +229,33 @@ def run_per_file(query: Query, dataset: str, paths: list[Path]) -> list[pa.Table
     if not paths:
         return []
     with _engine() as engine:
-        return engine.run_per_file(query, dataset, paths)
+        return engine.run_per_file(render(query), dataset, paths)
+
+
+def stage_aggregates(staging: Path, staged: list[Path], read_from: Callable[[Path], Path] | None = None) -> list[Path]:
+    """Build each staged detail file's aggregates (:data:`~finops_cli.store.queries.AGGREGATES`) beside it under
+    ``staging``, on the engine in force; the aggregates' relative paths. ``read_from``: where detail file ``rel``
+    is read (default ``staging / rel``). The store's aggregate builder: computed from exactly the staged file and
+    committed with it, an aggregate never disagrees with its file."""
+    built: list[Path] = []
+    for aggregate, (dataset, query) in AGGREGATES.items():
+        rels = [rel for rel in staged if rel.parts and rel.parts[0] == dataset]
+        tables = run_per_file(query, dataset, [read_from(rel) if read_from else staging / rel for rel in rels])
+        for rel, table in zip(rels, tables, strict=True):
+            target = Path(aggregate, *rel.parts[1:])
+            path = staging / target
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(table, path, compression="zstd")
+            built.append(target)
+    return built
 
 
 class DuckDBEngine:
     """DuckDB in this process: one connection, opened at the first query and closed by :meth:`close`.
 
-    The connection runs in bounded memory (:func:`_config`), spilling to a private folder that :meth:`close`
-    removes, on UTC (``date_trunc('hour', …)`` on UTC hours, whatever the machine's zone), without Parquet
-    prefetching (a scan prefetches the next row groups' column chunks: over a month's billing lines that held
-    ~28 MB more at the peak of the per-resource query) and without a progress bar (DuckDB would draw it on
-    stderr, inside our output). Each query runs on a cursor of its own, so its views vanish with it.
+    Bounded memory (:func:`_config`) spilling to a private folder, UTC hours whatever the machine's zone, no
+    Parquet prefetching (it held ~28 MB more at the peak of the per-resource query), no progress bar on stderr.
+    Each query runs on a cursor of its own, so its views vanish with it.
     """
 
     name = "local"
@@ -319,25 +301,17 @@ class DuckDBEngine:
                 shutil.rmtree(tmp, ignore_errors=True)
 
     def run_files(
-        self,
-        query: Query,
-        files: Mapping[str, Iterable[str | Path]],
-        params: Mapping[str, Any] | None = None,
-        *,
-        filesystem: Any = None,
-        schemas: Callable[[str], pa.Schema] | None = None,
-        **slots: str,
+        self, sql: str, files: Files, params: Mapping[str, Any] | None, filesystem: Any = None, schemas: Schemas = None
     ) -> pa.Table:
-        """:func:`run_files` on DuckDB."""
-        return self._run(duckdb_sql(render(query, **slots)), files, params, filesystem, schemas)
+        return self._run(duckdb_sql(sql), files, params, filesystem, schemas)
 
     def _run(
         self,
         sql: str,
-        files: Mapping[str, Iterable[str | Path]],
+        files: Files,
         params: Mapping[str, Any] | None,
         filesystem: Any = None,
-        schemas: Callable[[str], pa.Schema] | None = None,
+        schemas: Schemas = None,
         threads: int | None = None,
     ) -> pa.Table:
         """``sql`` over views of ``files``; ``threads``: on that many threads (the engine's own after)."""
@@ -360,26 +334,17 @@ class DuckDBEngine:
                 con.execute(f"SET threads = {self._threads}")
             con.close()
 
-    def run_per_file(self, query: Query, dataset: str, paths: list[Path]) -> list[pa.Table]:
-        """Each file's answer on one thread.
-
-        Why: on two threads DuckDB adds a file's row groups' partial sums in whichever order the threads finish,
-        so the same 5 M-line detail file gave three different ``billing_hourly`` files (sums apart by up to
-        2.3e-13): a re-ingest, or ``--jobs 2`` against ``--jobs 1``, would not write the same aggregate bytes.
-        One thread sums in the file's order: ≈ +1 s at 5 M lines.
-        """
-        sql = duckdb_sql(render(query))
+    def run_per_file(self, sql: str, dataset: str, paths: list[Path]) -> list[pa.Table]:
+        """Each file's answer on one thread: on more, partial sums add in whichever order threads finish, and a
+        re-ingest (or ``--jobs 2`` against ``--jobs 1``) would not write the same aggregate bytes."""
+        sql = duckdb_sql(sql)
         return [self._run(sql, {dataset: [p]}, None, threads=1) for p in paths]
 
 
 @contextmanager
 def system_allocator() -> Iterator[None]:
-    """Arrow allocates from the C allocator inside the block, not from its default mimalloc pool.
-
-    mimalloc keeps what an Arrow kernel freed for the next allocation, so every filter, sort and take on a
-    query's result added to the resident memory: +40 MB at the peak of ``finops waste`` on a 50 M-line
-    month's per-resource rows. The previous pool is restored on exit.
-    """
+    """Arrow allocates from the C allocator inside the block: its default mimalloc pool keeps what a kernel freed,
+    so every filter, sort and take on a query's result added to the resident memory (+40 MB at ``waste``'s peak)."""
     previous = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
     try:
@@ -403,21 +368,18 @@ def _config(tmp: str) -> dict[str, Any]:
     return config
 
 
-def create_view(
-    con: Any, table: str, paths: list[str], filesystem: Any = None, schemas: Callable[[str], pa.Schema] | None = None
-) -> None:
+def create_view(con: Any, table: str, paths: list[str], filesystem: Any = None, schemas: Schemas = None) -> None:
     """View ``table`` over ``paths``: partition columns as strings, files' columns united by name, and
-    canonical billing columns an older file lacks as NULL (so every query sees one schema).
+    canonical columns an older file lacks as NULL (so every query sees one schema).
 
-    On a bucket (``filesystem`` given) DuckDB scans a pyarrow dataset over the files: DuckDB's own S3
-    reader (the httpfs extension) is downloaded on first use, which an offline machine cannot do. DuckDB
-    pushes its column selection and filters into the pyarrow scan, so partitions are still pruned.
+    On a bucket DuckDB scans a pyarrow dataset over the files (its own S3 reader is downloaded on first use,
+    which an offline machine cannot do); it pushes column selection and filters into the scan.
     """
-    canonical = {"billing": BILLING_SCHEMA, "utilization": UTILIZATION_SCHEMA}.get(table)
+    canonical = CANONICAL.get(table)
     if filesystem is None:
         types = ", ".join(f"'{c}': 'VARCHAR'" for c in DATASETS[table])
         listed = ", ".join(_literal(p) for p in paths)
-        read = schemas or _read_schema
+        read = schemas or pq.read_schema
         # one file and no canonical columns to check: nothing to read
         footers = [read(p) for p in paths] if canonical is not None or len(paths) > 1 else []
         union = "union_by_name = true, " if _differ(footers) else ""
@@ -438,25 +400,15 @@ def create_view(
     con.execute(f"CREATE TEMP VIEW {table} AS SELECT *{extra} FROM {source}")
 
 
-def _read_schema(path: str) -> pa.Schema:
-    return pq.read_schema(path)
-
-
 def _differ(footers: list[pa.Schema]) -> bool:
-    """Whether these files' schemas differ (an older file lacks a newer column).
-
-    Only then does the view unite them by name: ``union_by_name`` keeps a reader per file open while the query
-    binds and runs, ~25 MB more at the peak of a query over a 50 M-line month's 101 files (docs/performance.md).
-    Same-schema files (everything one version of ingest wrote) are read by position, as DuckDB does by default.
-    """
+    """Whether these files' schemas differ (an older file lacks a newer column): only then does the view unite
+    them by name, which keeps a reader per file open (~25 MB more over a 50 M-line month's 101 files)."""
     return any(not f.equals(footers[0]) for f in footers[1:])
 
 
 def _view_columns(paths: list[str], footers: list[pa.Schema]) -> set[str]:
-    """The columns ``read_parquet(paths, hive_partitioning = true)`` has, from the files' footers: theirs (united
-    by name) and a Hive partition column per ``key=value`` directory of the paths (DuckDB takes every one, the
-    file name aside). What ``DESCRIBE`` of the view's source answers (1.3 ms a view, 28 views in ``finops
-    demo``) from footers the store's check has read already."""
+    """The columns ``read_parquet(paths, hive_partitioning = true)`` has: the footers' (united by name) and one per
+    ``key=value`` directory of the paths; what ``DESCRIBE`` would answer, from footers the store's check read."""
     names = {name for footer in footers for name in footer.names}
     for path in paths:
         names.update(part.partition("=")[0] for part in Path(path).parent.parts if "=" in part)
@@ -472,9 +424,7 @@ _DUCKDB_TYPES = {
 }
 
 
-def _arrow_dataset(
-    table: str, paths: list[str], filesystem: Any, schemas: Callable[[str], pa.Schema] | None = None
-) -> Any:
+def _arrow_dataset(table: str, paths: list[str], filesystem: Any, schemas: Schemas = None) -> Any:
     """A pyarrow dataset over ``paths`` with Hive partition columns as strings and the files' schemas
     united by name (what ``union_by_name`` does for the local files)."""
     partitions = pa.schema([(c, pa.string()) for c in DATASETS[table]])
@@ -508,19 +458,9 @@ def run_arrow(
     split_by: str | None = None,
     **slots: str,
 ) -> pa.Table | None:
-    """:func:`run`, with ``categories`` dictionary-encoded.
-
-    ``categories``: string columns that repeat a few values over many rows (a resource's provider, region,
-    team) become dictionaries (pandas categoricals), so 67,000 resources hold a few dozen strings, not
-    67,000 of each.
-    ``split_by``: a partition column the query groups by (``provider``): the query runs over each value's
-    files on its own and the results are concatenated, the same groups (none spans two values), each run
-    over a fraction of the files and groups (a 50 M-line month's per-resource query: 15 MB lower peak).
-    """
-    if split_by is None:
-        table = run(store, query, params, **slots)
-    else:
-        table = _run_split(store, query, params, split_by, **slots)
+    """:func:`run`, with ``categories`` (string columns that repeat a few values over many rows: a resource's
+    provider, region, team) dictionary-encoded, so 67,000 resources hold a few dozen strings."""
+    table = run(store, query, params, split_by=split_by, **slots)
     if table is None:
         return None
     for name in categories:

@@ -1,12 +1,9 @@
 """Every name inside a store, and the one reader of the store's JSON documents.
 
-A store can come from anywhere (``aws s3 sync``, a CI cache), so each name read back from it (a log
-generation's file paths and transaction ids, the manifest, a journal) is untrusted. This module owns
-the grammar of datasets, partition paths, part names, transaction ids and generations, checks every name
-against it before it becomes a path or an object key, builds those keys in one place
-(:func:`object_key`, which refuses any that would leave the store's prefix), and reads every store
-document through one bounded JSON reader (:func:`read_document`). The directory store and the bucket
-store both use it.
+A store can come from anywhere (``aws s3 sync``, a CI cache), so every name read back from it is untrusted:
+this module owns the grammar of datasets, partition paths, part names, transaction ids and generations, checks
+each name before it becomes a path or an object key (:func:`object_key` refuses one that leaves the store), and
+reads every store document through one bounded JSON reader (:func:`read_document`).
 """
 
 from __future__ import annotations
@@ -100,6 +97,21 @@ def partition_dir(dataset: str, partition: Mapping[str, str]) -> PurePosixPath:
 def file_path(dataset: str, partition: Mapping[str, str], key: str) -> PurePosixPath:
     """The logical path of data file ``key`` (a part name) of one partition."""
     return partition_dir(dataset, partition) / f"{safe_value(key)}.parquet"
+
+
+#: a source written from several input files keeps one store file per input file: ``<key>``, ``<key>-part1``, …
+_PART = re.compile(r"-part[1-9][0-9]*$")
+
+
+def part_key(key: str, ordinal: int) -> str:
+    """The store file (key) of the ``ordinal``-th input file holding lines of source ``key`` (command order): each
+    input file writes its own part, so the store's bytes do not depend on how many convert in parallel."""
+    return key if ordinal == 0 else f"{key}-part{ordinal}"
+
+
+def file_source_key(stem: str) -> str:
+    """The idempotency key a store file (its name without ``.parquet``) belongs to: the name less any part."""
+    return _PART.sub("", stem)
 
 
 def check_rel(rel: object) -> str:

@@ -12,11 +12,21 @@ from __future__ import annotations
 
 import os
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 from finops_cli.errors import InputError
-from finops_cli.store.layout import DATASETS, TXN_DIR, check_manifest, check_rel, new_txid, read_document
-from finops_cli.store.store import IN_PLACE, State, Store, Transaction, _read_bounded, fcntl
+from finops_cli.store.layout import (
+    DATASETS,
+    LOG_DIR,
+    TXN_DIR,
+    check_manifest,
+    check_rel,
+    generation_name,
+    new_txid,
+    read_document,
+)
+from finops_cli.store.log import IN_PLACE, State, create_if_absent, read_bounded, writer_is_live
 
 _MANIFEST = "manifest.json"
 _STAGING = ".staging"
@@ -50,14 +60,13 @@ def _manifest(root: Path) -> list[dict]:
     path = root / _MANIFEST
     if not path.exists() and not path.is_symlink():
         return []
-    return check_manifest(read_document(_read_bounded(path), path, what="store manifest"), path)
+    return check_manifest(read_document(read_bounded(path), path, what="store manifest"), path)
 
 
-def legacy_state(store: Store) -> State | None:
+def legacy_state(root: Path) -> State | None:
     """A store without ``_log/`` read in place (None when there is nothing to read)."""
-    root = store.root
     journals = sorted(root.glob(".journal-*.json"))
-    if journals and not _writer_is_live(root):
+    if journals and not writer_is_live(root):
         raise InputError(
             f"an ingest was interrupted while committing ({journals[0].name}); "
             "the next ingest into this store finishes it (readers never replay journals)",
@@ -70,9 +79,8 @@ def legacy_state(store: Store) -> State | None:
     return State(0, dict.fromkeys(files, IN_PLACE), manifest)
 
 
-def convert(store: Store) -> None:
+def convert(root: Path) -> None:
     """Under the writer lock: finish any journal, then commit the store as it stands as generation 1."""
-    root = store.root
     staging = root / _STAGING
     if staging.is_symlink() or (staging.exists() and not staging.is_dir()):
         raise InputError(f"{_STAGING} is not a directory of this store; refusing to use the store", path=root)
@@ -83,38 +91,18 @@ def convert(store: Store) -> None:
     manifest, files = _manifest(root), _files(root)
     if not files and not manifest:
         return
-    tx = Transaction(store, new_txid(), base=State())
-    for rel in files:
-        target = root / TXN_DIR / tx.txid / rel
+    txid = new_txid()
+    for rel in files:  # committed as they are (no aggregate rebuilt)
+        target = root / TXN_DIR / txid / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(root / rel, target)
         except OSError:  # a file system without hard links
             shutil.copy2(root / rel, target)
-    tx._manifest_entries = manifest
-    tx._adopted_aggregates = [Path(rel) for rel in files]  # committed as they are (no aggregate rebuilt)
-    tx._commit()
+    state = State(1, dict.fromkeys(files, txid), manifest)
+    if not create_if_absent(root / LOG_DIR / generation_name(1), state.document(txid, datetime.now(UTC))):
+        raise InputError("another writer converted the store while this one ran; run the command again", path=root)
     (root / _MANIFEST).unlink(missing_ok=True)
-
-
-def _writer_is_live(root: Path) -> bool:
-    """Whether a transaction holds the store's lock now (read-only probe: works on a read-only store)."""
-    if fcntl is None:
-        return False
-    path = root / ".lock"
-    if not path.is_file():
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def _inside(root: Path, rel: object, *, under: tuple[str, ...], what: str, journal: Path) -> Path:
@@ -136,13 +124,9 @@ def _inside(root: Path, rel: object, *, under: tuple[str, ...], what: str, journ
 
 
 def _read_journal(root: Path, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
-    """A journal's deletes, moves and staging directory, each checked to stay inside the store."""
-    plan = read_document(_read_bounded(journal), journal, what="transaction journal; the store needs a manual look")
-    return _checked_plan(root, plan, journal)
-
-
-def _checked_plan(root: Path, plan: object, journal: Path) -> tuple[list[Path], list[tuple[Path, Path]], Path]:
-    """Refuse a plan (before anything is touched) unless it has the writer's shape and stays in the store."""
+    """A journal's deletes, moves and staging directory, refused (before anything is touched) unless it has the
+    writer's shape and every path stays inside the store."""
+    plan = read_document(read_bounded(journal), journal, what="transaction journal; the store needs a manual look")
 
     def refuse(problem: str) -> InputError:
         return InputError(f"{problem}; the store needs a manual look (nothing was changed)", path=journal)

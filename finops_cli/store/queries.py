@@ -1,22 +1,9 @@
-"""Every question asked of the store, as SQL text written once.
+"""Every question asked of the store, as SQL text written once (DuckDB's dialect; Spark runs it through sqlglot).
 
-Each :class:`Query` is one question (waste per device, the billed baseline, demand from a tag, …) in a
-portable dialect: plain ``SELECT … FROM <dataset> WHERE … GROUP BY …`` over the tables ``billing``,
-``utilization``, ``spot_prices`` (and the ingest aggregates ``billing_hourly``, ``utilization_hourly``,
-``utilization_devices``, ``utilization_histogram``),
-with named parameters ``$name`` for values. :mod:`finops_cli.store.engine` runs them on DuckDB over the
-Hive-partitioned Parquet store; a cluster runs the same text on Spark SQL (sqlglot transpiles the few
-dialect functions: ``json_extract_string``, ``date_trunc``).
-
-Rules that keep them portable and cheap:
-
-- filter on the partition columns (``billing_period``, ``month``, ``provider``) so engines read only the
-  horizon's partitions, and name only the columns a question needs (Parquet is columnar);
-- aggregate in the engine; what reaches pandas is one row per group (devices, resources, hours), never one
-  per billing line or sample;
-- tags are JSON text: ``json_extract_string(Tags, $tag_path)`` evaluates a team/workload filter in the engine;
-- identifiers that vary (the tag column of utilisation, the fleet's ``match`` columns) are template slots
-  ``{…}`` filled only from an allow-list (:func:`finops_cli.store.engine.render`), never from user text.
+Rules that keep them portable and cheap: filter on the partition columns so engines read only the horizon's
+partitions, and name only the columns a question needs; aggregate in the engine (one row per group reaches
+pandas); values are ``$name`` parameters; identifiers that vary are ``{slot}`` templates filled only from an
+allow-list (:func:`finops_cli.store.engine.render`), never from user text.
 """
 
 from __future__ import annotations
@@ -35,13 +22,11 @@ class Query:
     sql: str
 
 
-#: The device group waste reports by (one GPU, its host and resource, its team/workload tags, its accelerator):
-#: the raw query, the ingest aggregate and the query over that aggregate must group by exactly these.
+#: The device group waste reports by: the raw query, the ingest aggregate and the query over it group by these.
 _DEVICE_GROUP = "device_id, resource_id, host, team, workload, accelerator"
 
-#: Utilisation per device × team × workload for one month: the waste report's input (hours, not seconds).
-#: ``samples`` counts non-null utilisation values; ``first_ts``/``last_ts``/``max_interval_s`` give each
-#: device's observed span (``last − first + longest interval``).
+#: Utilisation per device group for one month: the waste report's input. ``first_ts``/``last_ts``/
+#: ``max_interval_s`` give each device's observed span (``last − first + longest interval``).
 WASTE_DEVICE_USAGE = Query(
     "waste_device_usage",
     ("utilization",),
@@ -62,25 +47,22 @@ GROUP BY {_DEVICE_GROUP}
 
 #: a sample's bin of the waste histogram: utilisation × 1000, floored, clipped to 0 … 999
 _UTIL_BIN = "LEAST(GREATEST(CAST(FLOOR(utilization * 1000) AS BIGINT), 0), 999)"
-
-#: Sample utilisation in 1000 bins over [0, 1] plus exact zeros: deciles and the share at 0 %.
-#: Non-finite values are left out (``BETWEEN`` is false for NaN and ±inf in DuckDB and Spark alike).
-WASTE_HISTOGRAM = Query(
-    "waste_histogram",
-    ("utilization",),
-    f"""
+#: Sample utilisation in 1000 bins over [0, 1] plus exact zeros, of the samples ``{where}`` selects (non-finite
+#: values are left out: ``BETWEEN`` is false for NaN and ±inf in DuckDB and Spark alike).
+_HISTOGRAM = f"""
 SELECT {_UTIL_BIN} AS bin,
        count(*) AS samples,
        CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zeros
 FROM utilization
-WHERE month = $month AND utilization BETWEEN -1.0e308 AND 1.0e308
+WHERE {{where}}utilization BETWEEN -1.0e308 AND 1.0e308
 GROUP BY {_UTIL_BIN}
-""",
-)
+"""
 
-#: Billed lines of one billing period per resource and the attributes that price and match it: the
-#: waste report's cost per GPU-hour (``Σ EffectiveCost ÷ Σ x_GpuHours`` per resource). ``{match_columns}``
-#: adds the fleet's ``match`` columns so lines can be matched to substrates after aggregation.
+#: The month's histogram: deciles and the share at 0 %.
+WASTE_HISTOGRAM = Query("waste_histogram", ("utilization",), _HISTOGRAM.replace("{where}", "month = $month AND "))
+
+#: Billed lines of one billing period per resource and what prices and matches it (``{match_columns}``: the
+#: fleet's ``match`` columns): the waste report's cost per GPU-hour.
 RESOURCE_COSTS = Query(
     "resource_costs",
     ("billing",),
@@ -105,10 +87,8 @@ RESOURCE_COSTS_ATTRIBUTES = (
     "provider", "RegionId", "x_InstanceType", "x_AcceleratorType", "PricingCategory", "BillingCurrency", "team",
 )  # fmt: skip
 
-#: Lines charged in ``[$start, $end)`` grouped by what matches them to a substrate (provider, region,
-#: instance type, pricing category, the fleet's ``match`` columns): the billed baseline's input.
-#: Partitions before the horizon's first billing period cannot hold its charges and are skipped; later ones
-#: may (corrections of earlier periods), and their row groups are skipped by ``ChargePeriodStart`` statistics.
+#: Lines charged in ``[$start, $end)`` grouped by what matches them to a substrate: the billed baseline's input.
+#: Periods before the horizon's cannot hold its charges; later ones may (corrections of earlier periods).
 BILLED_BASELINE = Query(
     "billed_baseline",
     ("billing",),
@@ -125,10 +105,8 @@ GROUP BY provider, RegionId, x_InstanceType, PricingCategory, BillingCurrency{ma
 """,
 )
 
-#: Busy and allocated GPU-hours per hour and accelerator of the devices whose ``{tag_column}`` (team or
-#: workload) equals ``$value``: demand ``from_store`` when utilisation carries the tag. A sample counts in the
-#: hour it starts; ``observed_until`` is the latest sample end (``timestamp + interval_s``), which bounds the
-#: hours the observations cover.
+#: Busy and allocated GPU-hours per hour and accelerator of the devices whose ``{tag_column}`` equals ``$value``:
+#: demand ``from_store``. A sample counts in the hour it starts; ``observed_until`` is the latest sample end.
 DEMAND_FROM_UTILIZATION = Query(
     "demand_from_utilization",
     ("utilization",),
@@ -145,9 +123,8 @@ GROUP BY date_trunc('hour', "timestamp"), accelerator
 """,
 )
 
-#: Billed GPU-hours (``ConsumedQuantity × x_GpuCount``) per hour and accelerator of the lines whose
-#: ``Tags`` carry ``$tag_path = $value`` (evaluated in the engine): demand ``from_store`` without matching
-#: utilisation. ``observed_until`` is the latest charge period end (a line without a later end counts one hour).
+#: Billed GPU-hours (``ConsumedQuantity × x_GpuCount``) per hour and accelerator of the lines tagged
+#: ``$tag_path = $value``: demand ``from_store`` without utilisation (a line without a later end counts one hour).
 DEMAND_FROM_BILLING = Query(
     "demand_from_billing",
     ("billing",),
@@ -178,12 +155,11 @@ ORDER BY provider
 )
 
 # ------------------------------------------------------------------------------ ingest aggregates
-#: ``billing_hourly``: one row per hour × (account, region, instance type, accelerator, pricing category,
-#: currency, team tag) of one detail file, written beside it in the same transaction. ``gpu_hours`` is
-#: ``Σ x_GpuHours``; ``consumed_gpu_hours`` is ``Σ ConsumedQuantity × x_GpuCount`` over GPU lines (what
-#: ``from_store`` demand counts) and ``observed_until`` the latest charge period end of those lines (as in
-#: :data:`DEMAND_FROM_BILLING`); ``lines`` keeps line counts exact. Rows are sorted (``ORDER BY ALL``: a parallel
-#: GROUP BY has no order), so a re-ingest of the same file writes the same aggregate file.
+# Each is built from one detail file and written beside it in the same transaction (docs/schema.md); rows are
+# sorted (``ORDER BY ALL``: a parallel GROUP BY has no order), so a re-ingest writes the same aggregate file.
+
+#: ``billing_hourly``: per hour × account, region, type, accelerator, category, currency, team tag; the figures
+#: of :data:`BILLED_BASELINE` and :data:`DEMAND_FROM_BILLING`.
 BILLING_HOURLY = Query(
     "billing_hourly",
     ("billing",),
@@ -206,9 +182,7 @@ ORDER BY ALL
 """,
 )
 
-#: ``utilization_hourly``: busy and allocated GPU-hours per hour × device group (accelerator, team,
-#: workload) of one detail file. A sample counts in the hour it starts, as in the detail queries;
-#: ``observed_until`` is the latest sample end, as in :data:`DEMAND_FROM_UTILIZATION`.
+#: ``utilization_hourly``: :data:`DEMAND_FROM_UTILIZATION`'s figures per hour × accelerator, team, workload.
 UTILIZATION_HOURLY = Query(
     "utilization_hourly",
     ("utilization",),
@@ -224,10 +198,8 @@ ORDER BY ALL
 """,
 )
 
-#: ``utilization_devices``: one row per device × team × workload (the six columns waste groups by) of one detail
-#: file, with the sums and extremes :data:`WASTE_DEVICE_USAGE` takes, in seconds (sums of whole-second
-#: intervals are exact): a month's waste reads one row per device and file, not one per sample. The partition is the
-#: month, so summing a month's files gives :data:`WASTE_DEVICE_USAGE` (``sum``, ``min``, ``max`` compose).
+#: ``utilization_devices``: :data:`WASTE_DEVICE_USAGE`'s sums and extremes per device group, in seconds (sums of
+#: whole-second intervals are exact); summing a month's files gives :data:`WASTE_DEVICE_USAGE`.
 UTILIZATION_DEVICES = Query(
     "utilization_devices",
     ("utilization",),
@@ -246,19 +218,9 @@ ORDER BY ALL
 """,
 )
 
-#: ``utilization_histogram``: :data:`WASTE_HISTOGRAM`'s bins of one detail file (≤ 1000 rows; counts add up).
+#: ``utilization_histogram``: :data:`WASTE_HISTOGRAM`'s bins (≤ 1000 rows; counts add up).
 UTILIZATION_HISTOGRAM = Query(
-    "utilization_histogram",
-    ("utilization",),
-    f"""
-SELECT {_UTIL_BIN} AS bin,
-       count(*) AS samples,
-       CAST(sum(CASE WHEN utilization = 0 THEN 1 ELSE 0 END) AS BIGINT) AS zeros
-FROM utilization
-WHERE utilization BETWEEN -1.0e308 AND 1.0e308
-GROUP BY {_UTIL_BIN}
-ORDER BY ALL
-""",
+    "utilization_histogram", ("utilization",), _HISTOGRAM.replace("{where}", "") + "ORDER BY ALL\n"
 )
 
 #: :data:`WASTE_DEVICE_USAGE` from ``utilization_devices``: the same groups and figures from thousands of rows.
@@ -295,8 +257,7 @@ GROUP BY bin
 #: columns of ``billing_hourly`` a fleet ``match`` rule may name (beyond provider, region, type, category)
 BILLING_HOURLY_MATCHABLE = frozenset({"SubAccountId"})
 
-#: :data:`BILLED_BASELINE` from ``billing_hourly`` (when every detail file has its aggregate and the
-#: fleet matches on no column the aggregate lacks): the same groups from thousands of rows.
+#: :data:`BILLED_BASELINE` from ``billing_hourly`` (when it covers every file and the fleet's match columns).
 BILLED_BASELINE_HOURLY = Query(
     "billed_baseline_hourly",
     ("billing_hourly",),
@@ -347,10 +308,8 @@ GROUP BY hour, x_AcceleratorType
 """,
 )
 
-#: ``finops costs``: billed and amortised cost, GPU-hours and lines per group × currency. ``{groups}`` is a list of
-#: ``<expr> AS "gN", `` items and ``{conditions}`` the ANDed filters, both built by
-#: :func:`finops_cli.store.cost_query.cost_groups` from allow-listed columns; every value a user typed (months, tag
-#: paths, filter values) is a ``$parameter``.
+#: ``finops costs``: billed and amortised cost, GPU-hours and lines per group × currency; ``{groups}`` and
+#: ``{conditions}`` are built by :func:`finops_cli.store.cost_query.cost_groups` from allow-listed columns.
 COST_GROUPS = Query(
     "cost_groups",
     ("billing",),
@@ -368,8 +327,7 @@ GROUP BY ALL
 """,
 )
 
-#: Busy and device GPU-hours per value of a utilisation column (``{column}``: team or workload, allow-listed) over
-#: the months ``{months}`` (``$mN`` parameters): chargeback's measure of use and idle.
+#: Busy and device GPU-hours per value of utilisation column ``{column}`` over ``{months}``: chargeback's use.
 USAGE_GROUPS = Query(
     "usage_groups",
     ("utilization",),
@@ -383,8 +341,7 @@ GROUP BY ALL
 """,
 )
 
-#: aggregate dataset -> (the detail dataset it summarises, the query that builds one aggregate file from one
-#: detail file); each aggregate file has its detail file's partition and name
+#: aggregate dataset -> (the detail dataset it summarises, the query that builds one file's aggregate)
 AGGREGATES: dict[str, tuple[str, Query]] = {
     "billing_hourly": ("billing", BILLING_HOURLY),
     "utilization_hourly": ("utilization", UTILIZATION_HOURLY),
@@ -421,11 +378,8 @@ WHERE gpu_hours > 0
 )
 
 # ------------------------------------------------------------------------------ estate draft
-#: (DuckDB only for now: ``median``, ``date_diff``, ``isnan`` and ``json_valid`` are not yet checked on Spark,
-#: so these queries are not in :data:`QUERIES`, whose every entry the Spark tests run on both engines.)
-#: ``finops estate draft`` reads one billing period's GPU lines (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`:
-#: GPU-hours, or usage of a GPU instance type) of one currency, grouped by the draft's substrate key; every query
-#: below is one aggregate of those lines.
+# DuckDB only for now (``median``, ``date_diff``, ``isnan``, ``json_valid`` are not checked on Spark), so not in
+# :data:`QUERIES`. ``finops estate draft`` aggregates one billing period's GPU lines of one currency.
 _DRAFT_GPU_LINES = f"""
 FROM billing
 WHERE billing_period = $month AND {GPU_LINE_SQL}"""
@@ -440,9 +394,11 @@ DRAFT_CURRENCIES = Query(
 )
 
 _DRAFT_KEY = "provider, BillingAccountId, RegionId, x_InstanceType, PricingCategory"
+#: a draft line's workload and team tags (NULL where empty or the tags are not JSON)
+_DRAFT_TAGS = """NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.workload') END, '') AS workload,
+         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.team') END, '') AS team"""
 
-#: Per draft substrate: GPU-hours, effective and billed cost, median GPUs per line, lines (keys whose GPU
-#: lines carry no GPU-hours have nothing to price per GPU-hour and are left out).
+#: Per draft substrate with GPU-hours: GPU-hours, effective and billed cost, median GPUs per line, lines.
 DRAFT_SUBSTRATES = Query(
     "draft_substrates",
     ("billing",),
@@ -469,8 +425,8 @@ GROUP BY {_DRAFT_KEY}, x_AcceleratorType
 """,
 )
 
-#: GPUs starting (+) and ending (−) per draft substrate and instant: each line's GPU-hours spread evenly over
-#: its charge period (one hour when it has no later end); a running sum over time gives GPUs billed at once.
+#: GPUs starting (+) and ending (−) per draft substrate and instant (each line's GPU-hours spread over its
+#: charge period): a running sum over time gives GPUs billed at once.
 DRAFT_GPU_EVENTS = Query(
     "draft_gpu_events",
     ("billing",),
@@ -498,8 +454,7 @@ DRAFT_WORKLOAD_TEAMS = Query(
     f"""
 WITH tagged AS (
   SELECT COALESCE(x_GpuHours, 0.0) AS x_GpuHours,
-         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.workload') END, '') AS workload,
-         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.team') END, '') AS team{_DRAFT_GPU_LINES}
+         {_DRAFT_TAGS}{_DRAFT_GPU_LINES}
     AND BillingCurrency = $currency
 )
 SELECT COALESCE(workload, team, $untagged) AS workload, team, sum(x_GpuHours) AS gpu_hours, count(*) AS lines
@@ -518,8 +473,7 @@ WITH tagged AS (
   SELECT COALESCE(x_GpuHours, 0.0) AS g, ChargePeriodStart AS s,
          CASE WHEN ChargePeriodEnd > ChargePeriodStart THEN ChargePeriodEnd
               ELSE ChargePeriodStart + INTERVAL 1 HOUR END AS e,
-         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.workload') END, '') AS workload,
-         NULLIF(CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, '$.team') END, '') AS team{_DRAFT_GPU_LINES}
+         {_DRAFT_TAGS}{_DRAFT_GPU_LINES}
     AND BillingCurrency = $currency AND COALESCE(x_GpuHours, 0.0) > 0
 )
 SELECT COALESCE(workload, team, $untagged) AS workload, s, e, sum(g) AS gpu_hours
@@ -528,33 +482,25 @@ GROUP BY COALESCE(workload, team, $untagged), s, e
 """,
 )
 
-#: Busy GPU-hours per draft workload and clock hour (a sample counts in the hour it starts): the draft's hourly
-#: demand profile where utilisation was ingested.
-DRAFT_BUSY_HOURLY = Query(
-    "draft_busy_hourly",
-    ("utilization",),
-    """
-SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS workload,
-       date_trunc('hour', "timestamp") AS hour,
+#: Busy GPU-hours (utilisation clipped to [0, 1] × interval; NaN left out) per draft workload (the ``workload``
+#: column, else ``team``, else untagged){hour}
+_DRAFT_BUSY = """
+SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS workload,{hour}
        sum(LEAST(GREATEST(utilization, 0.0), 1.0) * interval_s) / 3600.0 AS busy_hours
 FROM utilization
 WHERE month = $month AND NOT isnan(utilization)
 GROUP BY ALL
-""",
-)
-
-#: Busy GPU-hours (utilisation clipped to [0, 1] × interval) per draft workload: the ``workload`` column,
-#: else ``team``, else untagged; NaN utilisation is left out.
-DRAFT_BUSY_HOURS = Query(
-    "draft_busy_hours",
+"""
+DRAFT_BUSY_HOURS = Query("draft_busy_hours", ("utilization",), _DRAFT_BUSY.replace("{hour}", ""))
+#: … and clock hour (a sample counts in the hour it starts): the hourly demand profile where utilisation was ingested
+DRAFT_BUSY_HOURLY = Query(
+    "draft_busy_hourly",
     ("utilization",),
-    """
-SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS workload,
-       sum(LEAST(GREATEST(utilization, 0.0), 1.0) * interval_s) / 3600.0 AS busy_hours
-FROM utilization
-WHERE month = $month AND NOT isnan(utilization)
-GROUP BY COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged)
-""",
+    _DRAFT_BUSY.replace(
+        "{hour}",
+        """
+       date_trunc('hour', "timestamp") AS hour,""",
+    ),
 )
 
 #: Per billing period: the lines ``{conditions}`` selects (GPU lines, or every line), the distinct UTC days their

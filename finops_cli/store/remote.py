@@ -1,19 +1,8 @@
-"""The store in a bucket (``--store s3://bucket/prefix`` or ``gs://…``): the directory store's protocol on
-an object store (:mod:`finops_cli.store.store`'s docstring), with these differences:
-
-- a transaction stages its files in a private local directory (aggregates are built there, as on disk) and
-  uploads them under ``<prefix>/_txn/<txid>/`` before the commit;
-- there is no lock: the commit PUT of ``_log/<N+1>.json`` carries ``If-None-Match: *``, so S3 (and
-  S3-compatible servers that implement conditional writes) accept exactly one writer's ``N+1`` and answer
-  the other ``412 Precondition Failed``; the loser deletes its uploads and stops with exit 2 ("run it
-  again"). Without conditional writes (GCS through pyarrow, which has no precondition API) the check is
-  exists-then-PUT: one writer at a time is then the user's job;
-- uploads of transactions that never committed are removed once older than :data:`ORPHAN_AGE` (a younger
-  one may belong to a writer still uploading);
-- there is no hard-linked view of the datasets: tools outside finops read the file list from the newest
-  ``_log/`` object.
-
-See docs/schema.md ("What atomicity means on an object store").
+"""The store in a bucket (``--store s3://bucket/prefix`` or ``gs://…``): the directory store's protocol on an
+object store. A transaction stages locally and uploads under ``_txn/<txid>/``; there is no lock: the commit PUT
+of ``_log/<N+1>.json`` carries ``If-None-Match: *`` (exists-then-PUT on GCS), uploads that never committed go once
+older than :data:`ORPHAN_AGE`, and there is no hard-linked view. docs/schema.md ("What atomicity means on an
+object store") states the promises and limits.
 """
 
 from __future__ import annotations
@@ -30,7 +19,8 @@ import pyarrow as pa
 
 from finops_cli.errors import InputError
 from finops_cli.store.layout import LOG_DIR, MAX_DOCUMENT_BYTES, TXN_DIR, check_txid, generation_name, generation_of
-from finops_cli.store.store import State, Store, Transaction
+from finops_cli.store.log import State
+from finops_cli.store.store import Store, Transaction
 from finops_cli.uri import Location, open_uri, short
 
 #: an uncommitted transaction's uploads older than this are debris of a killed writer
@@ -152,8 +142,7 @@ class ObjectStore(Store):
         from pyarrow.fs import FileSelector, FileType
 
         super()._tidy(generation)
-        state = self.state()
-        live = {*state.files.values(), *(t for _, t, _ in state.pending)}
+        live = self.state().live_txids()
         cutoff = (datetime.now(UTC) - ORPHAN_AGE).strftime("%Y%m%dT%H%M%S")
         with suppress(OSError):
             for info in self.filesystem.get_file_info(FileSelector(f"{self.root}/{TXN_DIR}", allow_not_found=True)):

@@ -1,14 +1,9 @@
 """What went into the store, source by source: list it, remove one atomically, check it all (``finops store``).
 
 A *source* is one manifest entry: a billing (format, account, period) slice, a utilisation trace, or one
-spot-price ingest. Billing and utilisation sources own the files named by their key (one per partition),
-so removing one deletes exactly those files and the entry, in one store transaction (the journal makes it
-all-or-nothing, like ingest). Spot prices are merged per (provider, month) as they arrive: a spot-price
-ingest owns no file of its own and cannot be removed alone.
-
-:func:`check_store` re-reads every data file end to end and compares the store with its manifest: each
-billing/utilisation entry's files exist and hold its row count, billing money per currency equals what
-the manifest recorded at ingest (to the cent), and every file belongs to an entry.
+spot-price ingest. Billing and utilisation sources own the files named by their key, so removing one deletes
+exactly those files and the entry in one commit. Spot prices are merged per (provider, month) as they arrive:
+a spot-price ingest owns no file of its own and cannot be removed alone.
 """
 
 from __future__ import annotations
@@ -23,7 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from finops_cli.errors import InputError
-from finops_cli.store.store import DATASETS, Store, file_source_key, schema_problem
+from finops_cli.store.engine import current_engine, stage_aggregates
+from finops_cli.store.layout import DATASETS, file_source_key
+from finops_cli.store.queries import AGGREGATES, aggregates_of
+from finops_cli.store.schemas import schema_problem
+from finops_cli.store.store import Store
 
 #: datasets whose manifest entries own the files named by their key
 OWNING = ("billing", "utilization")
@@ -169,23 +168,12 @@ class CheckResult:
         return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "store": self.store,
-            "ok": self.ok,
-            "files": self.files,
-            "rows": self.rows,
-            "sources": self.sources,
-            "problems": [asdict(p) for p in self.problems],
-        }
-
-
-def _read_whole(store: Store, path: Path) -> pa.Table:
-    """Every page of the file decoded (a footer-only read would miss a damaged column chunk)."""
-    return pq.read_table(store.locate(path), filesystem=store.filesystem)
+        return {"store": self.store, "ok": self.ok, **{k: v for k, v in asdict(self).items() if k != "store"}}
 
 
 def check_store(store: Store) -> CheckResult:
-    """Re-read every file and verify it against the manifest (see the module docstring)."""
+    """Re-read every file end to end and compare it with the manifest: each owning entry's files hold its rows and
+    its billed money per currency (to the cent), and every file belongs to an entry."""
     result = CheckResult(store=store.location)
     entries = store.manifest()  # an unreadable manifest is one line (every file would belong to no source)
     result.sources = len(entries)
@@ -198,7 +186,8 @@ def check_store(store: Store) -> CheckResult:
             rel = str(path.relative_to(store.root))
             result.files += 1
             try:
-                table = _read_whole(store, path)
+                # every page decoded: a footer-only read would miss a damaged column chunk
+                table = pq.read_table(store.locate(path), filesystem=store.filesystem)
             except (pa.ArrowException, OSError) as exc:
                 result.problems.append(Problem(rel, f"unreadable ({exc}); remove its source and ingest it again"))
                 continue
@@ -251,13 +240,8 @@ class AggregateResult:
 
 
 def build_aggregates(store: Store, *, rebuild: bool = False) -> AggregateResult:
-    """Build the ingest aggregates (:data:`~finops_cli.store.queries.AGGREGATES`) that detail files lack
-    (every one with ``rebuild``), in one transaction, on the engine in force
-    (:func:`finops_cli.store.engine.using`: ``finops store aggregate --engine spark``). A detail file lacking
-    any of its aggregates has all of them rebuilt (an aggregate is a function of its file alone)."""
-    from finops_cli.store.engine import current_engine
-    from finops_cli.store.queries import AGGREGATES, aggregates_of
-
+    """Build the ingest aggregates that detail files lack (every one with ``rebuild``) in one transaction, on the
+    engine in force; a file lacking any of its aggregates has all of them rebuilt."""
     if store.filesystem is not None:
         raise InputError("store aggregate builds a directory store's aggregates; a bucket store's are built at ingest")
     built: dict[str, int] = {}
@@ -270,6 +254,6 @@ def build_aggregates(store: Store, *, rebuild: bool = False) -> AggregateResult:
                 for p in store.checked_files(detail)
                 if rebuild or any(p.relative_to(store.root / detail) not in h for h in have)
             ]
-            tx.rebuild_aggregates(todo)
+            tx.adopt(stage_aggregates(tx.staging, todo, read_from=lambda rel: Path(store.locate(store.root / rel))))
             built[detail] = len(todo)
     return AggregateResult(str(store.root), current_engine(), built)

@@ -1,52 +1,19 @@
-"""Hive-partitioned Parquet datasets under one root, committed by one log protocol (a directory or a bucket).
+"""Hive-partitioned Parquet datasets under one root (a directory or a bucket), committed through one log.
 
-Layout (``root`` defaults to ``.finops/``; a bucket prefix holds the same ``_log/`` and ``_txn/``)::
-
-    root/
-      _log/00000000000000000007.json     generation 7: the committed state (live files, manifest, files
-                                         replaced but not yet deleted)
-      _txn/<txid>/billing/provider=aws/billing_period=2026-11/<key>.parquet   a file written by transaction <txid>
-      _txn/<txid>/billing_hourly/…       its aggregates, beside it
-      billing/provider=aws/billing_period=2026-11/<key>.parquet   directory only: hard links to the live
-                                         files for tools outside finops (DuckDB, Spark globs); finops never reads them
-      .lock                              directory only: the writer lock
-
-The protocol, the same for both stores:
-
-- a transaction writes its files under ``_txn/<txid>/`` (a directory store stages there directly; a bucket
-  store stages on local disk and uploads there), a name no other transaction uses: nothing a reader uses is
-  ever overwritten;
-- the **commit point** is one atomic create-if-absent of the next generation ``_log/<N+1>.json`` (a
-  fully-written temporary file hard-linked into place on disk; ``If-None-Match: *`` on S3), naming every
-  live file and the whole manifest. Before it nothing a reader can see has changed; after it the whole
-  transaction is visible at once; two writers cannot both commit ``N+1``;
-- readers resolve the newest generation once per :class:`Store` object (a snapshot) and read only the files
-  it names: never a directory listing, so staged and half-written files are never seen;
-- a file the new generation no longer names is recorded in it as *pending* and deleted only after
-  :data:`GRACE`, and old generations are kept as long, so a reader that resolved the previous generation
-  can finish. Uncommitted ``_txn/`` directories (a killed writer's) are removed by the next writer.
-
-Idempotency: each file is named by a caller-chosen *key* (e.g. a hash of the source format, billing
-account and period). Writing the same key again replaces the file; ``replace_partition`` drops every
-other file of a partition (a corrected re-export of a billing period replaces that period).
-
-A store written before the log (``manifest.json`` and files in the dataset directories, perhaps a journal
-of an interrupted commit) is read as it stands and converted by its next writer (:mod:`.legacy`).
+A transaction writes its files under ``_txn/<txid>/``; its commit point is the create-if-absent of the next
+generation ``_log/<N+1>.json`` (:mod:`.log`), naming every live file and the manifest. Readers resolve the
+newest generation once per :class:`Store` object and read only the files it names; a replaced file goes only
+after :data:`GRACE`. docs/schema.md describes the layout and the promises for users; :mod:`.remote` is the bucket.
 """
 
 from __future__ import annotations
 
-import errno
 import functools
 import itertools
-import json
 import os
-import re
 import shutil
 import stat
-import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -61,38 +28,45 @@ import pyarrow.parquet as pq
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
+from finops_cli.store import legacy
 from finops_cli.store.layout import (
     DATASETS,
     LOG_DIR,
-    MAX_DOCUMENT_BYTES,
     TXN_DIR,
-    check_manifest,
     check_rel,
-    check_txid,
+    file_path,
+    file_source_key,
     generation_name,
     generation_of,
     new_txid,
     object_key,
     partition_dir,
-    read_document,
 )
-from finops_cli.store.layout import safe_value as _safe_value
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; running one writer at a time is then the user's job
-    fcntl = None  # type: ignore[assignment]
+from finops_cli.store.log import (
+    IN_PLACE,
+    State,
+    create_if_absent,
+    lock_for_writing,
+    parse_state,
+    parse_time,
+    read_bounded,
+    real_dir,
+    reason,
+    sync_view,
+)
+from finops_cli.store.queries import AGGREGATES, aggregates_of
+from finops_cli.store.schemas import schema_problem
+from finops_cli.store.staging import StagedWriter
 
 DEFAULT_STORE_DIR = ".finops"
 STORE_ENV = "FINOPS_STORE"
-_LOCK = ".lock"
-#: the format tag of every log generation (the bucket store's first format: both stores share it)
-FORMAT = "finops-object-store/1"
 #: how long a replaced file (and the generation that named it) outlives the commit that replaced it:
 #: a reader that resolved the older generation has this long to finish reading
 GRACE = timedelta(hours=1)
-#: the transaction id of a file read in place from a store not yet converted to the log (:mod:`.legacy`)
-IN_PLACE = ""
+
+#: builds the aggregates of staged detail files beside them: (staging directory, their relative paths) -> the
+#: aggregates' relative paths (:func:`finops_cli.store.engine.stage_aggregates`, on the caller's engine)
+AggregateBuilder = Callable[[Path, list[Path]], list[Path]]
 
 
 def resolve_store_root(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -114,57 +88,6 @@ def store_exists(root: str | os.PathLike[str] | None = None) -> bool:
 
     resolved = resolve_store_root(root)
     return is_uri(resolved) or resolved.exists()
-
-
-def _partition_dir(dataset: str, partition: Mapping[str, str]) -> Path:
-    return Path(partition_dir(dataset, partition))
-
-
-@dataclass
-class State:
-    """One committed generation: what a reader reads, and what the next commit starts from."""
-
-    generation: int = 0
-    #: logical path (``billing/provider=aws/billing_period=2026-11/<key>.parquet``) -> txid that wrote it
-    files: dict[str, str] = field(default_factory=dict)
-    manifest: list[dict[str, Any]] = field(default_factory=list)
-    #: files replaced by a commit and not deleted yet: (logical path, txid, when it was replaced, ISO 8601)
-    pending: list[tuple[str, str, str]] = field(default_factory=list)
-
-
-def parse_state(raw: bytes, generation: int, where: object) -> State:
-    """The generation in ``raw`` (untrusted: every name is checked against :mod:`.layout`'s grammar)."""
-    doc = read_document(raw, where, what="store state")
-    try:
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise ValueError(f"not a {FORMAT} state")
-        if doc.get("generation") != generation:
-            raise ValueError(f"its generation is {doc.get('generation')!r}, its name says {generation}")
-        files = doc["files"]
-        if not isinstance(files, dict):
-            raise ValueError("files must map paths to transaction ids")
-        for rel, txid in files.items():
-            check_rel(rel)
-            check_txid(txid)
-        pending = doc.get("pending", [])
-        if not isinstance(pending, list) or not all(isinstance(p, list) and len(p) == 3 for p in pending):
-            raise ValueError("pending must list [path, transaction id, time] triples")
-        for rel, txid, since in pending:
-            check_rel(rel)
-            check_txid(txid)
-            _since(since)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"unreadable store state ({exc}); is --store a finops store?", path=where) from None
-    return State(generation, files, check_manifest(doc.get("manifest"), where), [tuple(p) for p in pending])
-
-
-def _since(value: object) -> datetime:
-    if not isinstance(value, str) or len(value) > 40:
-        raise ValueError(f"{value!r} is not a time")
-    when = datetime.fromisoformat(value)
-    if when.tzinfo is None:
-        raise ValueError(f"{value!r} has no time zone")
-    return when
 
 
 @dataclass
@@ -202,9 +125,9 @@ class Store:
         for _ in range(10):
             gens = self._generations()
             if not gens:
-                legacy = self._legacy_state()
+                before_log = self._legacy_state()
                 if not self._generations():  # not converted while it was read
-                    return legacy or State()
+                    return before_log or State()
                 continue
             generation = gens[-1][0]
             try:
@@ -250,13 +173,8 @@ class Store:
         if not paths:
             return None
         part = ds.partitioning(pa.schema([(c, pa.string()) for c in DATASETS[name]]), flavor="hive")
-        return ds.dataset(
-            [self.locate(p) for p in paths],
-            filesystem=self.filesystem,
-            format="parquet",
-            partitioning=part,
-            schema=schema,
-        )
+        located = [self.locate(p) for p in paths]
+        return ds.dataset(located, filesystem=self.filesystem, format="parquet", partitioning=part, schema=schema)
 
     def read(
         self,
@@ -266,9 +184,7 @@ class Store:
         schema: pa.Schema | None = None,
     ) -> pa.Table | None:
         d = self.dataset(name, schema=schema)
-        if d is None:
-            return None
-        return d.to_table(columns=columns, filter=filter)
+        return None if d is None else d.to_table(columns=columns, filter=filter)
 
     def checked_files(self, name: str) -> list[Path]:
         """:meth:`files`, each footer read first: a damaged file is named here, not as a traceback mid-scan."""
@@ -309,7 +225,7 @@ class Store:
 
     def file_keys(self, dataset: str, partition: Mapping[str, str]) -> list[str]:
         """Keys (file names without ``.parquet``) of one partition's files."""
-        return sorted(PurePath(r).stem for r in self.partition_files(_partition_dir(dataset, partition)))
+        return sorted(PurePath(r).stem for r in self.partition_files(Path(partition_dir(dataset, partition))))
 
     def partition_files(self, partition_dir: PurePath) -> list[Path]:
         """Every data file of one partition (relative to the root), as a commit replaces them."""
@@ -324,14 +240,10 @@ class Store:
         """Whether every file of the detail dataset has aggregate ``name`` (stores written before an aggregate
         existed lack it) and every file of that aggregate has ``columns`` (one written before a column was
         added lacks it). A detail dataset's name asks for all of its aggregates."""
-        from finops_cli.store.queries import AGGREGATES, aggregates_of
-
         names = [name] if name in AGGREGATES else aggregates_of(name)
         return bool(names) and all(self._has_one_aggregate(a, columns) for a in names)
 
     def _has_one_aggregate(self, aggregate: str, columns: Iterable[str]) -> bool:
-        from finops_cli.store.queries import AGGREGATES
-
         detail = AGGREGATES[aggregate][0]
         have = {PurePath(p).relative_to(self.dataset_dir(detail)) for p in self.files(detail)}
         files = self.files(aggregate)
@@ -351,14 +263,14 @@ class Store:
 
     # ----------------------------------------------------------------- writing
     @contextmanager
-    def transaction(self) -> Iterator[Transaction]:
+    def transaction(self, aggregates: AggregateBuilder | None = None) -> Iterator[Transaction]:
         """Stage writes; commit all of them on normal exit, none on any exception (Ctrl-C included).
 
-        A directory store's writer lock is taken first (waiting for any other writer); then the store is
-        converted if it predates the log, an uncommitted transaction's files are dropped, and the newest
-        generation is resolved: nothing is staged or read for merging outside the lock.
+        ``aggregates`` builds the staged detail files' aggregates at commit (without it they get none, and
+        queries read the detail files). A directory store's writer lock is taken first; then a store that
+        predates the log is converted, uncommitted files are dropped and the newest generation resolved.
         """
-        tx = Transaction(self, new_txid())
+        tx = Transaction(self, new_txid(), aggregates=aggregates)
         try:
             try:
                 tx._lock_fd = self._begin()
@@ -375,11 +287,11 @@ class Store:
             ) from None
 
     def _reason(self, exc: OSError) -> str:
-        return _reason(exc)
+        return reason(exc)
 
     # ------------------------------------------------- what differs between a directory and a bucket
     def _log_dir(self) -> Path:
-        return _real_dir(self.root / LOG_DIR)
+        return real_dir(self.root / LOG_DIR)
 
     def _log_where(self, generation: int) -> object:
         return self.root / LOG_DIR / generation_name(generation)
@@ -391,7 +303,7 @@ class Store:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            raise InputError(f"cannot list the store's log: {_reason(exc)}", path=self.root) from None
+            raise InputError(f"cannot list the store's log: {reason(exc)}", path=self.root) from None
         gens = []
         for entry in entries:
             generation = generation_of(entry.name)
@@ -403,28 +315,10 @@ class Store:
         return sorted(gens)
 
     def _read_log(self, generation: int) -> bytes:
-        return _read_bounded(self._log_dir() / generation_name(generation))
+        return read_bounded(self._log_dir() / generation_name(generation))
 
     def _put_log(self, generation: int, body: bytes) -> bool:
-        """Create ``_log/<generation>.json`` holding ``body`` unless it exists (False then): a fully written
-        and synced temporary file is hard-linked into place, so the name appears complete or not at all."""
-        log = self._log_dir()
-        log.mkdir(exist_ok=True)
-        tmp = log / f".{generation_name(generation)}.{uuid.uuid4().hex[:8]}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(body)
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, log / generation_name(generation))
-            except FileExistsError:
-                return False
-            _fsync_dir(log)
-            return True
-        finally:
-            tmp.unlink(missing_ok=True)
+        return create_if_absent(self._log_dir() / generation_name(generation), body)
 
     def _delete_log(self, generation: int) -> None:
         (self._log_dir() / generation_name(generation)).unlink(missing_ok=True)
@@ -444,23 +338,17 @@ class Store:
                 parent.rmdir()
 
     def _legacy_state(self) -> State | None:
-        from finops_cli.store.legacy import legacy_state
-
-        return legacy_state(self)
+        return legacy.legacy_state(self.root)
 
     def _begin(self) -> int | None:
         """Before a transaction: lock, convert a store that predates the log, drop uncommitted files."""
-        from finops_cli.store.legacy import convert
-
-        fd = _lock_for_writing(self.root)
+        fd = lock_for_writing(self.root)
         try:
-            txn = _real_dir(self.root / TXN_DIR)
-            self._state = None
+            txn = real_dir(self.root / TXN_DIR)
             if not self._generations():
-                convert(self)
-                self._state = None
-            state = self.state()
-            live = {*state.files.values(), *(t for _, t, _ in state.pending)}
+                legacy.convert(self.root)
+            self._state = None
+            live = self.state().live_txids()
             if txn.is_dir():
                 for entry in os.scandir(txn):
                     if entry.name not in live:  # a killed writer's: no generation names it
@@ -499,13 +387,11 @@ class Store:
     def _end(self, tx: Transaction) -> None:
         """After a transaction (committed or not): refresh the hard-linked view for tools outside finops."""
         with suppress(OSError, InputError):
-            sync_view(self)
+            sync_view(self.root, self.state().files)
 
     def _tidy(self, generation: int) -> None:
-        """After a commit, best effort: drop generations whose successor is older than :data:`GRACE`.
-
-        Ages are measured on the storage's clock (file or object times), against the generation just written, not
-        against this process's clock: the two may disagree (a bucket server's clock, a skewed host)."""
+        """After a commit, best effort: drop generations whose successor is older than :data:`GRACE`, on the
+        storage's clock (file or object times, against the generation just written), not this process's."""
         gens = self._generations()
         newest = gens[-1][1] if gens and gens[-1][1] is not None else time.time()
         cutoff = newest - GRACE.total_seconds()
@@ -515,241 +401,9 @@ class Store:
                     self._delete_log(old)
 
 
-def _family(t: pa.DataType) -> str:
-    """What a query can do with a column of type ``t``: older writers' types of one family read alike."""
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return "text"
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return "number"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    return str(t)
-
-
-@functools.cache
-def dataset_schema(name: str) -> pa.Schema:
-    """The schema ingest writes for dataset ``name``; an aggregate's is its query's over an empty detail file."""
-    from finops_cli.schema.billing import BILLING_SCHEMA
-    from finops_cli.schema.spot import SPOT_SCHEMA
-    from finops_cli.schema.utilization import STORE_SCHEMA
-    from finops_cli.store import engine
-    from finops_cli.store.queries import AGGREGATES
-
-    details = {"billing": BILLING_SCHEMA, "utilization": STORE_SCHEMA, "spot_prices": SPOT_SCHEMA}
-    if name in details:
-        return details[name]
-    detail, query = AGGREGATES[name]
-    with tempfile.TemporaryDirectory(prefix="finops-schema-") as tmp:
-        path = Path(tmp, partition_dir(detail, dict.fromkeys(DATASETS[detail], "x")), "k.parquet")
-        path.parent.mkdir(parents=True)
-        pq.write_table(details[detail].empty_table(), path)
-        return engine.run_files(query, {detail: [path]}).schema
-
-
-def schema_problem(name: str, schema: pa.Schema) -> str | None:
-    """Why a file of dataset ``name`` with ``schema`` cannot be read as one (a column of another type), else None.
-
-    A column the dataset does not know, or one an older file lacks, is fine: queries see NULL for it.
-    """
-    want = dataset_schema(name)
-    for f in schema:
-        i = want.get_field_index(f.name)
-        if i >= 0 and _family(f.type) != _family(want.field(i).type):
-            return f"column {f.name} is {f.type}, a {name} file holds {want.field(i).type}"
-    return None
-
-
-def _read_bounded(path: Path) -> bytes:
-    """At most :data:`MAX_DOCUMENT_BYTES` + 1 bytes of a store document: a regular file, never a symlink."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        why = "a symlink" if exc.errno == errno.ELOOP else _reason(exc)
-        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise InputError("not a regular file; is --store a finops store?", path=path)
-            return fh.read(MAX_DOCUMENT_BYTES + 1)
-    except OSError as exc:
-        why = "a symlink" if exc.errno == errno.ELOOP else _reason(exc)
-        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
-
-
-def _reason(exc: OSError) -> str:
-    if exc.errno == errno.ENOSPC:
-        return "no space left on the device"
-    return exc.strerror or str(exc) or exc.__class__.__name__
-
-
-def _lock_for_writing(root: Path) -> int | None:
-    """Create the store if needed, open its ``.lock`` and hold it exclusively (waiting for other writers)."""
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        if fcntl is None:
-            return None
-        path = root / _LOCK
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise InputError(f"{_LOCK} is not a regular file; is --store a finops store?", path=root)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        raise InputError(f"cannot write the store: {_reason(exc)}", path=root) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    except OSError as exc:
-        os.close(fd)
-        raise InputError(f"cannot lock the store: {_reason(exc)}", path=root) from None
-    return fd
-
-
-def _real_dir(path: Path) -> Path:
-    """``path`` unless it exists as something other than a real directory (a symlink could lead outside)."""
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        raise InputError(f"{path.name} is not a directory of this store; refusing to use the store", path=path.parent)
-    return path
-
-
-def _fsync_dir(path: Path) -> None:
-    with suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def sync_view(store: Store) -> None:
-    """Make a directory store's dataset directories hard links to exactly its live files (under the writer
-    lock), for tools outside finops that glob ``billing/*/*/*.parquet``. finops never reads them; each link
-    is replaced atomically, but such a reader can still see a commit half-applied (only the log is a snapshot).
-    A symlink found there is removed (the link, never its target) so nothing is written through it."""
-    root = store.root
-    live = store.state().files
-    for dataset in DATASETS:
-        top_dir = root / dataset
-        if top_dir.is_symlink():
-            top_dir.unlink()
-        if not top_dir.is_dir():
-            continue
-        for top, dirs, names in os.walk(top_dir, topdown=False):
-            for name in [*names, *dirs]:
-                path = Path(top, name)
-                rel = path.relative_to(root).as_posix()
-                if path.is_symlink() or (name in names and rel not in live and name.endswith(".parquet")):
-                    path.unlink()
-                elif name in dirs:
-                    with suppress(OSError):
-                        path.rmdir()  # empty once its files went
-    for rel, txid in live.items():
-        if txid == IN_PLACE:
-            continue
-        src, dst = Path(store.physical(rel, txid)), root / rel
-        with suppress(FileNotFoundError):
-            if os.path.samestat(os.lstat(src), os.lstat(dst)):
-                continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.with_name(f".{dst.name}.{txid}.link")
-        tmp.unlink(missing_ok=True)
-        os.link(src, tmp)
-        os.replace(tmp, dst)
-
-
 def _aggregates_of(rel: Path) -> list[Path]:
     """``billing/p=…/k.parquet`` → ``[billing_hourly/p=…/k.parquet]`` (empty for datasets without aggregates)."""
-    from finops_cli.store.queries import aggregates_of
-
     return [Path(a, *rel.parts[1:]) for a in aggregates_of(rel.parts[0])] if rel.parts else []
-
-
-#: a source written from several input files keeps one store file per input file: ``<key>``, ``<key>-part1``, …
-PART_SEPARATOR = "-part"
-_PART = re.compile(rf"{PART_SEPARATOR}[1-9][0-9]*$")
-
-
-def part_key(key: str, ordinal: int) -> str:
-    """The store file (key) of the ``ordinal``-th input file holding lines of source ``key`` (command order).
-
-    Each input file writes its own part, so the files of one export convert in parallel (worker processes
-    or Spark tasks) and the store's bytes do not depend on how many; a source from one file keeps ``key``.
-    """
-    return key if ordinal == 0 else f"{key}{PART_SEPARATOR}{ordinal}"
-
-
-def file_source_key(stem: str) -> str:
-    """The idempotency key a store file (its name without ``.parquet``) belongs to: the name less any part."""
-    return _PART.sub("", stem)
-
-
-def stage_aggregates(staging: Path, staged: list[Path], read_from: Callable[[Path], Path] | None = None) -> list[Path]:
-    """Build each staged detail file's aggregate (:data:`~finops_cli.store.queries.AGGREGATES`) beside it,
-    under ``staging`` (detail file ``rel`` read from ``read_from(rel)``,
-    default ``staging / rel``); the aggregates' paths.
-
-    The aggregate is computed from exactly the staged file and committed with it, so the two never
-    disagree; a file deleted on commit takes its aggregate with it. The query runs on the engine in
-    force (:func:`finops_cli.store.engine.using`). A transaction calls it at commit for the files it wrote;
-    a worker process of a parallel ingest for its own (handed over with :meth:`Transaction.adopt`).
-    """
-    from finops_cli.store import engine
-    from finops_cli.store.queries import AGGREGATES
-
-    built: list[Path] = []
-    for aggregate, (dataset, query) in AGGREGATES.items():
-        rels = [rel for rel in staged if rel.parts and rel.parts[0] == dataset]
-        tables = engine.run_per_file(query, dataset, [read_from(rel) if read_from else staging / rel for rel in rels])
-        for rel, table in zip(rels, tables, strict=True):
-            target = Path(aggregate, *rel.parts[1:])
-            path = staging / target
-            path.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(table, path, compression="zstd")
-            built.append(target)
-    return built
-
-
-@dataclass
-class StagedWriter:
-    """Parquet files appended under a transaction's staging directory, one writer per file.
-
-    A transaction writes through one; a worker process of a parallel ingest writes through its own (given
-    :attr:`Transaction.staging`) and hands the relative paths back for :meth:`Transaction.adopt`.
-    """
-
-    staging: Path
-    _writers: dict[Path, pq.ParquetWriter] = field(default_factory=dict)
-    rows_written: int = 0
-
-    def write(self, dataset: str, partition: Mapping[str, str], key: str, data: pa.Table | pa.RecordBatch) -> Path:
-        """Append ``data`` (without partition columns) to file ``key`` of one partition; its relative path."""
-        rel = _partition_dir(dataset, partition) / f"{_safe_value(key)}.parquet"
-        writer = self._writers.get(rel)
-        if writer is None:
-            path = self.staging / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            writer = pq.ParquetWriter(path, data.schema, compression="zstd")
-            self._writers[rel] = writer
-        if isinstance(data, pa.RecordBatch):
-            data = pa.Table.from_batches([data])
-        writer.write_table(data)
-        self.rows_written += data.num_rows
-        return rel
-
-    def close(self) -> list[Path]:
-        """Close every file; the relative paths written."""
-        written = list(self._writers)
-        for w in self._writers.values():
-            w.close()
-        self._writers.clear()
-        return written
-
-    def discard(self) -> None:
-        for w in self._writers.values():
-            with suppress(Exception):
-                w.close()
-        self._writers.clear()
 
 
 @dataclass
@@ -760,6 +414,7 @@ class Transaction:
     txid: str
     #: the generation this transaction started from (resolved under the writer lock on disk)
     base: State = field(default_factory=State)
+    aggregates: AggregateBuilder | None = None
     _writer: StagedWriter | None = None
     _adopted: list[Path] = field(default_factory=list)
     #: files another process staged together with their aggregates (both listed)
@@ -793,14 +448,10 @@ class Transaction:
         self._writer.write(dataset, partition, key, data)
         self.rows_written += self._writer.rows_written - before
 
-    def lock(self) -> None:
-        """The writer lock is held from the transaction's start; kept so callers say where it must be held."""
-
     def adopt(self, rel_paths: Iterable[Path], rows: int = 0, aggregates: Iterable[Path] | None = None) -> None:
-        """Commit files another process wrote under :attr:`staging` (call :meth:`lock` before it starts).
+        """Commit files another process wrote under :attr:`staging` (while this transaction holds the lock).
 
-        ``aggregates``: the aggregates that process built for them (:func:`stage_aggregates`); None: built
-        here at commit.
+        ``aggregates``: the aggregates that process built for them; None: built at commit.
         """
         rels = [Path(r) for r in rel_paths]
         built = None if aggregates is None else [Path(a) for a in aggregates]
@@ -815,27 +466,24 @@ class Transaction:
 
     def write_partitioned(self, dataset: str, data: pa.Table | pa.RecordBatch, key: str) -> list[dict[str, str]]:
         """Split ``data`` by its partition columns, write each part under ``key``; return the partitions."""
-        cols = DATASETS[dataset]
+        cols = list(DATASETS[dataset])
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
         if table.num_rows == 0:
             return []
-        keys = table.select(list(cols)).group_by(list(cols)).aggregate([]).to_pylist()
+        keys = table.select(cols).group_by(cols).aggregate([]).to_pylist()
         body_cols = [c for c in table.column_names if c not in cols]
         for part in keys:
-            mask = None
-            for c in cols:
-                cond = pc.equal(table[c], part[c])
-                mask = cond if mask is None else pc.and_(mask, cond)
+            mask = functools.reduce(pc.and_, [pc.equal(table[c], part[c]) for c in cols])
             self.write(dataset, part, key, table.filter(mask).select(body_cols))
         return keys
 
     def replace_partition(self, dataset: str, partition: Mapping[str, str]) -> None:
         """On commit, remove every existing file of this partition that this transaction does not write."""
-        self._replace.add(_partition_dir(dataset, partition))
+        self._replace.add(Path(partition_dir(dataset, partition)))
 
     def remove(self, dataset: str, partition: Mapping[str, str], key: str) -> None:
         """On commit, delete file ``key`` of one partition (unless this transaction writes it)."""
-        self._remove.add(_partition_dir(dataset, partition) / f"{_safe_value(key)}.parquet")
+        self._remove.add(Path(file_path(dataset, partition, key)))
 
     def remove_source(self, dataset: str, key: str) -> list[Path]:
         """On commit, delete every file of ``dataset`` written under ``key`` and its manifest entries."""
@@ -876,24 +524,14 @@ class Transaction:
             finally:
                 self._release_lock()
 
-    def rebuild_aggregates(self, detail: Iterable[Path]) -> list[Path]:
-        """Stage the aggregates of committed detail files (relative paths), replacing theirs on commit.
-
-        For stores written before the aggregates existed, or to rebuild them on another engine.
-        """
-        built = stage_aggregates(
-            self.staging, list(detail), read_from=lambda rel: Path(self.store.locate(self.store.root / rel))
-        )
-        self._adopted += built
-        return built
-
     def _plan(self) -> tuple[list[Path], list[Path], list[dict[str, Any]]] | None:
         """Close the staged files and work out the commit: (files to publish, files to delete, new manifest),
         all relative to the store root; None when the transaction changes nothing."""
         staged = (self._writer.close() if self._writer is not None else []) + self._adopted
-        self._adopted = []
-        staged += stage_aggregates(self.staging, staged) + self._adopted_aggregates
-        self._adopted_aggregates = []
+        if self.aggregates is not None:
+            staged += self.aggregates(self.staging, staged)
+        staged += self._adopted_aggregates
+        self._adopted, self._adopted_aggregates = [], []
         if not (staged or self._manifest_entries or self._replace or self._remove or self._drop_sources):
             return None
         written = set(staged)
@@ -901,7 +539,8 @@ class Transaction:
         for part in self._replace:
             deletes += [rel for rel in self.store.partition_files(part) if rel not in written]
         deletes += [rel for rel in self._remove if rel not in written and self.store.has_file(rel)]
-        deletes += [a for d in deletes for a in _aggregates_of(d) if a not in written]
+        # a deleted detail file takes its aggregates along; one rewritten without them loses its old ones
+        deletes += [a for d in [*deletes, *staged] for a in _aggregates_of(d) if a not in written]
         manifest = [
             e for e in self.store.manifest() if e.get("source_key") not in self._drop_sources
         ] + self._manifest_entries
@@ -923,28 +562,19 @@ class Transaction:
                 replaced.append((rel, old))
             files[rel] = self.txid
         now = datetime.now(UTC)
-        due = [p for p in base.pending if _since(p[2]) <= now - GRACE]
+        due = [p for p in base.pending if parse_time(p[2]) <= now - GRACE]
         for rel, txid, _ in due:  # no generation a reader may still hold names them
             with suppress(OSError):
                 store._delete_physical(rel, txid)
         pending = [p for p in base.pending if p not in due] + [(r, t, now.isoformat()) for r, t in replaced]
-        generation = base.generation + 1
-        doc = {
-            "format": FORMAT,
-            "generation": generation,
-            "txid": self.txid,
-            "committed_at": now.isoformat(),
-            "files": dict(sorted(files.items())),
-            "manifest": manifest,
-            "pending": [list(p) for p in pending],
-        }
-        if not store._put_log(generation, json.dumps(doc, indent=1, default=str).encode()):
+        state = State(base.generation + 1, files, manifest, pending)
+        if not store._put_log(state.generation, state.document(self.txid, now)):
             store._discard(self)
             raise InputError(
-                f"another writer committed generation {generation} while this one ran; nothing was committed "
+                f"another writer committed generation {state.generation} while this one ran; nothing was committed "
                 "(run the command again)",
                 path=store.location,
             )
-        store._state = State(generation, files, manifest, pending)
+        store._state = state
         with suppress(OSError, InputError):
-            store._tidy(generation)
+            store._tidy(state.generation)

@@ -150,15 +150,16 @@ def test_killed_mid_ingest_leaves_the_store_exactly_as_before(tmp_path: Path, st
         f"""
         import os, signal
         from finops_cli.store import store as st
+        from finops_cli.store.staging import StagedWriter
         from finops_cli.ingest.billing import ingest_billing
         calls = {{"n": 0}}
-        original = st.StagedWriter.write
+        original = StagedWriter.write
         def write(self, *a, **k):
             original(self, *a, **k)
             calls["n"] += 1
             if calls["n"] == 3:
                 os.kill(os.getpid(), signal.SIGKILL)
-        st.StagedWriter.write = write
+        StagedWriter.write = write
         ingest_billing([{str(BILLING)!r}], "auto", st.Store({str(store.root)!r}))
         """
     )

@@ -169,7 +169,7 @@ def test_a_smaller_re_export_leaves_no_earlier_part(one_and_two: tuple, tmp_path
 
 
 def test_jobs_below_one_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="--jobs 0"):
+    with pytest.raises(InputError, match="jobs 0"):
         executors.LocalStager(0)
 
 
@@ -283,7 +283,7 @@ def test_a_killed_worker_is_one_line_exit_2_and_nothing_written(
 def test_jobs_with_spark_is_refused() -> None:
     from finops_cli.engines import billing_stager
 
-    with pytest.raises(InputError, match="--jobs applies to --engine local"):
+    with pytest.raises(InputError, match="jobs applies to `engine` local"):
         billing_stager("spark", None, 2)
 
 

@@ -115,7 +115,7 @@ def test_aws_unknown_profile_is_an_input_error(tmp_path: Path, monkeypatch: pyte
 
 
 def test_aws_region_needs_instance_types(store: Store) -> None:
-    with pytest.raises(InputError, match="--instance-type"):
+    with pytest.raises(InputError, match="`instance_types`"):
         ingest_spot_prices(store, aws_regions=["us-east-1"])
 
 

@@ -173,7 +173,7 @@ def test_csv_util_scale_flag_overrides_detection(tmp_path: Path, store: Store) -
 def test_csv_util_scale_one_with_percent_values_is_an_error(tmp_path: Path, store: Store) -> None:
     f = tmp_path / "t.csv"
     f.write_text("timestamp,device_id,utilization\n2026-10-01T00:00:00Z,g0,55\n")
-    with pytest.raises(InputError, match="--util-scale 100"):
+    with pytest.raises(InputError, match="`util_scale` 100"):
         ingest_utilization(store, [f], util_scale=1)
 
 
@@ -228,17 +228,17 @@ def test_csv_dcgm_columns_prefer_prof(tmp_path: Path, store: Store) -> None:
     assert _rows(store)[0]["utilization"] == 0.4
 
 
-def test_csv_unknown_mapped_column_names_the_flag(tmp_path: Path, store: Store) -> None:
+def test_csv_unknown_mapped_column_names_the_parameter(tmp_path: Path, store: Store) -> None:
     f = tmp_path / "t.csv"
     f.write_text("timestamp,device_id,utilization\n2026-10-01T00:00:00Z,g0,0.5\n")
-    with pytest.raises(InputError, match="--util-col 'busy'"):
+    with pytest.raises(InputError, match="util_col 'busy'"):
         ingest_utilization(store, [f], mapping=CsvMapping(util_col="busy"))
 
 
 def test_csv_missing_util_column(tmp_path: Path, store: Store) -> None:
     f = tmp_path / "t.csv"
     f.write_text("timestamp,device_id,foo\n2026-10-01T00:00:00Z,g0,0.5\n")
-    with pytest.raises(InputError, match="--util-col"):
+    with pytest.raises(InputError, match="`util_col`"):
         ingest_utilization(store, [f], fmt="csv")
 
 

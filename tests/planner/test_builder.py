@@ -9,12 +9,17 @@ from planner_helpers import demand, fleet, workload
 from finops_cli.core.pricing import spot_multiplier
 from finops_cli.planner import plan_demand
 from finops_cli.planner.blocks import load_duration_blocks
-from finops_cli.planner.build import build_model
 from finops_cli.planner.frame import build_frame
+from finops_cli.planner.model import build_model
 
 
 def _coefs(row) -> dict[str, float]:
     return {v.name: c for v, c in row.items()}
+
+
+def _row(m, name: str):
+    """A PuLP row by its family name (PuLP spells ``-`` as ``_``)."""
+    return m.prob.get_constraint_by_name(name.replace("-", "_"))
 
 
 def test_rows_and_coefficients():
@@ -43,23 +48,23 @@ def test_rows_and_coefficients():
         ("res", 0, 0.0),
     ]
     # demand row: throughput 2 on each of the 4 variables of the block, +1 on the slack, rhs = demand
-    row = m.demand_rows[("a", 0)]
+    row = _row(m, "demand-a-0")
     coefs = _coefs(row)
     assert sorted(coefs.values()) == [1.0, 2.0, 2.0, 2.0]
     assert -row.constant == pytest.approx(4.0)  # full resolution: block b is hour b
     # capacity rows: own segment 0 holds 8 GPUs; res grows by 8 GPUs per block bought
-    cap_own = m.cap_rows[("own", 0, 0)]
+    cap_own = _row(m, "cap-own-0-0")
     assert -cap_own.constant == pytest.approx(8.0)
-    cap_res = m.cap_rows[("res", 0, 1)]
+    cap_res = _row(m, "cap-res-0-1")
     assert _coefs(cap_res)["commit_res"] == pytest.approx(-8.0)
     assert -cap_res.constant == pytest.approx(0.0)
-    assert m.commit["res"].upBound == 3
+    assert m.prob.variablesDict()["commit_res"].upBound == 3
     # objective: hours × price per variable; a commitment block costs 1.0 × 8 GPUs × 3 hours
     obj = _coefs(m.prob.objective)
     assert obj["commit_res"] == pytest.approx(24.0)
-    assert obj[m.x[int(rows.index[(rows["substrate"] == "own") & (rows["segment"] == 1)][0])].name] == pytest.approx(
-        1.0
-    )
+    assert obj[
+        m.columns[int(rows.index[(rows["substrate"] == "own") & (rows["segment"] == 1)][0])].name
+    ] == pytest.approx(1.0)
 
 
 def test_blocks_keep_peak_and_totals():
@@ -104,8 +109,8 @@ def test_spot_capacity_counts_the_wall_hours_of_its_work():
     m = build_model(frame)
     wall = spot_multiplier(f.substrate("spot"), w)
     assert wall > 1.05
-    assert list(_coefs(m.cap_rows[("spot", 0, 0)]).values()) == [pytest.approx(wall)]
-    assert list(_coefs(m.cap_rows[("own", 0, 0)]).values()) == [pytest.approx(1.0)]
+    assert list(_coefs(_row(m, "cap-spot-0-0")).values()) == [pytest.approx(wall)]
+    assert list(_coefs(_row(m, "cap-own-0-0")).values()) == [pytest.approx(1.0)]
     # solved: cheap spot fills, but its 8 GPUs hold only 8 / W useful GPU-hours; the owned pool takes the rest
     out = plan_demand(f, [w], demand(a=[10.0]), n_blocks=1, solver="highs", duals=False)
     hours = out.solution.allocations.set_index("substrate")["gpu_hours"]

@@ -190,11 +190,11 @@ def test_cheap_repair_moves_dropped_work_to_spare_capacity_of_the_hour_before_th
 def test_hourly_lps_on_a_working_set_equal_the_lps_over_every_column(seed):
     # many substrates, few used by the block plan: the working set starts small and pricing must pull in the
     # columns each hour needs, so every hour's optimum equals the LP's over every compliant column
-    from finops_cli.planner.build import build_model
     from finops_cli.planner.certify import _group_hourly, _template
     from finops_cli.planner.frame import build_frame
     from finops_cli.planner.hourly_lp import replan_hours
     from finops_cli.planner.matrix import build_matrix
+    from finops_cli.planner.model import build_model
     from finops_cli.planner.solve import solve_model
 
     rng = np.random.default_rng(seed)

@@ -12,10 +12,10 @@ from planner_helpers import demand, fleet, workload
 
 from finops_cli.core.pricing import spot_multiplier
 from finops_cli.planner import plan_demand
-from finops_cli.planner.build import build_model
 from finops_cli.planner.document import plan_document
 from finops_cli.planner.frame import build_frame
 from finops_cli.planner.matrix import NODE_TIE_BREAK
+from finops_cli.planner.model import build_model
 from finops_cli.planner.solve import fix_integers_and_resolve, solve_model
 
 SOLVERS = ["cbc", "highs"]
@@ -110,8 +110,9 @@ def test_duals_from_the_lp_with_node_counts_fixed(solver):
     if solver == "cbc":
         m = build_model(out.frame)
         solve_model(m, solver, duals=False)
-        fix_integers_and_resolve(m, solver)
-        assert [(v.lowBound, v.upBound, v.cat) for v in m.nodes.values()] == [(1, 1, pulp.LpContinuous)]
+        fix_integers_and_resolve(m)
+        nodes = [m.columns[j] for j in range(m.matrix.node_col0, m.matrix.unserved_col0)]
+        assert [(v.lowBound, v.upBound, v.cat) for v in nodes] == [(1, 1, pulp.LpContinuous)]
     else:
         from finops_cli.planner.highs import fixed_integer_duals, solve_matrix
 
@@ -125,6 +126,16 @@ def test_duals_from_the_lp_with_node_counts_fixed(solver):
 
 def _coefs(row) -> dict[str, float]:
     return {v.name: c for v, c in row.items()}
+
+
+def _node_rows(m) -> dict[tuple[str, int], object]:
+    """The ``nodes-{s}-{b}`` rows of the PuLP model by (substrate, block)."""
+    return dict(zip(m.matrix.node_keys, m.rows[m.matrix.n_rows - len(m.matrix.node_keys) :], strict=True))
+
+
+def _nodes(m) -> dict[tuple[str, int], object]:
+    """The node-count variables by (substrate, block)."""
+    return dict(zip(m.matrix.node_keys, m.columns[m.matrix.node_col0 : m.matrix.unserved_col0], strict=True))
 
 
 def test_node_rows_and_objective_coefficients():
@@ -144,34 +155,35 @@ def test_node_rows_and_objective_coefficients():
     frame = build_frame(f, [w], demand(a=[4, 6, 2]), n_blocks=3, integer_nodes=True)
     m = build_model(frame)
     # owned capacity is already paid (per-GPU marginal cost): no nodes; on-demand and spot: one per block
-    assert sorted(m.nodes) == [(s, b) for s in ("node", "spot") for b in range(3)]
-    assert sorted(m.node_rows) == sorted(m.nodes)
-    assert m.node_rows[("spot", 1)].name == "nodes_spot_1"  # nodes-{s}-{b}, PuLP's sanitised spelling
-    assert m.nodes[("spot", 0)].upBound == 2  # floor(20 / 8)
-    assert m.nodes[("node", 0)].upBound is None  # uncapped on-demand
+    node_rows, nodes = _node_rows(m), _nodes(m)
+    assert sorted(nodes) == [(s, b) for s in ("node", "spot") for b in range(3)]
+    assert sorted(node_rows) == sorted(nodes)
+    assert node_rows[("spot", 1)].name == "nodes_spot_1"  # nodes-{s}-{b}, PuLP's sanitised spelling
+    assert nodes[("spot", 0)].upBound == 2  # floor(20 / 8)
+    assert nodes[("node", 0)].upBound is None  # uncapped on-demand
     assert m.has_integers
     # nodes-spot-1: W × x for each spot segment of block 1, −8 × N[spot,1], ≤ 0
     W = spot_multiplier(f.substrate("spot"), w)
     assert W > 1
     rows = frame.rows
-    spot_x = [m.x[i].name for i in rows.index[(rows["substrate"] == "spot") & (rows["block"] == 1)]]
-    coefs = _coefs(m.node_rows[("spot", 1)])
-    assert coefs.pop(m.nodes[("spot", 1)].name) == pytest.approx(-8.0)
+    spot_x = [m.columns[i].name for i in rows.index[(rows["substrate"] == "spot") & (rows["block"] == 1)]]
+    coefs = _coefs(node_rows[("spot", 1)])
+    assert coefs.pop(nodes[("spot", 1)].name) == pytest.approx(-8.0)
     assert sorted(coefs) == sorted(spot_x) and len(spot_x) == 2  # segment 0 and the congested segment
     assert list(coefs.values()) == pytest.approx([W, W])
-    assert m.node_rows[("spot", 1)].constant == 0
+    assert node_rows[("spot", 1)].constant == 0
     # objective: a node costs q × G × h (block hours 1); used GPU-hours pay only what congestion and NETC add
     # above the idle price q·W (segment 0 of on-demand: 4.0 − 4.0 = 0; spot segment k: 2W·mult − 2W), + ε·q·W
     obj = _coefs(m.prob.objective)
-    assert obj[m.nodes[("node", 2)].name] == pytest.approx(4.0 * 8)
-    assert obj[m.nodes[("spot", 2)].name] == pytest.approx(2.0 * 8)
-    x_spot = {int(r.segment): obj.get(m.x[i].name, 0.0) for i, r in rows[rows["substrate"] == "spot"].iterrows()}
+    assert obj[nodes[("node", 2)].name] == pytest.approx(4.0 * 8)
+    assert obj[nodes[("spot", 2)].name] == pytest.approx(2.0 * 8)
+    x_spot = {int(r.segment): obj.get(m.columns[i].name, 0.0) for i, r in rows[rows["substrate"] == "spot"].iterrows()}
     eps = NODE_TIE_BREAK  # keeps work off paid-but-idle node GPUs beyond demand (free in money)
     assert x_spot == pytest.approx({0: 2.0 * W * eps, 1: 2.0 * W * 2.0 - 2.0 * W * (1 - eps)}, rel=1e-12, abs=1e-12)
-    x_node = [obj.get(m.x[i].name, 0.0) for i in rows.index[rows["substrate"] == "node"]]
+    x_node = [obj.get(m.columns[i].name, 0.0) for i in rows.index[rows["substrate"] == "node"]]
     assert x_node == pytest.approx([4.0 * eps] * len(x_node), rel=1e-9)
     # owned rows keep their plain price
-    x_own = {obj.get(m.x[i].name, 0.0) for i in rows.index[(rows["substrate"] == "own") & (rows["segment"] == 0)]}
+    x_own = {obj.get(m.columns[i].name, 0.0) for i in rows.index[(rows["substrate"] == "own") & (rows["segment"] == 0)]}
     assert x_own == {0.5}
 
 
@@ -179,7 +191,7 @@ def test_without_the_switch_gpus_per_node_changes_nothing():
     f = fleet(NODE, GPU)
     frame = build_frame(f, [workload("a")], demand(a=[5, 9]), n_blocks=2)
     m = build_model(frame)
-    assert frame.nodes.empty and not m.nodes and not m.node_rows and not m.has_integers
+    assert frame.nodes.empty and not _nodes(m) and not _node_rows(m) and not m.has_integers
     # and the dearer per-GPU destination is pruned as before (the node substrate is the cheap unbounded one)
     assert set(frame.rows["substrate"]) == {"node"}
     on = build_frame(f, [workload("a")], demand(a=[5, 9]), n_blocks=2, integer_nodes=True)

@@ -12,8 +12,8 @@ from hypothesis_budget import examples
 from planner_helpers import demand, fleet, workload
 
 from finops_cli.planner import plan_demand
-from finops_cli.planner.build import build_model
 from finops_cli.planner.document import plan_document
+from finops_cli.planner.model import build_model
 
 START = datetime(2026, 10, 1)
 
@@ -155,7 +155,7 @@ def test_milp_is_never_dearer_than_the_reference_on_any_estate(estate) -> None:
         out = plan_demand(f, ws, d, n_blocks=len(d), solver="highs", gap=0, duals=False, allow_unserved=True)
     except NoCompliantDestination:
         return
-    m = build_model(out.frame).unserved_usd_per_unit
+    m = build_model(out.frame).matrix.unserved_usd_per_unit
     sol = out.solution
     milp = sol.planned_cost + sol.penalty + m * float(sol.unserved["units"].sum())
     ref = out.merit_order

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from finops_cli import api
 from finops_cli.cli.app import app
 from finops_cli.core.baseline import billed_baseline, match_billing
+from finops_cli.estate.horizon import choose_horizon
 from finops_cli.schema.plan import json_schema_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -218,11 +219,11 @@ def test_cli_exit_3_on_shortage_and_on_no_compliant_destination(estate_files, tm
 def test_default_horizon_is_the_latest_billing_month(estate_files, store):
     est = api.estate(*estate_files)
     # no store: the month of the timestamped demand profile
-    assert api.default_horizon(est, None).start == datetime(2026, 10, 1, tzinfo=UTC)
+    assert choose_horizon(None, est, None).horizon.start == datetime(2026, 10, 1, tzinfo=UTC)
     bill = _billing().assign(billing_period="2026-11", x_GpuHours=8.0)  # GPU usage in November
     with store.transaction() as tx:
         tx.write_partitioned("billing", pa.Table.from_pandas(bill, preserve_index=False), key="t")
-    hz = api.default_horizon(est, store)
+    hz = choose_horizon(None, est, store).horizon
     assert hz.start == datetime(2026, 11, 1, tzinfo=UTC) and hz.hours == 720
 
 

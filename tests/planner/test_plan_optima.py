@@ -223,7 +223,7 @@ def test_a_highs_plan_does_not_import_pulp():
     import sys
 
     code = (
-        "import sys; from finops_cli.planner.solve import resolve_solver; from finops_cli.planner.build import "
+        "import sys; from finops_cli.planner.solve import resolve_solver; from finops_cli.planner.model import "
         "build_model; assert resolve_solver('auto') == 'highs'; print('pulp' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -169,9 +169,9 @@ def test_waste_errors(tmp_path: Path, store: Store) -> None:
     with pytest.raises(InputError, match="ingest utilization"):
         api.waste(store=store)
     ingest_utilization(store, [_trace(tmp_path / "t.csv", {"g": ("r", "t", [0.5])})])
-    with pytest.raises(InputError, match="--month 2026-09"):
+    with pytest.raises(InputError, match="month 2026-09"):
         api.waste(store=store, month="2026-09")
-    with pytest.raises(InputError, match="--by"):
+    with pytest.raises(InputError, match="by must be one of"):
         api.waste(store=store, by="colour")
 
 

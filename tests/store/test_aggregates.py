@@ -9,6 +9,7 @@ import pytest
 
 from finops_cli import api
 from finops_cli.store import Store
+from finops_cli.store.engine import stage_aggregates
 from tests.conftest import SAMPLES
 
 
@@ -68,11 +69,11 @@ def test_a_reingest_replaces_and_a_removal_removes_the_aggregate(store: Store) -
 def test_an_aborted_ingest_leaves_no_aggregate(store: Store) -> None:
     table = pa.table({"ChargePeriodStart": pa.array([0], pa.timestamp("us", tz="UTC")), "provider": ["aws"],
                       "billing_period": ["2026-10"], "EffectiveCost": [1.0]})  # fmt: skip
-    with pytest.raises(RuntimeError), store.transaction() as tx:
+    with pytest.raises(RuntimeError), store.transaction(aggregates=stage_aggregates) as tx:
         tx.write_partitioned("billing", table, key="k")
         raise RuntimeError("killed")
     assert not store.has("billing") and not store.has("billing_hourly")
-    with store.transaction() as tx:
+    with store.transaction(aggregates=stage_aggregates) as tx:
         tx.write_partitioned("billing", table, key="k")
     assert store.has_aggregate("billing")
     (row,) = pq.read_table(store.files("billing_hourly")[0]).to_pylist()

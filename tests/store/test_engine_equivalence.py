@@ -193,12 +193,12 @@ def generated_stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, S
     st = Store(tmp_path_factory.mktemp("generated") / "store")
     rng = np.random.default_rng(15)
     for month, eur in (("2026-10", False), ("2026-11", True)):
-        with st.transaction() as tx:
+        with st.transaction(aggregates=engine.stage_aggregates) as tx:
             tx.write_partitioned("billing", _billing(rng, month, 6_000, eur=eur), key=f"gen-{month}")
             tx.write_partitioned("utilization", _utilization(rng, month, 48, 400), key=f"gen-{month}")
     # a later trace of the same GPUs in October, half of them with another team: a device's figures span two
     # files (the aggregates are per file) and some devices have a group in each
-    with st.transaction() as tx:
+    with st.transaction(aggregates=engine.stage_aggregates) as tx:
         tx.write_partitioned("utilization", _utilization(rng, "2026-10", 48, 300, day=12, retag=1), key="gen-late")
     assert len(st.files("utilization")) == 3
     return st, _without_aggregates(st)

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from finops_cli.store import Store, resolve_store_root
+from finops_cli.store.engine import stage_aggregates
 
 
 def _table(costs: list[float], period: str = "2026-11") -> pa.Table:
@@ -26,7 +27,7 @@ def _table(costs: list[float], period: str = "2026-11") -> pa.Table:
 
 
 def _write(store: Store, table: pa.Table, key: str) -> None:
-    with store.transaction() as tx:
+    with store.transaction(aggregates=stage_aggregates) as tx:
         tx.write_partitioned("billing", table, key)
 
 

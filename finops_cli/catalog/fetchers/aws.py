@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from finops_cli.adapters.aws import get_products, pricing_client
 from finops_cli.catalog.fetchers.common import _row, api_price
 from finops_cli.catalog.gpus import instance_gpu_facts
 from finops_cli.text import one_line
@@ -75,8 +76,6 @@ def fetch_aws(
 ) -> list[dict[str, str]]:
     """Every region's on-demand list prices for ``types`` through ``GetProducts`` (``client``: a boto3 pricing
     client, e.g. under botocore's Stubber; default: one from the standard credential chain)."""
-    from finops_cli.adapters.aws import get_products, pricing_client
-
     client = client or pricing_client(profile)
     rows = []
     for region in regions:

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from finops_cli.adapters.azure import RETAIL_PRICES_URL, odata_quote, retail_prices
 from finops_cli.catalog.fetchers.common import _row, api_price
 from finops_cli.catalog.gpus import instance_gpu_facts
 from finops_cli.errors import InputError
@@ -15,8 +16,6 @@ from finops_cli.text import one_line
 
 def azure_filter(region: str, types: list[str]) -> str:
     """OData ``$filter``: virtual machines' consumption meters of ``types`` in ``region``."""
-    from finops_cli.adapters.azure import odata_quote
-
     sizes = " or ".join(f"armSkuName eq {odata_quote(t)}" for t in types)
     return (
         f"serviceName eq 'Virtual Machines' and priceType eq 'Consumption' and armRegionName eq {odata_quote(region)}"
@@ -68,8 +67,6 @@ def fetch_azure(
     regions: list[str], types: list[str], fetched: datetime, *, url: str | None = None
 ) -> list[dict[str, str]]:
     """Each region's retail prices for ``types`` (``url``: the API's address; a local server in tests)."""
-    from finops_cli.adapters.azure import RETAIL_PRICES_URL, retail_prices
-
     rows = []
     for region in regions:
         rows.extend(azure_rows(retail_prices(azure_filter(region, types), url=url or RETAIL_PRICES_URL), fetched))

@@ -12,20 +12,15 @@ from typing import Any
 
 import pandas as pd
 
+from finops_cli.adapters.gcp import catalog_client, list_skus, rate_per_hour
 from finops_cli.catalog.fetchers.common import _row
 from finops_cli.catalog.gpus import gcp_gpu_sku_facts, instance_types
 from finops_cli.errors import InputError
 
 
 def gcp_skus_to_frame(skus: Iterable[Any], regions: list[str] | None = None) -> pd.DataFrame:
-    """GCP GPU SKUs (spot/preemptible and on-demand) → one row per SKU × service region.
-
-    GPU SKUs are priced per GPU-hour; each is stored as a one-GPU "instance" named ``gpu-<model>``
-    (``Nvidia H100 80GB GPU`` → ``gpu-h100-80gb``) with ``gpus = 1``. Commitment SKUs are skipped
-    (they are not a market price); non-USD catalogs are refused.
-    """
-    from finops_cli.adapters.gcp import rate_per_hour
-
+    """GCP GPU SKUs (spot/preemptible and on-demand) → one row per SKU × service region, each a one-GPU
+    "instance" ``gpu-<model>``; commitment SKUs are skipped, non-USD catalogs refused."""
     rows = []
     wanted = set(regions or [])
     for sku in skus:
@@ -82,8 +77,6 @@ def gcp_rows(skus: Iterable[Any], regions: list[str], fetched: datetime) -> list
     A machine type is priced only where its GPU SKU and its family's core and RAM SKUs all serve the region;
     ``instance_types.csv`` gives its ``vcpus``, ``memory_gb`` and ``gpu_sku`` (the GPU SKU's description stem).
     """
-    from finops_cli.adapters.gcp import rate_per_hour
-
     skus = list(skus)
     gpu = gcp_skus_to_frame(skus, regions)
     rows: list[dict[str, str]] = []
@@ -135,6 +128,4 @@ def gcp_rows(skus: Iterable[Any], regions: list[str], fetched: datetime) -> list
 
 def fetch_gcp(regions: list[str], fetched: datetime, *, transport: Any = None) -> list[dict[str, str]]:
     """Compute Engine's SKUs through ``CloudCatalogClient.list_skus`` (``transport``: the library's seam)."""
-    from finops_cli.adapters.gcp import catalog_client, list_skus
-
     return gcp_rows(list_skus(catalog_client(transport=transport)), regions, fetched)

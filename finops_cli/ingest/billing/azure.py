@@ -1,25 +1,14 @@
-"""Azure Cost Management exports (EA and MCA; actual and amortized cost).
+"""Azure Cost Management exports (EA and MCA; actual and amortized cost) → FOCUS.
 
-Quirks handled: UTF-8 BOM on the header, ``MM/DD/YYYY`` dates (EA) or ISO dates (MCA), Tags as JSON
-without the outer braces (``"team": "research","env": "prod"``), PricingModel spelled ``OnDemand`` or
-``On Demand``, ``Spot``, ``Reservation``, ``SavingsPlan`` / ``Savings Plan``, column names in PascalCase
-(EA) or camelCase (MCA), cost as ``Cost`` (EA) or ``CostInBillingCurrency`` (MCA).
-
-Cost in (conservation): the cost column (``CostInBillingCurrency``, else ``Cost``) per ``BillingCurrency``.
-BilledCost = EffectiveCost = that column, except a commitment purchase (``ChargeType`` Purchase, ``PricingModel``
-Reservation or SavingsPlan), whose EffectiveCost is 0 as FOCUS defines it: its amortised share belongs on the
-usage it covers. An *actual* export bills commitment purchases up front (covered usage shows 0), so its effective
-cost leaves the commitment out (``finops costs``, ``plan`` and the report say so:
-:func:`finops_cli.store.cost_query.actual_cost_notes`); an *amortized* export spreads them over the covered usage
-(and shows unused commitment as ``UnusedReservation`` / ``UnusedSavingsPlan`` lines). Both describe the same
-money, so an account's actual and amortized exports of one period share one idempotency key: ingest one of
-them (amortized for baselines); the later replaces the earlier, and giving both in one command is an error.
+Column spellings, dates, Tags without braces and the actual/amortized rules: docs/formats.md ("Azure cost
+exports"). Both kinds of export describe the same money, so they share one idempotency key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +26,7 @@ from finops_cli.ingest.billing.base import (
     isin,
     lookup,
     month_floor,
+    only,
     parse_json_cells,
     tags_json,
     where,
@@ -122,9 +112,7 @@ def _resolve(header: Sequence[str]) -> dict[str, str]:
     return out
 
 
-@BILLING_FORMATS.register(
-    "azure", aliases=["azure-ea", "azure-mca", "azure-cost"], sniff=_sniff, description="Azure cost export"
-)
+@BILLING_FORMATS.register("azure", aliases=["azure-ea", "azure-mca", "azure-cost"], sniff=_sniff)
 class AzureCost(BillingFormat):
     name = "azure"
     required = ("BillingAccountId", "Date", "Cost", "BillingCurrency", "ChargeType")
@@ -147,19 +135,25 @@ class AzureCost(BillingFormat):
 
     def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
         n = batch.num_rows
-        path, row = ctx.path, ctx.first_row
         found = _resolve(batch.schema.names)
         src = SourceColumns(batch, ctx, {c: (spelling,) for c, spelling in found.items()})
         get, num, ts = src.get, src.num, src.ts
 
+        def json_cells(key: str, fn: Callable[[Any], str | None]) -> pa.Array | None:  # Azure drops the braces
+            a = get(key)
+            if a is None:
+                return None
+            return parse_json_cells(a, fn, path=ctx.path, column=found[key], first_row=ctx.first_row, brace_less=True)
+
         cost = num("Cost")
         charge_type = pc.fill_null(get("ChargeType"), "Usage")
+        unused = isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"])
         category = lookup(charge_type, CHARGE_TYPE, "Usage")
         model = get("PricingModel")
         pricing = lookup(model, PRICING_MODEL, "Standard") if model is not None else const("Standard", n)
-        pricing = where(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), "Committed", pricing)
-        pricing = where(isin(category, ["Usage", "Purchase"]), pricing, pa.scalar(None, pa.string()))
-        charge_class = where(pc.equal(charge_type, "Refund"), "Correction", pa.scalar(None, pa.string()))
+        pricing = where(unused, "Committed", pricing)
+        pricing = only(isin(category, ["Usage", "Purchase"]), pricing)
+        charge_class = only(pc.equal(charge_type, "Refund"), "Correction")
         _note_kind(ctx, charge_type, model, cost)
 
         day = ts("Date")
@@ -181,22 +175,8 @@ class AzureCost(BillingFormat):
         usage_hours = where(pc.and_(is_usage, pc.is_valid(hours)), hours, 0.0) if hours is not None else None
         # Unused commitment lines are paid-for idle time, not GPU work.
         if usage_hours is not None:
-            usage_hours = where(isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), 0.0, usage_hours)
+            usage_hours = where(unused, 0.0, usage_hours)
 
-        info = get("AdditionalInfo")
-        instance_type = (
-            parse_json_cells(
-                info, _service_type, path=path, column=found["AdditionalInfo"], first_row=row, brace_less=True
-            )
-            if info is not None
-            else None
-        )
-        tags_raw = get("Tags")
-        tags = (
-            parse_json_cells(tags_raw, tags_json, path=path, column=found["Tags"], first_row=row, brace_less=True)
-            if tags_raw is not None
-            else None
-        )
         location = get("ResourceLocation")
         region = pc.utf8_lower(pc.replace_substring(location, " ", "")) if location is not None else None
         paygo = num("PayGPrice")
@@ -210,9 +190,7 @@ class AzureCost(BillingFormat):
             "BillingAccountName": get("BillingAccountName"),
             "SubAccountName": get("SubscriptionName"),
             "CommitmentDiscountName": get("ReservationName"),
-            "CommitmentDiscountStatus": where(
-                isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"]), "Unused", pa.scalar(None, pa.string())
-            ),
+            "CommitmentDiscountStatus": only(unused, "Unused"),
             "SubAccountId": get("SubscriptionId"),
             "BillingPeriodStart": period_start,
             "BillingPeriodEnd": period_end,
@@ -227,26 +205,20 @@ class AzureCost(BillingFormat):
             "ChargeDescription": get("MeterName") if get("MeterName") is not None else get("ProductName"),
             "PricingCategory": pricing,
             "CommitmentDiscountId": commitment,
-            "ConsumedQuantity": where(is_usage, consumed, pa.scalar(None, pa.float64()))
-            if consumed is not None
-            else None,
-            "ConsumedUnit": where(is_usage, consumed_unit, pa.scalar(None, pa.string()))
-            if consumed_unit is not None
-            else None,
+            "ConsumedQuantity": only(is_usage, consumed),
+            "ConsumedUnit": only(is_usage, consumed_unit),
             "ResourceId": get("ResourceId"),
             "ResourceName": get("ResourceName"),
             "ServiceName": service,
             "ServiceCategory": lookup(service, SERVICE_CATEGORY, "Other") if service is not None else const("Other", n),
             "ProviderName": const("Microsoft", n),
-            "PublisherName": pc.coalesce(publisher, pa.scalar("Microsoft"))
-            if publisher is not None
-            else const("Microsoft", n),
+            "PublisherName": coalesce(publisher, const("Microsoft", n)),
             "InvoiceIssuerName": const("Microsoft", n),
             "RegionId": region,
             "AvailabilityZone": get("AvailabilityZone"),
             "SkuId": get("MeterId"),
-            "Tags": tags,
-            "x_InstanceType": instance_type,
+            "Tags": json_cells("Tags", tags_json),
+            "x_InstanceType": json_cells("AdditionalInfo", _service_type),
         }
         return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="azure")
 

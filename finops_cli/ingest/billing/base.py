@@ -1,9 +1,7 @@
 """What every billing format implements, and the vectorised helpers they share.
 
-A format reads record batches of *source* columns and returns :class:`Converted`: the canonical FOCUS
-columns (see :mod:`finops_cli.schema.billing`) plus ``cost_in``, the per-row money as the source states it
-(the column the conservation check sums; e.g. ``lineItem/UnblendedCost``, or GCP ``cost + Σ credits``).
-The pipeline adds GPU facts, partition columns and writes; formats never touch the store.
+A format turns record batches of source columns into :class:`Converted`: canonical FOCUS columns plus
+``cost_in``, the money as the source states it (what the conservation check sums). Formats never touch the store.
 """
 
 from __future__ import annotations
@@ -112,12 +110,8 @@ def first_col(batch: pa.RecordBatch, *names: str) -> pa.Array | None:
 
 @dataclass(frozen=True)
 class SourceColumns:
-    """A batch's source columns by the format's own keys, typed on demand.
-
-    ``names`` maps a key to its candidate source columns, first present wins (AWS CUR vs CUR 2.0
-    spellings, Azure's case variants); without it a key is the column name. A bad number or time
-    names its row and the source column.
-    """
+    """A batch's source columns by the format's own keys (``names``: candidate columns per key, first present
+    wins), typed on demand; a bad number or time names its row and column."""
 
     batch: pa.RecordBatch
     ctx: BatchContext
@@ -185,6 +179,13 @@ def where(cond: pa.Array, a: object, b: object) -> pa.Array:
     return pc.if_else(pc.fill_null(cond, False), a, b)
 
 
+def only(cond: pa.Array, a: pa.Array | str | None) -> pa.Array | None:
+    """``a`` where ``cond`` holds, null elsewhere; None when ``a`` is (the file lacks the column)."""
+    if a is None:
+        return None
+    return where(cond, a, pa.scalar(None, pa.string() if isinstance(a, str) else a.type))
+
+
 def month_floor(ts: pa.Array) -> pa.Array:
     return pc.floor_temporal(ts, unit="month")
 
@@ -239,7 +240,7 @@ class _BadCell(Exception):
         self.value = value
 
 
-def tags_json(obj: Any, strip_prefixes: Sequence[str] = ()) -> str | None:
+def tags_json(obj: Any) -> str | None:
     """Normalise a tag object ({k: v}, or GCP's [{key, value}]) to sorted compact JSON text."""
     if obj is None:
         return None
@@ -247,28 +248,16 @@ def tags_json(obj: Any, strip_prefixes: Sequence[str] = ()) -> str | None:
         obj = {d["key"]: d.get("value") for d in obj if isinstance(d, dict) and "key" in d}
     if not isinstance(obj, dict):
         raise ValueError("tags must be an object")
-    out: dict[str, str] = {}
-    for k, v in obj.items():
-        key = str(k)
-        for p in strip_prefixes:
-            if key.startswith(p):
-                key = key[len(p) :]
-                break
-        if v is None or v == "":
-            continue
-        out[key] = v if isinstance(v, str) else json.dumps(v)
+    out = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in obj.items() if v is not None and v != ""}
     return json.dumps(out, sort_keys=True, separators=(",", ":")) if out else None
 
 
 def tags_from_columns(batch: pa.RecordBatch, columns: Mapping[str, str]) -> pa.Array:
-    """Build Tags JSON text from one-column-per-tag layouts (``resourceTags/user:team`` → ``team``).
+    """Tags JSON text, as :func:`tags_json` writes it, from one-column-per-tag layouts (``resourceTags/user:team``).
 
-    ``columns`` maps source column → tag key; empty cells are left out; a row with no tags gets null.
-    The text is the one :func:`tags_json` writes (keys sorted, compact, ASCII escapes), built with Arrow
-    kernels on whole columns: each column becomes ``"key":"value"`` fragments (only distinct values
-    that need JSON escaping go through Python) and the fragments are joined row-wise. When two source
-    columns give the same key, the first non-empty one in (key, column) order wins.
-    """
+    ``columns`` maps source column → tag key; empty cells are left out, a row without tags gets null. Built with
+    Arrow kernels on whole columns (Python only for distinct values that need JSON escaping); when two columns give
+    one key, the first non-empty in (key, column) order wins."""
     n = batch.num_rows
     by_key: dict[str, list[pa.Array]] = {}
     for src, key in sorted(columns.items(), key=lambda kv: kv[1]):
@@ -296,26 +285,14 @@ def _tag_fragments(key: str, arrays: Sequence[pa.Array]) -> pa.Array:
         values = values.combine_chunks()
     enc = pc.dictionary_encode(pc.cast(values, pa.string()))
     words = enc.dictionary
-    prefix = json.dumps(key) + ':"'
-    text = pc.binary_join_element_wise(prefix, words, '",', "")
-    plain = pc.match_substring_regex(words, _JSON_PLAIN)
-    if not pc.all(plain).as_py():  # quotes, backslashes, control or non-ASCII characters: json.dumps them
-        escaped = [
-            w if ok else json.dumps(key) + ":" + json.dumps(v) + ","
-            for w, ok, v in zip(text.to_pylist(), plain.to_pylist(), words.to_pylist(), strict=True)
-        ]
-        text = pa.array(escaped, pa.string())
+    text = pc.binary_join_element_wise(_key_value_fragments(pa.repeat(pa.scalar(key), len(words)), words), ",", "")
     text = pc.if_else(pc.equal(words, ""), pa.scalar("", pa.string()), text)
     return pc.fill_null(pc.take(text, enc.indices), "")
 
 
 def tags_from_lists(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Tags JSON from ``list<struct<key, value>>`` (GCP labels in Parquet/JSON Lines), as :func:`tags_json`
-    writes it for the same list: a repeated key keeps its last value, empty values are left out, keys sorted.
-
-    Keys and values are dictionary-encoded: entries are ordered by (row, key rank) with integer sorts, and
-    each distinct ``"key":"value"`` pair is built (and escaped) once.
-    """
+    """Tags JSON from ``list<struct<key, value>>`` (GCP labels in Parquet/JSON Lines), as :func:`tags_json` writes
+    it: a repeated key keeps its last value, empty values are left out; vectorised over dictionary codes."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     n = len(values)

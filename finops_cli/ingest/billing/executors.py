@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +20,15 @@ from finops_cli.errors import InputError
 from finops_cli.files import file_digest
 
 # Importing the format modules registers them.
-from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
+from finops_cli.ingest.billing import aws, azure, focus, gcp  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS
 from finops_cli.ingest.billing.money import _Acc
 from finops_cli.ingest.billing.normalise import convert_file
 from finops_cli.ingest.billing.write import _flush, _write
 from finops_cli.processes import die_with_parent, spawn_pool
-from finops_cli.store.engine import THREADS_ENV
-from finops_cli.store.store import StagedWriter, Transaction, stage_aggregates
+from finops_cli.store.engine import THREADS_ENV, stage_aggregates
+from finops_cli.store.staging import StagedWriter
+from finops_cli.store.store import Transaction
 
 #: progress(file, rows_done_in_file, file_index, file_count)
 Progress = Callable[[Path, int, int, int], None]
@@ -77,39 +78,29 @@ class BillingStager(Protocol):
         ...
 
 
+#: exports smaller than this are staged in the calling process by default (a worker costs ~1 s to start)
+PARALLEL_MIN_BYTES = 64 << 20
+
+
 @dataclass(frozen=True)
 class LocalStager:
-    """Stage the files in this process, or in ``jobs`` worker processes (default :func:`worker_count`)."""
+    """Stage the files in this process, or in ``jobs`` worker processes (at most one per file). Without ``jobs``,
+    a multi-file export of at least :data:`PARALLEL_MIN_BYTES` gets one worker per usable core."""
 
     jobs: int | None = None
 
     def __post_init__(self) -> None:
         if self.jobs is not None and self.jobs < 1:
-            raise InputError(f"--jobs {self.jobs}: expected an integer >= 1")
+            raise InputError(f"{self.jobs}: expected an integer >= 1", param="jobs")
 
     def stage(self, plan: Sequence[FileJob], tx: Transaction, progress: Progress | None) -> Iterator[FileResult]:
-        return _run(plan, tx.staging, worker_count(self.jobs, [job.path for job in plan]), progress)
+        big = len(plan) > 1 and sum(job.path.stat().st_size for job in plan) >= PARALLEL_MIN_BYTES
+        wanted = self.jobs if self.jobs is not None else usable_cores() if big else 1
+        return _run(plan, tx.staging, max(1, min(wanted, len(plan))), progress)
 
 
 #: a file's share of a key is staged as ``<key>-file<index>``; the committing process names it (:func:`_adopt`)
 _FILE = "-file"
-
-
-#: exports smaller than this are staged in the calling process by default (a worker costs ~1 s to start)
-PARALLEL_MIN_BYTES = 64 << 20
-
-
-def worker_count(jobs: int | None, files: Sequence[Path]) -> int:
-    """Processes to stage ``files`` with: ``jobs`` (at most one per file) when given; else one per usable
-    core for a multi-file export of at least :data:`PARALLEL_MIN_BYTES` (below that, starting workers costs
-    more than it saves), else 1."""
-    if jobs is not None:
-        if jobs < 1:
-            raise InputError(f"--jobs {jobs}: expected an integer >= 1")
-        return max(1, min(jobs, len(files)))
-    if len(files) < 2 or sum(p.stat().st_size for p in files) < PARALLEL_MIN_BYTES:
-        return 1
-    return max(1, min(usable_cores(), len(files)))
 
 
 def stage_file(
@@ -117,31 +108,25 @@ def stage_file(
 ) -> FileResult:
     """Convert one input file and stage its lines under ``staging``: the step every engine runs per file.
 
-    :func:`convert_file` → :func:`_write` into a :class:`~finops_cli.store.store.StagedWriter`, with Parquet
-    encoded on a second thread while the next batch parses, and the file hashed on a third (pyarrow and
-    hashlib release the GIL). Memory is bounded as before: one batch converting, one writing, at most
-    :data:`ROW_GROUP_ROWS` rows buffered per output file. With ``aggregates`` the staged files' hourly
-    aggregates are built here too (by DuckDB, in this process: in parallel when this is a worker).
+    The file is hashed on a thread while it converts. With ``aggregates`` the staged files' hourly
+    aggregates are built here too (in parallel when this is a worker).
     """
     parser = BILLING_FORMATS.from_str(job.format).obj
     acc, state, rows = _Acc(), dict[str, Any](), 0
     writer = StagedWriter(staging)
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="stage") as threads:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="digest") as threads:
         digest = threads.submit(file_digest, job.path)
-        out = WriteBehind(writer, threads)
         try:
-            # closed on an error too: its read-ahead threads stop before the store is touched
+            # closed on an error too: its read-ahead thread stops before the store is touched
             with contextlib.closing(convert_file(job.path, parser, job.header, acc, state)) as tables:
                 for table in tables:
-                    _write(out, table, parser.name, acc, job.path, f"{_FILE}{job.index}")
+                    _write(writer, table, parser.name, acc, job.path, f"{_FILE}{job.index}")
                     rows += table.num_rows
                     if progress is not None:
                         progress(job.path, rows, job.index, n_files)
-            _flush(out, acc)
-            out.drain()
+            _flush(writer, acc)
             staged = writer.close()
         except BaseException:
-            out.drain(quiet=True)
             writer.discard()
             raise
         built = [str(p) for p in stage_aggregates(staging, staged)] if aggregates else None
@@ -149,30 +134,6 @@ def stage_file(
         return FileResult(
             job.index, summary, acc, [str(p) for p in staged], writer.rows_written, digest.result(), built
         )
-
-
-class WriteBehind:
-    """A :class:`~finops_cli.store.store.StagedWriter` whose :meth:`write` encodes and compresses Parquet on
-    another thread while the caller converts the next batch: one write in flight at a time, in order, so
-    memory stays bounded and the files' bytes are those of writing inline. :meth:`drain` before closing."""
-
-    def __init__(self, writer: StagedWriter, threads: ThreadPoolExecutor) -> None:
-        self.writer, self.threads = writer, threads
-        self.pending: Future[Path] | None = None
-
-    def write(self, dataset: str, partition: dict[str, str], key: str, data: pa.Table) -> None:
-        self.drain()
-        self.pending = self.threads.submit(self.writer.write, dataset, partition, key, data)
-
-    def drain(self, quiet: bool = False) -> None:
-        """Wait for the write in flight; raise its error (e.g. a full disk) unless ``quiet`` (already failing)."""
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            try:
-                pending.result()
-            except Exception:
-                if not quiet:
-                    raise
 
 
 def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progress | None) -> Iterator[FileResult]:
@@ -192,8 +153,9 @@ def _run(plan: Sequence[FileJob], staging: Path, workers: int, progress: Progres
             except BrokenProcessPool:
                 raise InputError(
                     f"a worker process died (killed, or out of memory?) while {workers} converted the export's "
-                    "files; nothing was written (run it again, or with --jobs 1)",
+                    "files; nothing was written (run it again, or with `jobs` 1)",
                     path=job.path,
+                    mentions=("jobs",),
                 ) from None
             if progress is not None:
                 progress(job.path, result.summary.rows, job.index, len(plan))

@@ -1,31 +1,13 @@
-"""FOCUS 1.0–1.3 exports (FinOps Open Cost and Usage Specification), read natively.
+"""FOCUS 1.0–1.3 exports, read natively: typed, Tags normalised, enumerations spelled canonically.
 
-Columns already have their FOCUS names; this parser types them, normalises Tags to sorted JSON, reads
-``ServiceProviderName`` (1.3) where ``ProviderName`` is absent, and accepts the literal ``NULL`` that
-some generators write. Cost in (conservation): ``BilledCost`` per ``BillingCurrency``.
-
-GPU lines. FOCUS has no instance-type column, so the type is recognised per line from the first of
-these that names one (each rule is documented, with its source, in ``docs/formats.md``):
-
-1. ``x_InstanceType`` (the CoreWeave and on-prem samples carry it, with ``x_GpuCount`` / ``x_GpuHours``);
-2. ``SkuPriceDetails`` (FOCUS 1.1+): ``F_InstanceType`` / ``InstanceType``; ``F_GpuCount`` / ``GpuCount``
-   gives the GPUs;
-3. Azure's ``x_SkuDetails`` (FOCUS 1.0 export): ``ServiceType`` / ``VMSize``;
-4. AWS's ``x_UsageType`` (``USE1-BoxUsage:g5.4xlarge``, ``SpotUsage:p5.48xlarge``);
-5. Azure's meter, ``SkuMeter`` (1.2) or ``x_SkuMeterName`` (1.0): ``ND96isr H100 v5`` →
-   ``Standard_ND96isr_H100_v5``, when the pricebook knows it;
-6. ``ChargeDescription`` (``$1.624 per On Demand Linux g5.4xlarge Instance Hour``), then ``ResourceType``;
-7. ``SkuId``, when it is itself a known type.
-
-GPU-hours are ``ConsumedQuantity`` (time units only: Hours, Hrs, seconds…) × GPUs on Usage lines. Lines
-with no instance type whose ChargeDescription is a per-GPU SKU (Google Cloud: "Nvidia H100 80GB GPU
-running in Americas") count their consumed hours as GPU-hours directly. Instance types of a GPU family
-(``pricebooks/gpu_families.csv``) missing from ``pricebooks/instance_types.csv`` are
-counted per file for one warning line; CPU-only types are not GPUs and are not reported.
+FOCUS has no instance-type column: :data:`_TYPE_RULES` recognises it per line from the first column that
+names one (each rule and its source: docs/formats.md, "FOCUS 1.0–1.3").
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -33,7 +15,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.catalog.gpus import gcp_gpu_sku_facts, instance_gpu_facts, instance_type_in, is_gpu_family
-from finops_cli.errors import InputError
 from finops_cli.ingest.billing.base import (
     BILLING_FORMATS,
     BatchContext,
@@ -46,11 +27,12 @@ from finops_cli.ingest.billing.base import (
     hours_factor,
     lookup,
     month_floor,
+    only,
     parse_json_cells,
     tags_json,
     where,
 )
-from finops_cli.ingest.readers.values import first_bad_row, map_unique
+from finops_cli.ingest.readers.values import map_unique, refuse_first
 from finops_cli.schema.billing import BILLING_SCHEMA, CHARGE_CATEGORIES, PRICING_CATEGORIES
 
 MONEY = (
@@ -77,7 +59,7 @@ def _sniff(cols: frozenset[str]) -> float:
     return 3.0 if {"BilledCost", "ChargePeriodStart", "BillingCurrency"} <= cols else 0.0
 
 
-@BILLING_FORMATS.register("focus", aliases=["focus-1.0", "focus-1.2", "focus-1.3"], sniff=_sniff, description="FOCUS")
+@BILLING_FORMATS.register("focus", aliases=["focus-1.0", "focus-1.2", "focus-1.3"], sniff=_sniff)
 class Focus(BillingFormat):
     name = "focus"
     required = ("BilledCost", "BillingCurrency", "ChargePeriodStart", "BillingAccountId")
@@ -128,10 +110,10 @@ class Focus(BillingFormat):
             if columns["ChargeDescription"] is not None:  # per-GPU SKUs (Google Cloud): the hours are GPU-hours
                 sku = map_unique(columns["ChargeDescription"], _gpu_sku, pa.string())
                 per_gpu = pc.and_(pc.is_valid(sku), pc.is_null(columns["x_InstanceType"]))
-                found = where(per_gpu, sku, pa.scalar(None, pa.string()))
+                found = only(per_gpu, sku)
                 have = columns["x_AcceleratorType"]
                 columns["x_AcceleratorType"] = found if have is None else pc.coalesce(have, found)
-                direct = where(per_gpu, usage_hours, pa.scalar(None, pa.float64()))
+                direct = only(per_gpu, usage_hours)
                 columns["x_GpuHours"] = (
                     direct if columns["x_GpuHours"] is None else pc.coalesce(columns["x_GpuHours"], direct)
                 )
@@ -144,13 +126,13 @@ def _check_gpu_count(gpus: pa.Array | None, ctx: BatchContext) -> None:
     if gpus is None:
         return
     whole = pc.and_(pc.equal(pc.floor(gpus), gpus), pc.and_(pc.greater_equal(gpus, 0), pc.less_equal(gpus, 100_000)))
-    i = first_bad_row(pc.invert(pc.fill_null(whole, True)))
-    if i is not None:
-        raise InputError(
-            f"expected a whole number of GPUs per instance (got {gpus[i].as_py()!r})",
-            path=ctx.path,
-            where=f"row {ctx.first_row + i}, column 'x_GpuCount'",
-        )
+    refuse_first(
+        pc.invert(whole),
+        lambda i: f"expected a whole number of GPUs per instance (got {gpus[i].as_py()!r})",
+        path=ctx.path,
+        first_row=ctx.first_row,
+        column="x_GpuCount",
+    )
 
 
 # ------------------------------------------------------------------------------ instance types of FOCUS lines
@@ -160,8 +142,6 @@ def _known(name: str | None) -> str | None:
 
 def _from_details(cell: str, keys: tuple[str, ...]) -> dict[str, object] | None:
     """A JSON key-value cell (SkuPriceDetails, x_SkuDetails) as a dict, or None when it is not one."""
-    import json
-
     try:
         obj = json.loads(cell)
     except (ValueError, TypeError):
@@ -189,8 +169,6 @@ def _details_gpus(cell: str) -> int | None:
 
 def _meter_type(meter: str) -> str | None:
     """An Azure VM meter (``ND96isr H100 v5``, ``NC24ads A100 v4 Spot``) as its size, when the pricebook knows it."""
-    import re
-
     name = re.sub(r"\s+(Spot|Low Priority)$", "", meter.strip(), flags=re.IGNORECASE)
     if not re.fullmatch(r"[A-Z]{1,3}\d+[A-Za-z]*( [A-Za-z0-9]+)*", name):
         return None

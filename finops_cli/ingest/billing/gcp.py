@@ -1,16 +1,7 @@
-"""Google Cloud billing export (BigQuery detailed/standard export as CSV, JSON Lines or Parquet).
+"""Google Cloud billing export (BigQuery detailed/standard export as CSV, JSON Lines or Parquet) → FOCUS.
 
-Cost in (conservation): ``cost + Σ credits[].amount`` per ``currency`` — GCP nests credits (sustained use,
-CUD, promotions, free tier) inside the usage line, so the line's net cost is what the invoice charges.
-BilledCost is that net; EffectiveCost = BilledCost; ListCost = ``cost`` before credits.
-
-- ``x_InstanceType`` comes from the ``compute.googleapis.com/machine_spec`` system label (``a3-highgpu-8g``),
-  so core, RAM and GPU lines of one VM all match the same substrate.
-- GPU SKUs are billed per GPU ("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in EMEA"):
-  ``x_GpuHours`` = GPU-seconds / 3600 on those lines only; core and RAM lines carry 0.
-- PricingCategory: Spot/Preemptible SKUs → Dynamic; "Commitment …" SKUs and lines with a committed-use
-  credit → Committed; else Standard. ``cost_type`` tax → Tax, adjustment / rounding_error → Adjustment.
-- Nested columns (``service.description``) arrive flattened with dots from every container.
+Credits are nested in the usage line, so the money in is ``cost + Σ credits[].amount``; GPU SKUs are billed
+per GPU. The mapping rules: docs/formats.md ("GCP billing export").
 """
 
 from __future__ import annotations
@@ -38,12 +29,13 @@ from finops_cli.ingest.billing.base import (
     hours_factor,
     isin,
     lookup,
+    only,
     parse_json_cells,
     tags_from_lists,
     tags_json,
     where,
 )
-from finops_cli.ingest.readers.values import MAX_YEAR, MIN_YEAR, first_bad_row, map_unique
+from finops_cli.ingest.readers.values import MAX_YEAR, MIN_YEAR, map_unique, refuse_first
 
 MACHINE_SPEC = "compute.googleapis.com/machine_spec"
 COST_TYPE = {"regular": "Usage", "tax": "Tax", "adjustment": "Adjustment", "rounding_error": "Adjustment"}
@@ -61,7 +53,7 @@ def _sniff(cols: frozenset[str]) -> float:
     return 2.0 if {"billing_account_id", "cost", "currency"} <= cols and "sku.description" in cols else 0.0
 
 
-@BILLING_FORMATS.register("gcp", aliases=["gcp-billing", "bigquery"], sniff=_sniff, description="GCP billing export")
+@BILLING_FORMATS.register("gcp", aliases=["gcp-billing", "bigquery"], sniff=_sniff)
 class GcpBilling(BillingFormat):
     name = "gcp"
     required = ("billing_account_id", "cost", "currency", "usage_start_time", "sku.description")
@@ -109,12 +101,13 @@ class GcpBilling(BillingFormat):
         n = batch.num_rows
         src = SourceColumns(batch, ctx)
         cost = src.num("cost")
-        if cost is not None and cost.null_count:  # an empty cost is not $0.00 (FOCUS and CUR refuse it too)
-            i = pc.index(pc.is_null(cost), True).as_py()
-            raise InputError(
+        if cost is not None:  # an empty cost is not $0.00 (FOCUS and CUR refuse it too)
+            refuse_first(
+                pc.is_null(cost),
                 "cost is empty: every GCP billing line has one",
                 path=ctx.path,
-                where=f"row {ctx.first_row + i}, column 'cost'",
+                first_row=ctx.first_row,
+                column="cost",
             )
         credits = col(batch, "credits")
         credit_sum = _credit_sums(credits, ctx) if credits is not None else pa.repeat(pa.scalar(0.0), n)
@@ -133,7 +126,7 @@ class GcpBilling(BillingFormat):
         category = where(pc.and_(pc.equal(category, "Usage"), commitment_sku), "Purchase", category)
         pricing = map_unique(sku, gcp_pricing_category, pa.string())
         pricing = where(has_cud, "Committed", pc.fill_null(pricing, "Standard"))
-        pricing = where(isin(category, ["Usage", "Purchase"]), pricing, pa.scalar(None, pa.string()))
+        pricing = only(isin(category, ["Usage", "Purchase"]), pricing)
 
         gpu_acc = map_unique(sku, lambda d: (f := gcp_gpu_sku_facts(d)) and f.accelerator, pa.string())
         amount = src.num("usage.amount")
@@ -146,14 +139,9 @@ class GcpBilling(BillingFormat):
         )
         gpu_hours = where(pc.and_(pc.is_valid(gpu_acc), pc.equal(category, "Usage")), gpu_hours, 0.0)
 
-        system_labels = col(batch, "system_labels")
-        instance_type = (
-            _labels(system_labels, ctx, "system_labels", pick=MACHINE_SPEC)
-            if system_labels is not None
-            else const(None, n)
-        )
-        labels = col(batch, "labels")
-        tags = _labels(labels, ctx, "labels") if labels is not None else const(None, n)
+        system_labels, labels = col(batch, "system_labels"), col(batch, "labels")
+        instance_type = None if system_labels is None else _labels(system_labels, ctx, "system_labels", MACHINE_SPEC)
+        tags = None if labels is None else _labels(labels, ctx, "labels")
         service = col(batch, "service.description")
         resource_name = col(batch, "resource.name")
         resource_id = first_col(batch, "resource.global_name", "resource.name")
@@ -173,12 +161,8 @@ class GcpBilling(BillingFormat):
             "ChargeCategory": category,
             "ChargeDescription": sku,
             "PricingCategory": pricing,
-            "ConsumedQuantity": where(pc.equal(category, "Usage"), amount, pa.scalar(None, pa.float64()))
-            if amount is not None
-            else None,
-            "ConsumedUnit": where(pc.equal(category, "Usage"), unit, pa.scalar(None, pa.string()))
-            if unit is not None
-            else None,
+            "ConsumedQuantity": only(pc.equal(category, "Usage"), amount),
+            "ConsumedUnit": only(pc.equal(category, "Usage"), unit),
             "ResourceId": resource_id,
             "ResourceName": resource_name,
             "ServiceName": service,
@@ -216,13 +200,13 @@ def _invoice_month(values: pa.Array | None, start: pa.Array, ctx: BatchContext) 
                 ) from None
         raise
     years = pc.year(parsed)
-    bad = first_bad_row(pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)))
-    if bad is not None:
-        raise InputError(
-            f"invoice month {text[bad].as_py()!r} is outside {MIN_YEAR}–{MAX_YEAR}",
-            path=ctx.path,
-            where=f"row {ctx.first_row + bad}, column 'invoice.month'",
-        )
+    refuse_first(
+        pc.or_(pc.less(years, MIN_YEAR), pc.greater(years, MAX_YEAR)),
+        lambda i: f"invoice month {text[i].as_py()!r} is outside {MIN_YEAR}–{MAX_YEAR}",
+        path=ctx.path,
+        first_row=ctx.first_row,
+        column="invoice.month",
+    )
     return pc.cast(parsed, pa.timestamp("us", tz="UTC"))
 
 

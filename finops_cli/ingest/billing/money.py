@@ -4,7 +4,7 @@ equals what was read, to the cent, per file and per currency (the conservation p
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Context, Decimal
 from typing import Any
@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing.base import BatchContext, Converted
-from finops_cli.ingest.readers.values import first_bad_row
+from finops_cli.ingest.readers.values import refuse_first
 from finops_cli.schema.currency import is_iso4217
 
 #: half a cent, in the nano-units of :func:`exact_sum`
@@ -38,88 +38,74 @@ MONEY_COLUMNS = ("BilledCost", "EffectiveCost", "ListCost", "ContractedCost")
 
 @dataclass
 class _Acc:
-    """Running totals for one ingest; the conservation tallies are exact decimals (see :func:`exact_sum`)."""
+    """Running totals of an ingest, or of one file's staging; every tally is a sum, so totals merge.
 
-    cost_in: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    billed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    #: the format's EffectiveCost in and EffectiveCost written, per currency (the other money column the
-    #: store keeps; ListCost and ContractedCost default to BilledCost, which is conserved)
-    effective_in: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    effective: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    by_provider: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(_zero_totals))
-    gpu: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+    The conservation tallies are exact nano-units (:func:`exact_sum`), per currency and per (file, currency).
+    """
+
+    cost_in: Counter[str] = field(default_factory=Counter)
+    billed: Counter[str] = field(default_factory=Counter)
+    #: the format's EffectiveCost in and written (ListCost and ContractedCost default to the conserved BilledCost)
+    effective_in: Counter[str] = field(default_factory=Counter)
+    effective: Counter[str] = field(default_factory=Counter)
+    #: (provider, currency) -> [billed, effective, rows]
+    by_provider: defaultdict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(_zeros))
+    gpu: Counter[tuple[str, str]] = field(default_factory=Counter)
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
-    currency_of: dict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
+    currency_of: defaultdict[tuple[str, str], set[str]] = field(default_factory=lambda: defaultdict(set))
     #: where each (account, period, currency) was first seen: (file, data row), for error messages
     first_seen: dict[tuple[str, str, str], tuple[str, int]] = field(default_factory=dict)
     rows_in: int = 0
     rows_written: int = 0
     pending: dict[tuple[str, str, str], list[pa.Table]] = field(default_factory=dict)
-    #: (file, currency) -> [cost in, BilledCost written] in nano-units: names the file when money is not conserved
-    by_file: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(_zero_pair))
-    unknown_gpu_types: dict[str, int] = field(default_factory=dict)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Picklable without the factories' lambdas: another process (a Spark task) returns its totals."""
-        return {k: dict(v) if isinstance(v, defaultdict) else v for k, v in self.__dict__.items()}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        fresh = _Acc()
-        for k, v in state.items():
-            default = getattr(fresh, k)
-            if isinstance(default, defaultdict):
-                default.update(v)
-                v = default
-            setattr(self, k, v)
+    #: (file, currency) -> [cost in, BilledCost written]: names the file when money is not conserved
+    by_file: defaultdict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(_pair))
+    unknown_gpu_types: Counter[str] = field(default_factory=Counter)
 
     def merge(self, other: _Acc, order: dict[str, int]) -> None:
-        """Add another task's totals (every tally is a sum, so the order tasks finish in does not matter).
-
-        ``order`` ranks the input files, so "first seen" stays the first in file order, as in one process.
-        """
-        for c, nano in other.cost_in.items():
-            self.cost_in[c] += nano
-        for c, nano in other.billed.items():
-            self.billed[c] += nano
-        for c, nano in other.effective_in.items():
-            self.effective_in[c] += nano
-        for c, nano in other.effective.items():
-            self.effective[c] += nano
-        for pc_key, totals in other.by_provider.items():
-            tot = self.by_provider[pc_key]
-            for i in range(3):
-                tot[i] += totals[i]
-        for gpu_key, hours in other.gpu.items():
-            self.gpu[gpu_key] += hours
+        """Add another file's totals; ``order`` ranks the files, so "first seen" is the first in file order."""
+        sums: list[tuple[Counter[Any], Counter[Any]]] = [
+            (self.cost_in, other.cost_in),
+            (self.billed, other.billed),
+            (self.effective_in, other.effective_in),
+            (self.effective, other.effective),
+            (self.gpu, other.gpu),
+            (self.unknown_gpu_types, other.unknown_gpu_types),
+        ]
+        for mine, theirs in sums:
+            for k, v in theirs.items():
+                mine[k] += v
+        rows: list[tuple[defaultdict[Any, list[Any]], defaultdict[Any, list[Any]]]] = [
+            (self.by_provider, other.by_provider),
+            (self.by_file, other.by_file),
+        ]
+        for pairs, their_pairs in rows:
+            for k, values in their_pairs.items():
+                pairs[k] = [a + b for a, b in zip(pairs[k], values, strict=True)]
         for key, info in other.keys.items():
-            mine = self.keys.setdefault(
+            mine_info = self.keys.setdefault(
                 key, {**info, "providers": set(), "files": set(), "rows": 0, "billed": defaultdict(float)}
             )
-            mine["providers"] |= info["providers"]
-            mine["files"] |= info["files"]
-            mine["rows"] += info["rows"]
+            mine_info["providers"] |= info["providers"]
+            mine_info["files"] |= info["files"]
+            mine_info["rows"] += info["rows"]
             for c, amount in info["billed"].items():
-                mine["billed"][c] += amount
+                mine_info["billed"][c] += amount
         for account_period, currencies in other.currency_of.items():
             self.currency_of[account_period] |= currencies
         for where, seen in other.first_seen.items():
             mine_seen = self.first_seen.get(where)
             if mine_seen is None or (order.get(seen[0], 0), seen[1]) < (order.get(mine_seen[0], 0), mine_seen[1]):
                 self.first_seen[where] = seen
-        for k, (cin, out) in other.by_file.items():
-            self.by_file[k][0] += cin
-            self.by_file[k][1] += out
-        for name, lines in other.unknown_gpu_types.items():
-            self.unknown_gpu_types[name] = self.unknown_gpu_types.get(name, 0) + lines
         self.rows_in += other.rows_in
         self.rows_written += other.rows_written
 
 
-def _zero_totals() -> list[float]:
+def _zeros() -> list[float]:
     return [0.0, 0.0, 0]
 
 
-def _zero_pair() -> list[int]:
+def _pair() -> list[int]:
     return [0, 0]
 
 
@@ -141,13 +127,12 @@ def check_money(values: pa.Array | pa.ChunkedArray, name: str, ctx: BatchContext
     """Refuse a NaN, an infinity or an absurd amount (naming file and row) before it is summed or stored."""
     x = pc.cast(values, pa.float64())
     ok = pc.and_(pc.is_finite(x), pc.less_equal(pc.abs(x), MAX_LINE_AMOUNT))
-    i = first_bad_row(pc.invert(pc.fill_null(ok, True)))
-    if i is not None:
-        raise InputError(
-            f"{name} is {x[i].as_py()!r}: expected a finite amount of money within ±{MAX_LINE_AMOUNT:.0e}",
-            path=ctx.path,
-            where=f"row {ctx.first_row + i}",
-        )
+    refuse_first(
+        pc.invert(ok),
+        lambda i: f"{name} is {x[i].as_py()!r}: expected a finite amount of money within ±{MAX_LINE_AMOUNT:.0e}",
+        path=ctx.path,
+        first_row=ctx.first_row,
+    )
 
 
 def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
@@ -162,14 +147,14 @@ def _cost_in(conv: Converted, ctx: BatchContext, acc: _Acc) -> None:
     effective = amounts if effective is None else pc.cast(effective, pa.float64())
     # FOCUS: "EffectiveCost MUST NOT be null"; a silent null would drop money from every amortized report.
     # (Where BilledCost is empty too, the check of required columns names BilledCost.)
-    i = first_bad_row(pc.and_(pc.is_null(effective), pc.is_valid(amounts)))
-    if i is not None:
-        raise InputError(
-            "EffectiveCost is empty or not a number (FOCUS: it must not be null; write BilledCost "
-            "where nothing is amortized)",
-            path=ctx.path,
-            where=f"row {ctx.first_row + i}, column 'EffectiveCost'",
-        )
+    refuse_first(
+        pc.and_(pc.is_null(effective), pc.is_valid(amounts)),
+        "EffectiveCost is empty or not a number (FOCUS: it must not be null; write BilledCost "
+        "where nothing is amortized)",
+        path=ctx.path,
+        first_row=ctx.first_row,
+        column="EffectiveCost",
+    )
     check_money(effective, "EffectiveCost", ctx)
     distinct = pc.unique(currency).to_pylist()
     for c in distinct:  # a currency is printed next to every amount: only ISO 4217 codes enter the store

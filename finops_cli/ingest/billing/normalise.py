@@ -19,7 +19,7 @@ from finops_cli.ingest.billing.money import MONEY_COLUMNS, _Acc, _cost_in, check
 from finops_cli.ingest.readers.common import RowBatch, kind_of
 from finops_cli.ingest.readers.jsonl import read_ahead
 from finops_cli.ingest.readers.stream import iter_batches
-from finops_cli.ingest.readers.values import map_unique
+from finops_cli.ingest.readers.values import map_unique, refuse_first
 from finops_cli.schema.billing import BILLING_SCHEMA, provider_slug
 
 #: a provider becomes a partition directory (``provider=<slug>``)
@@ -59,8 +59,7 @@ def convert_file(
             yield table
     if rows == 0:
         raise InputError("has a header but no billing lines", path=path)
-    for name, lines in state.get("unknown_gpu_types", {}).items():
-        acc.unknown_gpu_types[name] = acc.unknown_gpu_types.get(name, 0) + lines
+    acc.unknown_gpu_types.update(state.get("unknown_gpu_types", {}))
 
 
 def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, acc: _Acc, conv: Converted) -> pa.Table:
@@ -119,12 +118,8 @@ _FREQUENCY = {"Usage": "Usage-Based", "Purchase": "One-Time", "Tax": "One-Time",
 
 
 def _focus_defaults(table: pa.Table) -> pa.Table:
-    """Fill FOCUS columns the source leaves empty with documented defaults (docs/formats.md).
-
-    ListCost and ContractedCost (FOCUS: not null) fall back to BilledCost; PricingQuantity/Unit to the
-    consumed ones; ChargeFrequency from ChargeCategory; CommitmentDiscountCategory is Spend for savings plans
-    and Usage for other commitments; CommitmentDiscountStatus is Used on usage lines under a commitment.
-    """
+    """Fill FOCUS columns the source leaves empty with the defaults docs/formats.md lists (ListCost and
+    ContractedCost = BilledCost, pricing = consumed quantity, ChargeFrequency from ChargeCategory, …)."""
 
     def setcol(name: str, values: pa.Array) -> None:
         nonlocal table
@@ -165,7 +160,4 @@ def _facts(key: str) -> tuple[int, str] | None:
 
 def _require(table: pa.Table, ctx: BatchContext, names: Iterable[str]) -> None:
     for name in names:
-        c = table[name]
-        if c.null_count:
-            idx = pc.index(pc.is_null(c), True).as_py()
-            raise InputError(f"{name} is empty", path=ctx.path, where=f"row {ctx.first_row + idx}")
+        refuse_first(pc.is_null(table[name]), f"{name} is empty", path=ctx.path, first_row=ctx.first_row)

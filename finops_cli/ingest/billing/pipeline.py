@@ -1,25 +1,9 @@
 """Billing exports → canonical FOCUS batches → one store transaction, with the ingest promises checked.
 
-For each file: pick the format (``--format`` or sniff the header), stream record batches, convert them,
-add GPU facts from the pricebook and the partition columns, and write each (billing account, period) slice
-under its idempotency key. Before commit:
-
-- **conservation**: per currency, Σ cost in (the source's own cost column, see each format) equals Σ
-  BilledCost written, to the cent; rows in = rows written;
-- **one currency per billing account and period** (FOCUS: BillingCurrency is the account's one currency);
-
-then the transaction commits atomically (or, on any error or Ctrl-C, leaves the store as it was).
-
-Idempotency key = ``<format>-<period>-<sha256(format, billing account, period)[:12]>``: ingesting the same
-export twice rewrites the same file; a corrected re-export of the period replaces it; other accounts'
-files in the same ``provider/billing_period`` partition are untouched. Give all files of one export (e.g. a
-CUR split into parts) in one command: a later ingest of the same account and period replaces it wholly.
-
-Each input file is staged on its own by :func:`~finops_cli.ingest.billing.executors.stage_file` (convert, write,
-tally) by the stager the caller chose: in this process or worker processes (:class:`LocalStager`), or as Spark tasks
-(:class:`finops_cli.spark.billing.SparkStager`): the same function everywhere. So the
-second input file holding lines of a key writes ``<key>-part1`` (:func:`~finops_cli.store.store.part_key`),
-and the store's bytes do not depend on how many processes converted the files.
+Money in equals BilledCost written, per file and currency, to the cent; one currency per billing account and
+period; each (format, account, period) written under its idempotency key, atomically. The stager the caller
+chose runs :func:`~finops_cli.ingest.billing.executors.stage_file` per file; the store's bytes do not depend on
+it. The promises for users: docs/formats.md ("Money in", "Idempotency and re-exports").
 """
 
 from __future__ import annotations
@@ -35,7 +19,7 @@ from finops_cli.errors import InputError
 from finops_cli.files import content_fingerprint
 
 # Importing the format modules registers them.
-from finops_cli.ingest.billing import aws_cur, aws_cur2, azure, focus, gcp  # noqa: F401
+from finops_cli.ingest.billing import aws, azure, focus, gcp  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS
 from finops_cli.ingest.billing.executors import (
     _FILE,
@@ -51,7 +35,8 @@ from finops_cli.ingest.billing.write import DATASET
 from finops_cli.ingest.readers.common import discover
 from finops_cli.ingest.readers.stream import read_header
 from finops_cli.store import Store, open_store
-from finops_cli.store.store import file_source_key, part_key
+from finops_cli.store.engine import stage_aggregates
+from finops_cli.store.layout import file_source_key, part_key
 
 
 @dataclass
@@ -84,13 +69,8 @@ def ingest_billing(
     progress: Progress | None = None,
     stager: BillingStager | None = None,
 ) -> IngestSummary:
-    """Ingest billing exports into ``store`` atomically; see the module docstring for the promises.
-
-    ``stager`` stages the files (default :class:`LocalStager`: this process, or one worker per core for a
-    multi-file export of at least :data:`PARALLEL_MIN_BYTES`). Either way each file goes through
-    :func:`stage_file` and hands back its tallies; the checks and the commit stay here, and any aggregate not
-    built while staging is built at commit on the query engine in force.
-    """
+    """Ingest billing exports into ``store`` atomically; ``stager`` stages the files (default
+    :class:`LocalStager`); the checks and the commit stay here."""
     if store is None:
         store = open_store()
     stager = stager or LocalStager()
@@ -103,7 +83,7 @@ def ingest_billing(
         plan.append(FileJob(index, path, entry.obj.name, sniffed, header))
 
     acc = _Acc()
-    with store.transaction() as tx:
+    with store.transaction(aggregates=stage_aggregates) as tx:
         # read under the writer lock: another ingest's entries cannot change between this and the commit
         previous = {e.get("source_key"): e for e in store.manifest() if e.get("dataset") == DATASET}
         results = stager.stage(plan, tx, progress)
@@ -119,7 +99,7 @@ def ingest_billing(
 
 
 def _adopt(results: Iterable[FileResult], tx: Any, acc: _Acc) -> tuple[list[FileSummary], dict[str, str]]:
-    """Take each file's staged parts into ``tx`` (named :func:`~finops_cli.store.store.part_key` in file order:
+    """Take each file's staged parts into ``tx`` (named :func:`~finops_cli.store.layout.part_key` in file order:
     ``results`` come in file order) and add its tallies to ``acc``; the file summaries and each file's digest."""
     files_of_key: dict[str, int] = defaultdict(int)
     order: dict[str, int] = {}

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
+from finops_cli.files import kind_of_path
 
 #: File name endings the readers understand, longest first.
 SUFFIXES: tuple[str, ...] = (
@@ -57,44 +58,45 @@ def kind_of(path: Path) -> str:
 
 
 def discover(paths: Iterable[str | Path], what: str = "export", suffixes: Collection[str] = SUFFIXES) -> list[Path]:
-    """Expand files and directories (recursively) into a sorted, de-duplicated list of readable files.
-
-    Hidden files and directories (``.x``) and names starting with ``_`` (``_SUCCESS``) are skipped inside
-    directories. A missing path, or a directory without any matching file, is an InputError.
-    """
-    found: list[Path] = []
-    seen: set[Path] = set()
+    """Expand files and directories (recursively, see :func:`files_in`) into a de-duplicated list of files."""
+    found: dict[Path, Path] = {}
     for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise InputError("no such file or directory", path=p)
+        p = existing_path(raw)
         if p.is_dir():
-            note_input(p, tree=True)
-            inside = sorted(
-                f
-                for f in p.rglob("*")
-                if f.is_file()
-                and f.name.lower().endswith(tuple(suffixes))
-                and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
-            )
+            inside = files_in(p, suffixes)
             if not inside:
                 raise InputError(f"directory holds no {what} files ({', '.join(suffixes)})", path=p)
-            candidates = inside
         else:
-            if not p.is_file():  # a FIFO or a device would block or never end: say what it is
-                from finops_cli.files import kind_of_path
-
-                raise InputError(f"{kind_of_path(p)}; expected a regular file", path=p)
             kind_of(p)
-            candidates = [p]
-        for f in candidates:
-            r = f.resolve()
-            if r not in seen:
-                seen.add(r)
-                found.append(f)
+            inside = [p]
+        for f in inside:
+            found.setdefault(f.resolve(), f)
     if not found:
         raise InputError(f"no {what} files given")
-    return found
+    return list(found.values())
+
+
+def existing_path(raw: str | Path) -> Path:
+    """``raw`` as a path that exists and is a directory or a regular file (a FIFO would block or never end)."""
+    p = Path(raw)
+    if not p.exists():
+        raise InputError("no such file or directory", path=p)
+    if not p.is_dir() and not p.is_file():
+        raise InputError(f"{kind_of_path(p)}; expected a regular file", path=p)
+    return p
+
+
+def files_in(directory: Path, suffixes: Collection[str]) -> list[Path]:
+    """The files under ``directory`` named with one of ``suffixes``, sorted; hidden (``.x``) and ``_``-named
+    files and directories (``_SUCCESS``) are skipped."""
+    note_input(directory, tree=True)
+    return sorted(
+        f
+        for f in directory.rglob("*")
+        if f.is_file()
+        and f.name.lower().endswith(tuple(suffixes))
+        and not any(part.startswith((".", "_")) for part in f.relative_to(directory).parts)
+    )
 
 
 def open_text(path: Path) -> io.TextIOBase:

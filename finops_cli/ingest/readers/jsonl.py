@@ -7,10 +7,13 @@ import gzip
 import io
 import json
 import os
+import tempfile
 from collections.abc import Collection, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -59,20 +62,6 @@ def json_schema(
     return pa.schema(fields(tree))
 
 
-def _duckdb_type(t: pa.DataType) -> str:
-    """The DuckDB type ``read_json`` casts a key to, for an Arrow type of :func:`json_schema`."""
-    if pa.types.is_struct(t):
-        return (
-            "STRUCT(" + ", ".join(f'"{f.name.replace(chr(34), chr(34) * 2)}" {_duckdb_type(f.type)}' for f in t) + ")"
-        )
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return _duckdb_type(t.value_type) + "[]"
-    names = {pa.float64(): "DOUBLE", pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN"}
-    if t not in names:
-        raise TypeError(f"no DuckDB type for {t}")
-    return names[t]
-
-
 def iter_jsonl_duckdb(
     path: Path,
     wanted: list[str],
@@ -82,10 +71,7 @@ def iter_jsonl_duckdb(
 ) -> Iterator[RowBatch]:
     """JSON Lines through DuckDB's ``read_json`` (yyjson, on every core; ≈ half ``pyarrow.json``'s CPU);
     on anything it refuses, the Python decoder takes over (see :func:`iter_batches`)."""
-    import duckdb
-
     schema = json_schema(wanted, types, nested)
-    columns = {f.name: _duckdb_type(f.type) for f in schema}
     wanted_set = set(wanted)
     row = 1
     try:
@@ -97,9 +83,10 @@ def iter_jsonl_duckdb(
             if threads.isdigit() and int(threads) >= 1:  # a parallel ingest's worker: its share of the cores
                 config["threads"] = int(threads)
             con = stack.enter_context(duckdb.connect(config=config))
+            typed = con.from_arrow(schema.empty_table())  # the schema in DuckDB's type names
             rel = con.read_json(
                 str(source),
-                columns=columns,
+                columns=dict(zip(typed.columns, map(str, typed.types), strict=True)),
                 format="newline_delimited",
                 records="true",
                 maximum_object_size=MAX_LINE_BYTES,
@@ -121,8 +108,6 @@ def read_ahead(items: Iterator[_T], stack: contextlib.ExitStack) -> Iterator[_T]
     """``items``, the next one decoded on a thread while the caller converts this one (DuckDB and Arrow
     release the GIL): one item in flight, so memory grows by one batch. The thread is joined when ``stack``
     closes, before what it reads from (entered on ``stack`` earlier) is."""
-    from concurrent.futures import ThreadPoolExecutor
-
     ahead = stack.enter_context(ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead"))
     end = object()
     pending = ahead.submit(next, items, end)
@@ -135,8 +120,6 @@ def _globless(path: Path, stack: contextlib.ExitStack) -> Path:
     """``path``, or a link to it under a plain name when its name holds characters DuckDB reads as a glob."""
     if not any(ch in str(path) for ch in "*?[]{}"):
         return path
-    import tempfile
-
     tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="finops-json-")))
     link = tmp / ("input.jsonl.gz" if path.name.lower().endswith(".gz") else "input.jsonl")
     link.symlink_to(path.resolve())

@@ -1,14 +1,16 @@
-"""The readers' entry points: a file's column names, and its rows as record batches, whatever its format."""
+"""The readers' entry points (a file's column names, and its rows as record batches, whatever its format) and
+Parquet: row groups as batches, nested structs flattened to dotted names, columns cast to the asked types."""
 
 from __future__ import annotations
 
 import csv
 import gzip
 import json
-from collections.abc import Collection, Generator, Mapping
+from collections.abc import Collection, Generator, Iterator, Mapping
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from finops_cli.atomic import note_input
@@ -25,7 +27,7 @@ from finops_cli.ingest.readers.common import (
 )
 from finops_cli.ingest.readers.csv import iter_csv
 from finops_cli.ingest.readers.jsonl import bounded_lines, flatten_record, iter_jsonl, iter_jsonl_duckdb, loads_record
-from finops_cli.ingest.readers.parquet import iter_parquet
+from finops_cli.ingest.readers.values import raise_first_uncastable
 
 
 def _check_not_empty(path: Path) -> None:
@@ -102,27 +104,11 @@ def iter_batches(
 ) -> Generator[RowBatch]:
     """Stream ``path`` as record batches.
 
-    Parameters
-    ----------
-    columns
-        Only these columns are decoded (those absent from the file are silently skipped: the caller checks
-        required columns against :func:`read_header`). ``None`` = all.
-    types
-        Column → Arrow type for non-string columns (costs, quantities). Every other column is a string,
-        so ids keep their leading zeros and 12 digits.
-    newlines_in_values
-        CSV only: allow line breaks inside quoted values (safe default). Machine-written exports that never
-        contain them (AWS CUR) may pass False: the parser is ~25 % faster.
-    nested
-        JSON Lines only: column → list type (e.g. GCP ``credits``, ``labels`` as lists of structs). Given
-        it, the file is decoded by DuckDB's ``read_json`` (C++ on every core, ~20× the Python decoder) with
-        explicit column types, these columns arrive as Arrow lists instead of JSON text, and a column null
-        in every line of a batch is left out. A file the types do not fit (text where a number belongs, a
-        line that is not an object, bytes that are not UTF-8, a line longer than :data:`MAX_LINE_BYTES`,
-        nesting deeper than DuckDB's 128 levels) continues, from the first row not yet yielded, through the
-        Python decoder, which names the offending row. (Numbers in a text column are their JSON text in
-        both, ``42`` → ``"42"``.)
-    """
+    ``columns``: only these are decoded (absent ones are skipped: callers check required columns against
+    :func:`read_header`). ``types``: Arrow types for non-string columns; every other column is text, so ids keep
+    their leading zeros. ``newlines_in_values``: CSV only, False for exports that never quote a line break (faster).
+    ``nested``: JSON Lines only, list columns: the file is read by DuckDB's ``read_json`` with these types, and
+    from the first row it refuses by the Python decoder, which names the row."""
     path = Path(path)
     header = read_header(path)
     wanted = [c for c in header if columns is None or c in set(columns)]
@@ -136,3 +122,46 @@ def iter_batches(
         yield from iter_jsonl_duckdb(path, list(columns), types, nested, batch_rows)
     else:
         yield from iter_jsonl(path, None if columns is None else list(columns), types, batch_rows)
+
+
+def iter_parquet(
+    path: Path, wanted: list[str], types: Mapping[str, pa.DataType], batch_rows: int
+) -> Iterator[RowBatch]:
+    row = 1
+    try:
+        pf = pq.ParquetFile(path)
+        top = {c.split(".")[0] for c in wanted}
+        names = [n for n in pf.schema_arrow.names if n in top]
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=names):
+            table = pa.Table.from_batches([batch])
+            while any(pa.types.is_struct(f.type) for f in table.schema):
+                table = table.flatten()
+            table = table.select([c for c in table.column_names if c in set(wanted)])
+            table = _cast_columns(table, types, path, row)
+            for b in table.to_batches():
+                if b.num_rows:
+                    yield RowBatch(b, row)
+                    row += b.num_rows
+    except READ_ERRORS as exc:
+        raise InputError(f"unreadable Parquet: {short_message(exc)}", path=path, where=f"near row {row}") from None
+
+
+def _cast_columns(table: pa.Table, types: Mapping[str, pa.DataType], path: Path, first_row: int) -> pa.Table:
+    """Cast named columns to their types; everything scalar that is not named becomes a string."""
+    for i, name in enumerate(table.column_names):
+        col = table.column(i)
+        target = types.get(name)
+        if target is None:
+            if pa.types.is_nested(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+                continue
+            if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type):
+                continue  # already typed; the format parser normalises to UTC
+            target = pa.string()
+        if col.type == target:
+            continue
+        try:
+            table = table.set_column(i, name, pc.cast(col, target))
+        except pa.ArrowException:
+            raise_first_uncastable(col.to_pylist(), target, path=path, column=name, first_row=first_row)
+            raise
+    return table

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,13 +19,8 @@ MIN_YEAR, MAX_YEAR = 1970, 2199
 
 
 def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:
-    """Parse text timestamps to ``timestamp[us, UTC]``.
-
-    Accepts ISO 8601 with ``T`` or a space, with or without fractional seconds, with ``Z`` / an offset or
-    none (naive = UTC), plain dates, and US ``MM/DD/YYYY`` dates (Azure). Already-typed timestamps are
-    converted to UTC; naive ones are taken as UTC. A date outside :data:`MIN_YEAR`–:data:`MAX_YEAR` or
-    one that does not exist (``02/30/2023``) is refused, never rolled over.
-    """
+    """Parse timestamps to ``timestamp[us, UTC]`` (ISO 8601 with or without zone, naive = UTC; dates; US
+    ``MM/DD/YYYY``). A date outside :data:`MIN_YEAR`–:data:`MAX_YEAR`, or one that does not exist, is refused."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     try:
@@ -34,20 +29,18 @@ def to_utc(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, fir
         raise InputError(f"a time beyond {MIN_YEAR}–{MAX_YEAR}", path=path, where=f"column {column!r}") from None
     lo = pa.scalar(datetime(MIN_YEAR, 1, 1, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
     hi = pa.scalar(datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC), pa.timestamp("us", tz="UTC"))
-    i = first_bad_row(pc.or_(pc.less(parsed, lo), pc.greater_equal(parsed, hi)))
-    if i is not None:
-        raise InputError(
-            f"date {values[i].as_py()!s} is outside {MIN_YEAR}–{MAX_YEAR}",
-            path=path,
-            where=f"row {first_row + i}, column {column!r}",
-        )
+    refuse_first(
+        pc.or_(pc.less(parsed, lo), pc.greater_equal(parsed, hi)),
+        lambda i: f"date {values[i].as_py()!s} is outside {MIN_YEAR}–{MAX_YEAR}",
+        path=path,
+        first_row=first_row,
+        column=column,
+    )
     return parsed
 
 
 def _to_utc(values: pa.Array, *, path: object, column: str, first_row: int) -> pa.Array:
     utc = pa.timestamp("us", tz="UTC")
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
     t = values.type
     if pa.types.is_timestamp(t):
         if t.tz is None:
@@ -58,7 +51,7 @@ def _to_utc(values: pa.Array, *, path: object, column: str, first_row: int) -> p
     # Billing timestamps repeat (hours of one month): parse each distinct text once.
     enc = pc.dictionary_encode(pc.cast(values, pa.string()))
     distinct = pc.utf8_trim_whitespace(enc.dictionary)
-    for attempt in (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime):
+    for attempt in _LAYOUTS:
         try:
             return pc.take(attempt(distinct), enc.indices)
         except pa.ArrowException:
@@ -68,7 +61,7 @@ def _to_utc(values: pa.Array, *, path: object, column: str, first_row: int) -> p
     bad: list[str] = []
 
     def one(v: str) -> object:
-        for attempt in (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime):
+        for attempt in _LAYOUTS:
             try:
                 return attempt(pa.array([v], pa.string()))[0].as_py()
             except pa.ArrowException:
@@ -123,6 +116,9 @@ def _ts_us_datetime(v: pa.Array) -> pa.Array:
     return out
 
 
+_LAYOUTS = (_ts_with_zone, _ts_naive, _ts_stripped, _ts_us_date, _ts_us_datetime)
+
+
 def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, first_row: int = 1) -> pa.Array:
     """Cast to float64 (text allowed), naming the first row that is not a finite number (NaN/inf are refused)."""
     if isinstance(values, pa.ChunkedArray):
@@ -130,21 +126,15 @@ def to_float(values: pa.Array | pa.ChunkedArray, *, path: object, column: str, f
     try:
         out = pc.cast(values, pa.float64())
     except pa.ArrowException:
-        for i, v in enumerate(values.to_pylist()):
-            try:
-                pc.cast(pa.array([v]), pa.float64())
-            except pa.ArrowException:
-                raise InputError(
-                    f"expected a number (got {v!r})", path=path, where=f"row {first_row + i}, column {column!r}"
-                ) from None
+        raise_first_uncastable(values.to_pylist(), pa.float64(), path=path, column=column, first_row=first_row)
         raise
-    bad = first_bad_row(pc.invert(pc.fill_null(pc.is_finite(out), True)))
-    if bad is not None:
-        raise InputError(
-            f"expected a finite number (got {values[bad].as_py()!r})",
-            path=path,
-            where=f"row {first_row + bad}, column {column!r}",
-        )
+    refuse_first(
+        pc.invert(pc.is_finite(out)),
+        lambda i: f"expected a finite number (got {values[i].as_py()!r})",
+        path=path,
+        first_row=first_row,
+        column=column,
+    )
     return out
 
 
@@ -152,6 +142,21 @@ def first_bad_row(bad: pa.Array | pa.ChunkedArray) -> int | None:
     """Index of the first true value of a boolean mask (nulls count as false), or None: the row an error names."""
     mask = pc.fill_null(bad, False)
     return int(pc.index(mask, True).as_py()) if pc.any(mask).as_py() else None
+
+
+def refuse_first(
+    bad: pa.Array | pa.ChunkedArray,
+    message: str | Callable[[int], str],
+    *,
+    path: object,
+    first_row: int,
+    column: str | None = None,
+) -> None:
+    """Raise ``message`` (or ``message(i)``) naming the first row ``i`` where ``bad`` is true (nulls: false)."""
+    i = first_bad_row(bad)
+    if i is not None:
+        where = f"row {first_row + i}" + (f", column {column!r}" if column else "")
+        raise InputError(message if isinstance(message, str) else message(i), path=path, where=where)
 
 
 def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) -> pa.Array:
@@ -166,7 +171,7 @@ def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) ->
     return pc.take(mapped, enc.indices)
 
 
-def raise_first_uncastable(values: list, target: pa.DataType, *, path: Path, column: str, first_row: int) -> None:
+def raise_first_uncastable(values: list, target: pa.DataType, *, path: object, column: str, first_row: int) -> None:
     """After a whole-column cast failed: name the first value that does not cast to ``target``."""
     for j, v in enumerate(values):
         try:

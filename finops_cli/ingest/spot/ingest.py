@@ -1,18 +1,27 @@
-"""Normalise spot-price records and merge them into the store (idempotent per price change)."""
+"""Spot-price feeds (the AWS CLI's ``describe-spot-price-history`` JSON, CSV/TSV feeds with AWS's column names,
+the AWS API, the GCP catalog) → normalised records merged into the store, idempotent per price change."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
+from finops_cli.adapters.aws import fetch_spot_prices
+from finops_cli.adapters.gcp import catalog_client, list_skus
+from finops_cli.catalog.fetchers.gcp import gcp_skus_to_frame
+from finops_cli.catalog.gpus import instance_gpu_facts
 from finops_cli.errors import InputError
+from finops_cli.files import read_json
+from finops_cli.ingest.readers.common import NULL_VALUES
+from finops_cli.ingest.readers.stream import iter_batches, read_header
 from finops_cli.schema.spot import SPOT_SCHEMA
 from finops_cli.store import Store
 
@@ -55,12 +64,6 @@ def region_of_zone(zone: str | None, zone_id: str | None = None) -> str | None:
     return None
 
 
-def _gpu_facts(provider: str, instance_type: str) -> tuple[int, str] | None:
-    from finops_cli.catalog.gpus import instance_gpu_facts
-
-    return instance_gpu_facts(provider, instance_type)
-
-
 @dataclass
 class SpotIngest:
     """What an ingest added: rows per (provider, month), per source, failures (region → reason)."""
@@ -73,14 +76,66 @@ class SpotIngest:
     unknown_instance_types: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "rows_in": self.rows_in,
-            "rows_new": self.rows_new,
-            "partitions": self.partitions,
-            "sources": self.sources,
-            "failures": self.failures,
-            "unknown_instance_types": self.unknown_instance_types,
-        }
+        return asdict(self)
+
+
+REQUIRED = ("InstanceType", "SpotPrice", "Timestamp")
+
+
+def read_aws_cli_json(path: Path) -> list[dict[str, Any]]:
+    doc = read_json(path, kind="AWS CLI describe-spot-price-history JSON", problem="not JSON")
+    pages = (
+        doc if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "SpotPriceHistory" in doc[0] else [doc]
+    )
+    records: list[dict[str, Any]] = []
+    for page in pages:
+        recs = page.get("SpotPriceHistory") if isinstance(page, dict) else page
+        if not isinstance(recs, list):
+            raise InputError(
+                'expected the AWS CLI\'s describe-spot-price-history output ({"SpotPriceHistory": [...]})',
+                path=path,
+            )
+        records.extend(recs)
+    for i, r in enumerate(records):
+        if not isinstance(r, dict):
+            raise InputError("expected an object", path=path, where=f"SpotPriceHistory[{i}]")
+        missing = [c for c in REQUIRED if c not in r]
+        if missing:
+            raise InputError(f"missing {', '.join(missing)}", path=path, where=f"SpotPriceHistory[{i}]")
+        if "AvailabilityZone" not in r and "AvailabilityZoneId" not in r:
+            raise InputError("missing AvailabilityZone", path=path, where=f"SpotPriceHistory[{i}]")
+    return records
+
+
+def read_table_feed(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """CSV (through the shared readers) or TSV (``.tsv``/``.tsv.gz``) → records, first data row number."""
+    name = path.name.lower()
+    if name.endswith((".tsv", ".tsv.gz")):
+        try:
+            table = pacsv.read_csv(
+                path,
+                parse_options=pacsv.ParseOptions(delimiter="\t"),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={}, strings_can_be_null=True, null_values=NULL_VALUES, auto_dict_encode=False
+                ),
+                read_options=pacsv.ReadOptions(use_threads=False),
+            )
+        except (pa.ArrowException, OSError, EOFError) as exc:
+            raise InputError(f"unreadable TSV: {str(exc).splitlines()[0]}", path=path) from None
+        table = table.cast(pa.schema([(f.name, pa.string()) for f in table.schema]))
+        header = table.column_names
+        rows = table.to_pylist()
+    else:
+        header = read_header(path)
+        rows = []
+        for rb in iter_batches(path):
+            rows.extend(rb.batch.to_pylist())
+    missing = [c for c in REQUIRED if c not in header]
+    if "AvailabilityZone" not in header and "AvailabilityZoneId" not in header:
+        missing.append("AvailabilityZone (or AvailabilityZoneId)")
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}; columns: {', '.join(header)}", path=path)
+    return rows, 1
 
 
 def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: object = None) -> pd.DataFrame:
@@ -89,34 +144,21 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
         return pd.DataFrame(columns=[f.name for f in SPOT_SCHEMA] + ["provider"])
     df = pd.DataFrame.from_records(records)
 
-    def where(i: int) -> str:
-        return f"row {i + 1}" if source == "csv" else f"SpotPriceHistory[{i}]"
+    def refuse(bad: pd.Series, column: str, expected: str) -> None:
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            where = f"row {i + 1}" if source == "csv" else f"SpotPriceHistory[{i}]"
+            raise InputError(f"{column} {df[column].iloc[i]!r}: {expected}", path=path, where=where)
 
     for name in ("InstanceType", "ProductDescription", "AvailabilityZone", "AvailabilityZoneId"):
         if name in df:  # JSON may hold a list or a number where AWS writes text
             text = df[name].map(lambda v: v is None or isinstance(v, str) or (isinstance(v, float) and v != v))
-            if not text.all():
-                i = int((~text).to_numpy().nonzero()[0][0])
-                raise InputError(f"{name} {df[name].iloc[i]!r}: expected text", path=path, where=where(i))
-
+            refuse(~text, name, "expected text")
     ts = pd.to_datetime(df["Timestamp"], utc=True, errors="coerce", format="ISO8601")
-    bad = ts.isna()
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise InputError(
-            f"Timestamp {df['Timestamp'].iloc[i]!r}: expected ISO-8601 such as 2026-10-01T06:12:44+00:00",
-            path=path,
-            where=where(i),
-        )
+    refuse(ts.isna(), "Timestamp", "expected ISO-8601 such as 2026-10-01T06:12:44+00:00")
     price = pd.to_numeric(df["SpotPrice"], errors="coerce")
-    bad = price.isna() | (price < 0) | (price == float("inf"))  # an infinite price would poison every p90
-    if bad.any():
-        i = int(bad.to_numpy().nonzero()[0][0])
-        raise InputError(
-            f"SpotPrice {df['SpotPrice'].iloc[i]!r}: expected a non-negative number (USD per instance-hour)",
-            path=path,
-            where=where(i),
-        )
+    bad_price = price.isna() | (price < 0) | (price == float("inf"))  # an infinite price would poison every p90
+    refuse(bad_price, "SpotPrice", "expected a non-negative number (USD per instance-hour)")
     zone = df["AvailabilityZone"] if "AvailabilityZone" in df else pd.Series([None] * len(df))
     zone_id = df["AvailabilityZoneId"] if "AvailabilityZoneId" in df else pd.Series([None] * len(df))
     zone = zone.where(zone.notna(), zone_id)
@@ -154,7 +196,7 @@ def _attach_gpus(df: pd.DataFrame, unknown: set[str]) -> pd.DataFrame:
     for (provider, itype), idx in df.groupby(["provider", "instance_type"]).groups.items():
         if df.loc[idx, "gpus"].notna().all():
             continue
-        facts = _gpu_facts(provider, itype)
+        facts = instance_gpu_facts(provider, itype)
         if facts is None:
             unknown.add(f"{provider}/{itype}")
             continue
@@ -216,9 +258,7 @@ def ingest_spot_prices(
     aws_client_factory: Any = None,
     gcp_transport: Any = None,
 ) -> SpotIngest:
-    """Fetch or read spot prices and merge them into the store. See the module docstring for sources."""
-    from finops_cli.ingest.spot.files import read_aws_cli_json, read_table_feed
-
+    """Fetch or read spot prices (files, AWS regions, the GCP catalog) and merge them into the store."""
     result = SpotIngest()
     frames: list[pd.DataFrame] = []
     for f in files or []:
@@ -226,7 +266,7 @@ def ingest_spot_prices(
         if not path.is_file():
             from finops_cli.files import kind_of_path
 
-            raise InputError(f"{kind_of_path(path)}; --file expects a regular file", path=path)
+            raise InputError(f"{kind_of_path(path)}; `files` expects a regular file", path=path, mentions=("files",))
         name = path.name.lower()
         if name.endswith((".json", ".json.gz")):
             df = aws_records_to_frame(read_aws_cli_json(path), "aws-cli-json", path)
@@ -241,9 +281,11 @@ def ingest_spot_prices(
         frames.append(df)
     if aws_regions:
         if not instance_types:
-            raise InputError("--aws-region needs at least one --instance-type (e.g. p5.48xlarge)")
-        from finops_cli.adapters.aws import fetch_spot_prices
-
+            raise InputError(
+                "needs at least one `instance_types` (e.g. p5.48xlarge)",
+                param="aws_regions",
+                mentions=("instance_types",),
+            )
         got = fetch_spot_prices(
             aws_regions,
             instance_types,
@@ -258,9 +300,6 @@ def ingest_spot_prices(
             result.sources[f"aws:{region}"] = n
         frames.append(aws_records_to_frame(got.records, "aws-api"))
     if gcp:
-        from finops_cli.adapters.gcp import catalog_client, list_skus
-        from finops_cli.catalog.fetchers.gcp import gcp_skus_to_frame
-
         client = catalog_client(transport=gcp_transport)
         df = gcp_skus_to_frame(list_skus(client), gcp_regions)
         if instance_types:
@@ -268,7 +307,10 @@ def ingest_spot_prices(
         result.sources["gcp:catalog"] = len(df)
         frames.append(df)
     if not frames:
-        raise InputError("nothing to ingest: give --file, --aws-region with --instance-type, or --gcp")
+        raise InputError(
+            "nothing to ingest: give `files`, `aws_regions` with `instance_types`, or `gcp`",
+            mentions=("files", "aws_regions", "instance_types", "gcp"),
+        )
     if all(len(f) == 0 for f in frames) and result.failures:
         raise InputError("every source failed: " + "; ".join(f"{k}: {v}" for k, v in result.failures.items()))
     return write_prices(store, frames, result)

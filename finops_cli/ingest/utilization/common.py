@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
+from finops_cli.ingest.readers.values import to_float, to_utc
 
 #: What every parser yields. ``utilization`` is still in the source's scale (0–1 or 0–100): the
 #: pipeline decides the scale once it has seen the whole source, then divides.
@@ -27,14 +28,9 @@ RAW_SCHEMA = pa.schema(
     ]
 )
 
-#: Columns that repeat per device: stored dictionary-encoded (Parquet writes them as dictionary pages
-#: either way; keeping the Arrow dictionary type avoids materialising 10 M strings per column).
-DICT_COLUMNS = ("device_id", "host", "accelerator", "team", "workload", "resource_id", "metric", "source")
-
-#: dcgm-exporter metrics, in order of preference: (name, full-scale value)
+#: dcgm-exporter metrics, in order of preference (the first is 0–1, the second 0–100)
 PROF_GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 DEV_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
-METRIC_SCALE = {PROF_GR_ENGINE_ACTIVE: 1.0, DEV_GPU_UTIL: 100.0}
 
 _ACCELERATORS = ("GB200", "B200", "H200", "H100", "A100", "A10G", "L40S", "L40", "A10", "L4", "V100", "T4", "MI300X")
 _ACCEL_RE = re.compile("|".join(re.escape(a) for a in _ACCELERATORS), re.IGNORECASE)
@@ -89,12 +85,8 @@ def parse_timestamps(values: pa.Array, *, path: object, column: str, first_row: 
         raise InputError("empty timestamp", path=path, where=f"row {first_row + bad}, column {column!r}")
     # Epoch numbers or ISO text: decided on the first value (a mix fails below, naming the row).
     if len(strings) and re.match(_NUMERIC, strings[0].as_py()):
-        from finops_cli.ingest.readers.values import to_float
-
         nums = to_float(strings, path=path, column=column, first_row=first_row)
         return _epoch_to_ns(nums.to_numpy(zero_copy_only=False), path, column, first_row)
-    from finops_cli.ingest.readers.values import to_utc
-
     ts = to_utc(strings, path=path, column=column, first_row=first_row)
     return pc.cast(ts, pa.int64()).to_numpy(zero_copy_only=False) * 1000
 

@@ -1,18 +1,13 @@
-"""Generic utilisation CSV (also CSV.gz, Parquet, JSON Lines through the shared readers).
+"""Generic utilisation CSV (also CSV.gz, Parquet, JSON Lines), one row per device and sample.
 
-One row per device and sample: a timestamp (ISO-8601, epoch seconds or epoch milliseconds), a device
-(or a host plus a GPU index), a utilisation in 0–1 or 0–100, and optionally team, workload, resource id
-and host. Real traces name their columns their own way, so every column can be mapped with a flag
-(``--timestamp-col`` …); without one, common names are tried (see :data:`DEFAULTS`).
-
-dcgm-exporter data written as CSV works too: a ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` column is preferred
-over ``DCGM_FI_DEV_GPU_UTIL`` when both are present.
+Each role's column is mapped with a flag (``--timestamp-col`` …) or found among common names (:data:`DEFAULTS`);
+the columns and layouts accepted: docs/formats.md ("Generic CSV").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +16,7 @@ import pyarrow.compute as pc
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.readers.stream import iter_batches, read_header
-from finops_cli.ingest.readers.values import to_float
+from finops_cli.ingest.readers.values import map_unique, to_float
 from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
     PROF_GR_ENGINE_ACTIVE,
@@ -58,59 +53,34 @@ class CsvMapping:
     host_col: str | None = None
 
 
-@dataclass
-class _Resolved:
-    columns: dict[str, str | None] = field(default_factory=dict)
-
-    def __getitem__(self, key: str) -> str | None:
-        return self.columns.get(key)
-
-
-_FLAG = {
-    "timestamp": "--timestamp-col",
-    "device": "--device-col",
-    "util": "--util-col",
-    "team": "--team-col",
-    "workload": "--workload-col",
-    "resource": "--resource-col",
-    "host": "--host-col",
-}
-
-
-def resolve_columns(header: list[str], mapping: CsvMapping, path: Path) -> _Resolved:
-    """Pick the file's column for each role; name the missing one and the flag that maps it."""
+def resolve_columns(header: list[str], mapping: CsvMapping, path: Path) -> dict[str, str | None]:
+    """Pick the file's column for each role; name the missing one and the parameter (``<role>_col``) that maps it."""
     have = set(header)
-    explicit = {
-        "timestamp": mapping.timestamp_col,
-        "device": mapping.device_col,
-        "util": mapping.util_col,
-        "team": mapping.team_col,
-        "workload": mapping.workload_col,
-        "resource": mapping.resource_col,
-        "host": mapping.host_col,
-    }
     out: dict[str, str | None] = {}
     for role, candidates in DEFAULTS.items():
-        chosen = explicit.get(role)
+        chosen = getattr(mapping, f"{role}_col", None)
         if chosen is not None:
             if chosen not in have:
-                raise InputError(f"{_FLAG[role]} {chosen!r} is not a column (columns: {', '.join(header)})", path=path)
+                raise InputError(
+                    f"{chosen!r} is not a column (columns: {', '.join(header)})", path=path, param=f"{role}_col"
+                )
             out[role] = chosen
         else:
             out[role] = next((c for c in candidates if c in have), None)
     for role in ("timestamp", "util"):
         if out[role] is None:
             raise InputError(
-                f"no {role} column (tried {', '.join(DEFAULTS[role])}); name it with {_FLAG[role]}",
+                f"no {role} column (tried {', '.join(DEFAULTS[role])}); name it with `{role}_col`",
                 path=path,
             )
     if out["device"] is None and out["host"] is None:
         raise InputError(
             f"no device column (tried {', '.join(DEFAULTS['device'])}) and no host column; "
-            "name one with --device-col or --host-col",
+            "name one with `device_col` or `host_col`",
             path=path,
+            mentions=("device_col", "host_col"),
         )
-    return _Resolved(out)
+    return out
 
 
 def _strings(batch: pa.RecordBatch, name: str | None) -> pa.Array | None:
@@ -124,7 +94,7 @@ def iter_csv(path: Path, mapping: CsvMapping) -> Iterator[pa.RecordBatch]:
     """Yield raw batches; utilisation stays in the file's scale (the pipeline detects 0–1 vs 0–100)."""
     header = read_header(path)
     cols = resolve_columns(header, mapping, path)
-    wanted = [c for c in cols.columns.values() if c is not None]
+    wanted = [c for c in cols.values() if c is not None]
     util_col = cols["util"]
     assert util_col is not None and cols["timestamp"] is not None
     metric = util_col
@@ -151,9 +121,7 @@ def iter_csv(path: Path, mapping: CsvMapping) -> Iterator[pa.RecordBatch]:
             raise InputError("empty device id", path=path, where=f"row {first + bad}, column {cols['device']!r}")
         accel = _strings(batch, cols["accelerator"])
         if accel is not None:
-            enc = pc.dictionary_encode(accel)
-            names = pa.array([accelerator_from_model_name(v) for v in enc.dictionary.to_pylist()], pa.string())
-            accel = pc.take(names, enc.indices)
+            accel = map_unique(accel, accelerator_from_model_name, pa.string())
         resource = _strings(batch, cols["resource"])
         yield raw_batch(
             {

@@ -1,20 +1,14 @@
 """NVIDIA dcgm-exporter scrapes (Prometheus text exposition format), one file or a directory of them.
 
-A scrape has no time of its own unless each sample line carries a millisecond timestamp; otherwise the
-time comes from the file name (``scrape-2026-10-01T00-00-00Z.prom``, ``20261001T000000Z.prom`` or
-``1793491200.prom``). Per device and scrape, ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0–1, the fraction of
-time the graphics engine was active) is preferred; ``DCGM_FI_DEV_GPU_UTIL`` (0–100, the coarser
-"a kernel was running" counter) is the fallback. The ``metric`` column says which one each row used.
-
-Labels used: ``UUID`` (device id; else ``Hostname/gpu<gpu>``), ``Hostname``, ``modelName`` (→ accelerator),
-``resource_id``/``instance_id`` (else the host) for matching billing lines, ``team`` (else ``namespace``)
-and ``workload`` (else ``pod``).
+The metrics and labels read, and where a scrape's time comes from: docs/formats.md ("dcgm-exporter scrapes").
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
@@ -22,13 +16,16 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from prometheus_client.parser import parse_labels, text_string_to_metric_families
 
+from finops_cli.cores import usable_cores
 from finops_cli.errors import InputError
 from finops_cli.files import decode_text, read_bytes
 from finops_cli.ingest.utilization.common import (
     DEV_GPU_UTIL,
     EPOCH_MAX_S,
     PROF_GR_ENGINE_ACTIVE,
+    RAW_SCHEMA,
     accelerator_from_model_name,
     check_epoch_seconds,
     raw_batch,
@@ -39,12 +36,6 @@ _METRICS = (PROF_GR_ENGINE_ACTIVE, DEV_GPU_UTIL)
 _ISO_NAME = re.compile(r"(\d{4})-?(\d{2})-?(\d{2})[T_ ]?(\d{2})[:\-]?(\d{2})[:\-]?(\d{2})")
 _EPOCH_NAME = re.compile(r"(?<!\d)(\d{13}|\d{10})(?!\d)")
 _BATCH_ROWS = 200_000
-
-
-def _parser():  # lazy: the dependency is only needed for this format
-    from prometheus_client.parser import text_string_to_metric_families
-
-    return text_string_to_metric_families
 
 
 def timestamp_from_name(name: str) -> int | None:
@@ -77,7 +68,7 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
     """One scrape → columns of :data:`RAW_SCHEMA` (utilisation in the metric's own scale)."""
     per_device: dict[tuple[str, int | None], dict[str, tuple[float, dict[str, str]]]] = {}
     try:
-        for family in _parser()(text):
+        for family in text_string_to_metric_families(text):
             for sample in family.samples:
                 if sample.name not in _METRICS:
                     continue
@@ -91,7 +82,7 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
                         path=path,
                         where=f"{sample.name} {device}",
                     )
-                ts = int(sample.timestamp * 1e9) if sample.timestamp is not None else file_ts_ns
+                ts = int(float(sample.timestamp) * 1e9) if sample.timestamp is not None else file_ts_ns
                 if ts is None:
                     raise InputError(
                         "no timestamp: sample lines carry none and the file name has none "
@@ -101,20 +92,7 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
                 per_device.setdefault((device, ts), {})[sample.name] = (float(sample.value), labels)
     except ValueError as exc:
         raise InputError(f"not Prometheus text exposition format: {exc}", path=path) from None
-    cols: dict[str, list] = {
-        k: []
-        for k in (
-            "timestamp_ns",
-            "device_id",
-            "host",
-            "accelerator",
-            "utilization",
-            "team",
-            "workload",
-            "resource_id",
-            "metric",
-        )
-    }
+    cols: dict[str, list] = {k: [] for k in RAW_SCHEMA.names}
     for (_, ts), metrics in per_device.items():
         name = PROF_GR_ENGINE_ACTIVE if PROF_GR_ENGINE_ACTIVE in metrics else DEV_GPU_UTIL
         value, labels = metrics[name]
@@ -127,21 +105,14 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
 
 
 def iter_dcgm(path: Path) -> Iterator[pa.RecordBatch]:
-    """Yield raw batches from one scrape file or a directory of timestamped scrape files.
+    """Raw batches (utilisation normalised to 0–1) from one scrape file or a directory of timestamped scrapes.
 
-    Values are normalised to 0–1 here (each metric has a known scale), so the pipeline's scale
-    detection sees fractions. Scrapes are parsed in groups on the vectorised path
-    (:func:`parse_scrapes`); a group it does not vouch for goes through prometheus_client file by file,
-    which gives the same rows or names the problem. Groups are parsed on :data:`_PARSERS` threads (Arrow's
-    kernels release the GIL) while the next files are read; batches, and a file's error, come in file order.
-    """
-    from collections import deque
-    from concurrent.futures import Future, ThreadPoolExecutor
+    Groups of files are parsed on the vectorised path (:func:`parse_scrapes`) on threads while the next files are
+    read; a group it does not vouch for goes through prometheus_client file by file. Batches, and a file's error,
+    come in file order."""
 
     def parsed(group: list[tuple[Path, bytes, int | None]]) -> list[pa.RecordBatch]:
         return list(_parse_group(group))
-
-    from finops_cli.cores import usable_cores
 
     workers = max(1, min(_PARSERS, usable_cores()))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dcgm") as pool:
@@ -226,8 +197,6 @@ def parse_scrapes(group: Sequence[tuple[Path, bytes | str, int | None]]) -> dict
     Same rows, in the same order, as :func:`parse_scrape` file by file: per file and (device, time), the
     last sample of the preferred metric; label sets are parsed once each (by prometheus_client).
     """
-    from prometheus_client.parser import parse_labels
-
     blobs = [text.encode() if isinstance(text, str) else text for _, text, _ in group]
     try:  # bytes → Arrow text without a Python str per file; Arrow checks the UTF-8 (SIMD)
         texts = pa.array(blobs, pa.large_binary()).cast(pa.large_string())

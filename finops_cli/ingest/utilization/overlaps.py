@@ -92,8 +92,9 @@ def check_overlaps(store: Store, tx: Transaction, new: pd.DataFrame, *, replace:
             raise InputError(
                 f"overlaps {what}, already in the store, on {rows['device'].nunique()} device(s) (e.g. {row['device']} "
                 f"at {_when(max(row['start_us'], row['start_us_other']))} UTC): the same samples would be counted "
-                f"twice. Pass --replace to replace it, or remove it first: finops store remove {stored_key}",
+                f"twice. Pass `replace` to replace it, or remove it first: finops store remove {stored_key}",
                 path=Path(row["source"]),
+                mentions=("replace",),
             )
         tx.remove_source(DATASET, str(stored_key))
         devices = int(rows["device"].nunique())

@@ -1,29 +1,9 @@
 """Utilisation ingest: parse → spill by device → infer intervals → atomic store write.
 
-Why a spill: a sample's interval is the time to the device's next sample, so each device's samples
-must be seen in time order, but traces interleave devices. Pass 1 streams the source and appends each
-batch to one of ``N`` bucket files chosen by a hash of the device id (``N`` grows with the source size,
-so one bucket stays a few hundred MB). Pass 2 loads one bucket at a time, sorts it by (device, time),
-and computes intervals. Memory is bounded by a bucket, not by the source.
-
-Interval rule (per device): the cadence is the median gap between consecutive samples. A sample stands
-for the gap to the next one when that gap is at most ``max_gap_factor`` × cadence, else for one cadence
-(the rest is a *gap*: neither busy nor idle, and it lowers coverage). The last sample stands for one
-cadence. A device seen once gets the source's median cadence (else ``default_interval_s``).
-
-Idempotency: each source (a file, or a directory of dcgm scrapes) is written under a key derived from
-its content and the options that change its meaning; ingesting it again replaces those files and its
-manifest entry. Everything happens in one store transaction, so an error or Ctrl-C leaves the store as
-it was.
-
-No sample counted twice: per device, the time a source covers (first sample → last sample + its
-interval) may not overlap the time another source covers on that device, whether that source is
-already in the store or in the same command. The same trace ingested again with other options, or a
-copy with an extra column, has another key but the same samples: it is refused (exit 2) naming the
-stored source, unless ``replace=True`` (``--replace``), which removes the overlapping stored sources
-wholly in the same transaction. Within one device and source, intervals never overlap (a sample stands
-for at most the gap to the next one), so busy and observed seconds never exceed wall-clock time and
-coverage cannot pass 100 %.
+A sample's interval is the time to its device's next sample, so samples are spilled into device buckets
+(memory bounded by a bucket, not the source) and each bucket sorted. Each source is keyed by its content and
+the options that change its meaning, and may not cover a device's time another source covers. The rules for
+users: docs/formats.md ("What is stored").
 """
 
 from __future__ import annotations
@@ -53,6 +33,7 @@ from finops_cli.ingest.utilization.sources import (
 )
 from finops_cli.ingest.utilization.spill import BUCKET_BYTES, Codes, read_bucket, spill, split_bucket, write_bucket
 from finops_cli.store import Store
+from finops_cli.store.engine import stage_aggregates
 from finops_cli.store.store import Transaction
 
 DEFAULT_INTERVAL_S = 60.0
@@ -92,32 +73,17 @@ def ingest_utilization(
 ) -> UtilizationIngest:
     """Ingest utilisation traces into the store's ``utilization`` dataset (partitioned by month).
 
-    Parameters
-    ----------
-    fmt
-        ``auto`` (sniff each source), ``dcgm``, ``prometheus`` or ``csv``.
-    util_scale
-        ``1`` (values are 0–1) or ``100`` (0–100); None detects it per source: a known DCGM metric has
-        its own scale, otherwise a maximum above 1 means percent.
-    max_gap_factor
-        A gap longer than this many cadences is not counted (see the module docstring).
-    on_rows
-        Progress callback, called with the number of samples parsed per batch.
-    replace
-        Remove stored sources whose samples overlap a new source's (same device, overlapping time)
-        instead of refusing (see the module docstring).
-    stager
-        Reads the sources into the transaction (default :class:`InProcessStager`; Spark: one task per source,
-        :class:`finops_cli.spark.utilization.SparkStager`), each through :func:`ingest_source`; the overlap
-        check, manifest and commit stay in this process.
+    ``fmt``: ``auto`` (sniff each source), ``dcgm``, ``prometheus`` or ``csv``. ``util_scale``: 1 or 100; None
+    detects it per source. ``replace``: remove overlapping stored sources instead of refusing. ``stager``
+    reads the sources (default :class:`InProcessStager`; Spark: one task per source).
     """
     mapping = mapping or CsvMapping()
     if util_scale is not None and util_scale not in (1, 100):
-        raise InputError(f"--util-scale must be 1 or 100; got {util_scale:g}")
+        raise InputError(f"must be 1 or 100; got {util_scale:g}", param="util_scale")
     options = SourceOptions(fmt, mapping, util_scale, max_gap_factor, default_interval_s)
     sources = find_sources([Path(p) for p in paths])
     stager = stager or InProcessStager()
-    with store.transaction() as tx:
+    with store.transaction(aggregates=stage_aggregates) as tx:
         done = stager.stage(sources, options, tx, on_rows)
         for d in done:
             tx.forget_source(d.summary.key)
@@ -191,7 +157,7 @@ def ingest_source(
     on_rows: Callable[[int], None] | None = None,
 ) -> SourceDone:
     """Source ``i`` of an ingest → its store files through ``writer`` (a transaction, or a
-    :class:`~finops_cli.store.store.StagedWriter` in a Spark task); its spill goes under ``staging``.
+    :class:`~finops_cli.store.staging.StagedWriter` in a Spark task); its spill goes under ``staging``.
 
     Every engine runs this per source: the local engine in this process, the Spark engine as one task each.
     """
@@ -223,33 +189,23 @@ def ingest_source(
     else:
         scale, summary.util_scale_detected = float(hint), util_scale is None
     if max_util / scale > 1.0 + 1e-9:
-        raise InputError(f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass --util-scale 100", path=src)
+        raise InputError(
+            f"utilisation reaches {max_util:g}, above 1 on a 0–1 scale; pass `util_scale` 100",
+            path=src,
+            mentions=("util_scale",),
+        )
     summary.util_scale = scale
     months: set[str] = set()
     devices = 0
-    buckets = [spill_dir / f"bucket-{b}.arrows" for b in range(n_buckets)]
-    fallback = codes.cadence(options.default_interval_s)
-    source_spans: list[pd.DataFrame] = []
-    for bucket in buckets:
+    fallback, gap = codes.cadence(options.default_interval_s), options.max_gap_factor
+    spans: list[pd.DataFrame] = []
+    for bucket in (spill_dir / f"bucket-{b}.arrows" for b in range(n_buckets)):
         if not bucket.exists():
             continue
         for part in split_bucket(bucket, n_buckets):
-            table = read_bucket(part)
-            devices += write_bucket(
-                writer,
-                table,
-                key,
-                str(src),
-                scale,
-                options.max_gap_factor,
-                fallback,
-                summary,
-                months,
-                codes,
-                source_spans,
-            )
+            devices += write_bucket(writer, read_bucket(part), summary, codes, scale, gap, fallback, months, spans)
             part.unlink()
     summary.devices = devices
     summary.months = sorted(months)
-    spans = pd.concat(source_spans, ignore_index=True).assign(key=key, source=str(src))
-    return SourceDone(summary, spans, fingerprint)
+    spans_df = pd.concat(spans, ignore_index=True).assign(key=key, source=str(src))
+    return SourceDone(summary, spans_df, fingerprint)

@@ -1,10 +1,7 @@
 """Prometheus ``/api/v1/query_range`` JSON (``resultType: matrix``) over dcgm-exporter metrics.
 
-Each series is ``{"metric": {labels}, "values": [[epoch_seconds, "value"], ...]}``. Series of
-``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0–1) are preferred per device; ``DCGM_FI_DEV_GPU_UTIL`` (0–100)
-is used for devices without one. A series without ``__name__`` (a query such as
-``avg_over_time(...)``) is taken as 0–1 utilisation unless its values exceed 1. Labels are read as for
-dcgm scrapes (see :mod:`.dcgm`).
+Per device the preferred metric's series is read; labels as for dcgm scrapes. Details: docs/formats.md
+("Prometheus range queries").
 """
 
 from __future__ import annotations

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from finops_cli.atomic import note_input
 from finops_cli.errors import InputError
-from finops_cli.ingest.readers.common import SUFFIXES, kind_of
+from finops_cli.ingest.readers.common import SUFFIXES, existing_path, files_in, kind_of
 from finops_cli.ingest.readers.stream import read_header
 from finops_cli.ingest.registry import Registry
 from finops_cli.ingest.utilization.csv import DEFAULTS, CsvMapping, iter_csv
@@ -28,24 +27,16 @@ PROM_RANGE = "#prometheus-range"
 
 #: Utilisation formats for ``--format``; sniffers see a file's columns, or a marker for non-tabular text.
 UTILIZATION_FORMATS: Registry[str] = Registry("utilisation format")
-UTILIZATION_FORMATS.register(
-    "dcgm",
-    aliases=["dcgm-exporter", "prometheus-text"],
-    sniff=lambda c: PROM_TEXT in c,
-    description="dcgm-exporter scrape(s), Prometheus text format",
-)("dcgm")
-UTILIZATION_FORMATS.register(
-    "prometheus",
-    aliases=["prometheus-range", "promql"],
-    sniff=lambda c: PROM_RANGE in c,
-    description="Prometheus /api/v1/query_range JSON",
-)("prometheus")
-UTILIZATION_FORMATS.register(
-    "csv",
-    aliases=["generic"],
-    sniff=lambda c: any(x in c for x in DEFAULTS["timestamp"]) and any(x in c for x in DEFAULTS["util"]),
-    description="generic CSV / CSV.gz / Parquet / JSON Lines, one row per device and sample",
-)("csv")
+for _name, _aliases, _sniff in (
+    ("dcgm", ["dcgm-exporter", "prometheus-text"], lambda c: PROM_TEXT in c),
+    ("prometheus", ["prometheus-range", "promql"], lambda c: PROM_RANGE in c),
+    (
+        "csv",
+        ["generic"],
+        lambda c: any(x in c for x in DEFAULTS["timestamp"]) and any(x in c for x in DEFAULTS["util"]),
+    ),
+):
+    UTILIZATION_FORMATS.register(_name, aliases=_aliases, sniff=_sniff)(_name)
 
 
 @dataclass
@@ -77,38 +68,15 @@ def find_sources(paths: list[Path]) -> list[Path]:
 
     Other directories are searched recursively; a sub-directory holding scrape files is one source.
     """
-    out: list[Path] = []
-    seen: set[Path] = set()
-
-    def add(p: Path) -> None:
-        r = p.resolve()
-        if r not in seen:
-            seen.add(r)
-            out.append(p)
-
-    for p in paths:
-        if not p.exists():
-            raise InputError("no such file or directory", path=p)
-        if not p.is_dir():
-            if not p.is_file():  # a FIFO or a device would block or never end: say what it is
-                from finops_cli.files import kind_of_path
-
-                raise InputError(f"{kind_of_path(p)}; expected a regular file", path=p)
-            add(p)
-            continue
-        note_input(p, tree=True)
-        files = sorted(
-            f
-            for f in p.rglob("*")
-            if f.is_file()
-            and f.name.lower().endswith((*SUFFIXES, *SCRAPE_SUFFIXES))
-            and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
-        )
+    out: dict[Path, Path] = {}
+    for p in map(existing_path, paths):
+        files = files_in(p, (*SUFFIXES, *SCRAPE_SUFFIXES)) if p.is_dir() else [p]
         if not files:
             raise InputError("directory holds no utilisation files", path=p)
         for f in files:
-            add(f.parent if f.name.endswith(SCRAPE_SUFFIXES) else f)
-    return out
+            src = f.parent if p.is_dir() and f.name.endswith(SCRAPE_SUFFIXES) else f
+            out.setdefault(src.resolve(), src)
+    return list(out.values())
 
 
 def columns_for_sniffing(path: Path) -> frozenset[str]:

@@ -26,12 +26,9 @@ SPILL_SCHEMA = pa.schema(
 
 
 class Codes:
-    """Source-wide dictionaries (string value → int32 code, per attribute column) and the gap histogram.
-
-    The histogram counts, in whole seconds, the gaps between consecutive samples of each device in input
-    order. Its median is the source's cadence, used for devices seen only once; it is computed in pass 1
-    so it does not depend on how the source was split into buckets.
-    """
+    """Source-wide dictionaries (value → int32 code per attribute) and the histogram of gaps between a device's
+    consecutive samples, whose median is the cadence of devices seen once (computed in pass 1, so it does not depend
+    on the buckets)."""
 
     def __init__(self) -> None:
         self.maps: dict[str, dict[str, int]] = {a: {} for a in ATTRS}
@@ -140,13 +137,8 @@ def spill(
 
 
 def split_bucket(path: Path, n_buckets: int) -> list[Path]:
-    """``path`` itself, or its rows split by device into parts of about :data:`BUCKET_BYTES`.
-
-    Pass 1 sizes the buckets from the source's size on disk, but a compressed source can expand a
-    thousandfold (a 4 MB gzip holding 4 GiB). The spilled bytes are the decompressed truth: a bucket
-    far above the target is re-split, streaming, so pass 2 still holds one bounded part in memory. A
-    device's samples stay together (its intervals need all of them).
-    """
+    """``path`` itself, or its rows split by device into parts of about :data:`BUCKET_BYTES` (a compressed source
+    can expand a thousandfold beyond the size pass 1 planned for); a device's samples stay together."""
     size = path.stat().st_size
     if size <= 2 * BUCKET_BYTES:
         return [path]
@@ -183,17 +175,24 @@ def _device_cadences(codes: np.ndarray, ts: np.ndarray) -> pd.Series:
     return pd.Series(gaps[ok]).groupby(codes[:-1][ok]).median()
 
 
+def _next_sample(dev: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample of a (device, time)-sorted bucket: is the next one the same device's, and the gap to it (ns)."""
+    same_next = np.zeros(len(ts), dtype=bool)
+    same_next[:-1] = dev[1:] == dev[:-1]
+    delta = np.zeros(len(ts), dtype=np.int64)
+    delta[:-1] = ts[1:] - ts[:-1]
+    return same_next, delta
+
+
 def write_bucket(
     tx: Any,
     table: pa.Table,
-    key: str,
-    source: str,
+    summary: SourceSummary,
+    codes: Codes,
     scale: float,
     max_gap_factor: float,
     default_interval_s: float,
-    summary: SourceSummary,
     months: set[str],
-    codes: Codes,
     spans: list[pd.DataFrame],
 ) -> int:
     """Pass 2 for one bucket: sort by (device, time), infer intervals, write per month. Returns devices.
@@ -205,19 +204,13 @@ def write_bucket(
     # stable: among duplicate (device, timestamp) samples the last one read stays last
     order = np.lexsort((ts, dev))
     dev, ts = dev[order], ts[order]
-    same_next = np.zeros(len(ts), dtype=bool)
-    same_next[:-1] = dev[1:] == dev[:-1]
-    delta = np.zeros(len(ts), dtype=np.int64)
-    delta[:-1] = ts[1:] - ts[:-1]
+    same_next, delta = _next_sample(dev, ts)
     dup = same_next & (delta == 0)
     if dup.any():  # overlapping scrapes: keep the last sample read
         keep = ~dup
         summary.duplicates_dropped += int(dup.sum())
         order, dev, ts = order[keep], dev[keep], ts[keep]
-        same_next = np.zeros(len(ts), dtype=bool)
-        same_next[:-1] = dev[1:] == dev[:-1]
-        delta = np.zeros(len(ts), dtype=np.int64)
-        delta[:-1] = ts[1:] - ts[:-1]
+        same_next, delta = _next_sample(dev, ts)
     gaps = _device_cadences(dev, ts)
     cadence = np.full(len(codes.maps["device_id"]), np.nan)
     cadence[gaps.index.to_numpy()] = gaps.to_numpy()
@@ -253,18 +246,18 @@ def write_bucket(
         c = dev if a == "device_id" else table.column(a).to_numpy()[order]
         columns[a] = pa.DictionaryArray.from_arrays(pa.array(c, mask=c < 0), codes.dictionary(a))
     columns["source"] = pa.DictionaryArray.from_arrays(
-        pa.array(np.zeros(len(ts), dtype=np.int32)), pa.array([source], pa.string())
+        pa.array(np.zeros(len(ts), dtype=np.int32)), pa.array([summary.source], pa.string())
     )
     out = pa.table({f.name: columns[f.name] for f in STORE_SCHEMA}, schema=STORE_SCHEMA)
     lo, hi = (np.datetime64(int(x), "ns").astype("datetime64[M]") for x in (ts.min(), ts.max()))
     if lo == hi:  # the common case: one month, no per-row month labels needed
         months.add(str(lo))
-        tx.write(DATASET, {"month": str(lo)}, key, out)
+        tx.write(DATASET, {"month": str(lo)}, summary.key, out)
         return len(first_idx)
     month_codes = ts.astype("datetime64[ns]").astype("datetime64[M]")
     for m in np.unique(month_codes):
         label = str(m)  # "2026-10"
         months.add(label)
         mask = month_codes == m
-        tx.write(DATASET, {"month": label}, key, out.filter(pa.array(mask)))
+        tx.write(DATASET, {"month": label}, summary.key, out.filter(pa.array(mask)))
     return len(first_idx)

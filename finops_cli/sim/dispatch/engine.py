@@ -1,39 +1,16 @@
-r"""Request-by-request merit-order dispatch (the ACE model): gate, price, pick the cheapest, account.
+"""Request-by-request merit-order dispatch (the ACE model): gate, price, pick the cheapest, account.
 
-Every request ``(t, workload, units)`` goes to the compliant destination with the lowest *current*
-effective price per unit of output:
-
-.. math::
-
-    c_{s}(t) = \frac{p_s \cdot \text{preference}_s \cdot W_s \cdot m_k(u_s(t)) + \pi_s}{\theta_{w,a(s)}}
-
-the merit-order price of :func:`finops_cli.core.pricing.segments` (NETC multiplier :math:`W_s` on spot,
-reliability penalty :math:`\pi_s` in reliability mode), where the congestion multiplier :math:`m_k` is
-the one of the segment that the destination's utilisation :math:`u_s(t)` falls in *after* adding the
-request: ``u = (GPU-hours served in the sliding window + this request's GPU-hours) / (GPUs × window ×
-capacity_factor)``. Above 100 % the destination is full (infinitely expensive); an ``outage`` makes it
-infinitely expensive until its ``end`` or a ``recover``; a ``rate_limit`` multiplies its capacity by
-``capacity_factor`` (an API, which has no GPU capacity, accepts that share of the requests instead).
-
-Only destinations that pass :func:`finops_cli.core.compliance.gate` are ever candidates. A request
-whose candidates are all infinitely expensive (or that has none) is rejected and counted, never sent
-elsewhere. The *bill* (``cost``) is ``GPU-hours × price_per_gpu_hour`` (APIs: ``units ×
-price_per_unit``) plus the resume fee ``resume_cost`` of each preemption drawn:
-preference, congestion, NETC and penalties steer the choice but are not money; the
-steering total is reported as ``merit_cost``.
-
-Spot preemptions are drawn per request from the substrate's rate :math:`\lambda` (Poisson: a request
-running ``g`` GPU-hours is hit with probability :math:`1 - e^{-\lambda g}`, seeded). A hit loses a
-uniform share :math:`f` of the request's work, which is paid for; interruptible work requeues the lost
-share, other work restarts the whole request, and latency-critical work that rode spot counts its units
-as *SLO-risk units*. Requeued work is dispatched again at once, never to the substrate that lost it.
+Each request goes to its compliant destination with the lowest current merit-order price per unit (congestion
+from the utilisation over a sliding window, outages and rate limits applied); spot preemptions are drawn per
+request, seeded. The rules and the money are in docs/dispatch.md, "The rules".
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from itertools import accumulate
 
 import numpy as np
 
@@ -108,9 +85,6 @@ class SubstrateResult:
     peak_utilization: float | None = None
     preemptions: int = 0
 
-    def as_dict(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
 
 @dataclass
 class WorkloadResult:
@@ -122,9 +96,6 @@ class WorkloadResult:
     rejected_units: float = 0.0
     requeued_units: float = 0.0
     slo_risk_units: float = 0.0
-
-    def as_dict(self) -> dict[str, object]:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -167,9 +138,9 @@ class DispatchResult:
             "units": self.units,
             "cost": self.cost,
             "merit_cost": self.merit_cost,
-            "by_substrate": [s.as_dict() for s in self.by_substrate],
+            "by_substrate": [asdict(s) for s in self.by_substrate],
             "by_kind": self.by_kind(),
-            "by_workload": [w.as_dict() for w in self.by_workload],
+            "by_workload": [asdict(w) for w in self.by_workload],
             "spills": {"total": sum(self.spills.values()), "by_reason": dict(self.spills)},
             "rejected": {**self.rejected, "by_reason": dict(self.rejected_by_reason)},
             "slo_risk_units": self.slo_risk_units,
@@ -218,15 +189,10 @@ def candidates(workload: Workload, fleet: Fleet, mode: Mode) -> tuple[list[_Cand
                 excluded[s.id] = ["no capacity (gpus 0)"]
                 continue
             money = base_price_per_gpu_hour(s) / theta
-            if cap is None:
-                thresholds: tuple[float, ...] = (INF,)
-            else:
-                cum, th = 0.0, []
-                for seg in segs:
-                    cum += seg.capacity_gpus or 0.0
-                    th.append(cum / cap)
-                th[-1] = 1.0
-                thresholds = tuple(th)
+            thresholds: tuple[float, ...] = (INF,)
+            if cap is not None:  # utilisation at the end of each segment; the last ends at 100 %
+                ends = list(accumulate(seg.capacity_gpus or 0.0 for seg in segs))
+                thresholds = (*(cum / cap for cum in ends[:-1]), 1.0)
             ranks = tuple((seg.usd_per_gpu_hour + seg.penalty_per_gpu_hour) / theta for seg in segs)
             cand = _Candidate(index[s.id], 1.0 / theta, money, thresholds, ranks)
         out.append((cand.rank_per_unit[0], index[s.id], cand))
@@ -246,23 +212,9 @@ def simulate_dispatch(
     buckets: int = 12,
     record: bool = False,
 ) -> DispatchResult:
-    """Replay ``trace`` through ``fleet`` request by request; see the module docstring for the rules.
-
-    Parameters
-    ----------
-    fleet
-        A resolved fleet (every GPU substrate has a numeric ``price_per_gpu_hour``).
-    workloads
-        Must include every id in ``trace.workload_ids``.
-    events
-        Outages, rate limits and recoveries, in hours from the trace's origin.
-    window_hours
-        Length of the sliding window over which utilisation is measured, hours.
-    buckets
-        Resolution of the window: usage older than ``window_hours`` leaves it in ``window/buckets`` steps.
-    record
-        Keep each request's destination (``result.assignment``: substrate index, -1 = rejected).
-    """
+    """Replay ``trace`` through ``fleet`` (numeric prices) request by request, with ``events`` in hours from the
+    trace's origin. Utilisation is measured over ``window_hours``, in ``buckets`` steps; ``record`` keeps each
+    request's destination (``result.assignment``: substrate index, -1 = rejected)."""
     if window_hours <= 0 or buckets < 1:
         raise ValueError("window_hours must be > 0 and buckets >= 1")
     by_id = {w.id: w for w in workloads}
@@ -310,30 +262,30 @@ def simulate_dispatch(
     w_interruptible = [w.interruptible for w in wls]
     w_latency_critical = [w.slo == "latency_critical" for w in wls]
 
-    # events → change points, applied as the replay passes them
-    changes: list[tuple[float, int, int, str, float]] = []  # (t, order, substrate, action, factor)
-    for k, ev in enumerate(events or []):
+    # events → change points (at one time: ends and recoveries before starts), applied as the replay passes them
+    evs = events or []
+    changes: list[tuple[float, int, int, int, str]] = []  # (t, order, substrate, event, what)
+    for k, ev in enumerate(evs):
         d = sub_index[ev.substrate]
         if ev.kind == "recover":
-            changes.append((ev.start_hours, 0, d, "recover", 1.0))
+            changes.append((ev.start_hours, 0, d, k, "recover"))
             continue
-        changes.append((ev.start_hours, 1, d, f"start:{k}:{ev.kind}", ev.capacity_factor))
+        changes.append((ev.start_hours, 1, d, k, "start"))
         if math.isfinite(ev.end_hours):
-            changes.append((ev.end_hours, 0, d, f"end:{k}", 1.0))
-    changes.sort(key=lambda c: (c[0], c[1], c[2]))
-    active: list[dict[int, tuple[str, float]]] = [{} for _ in range(n_sub)]
+            changes.append((ev.end_hours, 0, d, k, "end"))
+    changes.sort(key=lambda c: c[:3])
+    active: list[dict[int, TimedEvent]] = [{} for _ in range(n_sub)]
 
-    def apply_change(change: tuple[float, int, int, str, float]) -> None:
-        _, _, d, action, f = change
-        if action == "recover":
+    def apply_change(change: tuple[float, int, int, int, str]) -> None:
+        _, _, d, k, what = change
+        if what == "recover":
             active[d].clear()
-        elif action.startswith("start:"):
-            _, k, kind = action.split(":")
-            active[d][int(k)] = (kind, f)
+        elif what == "start":
+            active[d][k] = evs[k]
         else:
-            active[d].pop(int(action.split(":")[1]), None)
-        down[d] = any(kind == "outage" for kind, _ in active[d].values())
-        factor[d] = min([f for kind, f in active[d].values() if kind == "rate_limit"], default=1.0)
+            active[d].pop(k, None)
+        down[d] = any(ev.kind == "outage" for ev in active[d].values())
+        factor[d] = min([ev.capacity_factor for ev in active[d].values() if ev.kind == "rate_limit"], default=1.0)
         cap = cap_gpuh[d]
         capw[d] = None if cap is None else cap * factor[d]
         att[d] = acc[d] = 0

@@ -1,15 +1,6 @@
-"""The dispatch events file: outages, rate limits and recoveries of destinations (YAML, validated).
-
-.. code-block:: yaml
-
-    - {type: outage, substrate: frontier-api, start: 10, end: 12}          # hours from the trace start
-    - {type: rate_limit, substrate: aws-p5-spot-use1, start: 2026-10-03T00:00:00Z, end: 2026-10-04T00:00:00Z,
-       capacity_factor: 0.25}
-    - {type: recover, substrate: frontier-api, start: 11}                  # ends every event on it early
-
-``start``/``end`` are hours from the trace's origin or ISO timestamps (converted with the trace's origin).
-An event without ``end`` lasts until a ``recover`` (or for ever).
-"""
+"""The dispatch events file: outages, rate limits and recoveries of destinations (a YAML list, validated; the
+format is in docs/dispatch.md, "Inputs"). ``start``/``end`` are hours from the trace's origin or ISO timestamps;
+an event without ``end`` lasts until a ``recover``."""
 
 from __future__ import annotations
 

@@ -82,21 +82,16 @@ def read_trace(path: str | Path, workload_ids: list[str] | tuple[str, ...]) -> T
         raise InputError(
             f"units: expected a number >= 0, got {units[i]!r}", path=p, where=f"{row_word} {i + line_offset}"
         )
-    wl = pc.cast(table.column("workload"), pa.string())
-    index = {w: k for k, w in enumerate(workload_ids)}
-    dict_arr = pc.dictionary_encode(wl).combine_chunks()
-    dictionary = dict_arr.dictionary.to_pylist()
-    codes = dict_arr.indices.to_numpy(zero_copy_only=False)
-    for k, name in enumerate(dictionary):
-        if name not in index:
-            i = int(np.flatnonzero(codes == k)[0])
-            raise InputError(
-                f"workload: unknown workload {name!r} (workloads.yaml has {', '.join(workload_ids)})",
-                path=p,
-                where=f"{row_word} {i + line_offset}",
-            )
-    mapping = np.array([index[name] for name in dictionary], dtype=np.int32)
-    w_idx = mapping[codes] if len(dictionary) else np.array([], dtype=np.int32)
+    names = pc.cast(table.column("workload"), pa.string())
+    found = pc.index_in(names, value_set=pa.array(list(workload_ids), pa.string()))
+    if found.null_count:
+        i = int(np.flatnonzero(pc.is_null(found).to_numpy(zero_copy_only=False))[0])
+        raise InputError(
+            f"workload: unknown workload {names[i].as_py()!r} (workloads.yaml has {', '.join(workload_ids)})",
+            path=p,
+            where=f"{row_word} {i + line_offset}",
+        )
+    w_idx = found.to_numpy(zero_copy_only=False).astype(np.int32)
     order = np.argsort(hours, kind="stable")
     return Trace(hours[order], w_idx[order], units[order], tuple(workload_ids), origin)
 

@@ -1,44 +1,16 @@
-r"""Replay of a plan (``finops simulate dispatch --plan plan.json``): its own allocation, hour by hour, under
-sampled preemptions, with the realised cost set against the planned one and the difference explained by cause.
-
-The plan prices spot with NETC (:mod:`finops_cli.core.netc`): a useful GPU-hour of work ``w`` on spot pool ``s``
-costs ``C·W + λ·W·F``. The replay runs the same work under the **planner's own interruption model**, with the
-terms the plan was priced with (:func:`finops_cli.core.pricing.spot_terms`: λ, checkpoint interval τ, write time
-δ, resume time R, fee F):
-
-* the hour's useful GPU-hours ``T_h`` (from the certified hourly schedule, or the allocation spread evenly over
-  the horizon) need ``T_h·(1 + δ/τ)`` productive GPU-hours;
-* preemptions arrive as a Poisson process at λ per **billed** GPU-hour; each one loses the work since the last
-  checkpoint, exponential(λ) truncated to ``[0, τ)`` (:func:`finops_cli.core.netc.lost_hours_at`, mean
-  ``t_lost``), which is redone, plus ``R`` of resume time, and costs the fee ``F``;
-* the job keeps running until its work is done, so billed GPU-hours are ``T_h(1 + δ/τ) + Σ (L_k + R)``. By
-  Wald's identity their expectation is exactly ``T_h·W``: over many seeds the mean realised cost converges to the
-  planned cost (``tests/sim/test_plan_replay.py`` holds it on generated estates);
-* capacity is held **hour by hour**: a pool takes at most its GPUs for an hour; work it cannot take waits for the
-  next hour on the same pool, and what is still owed when the horizon ends is **unserved** (not billed). The plan
-  counts a pool's capacity in expectation (``Σ W·x ≤ GPUs``), so a pool the plan fills leaves some work unserved.
-
-Everything else in the plan (owned, reserved, on-demand and API rows, commitments, prepaid capacity, node
-rounding) is billed as planned. Money per billed GPU-hour is the plan's own: ``k·C`` with ``k`` the allocation's
-cost over its uncongested NETC price (preference and congestion, as the plan charged them).
-
-The difference ``realised − planned`` is split into causes that add up exactly, per seed:
-
-``schedule``       the certified hourly schedule's cost − the block plan's (0 when replaying the allocations);
-``interruptions``  ``(N − λ·T·W) × k·C·(t_lost + R)``: more or fewer preemptions than λ predicts, at the GPU time
-                   each one costs on average;
-``redone_work``    ``k·C·(Σ L_k − N·t_lost)``: the preemptions lost more or less work since the last checkpoint;
-``resume_fees``    ``k·F·(N − λ·T·W)``;
-``unserved``       ``−k·C × the GPU-hours still owed when the horizon ended`` (work not done is not billed).
-
-Pure: no I/O; the plan document and the schedule frame are read by :func:`finops_cli.api.replay_plan`.
+r"""Replay of a plan (``finops simulate dispatch --plan plan.json``): its own allocation, hour by hour, under the
+planner's interruption model (Poisson preemptions at λ per billed GPU-hour, the work since the last checkpoint
+lost and redone, resume time and fee; :mod:`finops_cli.core.netc`), with each pool's capacity held hour by hour.
+Over many seeds the mean realised cost converges to the planned one (Wald's identity); the difference is split
+into :data:`CAUSES` that add up exactly per seed. docs/dispatch.md, "Replaying a plan", has the model.
+Pure: no I/O; the plan document and the schedule frame are read by :mod:`finops_cli.estate.dispatch`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -124,9 +96,6 @@ class PairReplay:
     expected_redone_gpu_hours: float
     redone_gpu_hours: float
     unserved_units: float
-
-    def as_dict(self) -> dict[str, object]:
-        return dict(self.__dict__)
 
 
 @dataclass
@@ -229,7 +198,7 @@ class PlanReplay:
                 "plan_unserved_units": self.plan_unserved_units,
                 "deferred_pool_hours": self.deferred_hours,
             },
-            "by_pair": [p.as_dict() for p in self.pairs],
+            "by_pair": [asdict(p) for p in self.pairs],
             "realised_costs": self.realised_costs.tolist(),
             "model": list(MODEL_NOTES),
             "notes": self.notes,
@@ -281,7 +250,7 @@ def check_plan_matches(plan: PlanDocument, fleet: Fleet, workloads: list[Workloa
         if recorded is not None and resolved is not None and not _close(recorded, resolved):
             raise PlanMismatch(
                 f"substrate {p.substrate}: the plan used {recorded:g} {plan.currency}/GPU-hour, the fleet now "
-                f"resolves {now:g}: re-plan (or replay with the store the plan was made with)"
+                f"resolves {resolved:g}: re-plan (or replay with the store the plan was made with)"
             )
 
 
@@ -384,31 +353,22 @@ def _one_seed(
     return states, deferred
 
 
-@dataclass(frozen=True)
-class _Load:
-    """One spot (workload, substrate) pair's load: useful GPU-hours per hour, its units per GPU-hour, its cost."""
-
-    useful: np.ndarray
-    units_per_gpu_hour: float
-    cost: float
-
-
-def _spot_loads(plan: PlanDocument, schedule: pd.DataFrame | None) -> dict[tuple[str, str], _Load]:
-    """Each spot pair's hourly load: the schedule's ``gpus`` rows, else the allocation spread evenly."""
+def _spot_loads(plan: PlanDocument, schedule: pd.DataFrame | None) -> dict[tuple[str, str], tuple]:
+    """Each spot (workload, substrate) pair's (useful GPU-hours per hour, units per GPU-hour, cost): the
+    schedule's ``gpus`` rows, else the allocation spread evenly over the horizon."""
     hours = plan.horizon.hours
-    out: dict[tuple[str, str], _Load] = {}
+    out: dict[tuple[str, str], tuple] = {}
     if schedule is None:
         for a in plan.allocations:
             if a.kind == "spot" and a.gpu_hours > 0:
-                spread = np.full(hours, a.gpu_hours / hours)
-                out[(a.workload, a.substrate)] = _Load(spread, a.units / a.gpu_hours, a.cost)
+                out[(a.workload, a.substrate)] = (np.full(hours, a.gpu_hours / hours), a.units / a.gpu_hours, a.cost)
         return out
     rows = schedule[(schedule["kind"] == "spot") & (schedule["gpus"] > 0)]
     for (wid, sid), g in rows.groupby(["workload", "substrate"], sort=True):
         useful = np.zeros(hours)
         np.add.at(useful, g["hour"].to_numpy(dtype=np.int64), g["gpus"].to_numpy(dtype=float))
         gpus = float(g["gpus"].sum())
-        out[(str(wid), str(sid))] = _Load(useful, float(g["units"].sum()) / gpus, float(g["cost"].sum()))
+        out[(str(wid), str(sid))] = (useful, float(g["units"].sum()) / gpus, float(g["cost"].sum()))
     return out
 
 
@@ -455,7 +415,7 @@ def replay_plan(
     is spread evenly over the horizon. Raises :class:`PlanMismatch` when the plan is not this estate's.
     """
     if seeds < 1:
-        raise InputError(f"--seeds {seeds}: expected an integer >= 1")
+        raise InputError(f"{seeds}: expected an integer >= 1", param="seeds")
     check_plan_matches(plan, fleet, workloads)
     if schedule is not None:
         check_schedule(plan, schedule, fleet, workloads)
@@ -465,12 +425,12 @@ def replay_plan(
     alloc_cost = sum(a.cost for a in plan.allocations)
     schedule_delta = 0.0 if schedule is None else float(schedule["cost"].sum()) - alloc_cost
     pairs: list[_Pair] = []
-    for (wid, sid), load in loads.items():
+    for (wid, sid), (useful, units_per_gpu_hour, cost) in loads.items():
         s, w = subs[sid], wls[wid]
         terms = spot_terms(s, w)
         price = useful_gpu_hour_price(s, w)
-        useful_total = float(load.useful.sum())
-        k = load.cost / (useful_total * price.total) if useful_total > 0 and price.total > 0 else 0.0
+        useful_total = float(useful.sum())
+        k = cost / (useful_total * price.total) if useful_total > 0 and price.total > 0 else 0.0
         lam = terms.preemptions_per_hour
         pairs.append(
             _Pair(
@@ -484,9 +444,9 @@ def replay_plan(
                 expected_lost_hours(lam, terms.interval_hours) if lam > 0 else 0.0,
                 k * price.base,
                 k * terms.resume_fee * s.preference,
-                load.units_per_gpu_hour,
-                load.useful,
-                load.cost,
+                units_per_gpu_hour,
+                useful,
+                cost,
             )
         )
     by_substrate: dict[str, list[int]] = {}
@@ -509,19 +469,14 @@ def replay_plan(
     for j in range(seeds):
         states, deferred[j] = _one_seed(pairs, by_substrate, cap_h, plan.horizon.hours, seed + j)
         for i, (p, st) in enumerate(zip(pairs, states, strict=True)):
-            expected_n = p.expected_preemptions
-            money = p.money_per_gpu_hour * st.billed + p.fee * st.preemptions
+            extra = st.preemptions - p.expected_preemptions
             per_preemption = expected_cost_per_preemption(p.money_per_gpu_hour, p.lam, p.tau, p.resume, 0.0)
-            interruptions = (st.preemptions - expected_n) * per_preemption
-            redone = p.money_per_gpu_hour * (st.lost - st.preemptions * p.t_lost)
-            fees = p.fee * (st.preemptions - expected_n)
             owed = st.owed if st.owed > 1e-9 else 0.0
-            unserved = -p.money_per_gpu_hour * owed
-            causes["interruptions"][j] += interruptions
-            causes["redone_work"][j] += redone
-            causes["resume_fees"][j] += fees
-            causes["unserved"][j] += unserved
-            pair_cost[j, i] = money
+            causes["interruptions"][j] += extra * per_preemption
+            causes["redone_work"][j] += p.money_per_gpu_hour * (st.lost - st.preemptions * p.t_lost)
+            causes["resume_fees"][j] += p.fee * extra
+            causes["unserved"][j] += -p.money_per_gpu_hour * owed
+            pair_cost[j, i] = p.money_per_gpu_hour * st.billed + p.fee * st.preemptions
             pair_pre[j, i] = st.preemptions
             pair_lost[j, i] = st.lost
             left = st.work + st.redo if owed else 0.0

@@ -1,19 +1,6 @@
-r"""Synthetic request traces from the workloads' hourly demand: Poisson arrivals, seeded.
-
-Requests are split between workloads in proportion to their demand in GPU-hours (units ÷ best
-throughput, so Mtokens and H100-hours are comparable). Within workload :math:`w` and hour :math:`h`
-the number of requests is Poisson with mean
-
-.. math::
-
-    \lambda_{w,h} = N \cdot \frac{G_w}{\sum_v G_v} \cdot \frac{D_{w,h}}{\sum_k D_{w,k}}
-
-(:math:`N` the requested total, :math:`G_w` the workload's GPU-hours, :math:`D` units per hour),
-arrival times are uniform within the hour, and each request carries
-:math:`D_{w,h}/\lambda_{w,h} \cdot X` units with :math:`X \sim \text{Exp}(1)`, so the expected units
-per hour equal the demand. Arrivals, the workload mix and sizes come from separate streams of
-:func:`finops_cli.sim.streams`.
-"""
+"""Synthetic request traces from the workloads' hourly demand: Poisson arrivals per workload and hour, split by
+demand in GPU-hours, exponential sizes whose expectation is the demand; seeded streams (docs/dispatch.md,
+"Inputs")."""
 
 from __future__ import annotations
 
@@ -26,11 +13,6 @@ from finops_cli.sim import streams
 from finops_cli.sim.dispatch.engine import Trace
 
 
-def _best_throughput(workload: Workload, fleet: Fleet) -> float:
-    """Units per GPU-hour on the workload's best accelerator (1 for API-only work)."""
-    return max(workload.throughput.values(), default=1.0)
-
-
 def generate_trace(
     workloads: list[Workload],
     fleet: Fleet,
@@ -40,15 +22,8 @@ def generate_trace(
     seed: int = 0,
     origin: datetime | None = None,
 ) -> Trace:
-    """A trace of about ``requests`` requests following ``demand_units_per_hour`` (hours × workloads).
-
-    Parameters
-    ----------
-    demand_units_per_hour
-        Array of shape ``(hours, len(workloads))``: units per hour, each workload in its own unit.
-    requests
-        Expected number of requests over the whole horizon (the realised count is Poisson).
-    """
+    """About ``requests`` requests (the count is Poisson) following ``demand_units_per_hour``, shape (hours,
+    workloads), each workload in its own unit."""
     demand = np.asarray(demand_units_per_hour, dtype=float)
     if demand.ndim != 2 or demand.shape[1] != len(workloads):
         raise ValueError("demand must be (hours, workloads)")
@@ -56,7 +31,9 @@ def generate_trace(
         raise ValueError("requests must be >= 0")
     rng = streams(seed)
     hours = demand.shape[0]
-    gpu_hours = np.array([demand[:, j].sum() / _best_throughput(w, fleet) for j, w in enumerate(workloads)])
+    # GPU-hours on each workload's best accelerator (API-only work: 1 unit per "GPU-hour")
+    best = [max(w.throughput.values(), default=1.0) for w in workloads]
+    gpu_hours = np.array([demand[:, j].sum() / best[j] for j in range(len(workloads))])
     share = gpu_hours / gpu_hours.sum() if gpu_hours.sum() > 0 else np.zeros(len(workloads))
     t_parts, w_parts, u_parts = [], [], []
     for j in range(len(workloads)):

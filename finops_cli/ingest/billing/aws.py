@@ -1,22 +1,7 @@
-"""AWS Cost and Usage Report → FOCUS, shared by the legacy CUR (``lineItem/…``) and CUR 2.0 (snake_case).
+"""AWS Cost and Usage Report → FOCUS: the legacy CUR (``lineItem/…``) and CUR 2.0 (snake_case).
 
-The two layouts carry the same facts under different names; each module gives a name map (internal name →
-source column) and this module does the conversion once.
-
-Rules (documented in docs/formats.md):
-
-- BilledCost = ``UnblendedCost`` on every line (the conservation column); credits, refunds, tax and Savings
-  Plan negation lines are kept, so the sum is the invoice.
-- EffectiveCost (amortized): DiscountedUsage → ``reservation/EffectiveCost``; SavingsPlanCoveredUsage →
-  ``savingsPlan/SavingsPlanEffectiveCost``; SavingsPlanNegation, SavingsPlanUpfrontFee and RI upfront
-  ``Fee`` → 0 (their money is already spread over the covered usage); RIFee → the unused amortized upfront +
-  unused recurring fee; SavingsPlanRecurringFee → the unused commitment (TotalCommitmentToDate − UsedCommitment);
-  everything else = BilledCost.
-- PricingCategory: RI/SP lines → Committed; ``…SpotUsage…`` usage types → Dynamic; other usage and
-  purchases → Standard; tax, credits, refunds → null (FOCUS: not priced).
-- ChargeCategory: Usage / DiscountedUsage / SavingsPlanCoveredUsage / SavingsPlanNegation → Usage; RIFee, Fee,
-  SavingsPlanRecurringFee, SavingsPlanUpfrontFee → Purchase; Tax → Tax; Credit and discounts → Credit;
-  Refund → Adjustment with ChargeClass Correction.
+The two layouts carry the same facts under different names: each has a name map (internal name → source
+columns) and :func:`convert_aws` does the conversion once. The mapping rules are in docs/formats.md.
 """
 
 from __future__ import annotations
@@ -29,16 +14,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from finops_cli.ingest.billing.base import (
+    BILLING_FORMATS,
     BatchContext,
     BillingFormat,
     Converted,
     SourceColumns,
     coalesce,
+    col,
     const,
     fill0,
     isin,
     lookup,
+    only,
     parse_json_cells,
+    tags_from_columns,
+    tags_json,
     where,
 )
 
@@ -150,15 +140,15 @@ def convert_aws(
     spot = pc.fill_null(pc.match_substring(usage_type, "SpotUsage"), False)
     pricing = where(isin(t, _COMMITTED), "Committed", where(spot, "Dynamic", "Standard"))
     priced = isin(charge_category, ["Usage", "Purchase"])
-    pricing = where(priced, pricing, pa.scalar(None, pa.string()))
-    charge_class = where(pc.equal(t, "Refund"), "Correction", pa.scalar(None, pa.string()))
+    pricing = only(priced, pricing)
+    charge_class = only(pc.equal(t, "Refund"), "Correction")
 
     unit = text("pricing_unit")
     consumed_unit = lookup(unit, {"Hrs": "Hours", "Hours": "Hours"}, None) if unit is not None else const(None, n)
     consumed_unit = pc.coalesce(consumed_unit, unit) if unit is not None else consumed_unit
     usage_amount = num("usage_amount")
     is_usage = pc.equal(charge_category, "Usage")
-    quantity = where(is_usage, usage_amount, pa.scalar(None, pa.float64())) if usage_amount is not None else None
+    quantity = only(is_usage, usage_amount)
     # Instance time: hourly usage that is not the negation of Savings Plan covered usage.
     hourly = pc.and_(pc.fill_null(pc.equal(consumed_unit, "Hours"), False), pc.not_equal(t, "SavingsPlanNegation"))
     usage_hours = where(pc.and_(is_usage, hourly), fill0(usage_amount, n), 0.0)
@@ -193,7 +183,7 @@ def convert_aws(
         "PricingCategory": pricing,
         "CommitmentDiscountId": commitment_id,
         "ConsumedQuantity": quantity,
-        "ConsumedUnit": where(is_usage, consumed_unit, pa.scalar(None, pa.string())),
+        "ConsumedUnit": only(is_usage, consumed_unit),
         "ResourceId": get("resource_id"),
         "ServiceName": service,
         "ServiceCategory": service_category,
@@ -235,3 +225,138 @@ def _product_attr(product: pa.Array, keys: tuple[str, ...], ctx: BatchContext) -
         return None if v is None else (v if isinstance(v, str) else json.dumps(v))
 
     return parse_json_cells(product, pick, path=ctx.path, column="product", first_row=ctx.first_row)
+
+
+#: internal name → (legacy CUR columns, CUR 2.0 columns); the first column a file has wins
+NAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "payer_account_id": (("bill/PayerAccountId",), ("bill_payer_account_id",)),
+    "usage_account_id": (("lineItem/UsageAccountId",), ("line_item_usage_account_id",)),
+    "billing_period_start": (("bill/BillingPeriodStartDate",), ("bill_billing_period_start_date",)),
+    "billing_period_end": (("bill/BillingPeriodEndDate",), ("bill_billing_period_end_date",)),
+    "usage_start": (("lineItem/UsageStartDate",), ("line_item_usage_start_date",)),
+    "usage_end": (("lineItem/UsageEndDate",), ("line_item_usage_end_date",)),
+    "line_item_type": (("lineItem/LineItemType",), ("line_item_line_item_type",)),
+    "product_code": (("lineItem/ProductCode",), ("line_item_product_code",)),
+    "product_name": (("product/ProductName",), ("product_product_name", "product_servicename")),
+    "usage_type": (("lineItem/UsageType",), ("line_item_usage_type",)),
+    "availability_zone": (("lineItem/AvailabilityZone",), ("line_item_availability_zone",)),
+    "resource_id": (("lineItem/ResourceId",), ("line_item_resource_id",)),
+    "usage_amount": (("lineItem/UsageAmount",), ("line_item_usage_amount",)),
+    "currency": (("lineItem/CurrencyCode",), ("line_item_currency_code",)),
+    "unblended_cost": (("lineItem/UnblendedCost",), ("line_item_unblended_cost",)),
+    "description": (("lineItem/LineItemDescription",), ("line_item_line_item_description",)),
+    "instance_type": (("product/instanceType",), ("product_instance_type",)),
+    "region": (("product/region", "product/regionCode"), ("product_region_code", "product_region")),
+    "sku": (("product/sku",), ("product_sku",)),
+    "pricing_unit": (("pricing/unit",), ("pricing_unit",)),
+    "public_on_demand_cost": (("pricing/publicOnDemandCost",), ("pricing_public_on_demand_cost",)),
+    "ri_effective_cost": (("reservation/EffectiveCost",), ("reservation_effective_cost",)),
+    "ri_unused_upfront": (
+        ("reservation/UnusedAmortizedUpfrontFeeForBillingPeriod",),
+        ("reservation_unused_amortized_upfront_fee_for_billing_period",),
+    ),
+    "ri_unused_recurring": (("reservation/UnusedRecurringFee",), ("reservation_unused_recurring_fee",)),
+    "reservation_arn": (
+        ("reservation/ReservationARN",),
+        ("reservation_reservation_arn", "reservation_reservation_a_r_n"),
+    ),
+    "sp_effective_cost": (("savingsPlan/SavingsPlanEffectiveCost",), ("savings_plan_savings_plan_effective_cost",)),
+    "sp_total_commitment": (("savingsPlan/TotalCommitmentToDate",), ("savings_plan_total_commitment_to_date",)),
+    "sp_used_commitment": (("savingsPlan/UsedCommitment",), ("savings_plan_used_commitment",)),
+    "savings_plan_arn": (
+        ("savingsPlan/SavingsPlanARN",),
+        ("savings_plan_savings_plan_arn", "savings_plan_savings_plan_a_r_n"),
+    ),
+}
+CUR_NAMES = {key: layouts[0] for key, layouts in NAMES.items()}
+CUR2_NAMES = {key: layouts[1] for key, layouts in NAMES.items()}
+
+
+# ------------------------------------------------------------------------- legacy CUR
+CUR_TAG_PREFIX = "resourceTags/"
+
+
+def _sniff_cur(cols: frozenset[str]) -> float:
+    return 2.0 if "lineItem/UnblendedCost" in cols and "lineItem/LineItemType" in cols else 0.0
+
+
+@BILLING_FORMATS.register(
+    "aws-cur",
+    aliases=["cur", "aws-cur-legacy", "cur1"],
+    sniff=_sniff_cur,
+)
+class AwsCur(AwsCurFormat):
+    name = "aws-cur"
+    required = (
+        "bill/PayerAccountId",
+        "bill/BillingPeriodStartDate",
+        "lineItem/LineItemType",
+        "lineItem/UnblendedCost",
+        "lineItem/CurrencyCode",
+        "lineItem/UsageStartDate",
+    )
+    types = aws_types(CUR_NAMES)
+    optional = tuple(c for cs in CUR_NAMES.values() for c in cs)
+    tag_prefix = CUR_TAG_PREFIX
+
+    def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
+        tag_cols = {c: _cur_tag_key(c) for c in batch.schema.names if c.startswith(CUR_TAG_PREFIX)}
+        return convert_aws(batch, ctx, CUR_NAMES, tags_from_columns(batch, tag_cols))
+
+
+def _cur_tag_key(column: str) -> str:
+    """``resourceTags/user:team`` → ``team``; AWS-generated tags keep their ``aws:`` prefix."""
+    key = column[len(CUR_TAG_PREFIX) :]
+    return key[len("user:") :] if key.startswith("user:") else key
+
+
+# ------------------------------------------------------------------------- CUR 2.0
+CUR2_TAG_PREFIX = "resource_tags_"
+
+
+def _sniff_cur2(cols: frozenset[str]) -> float:
+    return 2.0 if "line_item_unblended_cost" in cols and "line_item_line_item_type" in cols else 0.0
+
+
+@BILLING_FORMATS.register("aws-cur2", aliases=["cur2", "aws-data-exports"], sniff=_sniff_cur2)
+class AwsCur2(AwsCurFormat):
+    name = "aws-cur2"
+    required = (
+        "bill_payer_account_id",
+        "bill_billing_period_start_date",
+        "line_item_line_item_type",
+        "line_item_unblended_cost",
+        "line_item_currency_code",
+        "line_item_usage_start_date",
+    )
+    types = aws_types(CUR2_NAMES)
+    optional = (*(c for cs in CUR2_NAMES.values() for c in cs), "product", "resource_tags")
+    tag_prefix = CUR2_TAG_PREFIX
+
+    def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
+        tag_map = col(batch, "resource_tags")
+        if tag_map is not None:
+            tags = _map_tags(tag_map, ctx)
+        else:
+            flat = {
+                c: _cur2_tag_key(c[len(CUR2_TAG_PREFIX) :]) for c in batch.schema.names if c.startswith(CUR2_TAG_PREFIX)
+            }
+            tags = tags_from_columns(batch, flat)
+        return convert_aws(batch, ctx, CUR2_NAMES, tags, product_map=col(batch, "product"))
+
+
+def _cur2_tag_key(key: str) -> str:
+    """``user_team`` → ``team``; ``aws_created_by`` stays as is."""
+    return key[len("user_") :] if key.startswith("user_") else key
+
+
+def _normalise(obj: object) -> str | None:
+    if isinstance(obj, dict):
+        obj = {_cur2_tag_key(str(k)): v for k, v in obj.items()}
+    return tags_json(obj)
+
+
+def _map_tags(values: pa.Array, ctx: BatchContext) -> pa.Array:
+    if pa.types.is_map(values.type):
+        return pa.array([_normalise(dict(m)) if m else None for m in values.to_pylist()], pa.string())
+    return parse_json_cells(values, _normalise, path=ctx.path, column="resource_tags", first_row=ctx.first_row)
