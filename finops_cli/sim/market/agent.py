@@ -75,8 +75,9 @@ def willingness_to_pay(p: Market, i: int, type_j: int, *, incumbent: bool = Fals
         b = \frac{R_Y p_Y + v\,(R_Y - R_X) + \pi(t + R_Y) - \pi(t + R_X) \mp \hat M}{R_X},
         \qquad R_k = (1 - f)\,H_k
 
-    — the cost of finishing on its best alternative :math:`Y` (:meth:`alternative`, at that type's
-    live price :math:`p_Y`: the floor when one is free, else what winning one costs now), plus the
+    — the cost of finishing on its best alternative :math:`Y` (:func:`alternative`, at that type's
+    live price :math:`p_Y`: the floor when one is free, else the current price of the one it would
+    contest), plus the
     value of the time it saves (``value_per_hour`` :math:`v` and the deadline penalty :math:`\pi`
     avoided), adjusted by what a migration would cost now, all divided by its remaining time on
     :math:`X`. :math:`f` is the progress it keeps (its last checkpoint) and :math:`\hat M` =
