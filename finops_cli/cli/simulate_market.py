@@ -253,10 +253,11 @@ def _cell(col: str, value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, str):
         return value
-    if col in _PCT_COLS:
-        return pct(value)
-    if col in _MONEY_COLS:
-        return money(value)
+    base = col.removesuffix("_ci")  # an interval's half-width reads in its metric's unit
+    if base in _PCT_COLS:
+        return ("± " if base != col else "") + pct(value)
+    if base in _MONEY_COLS:
+        return ("± " if base != col else "") + money(value)
     if isinstance(value, int):
         return f"{value:,}"
     return number(value, 3)
