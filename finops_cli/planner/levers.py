@@ -1,54 +1,8 @@
 """Savings by lever: what earned the plan's saving, found by re-solving the plan with levers switched off.
 
-The saving is ``baseline − planned``. *Where the cost lands* is the cost change by substrate kind
-(:func:`finops_cli.core.baseline.cost_change_by_kind`); *what earned it* is this module's answer, by the
-change each lever makes to the cheapest plan (docs/economics.md §6 has the definitions and the reasons).
-
-A lever is an option the planner may use beyond what the baseline did. Switched **off**:
-
-``right_sizing``
-    the baseline's idle stays paid and stays occupied: each substrate *s* pays its idle GPU-hours
-    ``I_s = B_s · (1 − u_s)`` at the fleet's price (a constant) and loses ``I_s / H`` GPUs of capacity, taken
-    from its top (congested) segments down; the work itself is placed and paid as usual. ``B_s`` are the billed
-    GPU-hours, ``u_s`` the busy share: **measured** from utilisation where the store has it for the horizon,
-    else **inferred** from the demand (the plan's GPU-hours over the bill's, estate-wide). The idle is never more
-    than the demand leaves of the paid hours (``Σ I_s ≤ Σ B_s − demand``): where utilisation measured more idle
-    than that, every ``I_s`` is scaled down alike (located by utilisation, sized by the demand: ``inferred``).
-    Switched on, the plan pays only the GPU-hours it uses: right-sizing earns the idle shed *and* the work moved
-    onto capacity that sat idle (owned, reserved, paid pools). Why not ``1/u`` prices (the earlier model): they
-    leave owned/reserved capacity (price ~0, so ``0/u = 0``) free to absorb work with the lever off, so v(∅) moved
-    the bill's on-demand work onto idle reserved capacity and $186k of the demo's saving fell in no lever; and
-    moving a pool's work to spot dropped its idle too, crediting spot with right-sizing's idle. Why not a floor
-    on all billed hours (``price × max(used, billed)``): then leaving a billed pool for spot or a commitment
-    saves nothing unless right-sizing is on too, and Shapley splits a pure spot move 50/50 with right-sizing.
-``spot``
-    each spot pool holds at most the work the baseline ran there: ``(B_s − I_s) / H`` pool GPUs per hour
-    (``H`` horizon hours), its segments scaled alike.
-``commitments``
-    no new commitment is bought (``max_blocks = 0``); prepaid capacity stays (it is sunk).
-``api``
-    API substrates the baseline did not pay for are removed for workloads that have another compliant
-    destination (a workload only an API can serve keeps it: that is no choice, so no lever).
-``reliability``
-    (reliability mode only) no penalty keeps latency-critical work off spot: the cost-mode plan. Switched
-    on, it *costs* money: its term is the cost of reliability (negative).
-
-``v(S)`` is the money cost (usage + commitments + node rounding + prepaid; penalties are not money) of the
-cheapest plan with the levers in ``S`` on, on the final plan's own blocks. ``v(all)`` is the plan itself.
-**Shapley values** over the levers used by the plan split ``v(∅) − v(all)`` exactly (efficiency), ``2^n − 1``
-solves for ``n`` levers; above :data:`SHAPLEY_MAX_COLUMNS` variables the levers are instead switched on one at a
-time in :data:`LEVER_ORDER` (``n`` solves). ``v(∅)`` is a model of the baseline, not the bill: the
-``residual`` ``baseline − v(∅)`` is no lever and is stated in two named parts: the **price difference**
-``baseline − (prepaid + Σ B_s × fleet price + API bills)`` (the bill's rates vs the fleet's prices; from the
-bill, measured) and **placement**, the rest (``that − v(∅)``: the bill's work moved to cheaper pools the bill
-already used, at fleet prices, plus any last-resort charge of ``v(∅)``; modelled). Re-solves reuse the plan's
-own frame (a cost-mode frame is built only to switch reliability off) and are LPs unless the plan buys
-commitments or provisions whole nodes.
-
-A coalition that cannot serve all the demand (a lever some work cannot do without) prices what it leaves
-unserved at that workload's dearest compliant price in the plan, and says so in ``notes``.
-
-Pure: no I/O; the caller passes the baseline's use of each substrate (:class:`BaselineUse`).
+docs/economics.md §6 defines each lever switched off, ``v(S)``, the Shapley values (or the ordered method above
+:data:`SHAPLEY_MAX_COLUMNS`), the residual (price difference and placement) and the evidence. Pure: no I/O; the
+caller passes the baseline's use of each substrate (:class:`BaselineUse`).
 """
 
 from __future__ import annotations
@@ -56,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from functools import cache
 from itertools import combinations
 from typing import Literal
 
@@ -84,9 +39,8 @@ LEVER_LABELS: dict[str, str] = {
 #: ``modelled`` (a re-solve of the plan on fleet prices), ``not_measured`` (no data to say), ``not_applied``.
 Evidence = Literal["measured", "inferred", "modelled", "not_measured", "not_applied"]
 
-#: Shapley values up to this many plan variables (``2^n − 1`` re-solves, n ≤ 5 levers); the ordered method
-#: (``n`` re-solves) above it. Measured (docs/economics.md §6): the sample estate, 5,547 variables, 4 levers,
-#: 15 re-solves in ~1.6 s (~0.1 s each); 20,000 variables keep 31 re-solves within ~15 s.
+#: Shapley values up to this many plan variables (``2^n − 1`` re-solves, n ≤ 5 levers; 31 stay within ~15 s at
+#: 20,000 variables); the ordered method (``n`` re-solves) above it.
 SHAPLEY_MAX_COLUMNS = 20_000
 
 #: Lowest busy share right-sizing assumes (a pool measured idle all month still carries 5 % of a GPU-hour's work
@@ -207,25 +161,14 @@ def billing_use(
     if total_idle > 0 and plan_gpu_hours > 0:
         scale = min(1.0, max(billed - plan_gpu_hours, 0.0) / total_idle)
         idle = {sid: h * scale for sid, h in idle.items()}
-    return BaselineUse(
-        "billing",
-        {str(k): float(v) for k, v in cost.items()},
-        hours,
-        util,
-        frozenset(measured),
-        ratio,
-        idle,
-        scale,
-    )
+    paid = {str(k): float(v) for k, v in cost.items()}
+    return BaselineUse("billing", paid, hours, util, frozenset(measured), ratio, idle, scale)
 
 
 def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
     """The greedy merit-order reference's use: it pays only for the GPU-hours the demand needs (u = 1)."""
-    return BaselineUse(
-        "merit_order",
-        {str(k): float(v) for k, v in cost.items()},
-        {str(k): float(v) for k, v in gpu_hours.items()},
-    )
+    paid, hours = ({str(k): float(v) for k, v in series.items()} for series in (cost, gpu_hours))
+    return BaselineUse("merit_order", paid, hours)
 
 
 # --- switching levers off -------------------------------------------------------------------------
@@ -233,13 +176,11 @@ def dispatch_use(cost: pd.Series, gpu_hours: pd.Series) -> BaselineUse:
 
 def pool_price(s: Substrate) -> float:
     """Money per pool GPU-hour of ``s`` at the fleet's price (its resolved price × preference; APIs: 0)."""
-    if s.kind == "api":
-        return 0.0
-    return base_price_per_gpu_hour(s) * s.preference
+    return 0.0 if s.kind == "api" else base_price_per_gpu_hour(s) * s.preference
 
 
 def paid_idle(frame: PlanFrame, use: BaselineUse) -> tuple[pd.DataFrame, float]:
-    """Right-sizing off: the baseline's idle GPU-hours stay paid and stay occupied (module docstring).
+    """Right-sizing off: the baseline's idle GPU-hours stay paid and stay occupied (docs/economics.md §6).
 
     Returns the capacity with each substrate's real segments reduced, from the top (congested) segment down, by
     its idle ``I_s / H`` GPUs, and the money of that idle at fleet prices (``Σ I_s × price × preference``)."""
@@ -355,14 +296,10 @@ def _steer(
 
 
 def restrict(frame: PlanFrame, off: set[str], use: BaselineUse) -> PlanFrame:
-    """``frame`` with the levers in ``off`` switched off.
-
-    What a switched-off lever would add (spot above the baseline's use, APIs the baseline did not use) stays in
-    the model as a last resort for work nothing else can serve, charged at that work's dearest real price per
-    unit (:func:`_steer_rows`); the charge counts in ``v(S)``, so ``v`` only falls as levers are switched on.
-    """
+    """``frame`` with the levers in ``off`` switched off. What they would add (spot above the baseline's use, APIs
+    it did not use) stays as a last resort at the work's dearest real price per unit (:func:`_steer_rows`)."""
     rows, capacity, commitments, sunk = frame.rows, frame.capacity, frame.commitments, frame.sunk_cost
-    dearest = (rows["usd_per_gpu_hour"] / rows["units_per_gpu_hour"]).groupby(rows["group"]).max()
+    dearest = _dearest_per_group(rows)
     if "right_sizing" in off and use.idle:
         capacity, money = paid_idle(frame, use)
         sunk += money
@@ -428,7 +365,7 @@ def attribute_savings(
     method: Literal["auto", "shapley", "ordered"] = "auto",
     solver: str = "auto",
 ) -> LeverAttribution:
-    """Split ``baseline_cost − planned`` into the residual and one term per lever (module docstring)."""
+    """Split ``baseline_cost − planned`` into the residual and one term per lever (docs/economics.md §6)."""
     t0 = time.perf_counter()
     frame = out.frame
     planned = out.solution.planned_cost
@@ -437,24 +374,13 @@ def attribute_savings(
         method = "shapley" if len(frame.rows) <= SHAPLEY_MAX_COLUMNS else "ordered"
     name = resolve_solver(solver)  # type: ignore[arg-type]
     integer_nodes = not frame.nodes.empty
-    frames: dict[bool, PlanFrame] = {}
     notes: list[str] = []
 
-    def base_frame(reliable: bool) -> PlanFrame:
-        """The plan's own frame; the cost-mode frame on the plan's blocks when reliability is switched off."""
-        if reliable == (mode == "reliability"):
-            return frame
-        if reliable not in frames:
-            frames[reliable] = build_frame(
-                fleet,
-                workloads,
-                demand,
-                n_blocks=frame.blocks.n,
-                mode="reliability" if reliable else "cost",
-                integer_nodes=integer_nodes,
-                hour_block=frame.blocks.hour_block,
-            )
-        return frames[reliable]
+    @cache
+    def cost_frame() -> PlanFrame:
+        """The cost-mode frame on the plan's blocks: a reliability-mode plan with reliability switched off."""
+        n, hour_block = frame.blocks.n, frame.blocks.hour_block
+        return build_frame(fleet, workloads, demand, n_blocks=n, integer_nodes=integer_nodes, hour_block=hour_block)
 
     dearest = _dearest_price(frame)
     values: dict[frozenset[str], float] = {frozenset(players): planned}
@@ -462,7 +388,7 @@ def attribute_savings(
     def v(on: frozenset[str]) -> float:
         if on not in values:
             # a lever the plan does not pull is off in every coalition (the plan is optimal without it too)
-            f = base_frame(mode == "reliability" and "reliability" in on)
+            f = cost_frame() if mode == "reliability" and "reliability" not in on else frame
             values[on] = _plan_cost(
                 restrict(f, {str(x) for x in LEVER_ORDER} - on, use), name, integer_nodes, dearest, notes, on
             )
@@ -506,10 +432,14 @@ def attribute_savings(
     )
 
 
+def _dearest_per_group(rows: pd.DataFrame) -> pd.Series:
+    """Each demand group's dearest compliant price per unit."""
+    return (rows["usd_per_gpu_hour"] / rows["units_per_gpu_hour"]).groupby(rows["group"]).max()
+
+
 def _dearest_price(frame: PlanFrame) -> dict[str, float]:
     """Each workload's dearest compliant price per unit in the plan (what unserved work is charged)."""
-    rows = frame.rows
-    per_unit = (rows["usd_per_gpu_hour"] / rows["units_per_gpu_hour"]).groupby(rows["group"]).max()
+    per_unit = _dearest_per_group(frame.rows)
     return {w: float(per_unit.get(g, 0.0)) for w, (g, _share) in frame.members.items()}
 
 
@@ -571,12 +501,11 @@ def _evidence(lever: Lever, applied: bool, use: BaselineUse, mode: Mode) -> tupl
     if lever == "right_sizing":
         if use.source == "merit_order":
             return "not_applied", "the baseline is a dispatch of the demand: it already pays only the GPU-hours needed"
-        paid = {sid: h for sid, h in use.gpu_hours.items() if h > 0 and sid in use.utilization}
-        total = sum(paid.values())
-        if not paid or total <= 0:
+        share = measured_share(use)
+        if share is None:
             return "not_measured", "idle not measured: no utilisation for the horizon and no billed GPU-hours"
+        total = sum(h for sid, h in use.gpu_hours.items() if h > 0 and sid in use.utilization)
         idle = sum(use.idle.values())
-        share = sum(h for sid, h in paid.items() if sid in use.measured) / total
         text = f"the baseline paid {total:,.0f} GPU-hours, {idle:,.0f} of them idle (kept paid and occupied when off)"
         if use.idle_scale < 1.0 - 1e-9 and share > 0.0:
             return "inferred", (

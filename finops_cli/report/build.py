@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from finops_cli.errors import FinopsError, InputError
 from finops_cli.report.metrics import (
-    PriceFeedInfo,
     ReportInputs,
     ReportResult,
     SupplyInputs,
@@ -72,31 +72,27 @@ def build_report(
     if month is not None:
         inputs.notes.extend(f"{n[0].upper()}{n[1:]}." for n in actual_cost_notes(st, [month]))
 
-    supply_notes: list[str] = []  # after idle waste's note in the report, as they always were
-    if supply is not None:
-        by_cost: dict[str, float] = {}
-        for a in doc.allocations:
-            by_cost[a.workload] = by_cost.get(a.workload, 0.0) + a.cost
-        if by_cost:
-            biggest = max(by_cost, key=lambda w: by_cost[w])
-            try:
-                curve = supply(biggest)
-                used = {p.substrate: p.value for p in doc.prices}
-                now = curve.prices
-                moved = [k for k, v in used.items() if k in now and v is not None and abs((now[k] or 0) - v) > 1e-6]
-                if moved:
-                    supply_notes.append(
-                        "The supply curve prices " + ", ".join(moved) + " differently from the plan (the store or "
-                        "fleet changed since the plan was made)."
-                    )
-                chosen = curve.stack
-                inputs.supply = SupplyInputs(
-                    chosen.as_dict(), curve.currency, biggest, chosen.unit, chosen.clearing_price, chosen.demand_units
+    supply_notes: list[str] = []  # after idle waste's note in the report
+    by_cost: dict[str, float] = defaultdict(float)
+    for a in doc.allocations:
+        by_cost[a.workload] += a.cost
+    if supply is not None and by_cost:
+        biggest = max(by_cost, key=lambda w: by_cost[w])
+        try:
+            curve = supply(biggest)
+            now, used = curve.prices, {p.substrate: p.value for p in doc.prices}
+            moved = [k for k, v in used.items() if k in now and v is not None and abs((now[k] or 0) - v) > 1e-6]
+            if moved:
+                supply_notes.append(
+                    "The supply curve prices " + ", ".join(moved) + " differently from the plan (the store or "
+                    "fleet changed since the plan was made)."
                 )
-            except FinopsError as exc:
-                inputs.supply_note = str(exc)
-        else:
-            inputs.supply_note = "the plan allocates nothing"
+            s = curve.stack
+            inputs.supply = SupplyInputs(s.as_dict(), curve.currency, biggest, s.unit, s.clearing_price, s.demand_units)
+        except FinopsError as exc:
+            inputs.supply_note = str(exc)
+    elif supply is not None:
+        inputs.supply_note = "the plan allocates nothing"
     elif supply_missing is not None:
         inputs.supply_note = supply_missing
     if st.has("utilization"):
@@ -117,7 +113,7 @@ def build_report(
     if st.has("spot_prices"):
         table = engine.run(st, SPOT_FEED_LATEST)
         rows = table.to_pylist() if table is not None else []
-        inputs.price_feeds = PriceFeedInfo({str(r["provider"]): r["latest"] for r in rows})
+        inputs.price_feeds = {str(r["provider"]): r["latest"] for r in rows}
     result = write_report(inputs, out)
     if start is not None:
         result.horizon_note = f"horizon: {start:%Y-%m-%d} + {doc.horizon.hours} h: the plan's"

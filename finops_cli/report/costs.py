@@ -1,19 +1,6 @@
-"""``finops costs``: spend by group, month over month, and chargeback of idle and shared capacity.
-
-Pure functions over the grouped frame :func:`finops_cli.store.cost_query.cost_groups` returns (one row per
-group × currency with ``billed_cost``, ``effective_cost``, ``gpu_hours``, ``lines``). Currencies are never
-summed together: every total is per currency.
-
-Chargeback rule (docs/analyst.md), per currency over the selected month(s):
-
-- a team's **direct** cost is the cost of the lines tagged with it; lines with no team tag are **shared**
-  (unallocated) capacity;
-- with utilisation for the team, the idle part of its direct cost is ``direct × (1 − busy ÷ device hours)``
-  and goes into the **idle** pool; the rest is its **usage** cost (without utilisation all of it is usage);
-- the idle and shared pools are split over the teams by ``rule``: ``proportional`` to usage cost (what
-  OpenCost does with idle), or ``even`` (equal shares among the teams with cost);
-- amounts are rounded to the currency's minor unit by largest remainder, so the teams add up to the
-  bill exactly, in minor units. With no tagged team at all, everything stays on ``(unallocated)``.
+"""``finops costs``: spend by group, month over month, and chargeback of idle and shared capacity (docs/analyst.md
+states the chargeback rule). Pure functions over :func:`finops_cli.store.cost_query.cost_groups`'s frame, then
+:func:`costs_report`, the command on a store. Currencies are never summed together: every total is per currency.
 """
 
 from __future__ import annotations
@@ -83,18 +70,22 @@ def group_costs(frame: pd.DataFrame, by: list[str], cost: CostBasis) -> tuple[li
     g["cost"] = g[col]
     g["per_gpu_hour"] = (g[gpu_col] / g["gpu_hours"]).where(g["gpu_hours"] > 0)  # over GPU lines only
     g = g.sort_values(["currency", "cost", *by], ascending=[True, False, *([True] * len(by))], kind="stable")
-    rows = [
+    return _records(g, keys, ["cost", "gpu_hours", "per_gpu_hour", "lines"]), _totals(frame, col)
+
+
+def _records(frame: pd.DataFrame, keys: list[str], values: list[str]) -> list[dict[str, Any]]:
+    """Rows as dicts: ``keys`` as text, ``values`` as Python numbers (``lines`` a count; NaN: None)."""
+    return [
         {
             **{k: str(r[k]) for k in keys},
-            "cost": float(r["cost"]),
-            "gpu_hours": float(r["gpu_hours"]),
-            "per_gpu_hour": None if pd.isna(r["per_gpu_hour"]) else float(r["per_gpu_hour"]),
-            "lines": int(r["lines"]),
+            **{v: None if pd.isna(r[v]) else int(r[v]) if v == "lines" else float(r[v]) for v in values},
         }
-        for r in g.to_dict("records")
+        for r in frame.to_dict("records")
     ]
-    totals = {str(c): float(v) for c, v in frame.groupby("currency")[col].sum().items()}
-    return rows, totals
+
+
+def _totals(frame: pd.DataFrame, col: str) -> dict[str, float]:
+    return {str(c): float(v) for c, v in frame.groupby("currency")[col].sum().items()}
 
 
 def compare_costs(
@@ -112,18 +103,8 @@ def compare_costs(
     both["delta"] = both["cost"] - both["previous"]
     both["delta_pct"] = (both["delta"] / both["previous"]).where(both["previous"] != 0)
     both = both.assign(_abs=both["delta"].abs()).sort_values(["_abs", *keys], ascending=[False, *[True] * len(keys)])
-    rows = [
-        {
-            **{k: str(r[k]) for k in keys},
-            "previous": float(r["previous"]),
-            "cost": float(r["cost"]),
-            "delta": float(r["delta"]),
-            "delta_pct": None if pd.isna(r["delta_pct"]) else float(r["delta_pct"]),
-        }
-        for r in both.to_dict("records")
-    ]
-    totals = {str(c): float(v) for c, v in frame[frame["month"] == month].groupby("currency")[col].sum().items()}
-    return rows, totals
+    rows = _records(both, keys, ["previous", "cost", "delta", "delta_pct"])
+    return rows, _totals(frame[frame["month"] == month], col)
 
 
 #: ``costs --compare`` calls a month partial when its lines are fewer than this share of the earlier month's.
@@ -181,7 +162,7 @@ def split_exact(amounts: dict[str, float], total: float, currency: str) -> dict[
     return {k: v / scale for k, v in floors.items()}
 
 
-def chargeback(
+def chargeback_rows(
     frame: pd.DataFrame,
     usage: pd.DataFrame | None,
     cost: CostBasis,
@@ -191,10 +172,8 @@ def chargeback(
     """Each team's usage cost plus its share of idle and shared capacity, adding up to the bill per currency.
 
     ``frame``: cost groups by ``team_tag`` (× currency). ``usage``: per team ``busy_hours`` and
-    ``device_hours`` from utilisation (None or empty: no idle known). See the module docstring for the rule.
+    ``device_hours`` from utilisation (None or empty: no idle known).
     """
-    if rule not in ("proportional", "even"):
-        raise ValueError(f"rule must be proportional or even, got {rule!r}")
     col = COST_COLUMN[cost]
     util: dict[str, dict[str, float]] = {}
     if usage is not None and not usage.empty:
@@ -232,20 +211,10 @@ def chargeback(
                 raw[UNALLOCATED] = {"usage": 0.0, "own_idle": 0.0, "idle_share": 0.0, "shared_share": shared}
         totals_raw = {t: v["usage"] + v["idle_share"] + v["shared_share"] for t, v in raw.items()}
         exact = split_exact(totals_raw, bill, str(currency))
-        for t in sorted(raw, key=lambda k: (-exact[k], k)):
-            v = raw[t]
-            rows.append(
-                {
-                    team_tag: t,
-                    "currency": str(currency),
-                    "direct": direct.get(t, 0.0),
-                    "usage": v["usage"],
-                    "own_idle": v["own_idle"],
-                    "idle_share": v["idle_share"],
-                    "shared_share": v["shared_share"],
-                    "total": exact[t],
-                }
-            )
+        rows += [
+            {team_tag: t, "currency": str(currency), "direct": direct.get(t, 0.0), **raw[t], "total": exact[t]}
+            for t in sorted(raw, key=lambda k: (-exact[k], k))
+        ]
         if shared:
             notes.append(f"{currency}: {shared:,.2f} on lines with no {team_tag} tag shared by the {rule} rule")
         if not util:
@@ -258,8 +227,6 @@ def chargeback(
 
 def _name_values(items: list[str] | None) -> dict[str, list[str]]:
     """``["team=research,data", "region=us-east-1"]`` → ``{team: [research, data], region: [us-east-1]}``."""
-    from finops_cli.errors import InputError
-
     out: dict[str, list[str]] = {}
     for item in items or []:
         name, sep, values = item.partition("=")
@@ -270,23 +237,13 @@ def _name_values(items: list[str] | None) -> dict[str, list[str]]:
 
 
 _COMPARE_COLUMNS = [("previous", "money"), ("cost", "money"), ("delta", "delta"), ("delta_pct", "delta_pct")]
-_CHARGEBACK_COLUMNS = [
-    ("direct", "money"),
-    ("usage", "money"),
-    ("own_idle", "money"),
-    ("idle_share", "money"),
-    ("shared_share", "money"),
-    ("total", "money"),
-]
+_CHARGEBACK_COLUMNS = [(c, "money") for c in ("direct", "usage", "own_idle", "idle_share", "shared_share", "total")]
 _GROUP_COLUMNS = [("cost", "money"), ("gpu_hours", "number"), ("per_gpu_hour", "price"), ("lines", "number")]
 
 
 #: ``finops costs --by`` takes at most this many dimensions: the 9 built-in ones and a generous number of tags.
 #: The query grows super-linearly with them (sample store: 32 dims 2.9 s, 300 dims 4.2 s, 1,000 dims 12.5 s).
 MAX_COST_DIMENSIONS = 32
-
-
-_charge = chargeback  # the rule by name: costs_report's ``chargeback`` argument names the rule
 
 
 def costs_report(
@@ -389,7 +346,7 @@ def costs_report(
         )  # fmt: skip
     if chargeback is not None:
         usage = usage_groups(st, team_tag, months)
-        rows, totals, more = _charge(frame, usage, basis, chargeback, team_tag)
+        rows, totals, more = chargeback_rows(frame, usage, basis, chargeback, team_tag)
         columns = [(team_tag, "text"), ("currency", "text"), *_CHARGEBACK_COLUMNS]
         return CostsResult(
             "chargeback", columns, rows, totals, basis, months, notes + more + actual_only, month_reason, actual_only

@@ -1,15 +1,9 @@
 """Escape untrusted strings (tag values, team names, resource ids) for GitHub markdown and chart labels.
 
-Billing tags and ids are written by whoever created the resource, and they end up in a leadership
-report and in a pull-request comment. They must not break a table (``|``, newlines), start emphasis,
-code or a link (``*_`[]``), inject HTML (``<script>``), render maths (``$``), ping people (``@team``)
-or turn into clickable URLs. :func:`md_text` makes such a string inert, one line and bounded in
-length; :func:`md_table` builds a GFM table whose every cell goes through it.
-
-CommonMark lets any ASCII punctuation be backslash-escaped, so ``\\<script\\>`` renders as the literal
-text ``<script>`` and never as HTML; GFM splits table cells on unescaped ``|`` only.
-GitHub's mention and URL autolinking work on the rendered text, so a zero-width space
-(``&#8203;``) is placed after ``@`` and inside ``://`` / ``www.`` to defuse them.
+Whoever created a resource wrote its tags, and they reach a leadership report and a pull-request comment: they
+must not break a table, start emphasis, code or a link, inject HTML, render maths, ping people or turn into URLs.
+CommonMark lets any ASCII punctuation be backslash-escaped, and a zero-width space (``&#8203;``) after ``@`` and
+inside ``://`` / ``www.`` defuses GitHub's mention and URL autolinking, which work on the rendered text.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Plain-text number formatting shared by the markdown report, the gate and the CLI tables (no rich here).
-
-``money(1234.5, "USD") -> "$1,234.50"``; ``pct(0.125) -> "12.5%"`` (takes a fraction);
-``number(12345.6) -> "12,346"``; ``unit_price(0.0004) -> "$0.0004"``. ``None``/NaN render as ``—``.
-
-Money has the currency's ISO 4217 minor units (:mod:`finops_cli.schema.currency`): ``money(1234, "JPY")
--> "¥1,234"``, ``money(1.5, "KWD") -> "1.500 KWD"``.
+"""Plain-text number formatting shared by the markdown report, the gate and the CLI tables (no rich here):
+money in the currency's ISO 4217 minor units, percentages of fractions, quantities; ``None``/NaN render as ``—``.
 """
 
 from __future__ import annotations
@@ -72,7 +67,7 @@ def pct(fraction: float | None, *, signed: bool = False, decimals: int = 1) -> s
 
 def number(value: float | None, decimals: int = 0) -> str:
     """Format a quantity (GPU-hours, units) with thousands separators; ``—`` for None/NaN. A non-zero quantity is
-    never shown as zero: ``number(0.04, 1) -> "0.04"`` (:func:`finops_cli.core.rounding.round_quantity`)."""
+    never shown as zero: ``number(0.04, 1) -> "0.04"`` (:func:`finops_cli.core.rounding.quantity_decimals`)."""
     if _missing(value):
         return "—"
     from finops_cli.core.rounding import quantity_decimals

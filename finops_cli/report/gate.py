@@ -1,28 +1,6 @@
-"""The CI cost gate: compare a new plan with a baseline plan and a budget, rule by rule (pure, no I/O
-except :func:`read_plan`).
-
-Rules (each optional; every failed rule is reported, not just the first):
-
-- ``budget``            planned_cost ≤ budget
-- ``max-increase-pct``  delta_pct = 100 · (planned − baseline) / baseline ≤ P
-- ``max-increase-usd``  delta = planned − baseline ≤ U   (in the plans' currency)
-- ``max-spot-share``    spot_share = Σ cost of spot allocations / Σ cost of all allocations ≤ S (a fraction)
-- ``stale-prices``      (``--fail-on-stale-prices``) no price in plan.json's ``prices[]`` older than its limit
-  (``--max-price-age``, else :data:`~finops_cli.core.price_checks.DEFAULT_MAX_PRICE_AGE_DAYS`); ages are those
-  the plan recorded, counted to its ``as_of``: the gate never reads the clock
-- ``max-node-rounding-pct``  100 · what rounding the plan's fractional nodes up to whole nodes would add
-  (``totals.fractional_node_rounding_cost``) / planned cost ≤ P
-
-Stale and thin prices, and node rounding above :data:`NODE_ROUNDING_WARN_PCT` %, are warnings when no rule asks
-to fail on them.
-
-The baseline is the ``--baseline`` plan's ``totals.planned_cost`` (the target branch's plan); without
-one, the new plan's own ``totals.baseline_cost`` (what the billing store says the same demand cost).
-Mismatched inputs (currency, horizon, schema version) raise :class:`InputError`: comparing them would
-be meaningless, so the gate refuses rather than passing or failing on nonsense.
-
-Renderers here return strings (``json``, ``markdown``, ``github``); the terminal ``text`` rendering
-lives in ``cli/gate.py`` because only the CLI uses rich.
+"""The CI cost gate: a new plan against a baseline plan and a budget, rule by rule (docs/ci.md has the rules,
+the baseline and the exit codes). Pure but for :func:`read_plan`: mismatched inputs raise :class:`InputError`
+rather than pass or fail on nonsense. The terminal ``text`` rendering lives in ``cli/gate.py`` (rich).
 """
 
 from __future__ import annotations
@@ -31,6 +9,7 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -147,61 +126,35 @@ class BreakdownRow:
     delta: float | None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GateResult:
+    """The verdict; :meth:`to_dict` is the JSON result (fields in its order)."""
+
+    schema_version: int = GATE_SCHEMA_VERSION
     passed: bool
     rules: list[RuleResult]
-    currency: str
     baseline_cost: float | None
     planned_cost: float
     delta: float | None
     delta_pct: float | None  # percent, e.g. 12.5 means +12.5 %
+    currency: str
     baseline_source: str | None  # "baseline-plan" | "billing" | "estimate" (merit order) | None
     spot_share: float
+    unserved_units: float
     horizon: dict[str, Any]
     solver: dict[str, Any]
-    unserved_units: float
-    breakdown: list[BreakdownRow] = field(default_factory=list)
-    schema_version: int = GATE_SCHEMA_VERSION
     #: stale or thin prices and node rounding no rule was asked to fail on (one sentence each)
     warnings: list[str] = field(default_factory=list)
     #: 100 · fractional_node_rounding_cost / planned cost (None: the plan has no such figure)
     node_rounding_pct: float | None = None
+    breakdown: list[BreakdownRow] = field(default_factory=list)
 
     @property
     def failed(self) -> list[RuleResult]:
         return [r for r in self.rules if not r.passed]
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON result: ``{schema_version, passed, rules[...], baseline_cost, planned_cost, delta, delta_pct}``
-        plus context (currency, baseline_source, spot_share, horizon, solver, unserved_units, breakdown)."""
-        return {
-            "schema_version": self.schema_version,
-            "passed": self.passed,
-            "rules": [asdict(r) for r in self.rules],
-            "baseline_cost": self.baseline_cost,
-            "planned_cost": self.planned_cost,
-            "delta": self.delta,
-            "delta_pct": self.delta_pct,
-            "currency": self.currency,
-            "baseline_source": self.baseline_source,
-            "spot_share": self.spot_share,
-            "unserved_units": self.unserved_units,
-            "horizon": self.horizon,
-            "solver": self.solver,
-            "warnings": self.warnings,
-            "node_rounding_pct": self.node_rounding_pct,
-            "breakdown": [
-                {
-                    "workload": b.workload,
-                    "kind": b.kind,
-                    "baseline_cost": b.baseline_cost,
-                    "planned_cost": b.planned_cost,
-                    "delta": b.delta,
-                }
-                for b in self.breakdown
-            ],
-        }
+        return asdict(self)
 
 
 def _check_comparable(new: PlanDocument, base: PlanDocument) -> None:
@@ -294,22 +247,12 @@ def evaluate(
     cur = new.currency.upper()
     rules: list[RuleResult] = []
 
-    if thresholds.budget is not None:
-        ok = _le(planned, thresholds.budget)
-        rules.append(
-            RuleResult(
-                "budget",
-                thresholds.budget,
-                planned,
-                ok,
-                f"planned cost {_money(planned, cur)} {'within' if ok else 'exceeds'} the budget of "
-                f"{_money(thresholds.budget, cur)}",
-            )
-        )
-    for name, limit in (
-        ("max-increase-pct", thresholds.max_increase_pct),
-        ("max-increase-usd", thresholds.max_increase_usd),
-    ):
+    th = thresholds
+    if th.budget is not None:
+        ok = _le(planned, th.budget)
+        what = f"planned cost {_money(planned, cur)} {'within' if ok else 'exceeds'} the budget of "
+        rules.append(RuleResult("budget", th.budget, planned, ok, what + _money(th.budget, cur)))
+    for name, limit in (("max-increase-pct", th.max_increase_pct), ("max-increase-usd", th.max_increase_usd)):
         if limit is None:
             continue
         if delta is None:
@@ -320,31 +263,15 @@ def evaluate(
                 mentions=("baseline",),
             )
         if name == "max-increase-usd":
-            ok = _le(delta, limit)
-            rules.append(
-                RuleResult(
-                    name,
-                    limit,
-                    delta,
-                    ok,
-                    f"cost change {_money(delta, cur, signed=True)} (limit {_money(limit, cur, signed=True)})",
-                )
-            )
+            what = f"cost change {_money(delta, cur, signed=True)} (limit {_money(limit, cur, signed=True)})"
+            rules.append(RuleResult(name, limit, delta, _le(delta, limit), what))
         else:
             ok = _le(delta_pct, limit) if delta_pct is not None else delta <= 0
             shown = "n/a (baseline is 0)" if delta_pct is None else f"{delta_pct:+.2f}%"
             rules.append(RuleResult(name, limit, delta_pct, ok, f"cost change {shown} (limit +{limit:g}%)"))
-    if thresholds.max_spot_share is not None:
-        ok = _le(share, thresholds.max_spot_share)
-        rules.append(
-            RuleResult(
-                "max-spot-share",
-                thresholds.max_spot_share,
-                share,
-                ok,
-                f"spot carries {share:.1%} of allocated cost (limit {thresholds.max_spot_share:.1%})",
-            )
-        )
+    if th.max_spot_share is not None:
+        what = f"spot carries {share:.1%} of allocated cost (limit {th.max_spot_share:.1%})"
+        rules.append(RuleResult("max-spot-share", th.max_spot_share, share, _le(share, th.max_spot_share), what))
 
     warnings = _price_rules(new, thresholds, rules)
     rounding_pct = _node_rounding_rule(new, thresholds, rules, warnings)
@@ -461,30 +388,17 @@ def _rules_table(result: GateResult) -> str:
     return md_table(["Rule", "Threshold", "Actual", "Result"], rows, ["left", "right", "right", "left"], trusted=True)
 
 
-def _kind_rows(result: GateResult) -> list[list[str]]:
-    by_kind: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for row in result.breakdown:
-        by_kind[row.kind][0] += row.baseline_cost or 0.0
-        by_kind[row.kind][1] += row.planned_cost
-    return _cost_rows([([md_text(kind)], b, p) for kind, (b, p) in sorted(by_kind.items())], result)
-
-
 def _cost_rows(items: list[tuple[list[str], float, float]], result: GateResult) -> list[list[str]]:
     cur = result.currency
-    has_base = result.baseline_source == "baseline-plan"
     rows = []
     for labels, base, planned in items:
-        row = list(labels)
-        if has_base:
-            delta = planned - base
-            if abs(delta) < 0.005:
-                pct_text = "0.0%" if base else "—"
-            else:
-                pct_text = f"{100 * delta / base:+.1f}%" if base else "new"
-            row += [_money(base, cur), _money(planned, cur), _money(delta, cur, signed=True), pct_text]
-        else:
-            row.append(_money(planned, cur))
-        rows.append(row)
+        if result.baseline_source != "baseline-plan":
+            rows.append([*labels, _money(planned, cur)])
+            continue
+        delta = planned - base
+        small = abs(delta) < 0.005
+        pct_text = ("0.0%" if small else f"{100 * delta / base:+.1f}%") if base else ("—" if small else "new")
+        rows.append([*labels, _money(base, cur), _money(planned, cur), _money(delta, cur, signed=True), pct_text])
     return rows
 
 
@@ -500,24 +414,20 @@ def _detail_table(result: GateResult, rows: list[BreakdownRow]) -> str:
     return md_table(headers, _cost_rows(items, result), align, trusted=True)
 
 
-def _total_row(result: GateResult) -> list[str]:
+def _kind_table(result: GateResult) -> str:
+    """Cost by substrate kind, then the total row."""
+    by_kind: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for row in result.breakdown:
+        by_kind[row.kind][0] += row.baseline_cost or 0.0
+        by_kind[row.kind][1] += row.planned_cost
+    rows = _cost_rows([([md_text(kind)], b, p) for kind, (b, p) in sorted(by_kind.items())], result)
     cur = result.currency
+    total = [_money(result.planned_cost, cur)]
     if result.baseline_source == "baseline-plan":
         pct_text = "—" if result.delta_pct is None else f"{result.delta_pct:+.1f}%"
-        return [
-            "**Total**",
-            f"**{_money(result.baseline_cost, cur)}**",
-            f"**{_money(result.planned_cost, cur)}**",
-            f"**{_money(result.delta, cur, signed=True)}**",
-            f"**{pct_text}**",
-        ]
-    return ["**Total**", f"**{_money(result.planned_cost, cur)}**"]
-
-
-def _kind_table(result: GateResult) -> str:
+        total = [_money(result.baseline_cost, cur), *total, _money(result.delta, cur, signed=True), pct_text]
     headers, align = _cost_headers(result, ["Substrate kind"])
-    rows = [*_kind_rows(result), _total_row(result)]
-    return md_table(headers, rows, align, trusted=True)
+    return md_table(headers, [*rows, ["**Total**", *(f"**{x}**" for x in total)]], align, trusted=True)
 
 
 def _context_line(result: GateResult) -> str:
@@ -543,15 +453,11 @@ def _warnings(result: GateResult) -> list[str]:
     return out
 
 
-def _md_summary(result: GateResult) -> str:
-    """The summary line for markdown: ``\\$`` so two amounts on one line never pair up as GitHub inline maths."""
-    return summary_line(result).replace("$", "\\$")
-
-
 def _head(result: GateResult, heading: str) -> list[str]:
     """What both markdown renderers open with: verdict, warnings, rules, cost by kind (``heading``: ``##``…)."""
     icon = "✅" if result.passed else "❌"
-    parts = [f"{heading} {icon} {_md_summary(result)}", ""]
+    summary = summary_line(result).replace("$", "\\$")  # two amounts on one line never pair up as inline maths
+    parts = [f"{heading} {icon} {summary}", ""]
     warnings = _warnings(result)
     parts += [*warnings, ""] if warnings else []
     if result.rules:
@@ -597,12 +503,7 @@ def render_github(result: GateResult, limit: int = _GITHUB_BUDGET) -> str:
     if len(text) <= limit and keep == len(rows):
         return text
     room = limit - len(build(0))
-    keep = 0
-    for line in body:
-        if room < len(line) + 1:
-            break
-        room -= len(line) + 1
-        keep += 1
+    keep = sum(1 for used in accumulate(len(line) + 1 for line in body) if used <= room)
     text = build(keep)
     while len(text) > limit and keep > 0:  # the "… N more rows" note can be a digit longer
         keep -= 1
@@ -612,10 +513,7 @@ def render_github(result: GateResult, limit: int = _GITHUB_BUDGET) -> str:
 
 def render(result: GateResult, fmt: str) -> str:
     """Render for ``--format json|markdown|github`` (``text`` is the CLI's rich table)."""
-    if fmt == "json":
-        return render_json(result)
-    if fmt == "markdown":
-        return render_markdown(result)
-    if fmt == "github":
-        return render_github(result)
-    raise InputError(f"format {fmt!r}: expected one of text, json, markdown, github")
+    renderers = {"json": render_json, "markdown": render_markdown, "github": render_github}
+    if fmt not in renderers:
+        raise InputError(f"format {fmt!r}: expected one of text, json, markdown, github")
+    return renderers[fmt](result)

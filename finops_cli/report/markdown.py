@@ -1,17 +1,7 @@
-"""The leadership report: one markdown document plus PNG charts beside it (``finops report``).
+"""The leadership report's markdown (``finops report``; docs/report.md lists the sections): pure, inputs → text.
 
-Sections: executive summary (spend, idle waste, planned cost, savings, the three biggest levers), idle
-waste by team and substrate, the supply curve, the plan (mix by substrate kind, commitments to buy,
-savings waterfall, workloads), spot exposure and NETC, risks and assumptions (utilisation coverage,
-price-feed age, solver gap).
-
-Every number about the plan is read from the plan document (``finops plan --out plan.json``), so the
-report and the JSON agree by construction; idle waste comes from the store (``report.waste``) and the
-supply curve from the merit order (``report.charts``) when those inputs are given. A section whose
-inputs are missing says so ("not available: ...") rather than disappearing.
-
-:func:`render_markdown` is pure (inputs → text); :func:`write_report` draws the charts and writes all
-files atomically: charts first into a staging directory, then renamed into place, the report last.
+Every number about the plan is read from the plan document, so the report and plan.json agree by construction;
+a section whose inputs are missing says so ("not available: ...") rather than disappearing.
 """
 
 from __future__ import annotations
@@ -24,7 +14,6 @@ from finops_cli.report.format import money, number, pct, unit_price
 from finops_cli.report.metrics import (
     BASELINE_LABEL,
     KIND_LABEL,
-    PHILLY_UTILIZATION,
     RESIDUAL_LABEL,
     ReportInputs,
     bill_coverage,
@@ -37,6 +26,7 @@ from finops_cli.report.metrics import (
     latency_critical_on_spot,
     period_label,
 )
+from finops_cli.report.waste import PHILLY_MEAN_UTILIZATION
 from finops_cli.schema.plan import PlanDocument
 
 
@@ -82,7 +72,7 @@ def _summary(inp: ReportInputs, cur: str) -> list[str]:
     if waste_totals is not None:
         idle_cost = waste_totals.get("idle_cost")
         idle_fraction = waste_totals.get("idle_fraction")
-        philly = f"Philly's production cluster ran at {pct(PHILLY_UTILIZATION, decimals=0)} utilisation"
+        philly = f"Philly's production cluster ran at {pct(PHILLY_MEAN_UTILIZATION, decimals=0)} utilisation"
         if idle_cost is not None:
             parts.append(
                 f"**{_pm(idle_cost, cur)}** of spend paid for idle GPUs "
@@ -171,25 +161,15 @@ def _waste_totals(inp: ReportInputs) -> dict[str, Any] | None:
 
 def _waste_table(doc: dict[str, Any], label: str, cur: str) -> str:
     groups = sorted(doc.get("groups", []), key=lambda g: (-(g.get("idle_cost") or 0.0), -(g.get("idle_hours") or 0.0)))
-    rows = [
-        [
-            md_text(g.get("key")),
-            number(g.get("device_hours")),
-            number(g.get("idle_hours")),
-            pct(g.get("idle_fraction")),
-            money(g.get("idle_cost"), cur),
-        ]
-        for g in groups
-    ]
-    t = doc.get("totals", {})
-    total = [number(t.get("device_hours")), number(t.get("idle_hours")), pct(t.get("idle_fraction"))]
-    rows.append(["**Total**", *(f"**{x}**" for x in [*total, money(t.get("idle_cost"), cur)])])
-    return md_table(
-        [label, "GPU-hours", "Idle GPU-hours", "Idle share", "Idle cost"],
-        rows,
-        ["left", "right", "right", "right", "right"],
-        trusted=True,
-    )
+
+    def cells(g: dict[str, Any]) -> list[str]:
+        hours = [number(g.get("device_hours")), number(g.get("idle_hours"))]
+        return [*hours, pct(g.get("idle_fraction")), money(g.get("idle_cost"), cur)]
+
+    rows = [[md_text(g.get("key")), *cells(g)] for g in groups]
+    rows.append(["**Total**", *(f"**{x}**" for x in cells(doc.get("totals", {})))])
+    headers = [label, "GPU-hours", "Idle GPU-hours", "Idle share", "Idle cost"]
+    return md_table(headers, rows, left_then_right(1, 4), trusted=True)
 
 
 def _waste_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[str]:
@@ -233,16 +213,12 @@ def _supply_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list
     prices = clearing_price_rows(inp.plan)
     if prices:
         rows = [[md_text(w), unit_price(mean, cur), unit_price(peak, cur)] for w, mean, peak in prices]
+        headers = ["Workload", "Clearing price per unit (mean)", "Peak block"]
         out += [
             "Clearing prices from the plan: the dual of each workload's demand constraint, i.e. what one more unit "
             "of its output would cost (deferrable work has one price for the horizon):",
             "",
-            md_table(
-                ["Workload", "Clearing price per unit (mean)", "Peak block"],
-                rows,
-                ["left", "right", "right"],
-                trusted=True,
-            ),
+            md_table(headers, rows, left_then_right(1, 2), trusted=True),
             "",
         ]
     return out
@@ -283,17 +259,10 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
     out += ["### Commitments to buy", ""]
     if plan.commitments:
         crow = [[md_text(c.substrate), str(c.blocks), number(c.gpus), money(c.cost, cur)] for c in plan.commitments]
-        crow.append(["**Total**", "", f"**{number(sum(c.gpus for c in plan.commitments))}**", ""])
-        crow[-1][3] = f"**{money(sum(c.cost for c in plan.commitments), cur)}**"
-        out += [
-            md_table(
-                ["Substrate", "Blocks", "GPUs", "Cost over the horizon"],
-                crow,
-                ["left", "right", "right", "right"],
-                trusted=True,
-            ),
-            "",
-        ]
+        gpus, cost = sum(c.gpus for c in plan.commitments), sum(c.cost for c in plan.commitments)
+        crow.append(["**Total**", "", f"**{number(gpus)}**", f"**{money(cost, cur)}**"])
+        headers = ["Substrate", "Blocks", "GPUs", "Cost over the horizon"]
+        out += [md_table(headers, crow, left_then_right(1, 3), trusted=True), ""]
     else:
         out += ["The plan buys no new commitments.", ""]
 
@@ -334,7 +303,7 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
             out += [
                 "Cost change by substrate kind (where the cost lands, not what earned it):",
                 "",
-                md_table(["Substrate kind", "Plan − baseline"], krows, ["left", "right"], trusted=True),
+                md_table(["Substrate kind", "Plan − baseline"], krows, left_then_right(1, 1), trusted=True),
                 "",
             ]
         if "waterfall" in charts:
@@ -354,23 +323,11 @@ def _plan_section(inp: ReportInputs, cur: str, charts: dict[str, str]) -> list[s
     for name, w in sorted(per.items(), key=lambda kv: -kv[1]["cost"]):
         unit_cost = w["cost"] / w["units"] if w["units"] else None
         subs = ", ".join(md_text(s) for s in sorted(w["subs"])[:4]) + (" …" if len(w["subs"]) > 4 else "")
-        wrows.append(
-            [
-                md_text(name),
-                number(w["units"]),
-                number(w["gpu_hours"]),
-                money(w["cost"], cur),
-                unit_price(unit_cost, cur),
-                subs,
-            ]
-        )
+        numbers = [number(w["units"]), number(w["gpu_hours"]), money(w["cost"], cur), unit_price(unit_cost, cur)]
+        wrows.append([md_text(name), *numbers, subs])
+    headers = ["Workload", "Units", "GPU-hours", "Usage cost", "Cost per unit", "Runs on"]
     out += [
-        md_table(
-            ["Workload", "Units", "GPU-hours", "Usage cost", "Cost per unit", "Runs on"],
-            wrows,
-            ["left", "right", "right", "right", "right", "left"],
-            trusted=True,
-        ),
+        md_table(headers, wrows, [*left_then_right(1, 4), "left"], trusted=True),
         "",
         "Usage cost is the marginal cost of the GPU-hours and API units each workload uses (congestion and NETC "
         "included); commitments and sunk capacity are shown in the mix above.",
@@ -403,27 +360,11 @@ def _spot_section(inp: ReportInputs, cur: str) -> list[str]:
         over = float(extra_field(a, "netc_overhead", 0.0))
         clean = a.cost - over
         w = a.cost / clean if clean > 0 else None
-        rows.append(
-            [
-                md_text(a.workload),
-                md_text(a.substrate),
-                number(a.gpu_hours),
-                unit_price(extra_field(a, "price_per_unit"), cur),
-                money(a.cost, cur),
-                money(over, cur),
-                "—" if w is None else f"{w:.3f}",
-            ]
-        )
-    out += [
-        md_table(
-            ["Workload", "Spot substrate", "GPU-hours", "Price per unit", "Cost", "NETC overhead", "× base price"],
-            rows,
-            ["left", "left", "right", "right", "right", "right", "right"],
-            trusted=True,
-        ),
-        "",
-    ]
-    return out
+        price = unit_price(extra_field(a, "price_per_unit"), cur)
+        amounts = [price, money(a.cost, cur), money(over, cur), "—" if w is None else f"{w:.3f}"]
+        rows.append([md_text(a.workload), md_text(a.substrate), number(a.gpu_hours), *amounts])
+    headers = ["Workload", "Spot substrate", "GPU-hours", "Price per unit", "Cost", "NETC overhead", "× base price"]
+    return [*out, md_table(headers, rows, left_then_right(2, 5), trusted=True), ""]
 
 
 def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
@@ -448,9 +389,9 @@ def _risks_section(inp: ReportInputs, cur: str) -> list[str]:
     else:
         items.append("**Utilisation coverage:** not measured (no utilisation trace in the store).")
     _, end = horizon_bounds(plan)
-    if inp.price_feeds is not None and inp.price_feeds.latest:
+    if inp.price_feeds:
         ages = []
-        for provider, ts in sorted(inp.price_feeds.latest.items()):
+        for provider, ts in sorted(inp.price_feeds.items()):
             age = "" if end is None else f", {(end - ts).total_seconds() / 86400:.1f} days before the horizon ends"
             ages.append(f"{md_text(provider)} {ts:%Y-%m-%d %H:%M} UTC{age}")
         items.append("**Price-feed age:** latest spot-price sample per provider: " + "; ".join(ages) + ".")
@@ -525,19 +466,12 @@ def prices_rows(plan: PlanDocument) -> list[list[str]]:
         if p.window_start and p.window_end:
             window = f"{p.window_start[:16].replace('T', ' ')} → {p.window_end[:16].replace('T', ' ')}"
         fx = f"{p.quoted:.4f} {p.quoted_currency} × {p.fx_rate:g}" if p.fx_rate not in (None, 1.0) else ""
+        value = "per unit" if p.value is None else f"{p.value:,.4f}"
+        samples = "" if p.samples is None else f"{p.samples:,}"
+        age = "" if p.age_days is None else f"{p.age_days:,}"
+        source = p.source.replace("_", " ")
         rows.append(
-            [
-                p.substrate,
-                p.source.replace("_", " "),
-                "per unit" if p.value is None else f"{p.value:,.4f}",
-                p.currency,
-                p.statistic or "",
-                window,
-                "" if p.samples is None else f"{p.samples:,}",
-                p.product or "",
-                "" if p.age_days is None else f"{p.age_days:,}",
-                fx,
-            ]
+            [p.substrate, source, value, p.currency, p.statistic or "", window, samples, p.product or "", age, fx]
         )
     return rows
 

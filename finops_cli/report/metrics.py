@@ -16,8 +16,6 @@ from finops_cli.report.escape import md_text
 from finops_cli.report.format import pct
 from finops_cli.schema.plan import PlanDocument
 
-#: Philly (Jeon et al., USENIX ATC 2019): ~52 % mean GPU utilisation in a production DL cluster.
-PHILLY_UTILIZATION = 0.52
 KIND_ORDER = ["owned", "reserved", "spot", "on_demand", "api"]
 KIND_LABEL = {"owned": "owned", "reserved": "reserved", "spot": "spot", "on_demand": "on-demand", "api": "API (PAYG)"}
 LEVER_SHORT = {
@@ -67,13 +65,6 @@ class SupplyInputs:
 
 
 @dataclass
-class PriceFeedInfo:
-    """Latest spot-price sample per provider in the store (price-feed age)."""
-
-    latest: dict[str, datetime]
-
-
-@dataclass
 class ReportInputs:
     plan: PlanDocument
     title: str | None = None
@@ -81,7 +72,7 @@ class ReportInputs:
     waste_note: str = "no utilisation trace in the store (run finops ingest utilization, and billing for prices)"
     supply: SupplyInputs | None = None
     supply_note: str = "needs --fleet and --workloads"
-    price_feeds: PriceFeedInfo | None = None
+    price_feeds: dict[str, datetime] | None = None  # latest spot-price sample per provider in the store
     notes: list[str] = field(default_factory=list)
 
 
@@ -149,29 +140,7 @@ def gpu_hours_by_kind(plan: PlanDocument) -> dict[str, float]:
     return dict(out)
 
 
-def levers(plan: PlanDocument) -> list[tuple[str, float]]:
-    """The saving by lever, biggest first (``savings_by_lever``; Σ with the residual = ``totals.savings``).
-
-    Only levers the plan applied are listed (a lever it did not use saves exactly 0), each named with the
-    evidence it rests on; the residual (what the bill paid beyond the model of it) is its own row. A plan
-    written before the attribution has none: its per-kind deltas are where cost landed, never levers.
-    """
-    by = plan.savings_by_lever
-    if by is None:
-        return []
-    items = [(lever_label(r.label, r.evidence, r.measured_share), float(r.saving)) for r in by.levers if r.applied]
-    items.sort(key=lambda kv: -kv[1])
-    if by.residual:
-        items.append((RESIDUAL_LABEL, float(by.residual)))
-    return items
-
-
 RESIDUAL_LABEL = "not a lever: the bill's prices and placement"
-
-
-def lever_label(label: str, evidence: str, share: float | None = None) -> str:
-    """A lever in words with its evidence: ``right-sizing … (idle measured from utilisation)``."""
-    return f"{label} ({evidence_words(evidence, share)})"
 
 
 def evidence_words(evidence: str, share: float | None = None) -> str:
@@ -179,11 +148,6 @@ def evidence_words(evidence: str, share: float | None = None) -> str:
     if evidence == "inferred" and share is not None and share > 0:
         return f"idle measured from utilisation on {pct(share, decimals=0)} of the paid GPU-hours, inferred on the rest"
     return EVIDENCE_WORDS.get(evidence, evidence)
-
-
-def non_interruptible_spot(plan: PlanDocument) -> float:
-    """Planned cost of work not marked interruptible that the plan puts on spot (unknown flag: not counted)."""
-    return sum(a.cost for a in plan.allocations if a.kind == "spot" and extra_field(a, "interruptible") is False)
 
 
 def latency_critical_on_spot(plan: PlanDocument) -> dict[str, tuple[float, float]]:

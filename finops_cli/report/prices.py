@@ -1,27 +1,8 @@
 """Time-weighted spot-price statistics: a price holds until the next change.
 
-Spot-price feeds (``describe_spot_price_history``, the GCP catalog) are *change events*, not samples at a
-regular cadence: a price published at 06:12 holds until the next event for the same zone and instance
-type. A plain mean of the events over-weights turbulent hours, so every statistic here weights each price
-by how long it was in effect inside the window.
-
-Pure functions: a prices table in (pyarrow or pandas, the ``spot_prices`` store schema), numbers out.
-
-Store schema (per row, one price change)::
-
-    provider, month                 partition columns
-    timestamp                       UTC instant the price took effect
-    region, zone                    zone may be null (GCP prices are regional)
-    instance_type                   AWS/Azure instance type; GCP GPU SKUs use ``gpu-<model>`` (see below)
-    product_description             "Linux/UNIX", ... (AWS); null elsewhere
-    price_kind                      "spot" | "on_demand"
-    usd_per_instance_hour           price of one instance for one hour
-    gpus, accelerator               from the pricebook (``instance_gpu_facts``); null when unknown
-    usd_per_gpu_hour                usd_per_instance_hour / gpus (null when gpus unknown)
-
-GCP GPU SKUs are priced per GPU-hour already; they are stored as a one-GPU "instance" named
-``gpu-<model>`` (e.g. ``gpu-h100-80gb``) with ``gpus = 1``, so ``usd_per_instance_hour ==
-usd_per_gpu_hour`` and the same statistics apply unchanged.
+Spot-price feeds publish change events, not samples at a regular cadence, so a plain mean of the events
+over-weights turbulent hours: every statistic here weights a price by how long it was in effect inside the window.
+Pure: a ``spot_prices`` table in (docs/formats.md has its columns), numbers out.
 """
 
 from __future__ import annotations
@@ -47,6 +28,11 @@ class NoPriceData(LookupError):
     """No price rows match the provider/region/instance type (and window) asked for."""
 
 
+def _utc(when: datetime | pd.Timestamp) -> pd.Timestamp:
+    ts = pd.Timestamp(when)
+    return ts.tz_localize(UTC) if ts.tzinfo is None else ts.tz_convert(UTC)
+
+
 def _frame(prices: pa.Table | pd.DataFrame) -> pd.DataFrame:
     df = prices.to_pandas() if isinstance(prices, pa.Table) else prices.copy()
     for col in ("zone", "product_description", "price_kind", "accelerator"):
@@ -69,17 +55,8 @@ def weighted_segments(
     start: pd.Timestamp | None,
     end: pd.Timestamp,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Turn one series of price changes into (price, seconds in effect) inside ``[start, end]``.
-
-    Each price holds from its timestamp until the next change (or ``end``). The price in effect at
-    ``start`` is the last change at or before it, clipped to start there. Parameters are one zone and
-    one instance type; the caller groups.
-
-    Returns
-    -------
-    (prices_usd, seconds)
-        Arrays of equal length; zero-length segments are dropped.
-    """
+    """One zone's price changes as (prices, seconds in effect) inside ``[start, end]``, zero-length segments
+    dropped: a price holds until the next change (or ``end``); the one in effect at ``start`` counts from there."""
     s = pd.Series(list(prices), index=pd.DatetimeIndex(list(timestamps))).sort_index()
     s = s[~s.index.duplicated(keep="last")]
     s = s[s.index <= end]
@@ -204,34 +181,13 @@ def feed_statistic(
     product: str | None = None,
     end: datetime | None = None,
 ) -> FeedStat:
-    """One time-weighted price statistic for a provider × region × instance type × product, in USD.
+    """One time-weighted price statistic for a provider × region (all its zones pooled) or zone × instance type
+    × product, in USD per instance-hour (``per="gpu_hour"``: per GPU-hour, from the GPU count recorded at ingest).
 
-    Parameters
-    ----------
-    prices
-        Rows of the ``spot_prices`` dataset (see the module docstring).
-    provider, region, instance_type
-        ``region`` may be a region (all its zones are pooled) or a single zone.
-    statistic
-        ``mean`` (time-weighted), ``p50``/``p90`` (lower time-weighted quantiles), ``latest`` (the latest
-        price per zone, averaged over zones), ``min``, ``max``.
-    window_days, end
-        The window rule: it ends at the earlier of ``end`` (the horizon's end) and the newest matching
-        price, and spans ``window_days`` before that. No price after the horizon is used, and a feed that
-        stops before the horizon still answers. The price in effect at the window start counts from there.
-    per
-        ``instance_hour`` (default) returns ``usd_per_instance_hour``; ``gpu_hour`` returns
-        ``usd_per_gpu_hour`` = usd_per_instance_hour / gpus (from the pricebook at ingest).
-    price_kind
-        ``spot`` (default) or ``on_demand`` (GCP catalog on-demand GPU SKUs).
-    product
-        Product description (``Linux/UNIX``, ``Windows`` …). Default: :data:`DEFAULT_PRODUCTS` for the
-        provider, else the single product present; several products without a choice is an error.
-
-    Raises
-    ------
-    NoPriceData
-        Nothing matches, or the match spans several products (the message says what was asked).
+    ``latest`` is the latest price per zone, averaged over zones; p50/p90 are lower time-weighted quantiles. The
+    window ends at the earlier of ``end`` (the horizon's end) and the newest matching price and spans
+    ``window_days`` before it (docs/economics.md §1). ``product`` defaults to :data:`DEFAULT_PRODUCTS`, else the
+    only one present. Raises :class:`NoPriceData` when nothing matches or products would mix.
     """
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}; got {statistic!r}")
@@ -246,11 +202,7 @@ def feed_statistic(
     value_col = "usd_per_gpu_hour" if per == "gpu_hour" else "usd_per_instance_hour"
     if sel[value_col].isna().all():
         raise NoPriceData(f"no GPU count known for {what}; cannot give a price per GPU-hour")
-    end_ts = sel["timestamp"].max()
-    if end is not None:
-        cap = pd.Timestamp(end)
-        cap = cap.tz_localize(UTC) if cap.tzinfo is None else cap.tz_convert(UTC)
-        end_ts = min(end_ts, cap)
+    end_ts = sel["timestamp"].max() if end is None else min(sel["timestamp"].max(), _utc(end))
     start_ts = end_ts - timedelta(days=float(window_days))
     try:
         stats = _series_stats(sel, value_col, start_ts, end_ts)
@@ -273,39 +225,36 @@ def feed_statistic(
     )
 
 
+#: the statistics of a ``finops prices`` row, in column order
+_TABLE_STATS = ("min", "mean", "p50", "p90", "max", "latest")
+
+
 def price_table(
     prices: pa.Table | pd.DataFrame,
     *,
     instance_types: list[str] | None = None,
     regions: list[str] | None = None,
     since: datetime | None = None,
-    end: datetime | None = None,
 ) -> pd.DataFrame:
     """The ``finops prices`` table: per provider × region/zone × instance type, time-weighted statistics.
 
     Columns: the :data:`GROUP_KEYS`, ``samples`` (price-change events in the window), ``hours`` covered,
     ``min, mean, p50, p90, max, latest`` (USD per instance-hour), ``gpus``, ``usd_per_gpu_hour_mean``.
-    The window runs from ``since`` (default: each group's first event) to ``end`` (default: the newest
-    event in the table, so every group is seen up to the same instant and a zone's last price counts until
-    then).
+    The window runs from ``since`` (default: each group's first event) to the newest event in the table, so
+    every group is seen up to the same instant and a zone's last price counts until then.
     """
     df = _frame(prices)
     if instance_types:
         df = df[df["instance_type"].isin(instance_types)]
     if regions:
         df = df[df["region"].isin(regions) | df["zone"].isin(regions)]
-    start = pd.Timestamp(since).tz_convert(UTC) if since is not None and pd.Timestamp(since).tzinfo else None
-    if since is not None and start is None:
-        start = pd.Timestamp(since).tz_localize(UTC)
+    start = None if since is None else _utc(since)
+    end_ts = _utc(df["timestamp"].max())
     rows = []
     keys = GROUP_KEYS
     filled = df.assign(**{k: df[k].fillna("") for k in keys})
-    table_end = df["timestamp"].max()
     for key, group in filled.groupby(keys, sort=True):
         g = group.assign(zone=group["zone"].replace("", None))
-        end_ts = pd.Timestamp(end) if end is not None else table_end
-        if end_ts.tzinfo is None:
-            end_ts = end_ts.tz_localize(UTC)
         try:
             st = _series_stats(g, "usd_per_instance_hour", start, end_ts)
         except NoPriceData:
@@ -318,27 +267,14 @@ def price_table(
                 **{k: (v or None) for k, v in zip(keys, key, strict=True)},
                 "samples": len(in_window),
                 "hours": st["seconds"] / 3600.0,
-                **{s: st[s] for s in ("min", "mean", "p50", "p90", "max", "latest")},
+                **{s: st[s] for s in _TABLE_STATS},
                 "gpus": gpus_val,
                 "accelerator": next(iter(g["accelerator"].dropna()), None),
                 "usd_per_gpu_hour_mean": st["mean"] / gpus_val if gpus_val else None,
             }
         )
-    cols = [
-        *keys,
-        "samples",
-        "hours",
-        "min",
-        "mean",
-        "p50",
-        "p90",
-        "max",
-        "latest",
-        "gpus",
-        "accelerator",
-        "usd_per_gpu_hour_mean",
-    ]
-    return pd.DataFrame(rows, columns=cols)
+    columns = [*keys, "samples", "hours", *_TABLE_STATS, "gpus", "accelerator", "usd_per_gpu_hour_mean"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def to_markdown(table: pd.DataFrame) -> str:
@@ -355,7 +291,7 @@ def to_markdown(table: pd.DataFrame) -> str:
     rows = [
         [r.provider, r.region, r.zone or "", r.instance_type, r.product_description or "", r.price_kind,
          f"{r.samples:,}",
-         *(usd(getattr(r, s)) for s in ("min", "mean", "p50", "p90", "max", "latest")), usd(r.usd_per_gpu_hour_mean)]
+         *(usd(getattr(r, s)) for s in _TABLE_STATS), usd(r.usd_per_gpu_hour_mean)]
         for r in table.itertuples(index=False)
     ]  # fmt: skip
     align = ["left"] * 6 + ["right"] * 8

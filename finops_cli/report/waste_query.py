@@ -1,10 +1,6 @@
-"""Idle waste read from the store: the month's device usage, resource costs and histogram queried once, then
-grouped each way asked (:func:`finops_cli.report.waste.waste_reports_by`).
-
-The month's samples and bill are aggregated in DuckDB (:mod:`finops_cli.store.queries`): memory grows with
-devices and resources, not samples or lines. The samples are read from the ingest aggregates
-``utilization_devices`` and ``utilization_histogram`` (one row per device and file, ≤ 1000 bins per file) when
-every utilisation file has them, else from the samples themselves: the same figures either way.
+"""Idle waste read from the store: the month's device usage, resource costs and histogram aggregated once in
+DuckDB (memory grows with devices and resources, not samples or lines), then grouped each way asked. The ingest
+aggregates stand in for the samples when every utilisation file has them: the same figures either way.
 """
 
 from __future__ import annotations
@@ -20,10 +16,10 @@ from finops_cli.report.waste import (
     UtilHistogram,
     WasteReport,
     billed_gpu_report,
-    resource_rates_table,
     usage_from_groups,
     waste_reports_by,
 )
+from finops_cli.report.waste_rates import resource_rates_table
 from finops_cli.store import engine
 from finops_cli.store.queries import (
     RESOURCE_COSTS,
@@ -59,7 +55,6 @@ def store_waste_reports(
         have = ", ".join(f"{kind} {', '.join(ms)}" for kind, ms in (("utilisation", util_months),
                                                                   ("billing", bill_months)) if ms)  # fmt: skip
         raise InputError(f"{month}: no utilisation or billing for it (have {have})", param="month")
-    fl = fleet
     costs = (
         engine.run_arrow(
             st,
@@ -67,7 +62,7 @@ def store_waste_reports(
             {"month": month},
             categories=RESOURCE_COSTS_ATTRIBUTES,
             split_by="provider",  # one provider's lines at a time (the query groups by provider)
-            match_columns=engine.match_columns(fl, RESOURCE_COSTS_GROUPED),
+            match_columns=engine.match_columns(fleet, RESOURCE_COSTS_GROUPED),
         )
         if month in bill_months
         else None
@@ -77,34 +72,29 @@ def store_waste_reports(
         currencies = sorted(v for v in gpu["BillingCurrency"].unique().to_pylist() if v is not None)
         if len(currencies) > 1:
             raise InputError(f"billing for {month} mixes currencies ({', '.join(currencies)}); waste needs one")
-    reports: dict[str, WasteReport] = {}
+    reports: dict[str, WasteReport]
     if month not in util_months:
         billing = costs.to_pandas() if costs is not None else None
-        for group in groupings:
-            reports[group] = billed_gpu_report(billing, fleet=fl, by=group)
-            reports[group].totals["month"] = month
-            reports[group].month_reason = reason
-        return reports
-    aggregated = st.has_aggregate("utilization_devices") and st.has_aggregate("utilization_histogram")
-    usage_query, histogram_query = (WASTE_DEVICE_USAGE, WASTE_HISTOGRAM)
-    if aggregated:
-        usage_query, histogram_query = (WASTE_DEVICE_USAGE_AGGREGATE, WASTE_HISTOGRAM_AGGREGATE)
-        st.checked_files("utilization")  # footers only: a damaged sample file is named, as on the samples' path
-    groups = engine.run_pandas(st, usage_query, {"month": month})
-    if groups is None or groups.empty:
-        raise InputError(f"no utilisation samples for {month}")
-    usage, span_hours = usage_from_groups(groups)
-    bins = engine.run_pandas(st, histogram_query, {"month": month})
-    hist = UtilHistogram.from_bins(bins) if bins is not None else None
-    reports = waste_reports_by(
-        usage,
-        groupings,
-        rates=resource_rates_table(costs, fl),  # per resource in Arrow: only the traced ones reach pandas
-        fleet=fl,
-        price_per_gpu_hour=price_per_gpu_hour,
-        histogram=hist,
-        span_hours=span_hours,
-    )
+        reports = {group: billed_gpu_report(billing, fleet=fleet, by=group) for group in groupings}
+    else:
+        usage_query, histogram_query = (WASTE_DEVICE_USAGE, WASTE_HISTOGRAM)
+        if st.has_aggregate("utilization_devices") and st.has_aggregate("utilization_histogram"):
+            usage_query, histogram_query = (WASTE_DEVICE_USAGE_AGGREGATE, WASTE_HISTOGRAM_AGGREGATE)
+            st.checked_files("utilization")  # footers only: a damaged sample file is named, as on the samples' path
+        groups = engine.run_pandas(st, usage_query, {"month": month})
+        if groups is None or groups.empty:
+            raise InputError(f"no utilisation samples for {month}")
+        usage, span_hours = usage_from_groups(groups)
+        bins = engine.run_pandas(st, histogram_query, {"month": month})
+        reports = waste_reports_by(
+            usage,
+            groupings,
+            rates=resource_rates_table(costs, fleet),  # per resource in Arrow: only the traced ones reach pandas
+            fleet=fleet,
+            price_per_gpu_hour=price_per_gpu_hour,
+            histogram=UtilHistogram.from_bins(bins) if bins is not None else None,
+            span_hours=span_hours,
+        )
     for report in reports.values():
         report.totals["month"] = month
         report.month_reason = reason

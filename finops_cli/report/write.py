@@ -9,7 +9,6 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from finops_cli.atomic import check_output
 from finops_cli.errors import InputError
@@ -28,48 +27,6 @@ from finops_cli.report.metrics import (
 from finops_cli.schema.plan import PlanDocument
 
 
-def _chart_calls(inp: ReportInputs) -> dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]]:
-    """Every chart whose inputs exist: {key: (drawing function, arguments, keyword arguments)}, in report order."""
-    from finops_cli.report import charts, figures  # matplotlib (~0.6 s): only when a report draws
-
-    plan, cur = inp.plan, inp.plan.currency.upper()
-    calls: dict[str, tuple[Any, tuple[Any, ...], dict[str, Any]]] = {}
-    if inp.waste is not None and inp.waste.by.get("team", {}).get("groups"):
-        groups = inp.waste.by["team"]["groups"]
-        priced = any(g.get("idle_cost") is not None for g in groups)
-        calls["idle"] = (
-            figures.idle_by_team_chart,
-            (
-                [str(g.get("key")) for g in groups],
-                [float(g.get("idle_cost" if priced else "idle_hours") or 0.0) for g in groups],
-            ),
-            {"currency": cur if priced else None, "period": waste_month(inp) or period_label(plan)},
-        )
-    if inp.supply is not None:
-        calls["supply"] = (charts.merit_order_chart, (inp.supply.stack,), {"currency": inp.supply.currency})
-    by_kind = cost_by_kind(plan)
-    if by_kind:
-        known = all(b is not None for b, _ in by_kind.values())
-        base_label = f"baseline, {BASELINE_LABEL.get(extra_field(plan.totals, 'baseline_source'), 'source unknown')}"
-        calls["mix"] = (
-            figures.baseline_vs_plan_chart,
-            (
-                [KIND_LABEL.get(k, k) for k in by_kind],
-                [b or 0.0 for b, _ in by_kind.values()] if known else None,
-                [p for _, p in by_kind.values()],
-            ),
-            {"currency": cur, "baseline_label": base_label},
-        )
-    t = plan.totals
-    if t.baseline_cost is not None:
-        calls["waterfall"] = (
-            figures.savings_waterfall_chart,
-            (t.baseline_cost, waterfall_steps(plan), t.planned_cost),
-            {"currency": cur},
-        )
-    return calls
-
-
 def waterfall_steps(plan: PlanDocument) -> list[tuple[str, float]]:
     """The savings waterfall's steps: levers the plan applied and the residual (older plans: none)."""
     by = plan.savings_by_lever
@@ -82,25 +39,48 @@ def waterfall_steps(plan: PlanDocument) -> list[tuple[str, float]]:
 
 
 def _draw_charts(inp: ReportInputs, stage: Path, stem: str) -> tuple[dict[str, str], list[str]]:
-    """Draw the charts into ``stage``: {key: file name} drawn, and what was unavailable (a supply curve that could
-    not be drawn says why; any other failure is raised)."""
-    drawn: dict[str, str] = {}
-    for key, (draw, args, kwargs) in _chart_calls(inp).items():
-        name = f"{stem}-{CHART_NAMES[key]}.png"
+    """Draw every chart whose inputs exist into ``stage``: {key: file name} in report order, and what was
+    unavailable (a supply curve that could not be drawn says why; any other failure is raised)."""
+    from finops_cli.report import charts  # matplotlib (~0.6 s): only when a report draws
+
+    plan, cur = inp.plan, inp.plan.currency.upper()
+    names = {key: f"{stem}-{name}.png" for key, name in CHART_NAMES.items()}
+    drawn: list[str] = []
+    if inp.waste is not None and inp.waste.by.get("team", {}).get("groups"):
+        groups = inp.waste.by["team"]["groups"]
+        priced = any(g.get("idle_cost") is not None for g in groups)
+        teams = [str(g.get("key")) for g in groups]
+        idle = [float(g.get("idle_cost" if priced else "idle_hours") or 0.0) for g in groups]
+        period = waste_month(inp) or period_label(plan)
+        charts.idle_by_team_chart(teams, idle, stage / names["idle"], currency=cur if priced else None, period=period)
+        drawn.append("idle")
+    if inp.supply is not None:
         try:
-            draw(*args, **kwargs, path=stage / name)
+            charts.merit_order_chart(inp.supply.stack, stage / names["supply"], currency=inp.supply.currency)
+            drawn.append("supply")
         except InputError as exc:
-            if key != "supply":
-                raise
             inp.supply_note = str(exc)
-            continue
-        drawn[key] = name
+    by_kind = cost_by_kind(plan)
+    if by_kind:
+        known = all(b is not None for b, _ in by_kind.values())
+        base_label = f"baseline, {BASELINE_LABEL.get(extra_field(plan.totals, 'baseline_source'), 'source unknown')}"
+        kinds = [KIND_LABEL.get(k, k) for k in by_kind]
+        baseline = [b or 0.0 for b, _ in by_kind.values()] if known else None
+        planned = [p for _, p in by_kind.values()]
+        path = stage / names["mix"]
+        charts.baseline_vs_plan_chart(kinds, baseline, planned, path, currency=cur, baseline_label=base_label)
+        drawn.append("mix")
+    t = plan.totals
+    if t.baseline_cost is not None:
+        path = stage / names["waterfall"]
+        charts.savings_waterfall_chart(t.baseline_cost, waterfall_steps(plan), t.planned_cost, path, currency=cur)
+        drawn.append("waterfall")
     unavailable = []
     if "supply" not in drawn:
         unavailable.append(f"supply curve: {inp.supply_note}")
     if "idle" not in drawn:
         unavailable.append(f"idle waste: {inp.waste_note}")
-    return {key: drawn[key] for key in CHART_NAMES if key in drawn}, unavailable  # in the report's order
+    return {key: names[key] for key in CHART_NAMES if key in drawn}, unavailable
 
 
 def check_report_path(out: Path) -> None:

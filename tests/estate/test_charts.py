@@ -22,7 +22,7 @@ def test_chart_from_stack_and_from_json(tmp_path: Path) -> None:
     w = Workload.model_validate({"id": "chat", "unit": "Mtokens", "demand": {"total": 1}, "throughput": {"H100": 40}})
     stack = build_stack(w, fleet, demand_units=400.0)
     a = merit_order_chart(stack, tmp_path / "a.png", currency="EUR")
-    b = merit_order_chart(stack.as_dict(), tmp_path / "sub" / "b.png", title="custom")
+    b = merit_order_chart(stack.as_dict(), tmp_path / "sub" / "b.png")
     for p in (a, b):
         assert p.read_bytes()[:8] == PNG and p.stat().st_size > 5_000
     assert not list(tmp_path.glob(".*.tmp*"))

@@ -157,12 +157,12 @@ def test_report_is_atomic_when_a_chart_fails(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "out").mkdir()
     out = tmp_path / "out" / "report.md"
     out.write_text("previous report\n")
-    from finops_cli.report import figures
+    from finops_cli.report import charts
 
     def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(figures, "savings_waterfall_chart", boom)
+    monkeypatch.setattr(charts, "savings_waterfall_chart", boom)
     with pytest.raises(RuntimeError):
         write_report(ReportInputs(plan=_sample_plan()), out)
     assert out.read_text() == "previous report\n"

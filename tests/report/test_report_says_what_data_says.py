@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from finops_cli.report.markdown import render_markdown
-from finops_cli.report.metrics import ReportInputs, WasteInputs, levers
-from finops_cli.report.write import write_report
+from finops_cli.report.metrics import ReportInputs, WasteInputs
+from finops_cli.report.write import waterfall_steps, write_report
 from finops_cli.schema.plan import PlanDocument
 from tests.report.conftest import make_plan
 
@@ -73,16 +73,16 @@ def test_waste_from_another_month_is_said_in_the_summary_and_titles(tmp_path: Pa
 
     captured: dict[str, Any] = {}
 
-    import finops_cli.report.figures as figures
+    import finops_cli.report.charts as charts
 
-    real = figures.idle_by_team_chart
+    real = charts.idle_by_team_chart
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         captured.update(kwargs)
         return real(*args, **kwargs)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(figures, "idle_by_team_chart", spy)
+    mp.setattr(charts, "idle_by_team_chart", spy)
     try:
         write_report(ReportInputs(plan=_plan(doc), waste=_waste("2022-10")), tmp_path / "r.md")
     finally:
@@ -159,7 +159,7 @@ def test_the_lever_table_adds_up_to_the_saving_and_keeps_the_per_kind_change_apa
     doc["savings_by_lever"]["residual"] = 10.0
     _lever(doc, "spot")["saving"] -= 10.0
     plan = _plan(doc)
-    rows = levers(plan)
+    rows = waterfall_steps(plan)
     assert sum(v for _, v in rows) == pytest.approx(doc["totals"]["savings"])
     md = render_markdown(ReportInputs(plan=plan))
     assert "Cost change by substrate kind (where the cost lands, not what earned it)" in md
@@ -173,7 +173,7 @@ def test_a_plan_written_before_the_attribution_claims_no_lever() -> None:
     doc["savings_breakdown"] = {"idle_reclaimed": 11.0, "spot_shift": -3.1, "commitment_sizing": 0.0,
                                 "api_overflow": 0.0}  # fmt: skip
     md = render_markdown(ReportInputs(plan=_plan(doc)))
-    assert levers(_plan(doc)) == []
+    assert waterfall_steps(_plan(doc)) == []
     assert "idle reclaimed" not in md.lower() and "The levers that earned it" not in md
     assert "Savings by lever not available" in md
 

@@ -17,7 +17,7 @@ from finops_cli import api
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
 from finops_cli.ingest.utilization import ingest_utilization
-from finops_cli.report.waste import USAGE_COLUMNS, UtilHistogram, to_markdown, waste_report
+from finops_cli.report.waste import USAGE_COLUMNS, UtilHistogram, to_markdown, waste_reports_by
 from finops_cli.schema.billing import BILLING_WRITE_SCHEMA
 from finops_cli.store import Store
 
@@ -176,8 +176,8 @@ def test_waste_errors(tmp_path: Path, store: Store) -> None:
 
 
 def test_histogram_deciles() -> None:
-    h = UtilHistogram()
-    h.add(pd.Series([i / 100 for i in range(100)]).to_numpy())
+    bins = pd.DataFrame({"bin": [i * 10 for i in range(100)], "samples": 1, "zeros": [1] + [0] * 99})
+    h = UtilHistogram.from_bins(bins)  # samples at 0, 0.01 … 0.99 (bin = ⌊u × 1000⌋)
     assert h.n == 100 and h.share_at_zero() == 0.01
     assert h.deciles() == pytest.approx([0.09, 0.19, 0.29, 0.39, 0.49, 0.59, 0.69, 0.79, 0.89], abs=0.0011)
 
@@ -200,7 +200,7 @@ def test_groups_add_up_to_totals(rows: list[tuple[str, float, float, float]], by
         ],
         columns=USAGE_COLUMNS,
     )  # fmt: skip
-    report = waste_report(usage, price_per_gpu_hour=3.0, by=by)  # type: ignore[arg-type]
+    report = waste_reports_by(usage, [by], price_per_gpu_hour=3.0)[by]  # type: ignore[list-item]
     t = report.totals
     assert sum(g["device_hours"] for g in report.groups) == pytest.approx(t["device_hours"])
     assert sum(g["idle_cost"] for g in report.groups) == pytest.approx(t["idle_cost"])
@@ -232,7 +232,7 @@ def test_cli_waste_formats(tmp_path: Path) -> None:
 
 
 def test_gcp_global_names_and_azure_case_match_trace_resource_ids() -> None:
-    from finops_cli.report.waste import resource_key
+    from finops_cli.report.waste_rates import resource_key
 
     assert resource_key("//compute.googleapis.com/projects/p/zones/z/instances/a3-0") == resource_key(
         "projects/p/zones/z/instances/a3-0"

@@ -11,6 +11,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +20,7 @@ import pyarrow.dataset as ds
 from finops_cli.core.baseline import match_billing
 from finops_cli.core.demand import Horizon
 from finops_cli.report.waste import USAGE_COLUMNS, UtilHistogram
+from finops_cli.report.waste_rates import empty_rates, resource_key
 from finops_cli.schema.estate import Fleet
 from finops_cli.store import Store
 
@@ -32,6 +34,22 @@ def _decode(table: pa.Table) -> pa.Table:
     return table
 
 
+def rates_table(rates: pd.DataFrame) -> pa.Table:
+    """The reference's per-resource rates as the Arrow table :func:`waste_reports_by` takes (with ``resource_key``)."""
+    schema = empty_rates().schema
+    rates = rates.assign(resource_key=rates["resource_id"].map(resource_key))
+    return pa.Table.from_pandas(rates.reindex(columns=schema.names), schema=schema, preserve_index=False)
+
+
+def _add_samples(hist: UtilHistogram, values: np.ndarray) -> None:
+    """The histogram's binning done here on the samples themselves (the store does it in SQL)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    hist.n += len(v)
+    hist.zeros += int((v == 0).sum())
+    hist.counts += np.bincount(np.clip((v * hist.bins).astype(np.int64), 0, hist.bins - 1), minlength=hist.bins)
+
+
 def device_usage(store: Store, month: str) -> tuple[pd.DataFrame, UtilHistogram, float]:
     """Utilisation per device × team × workload, the sample histogram and the span (hours), batch by batch."""
     data = store.dataset("utilization")
@@ -42,7 +60,7 @@ def device_usage(store: Store, month: str) -> tuple[pd.DataFrame, UtilHistogram,
         if batch.num_rows == 0:
             continue
         util = batch.column("utilization")
-        hist.add(util.to_numpy(zero_copy_only=False))
+        _add_samples(hist, util.to_numpy(zero_copy_only=False))
         t = pa.table(
             {
                 **{k: batch.column(k) for k in DEVICE_KEYS},
@@ -124,7 +142,7 @@ def resource_rates(billing: pd.DataFrame, fleet: Fleet | None) -> pd.DataFrame:
     )
     out = out[out["gpu_hours"] > 0].copy()
     out["usd_per_gpu_hour"] = out["cost"] / out["gpu_hours"]
-    # The one fix carried over: under pandas 3 a missing team came out NaN, which is truthy, so waste_report
+    # The one fix carried over: under pandas 3 a missing team came out NaN, which is truthy, so waste_reports_by
     # grouped such devices under a NaN key that groupby then dropped (groups no longer added up to the totals).
     attrs = ["provider", "region", "instance_type", "accelerator", "pricing_category", "team", "substrate", "currency"]
     out[attrs] = out[attrs].astype(object).where(out[attrs].notna(), None)

@@ -27,7 +27,8 @@ from finops_cli.core.baseline import billed_baseline
 from finops_cli.core.demand import Horizon, observed_demand
 from finops_cli.estate.demand_io import observe
 from finops_cli.estate.load import load_fleet
-from finops_cli.report.waste import GROUP_BYS, resource_rates, waste_report
+from finops_cli.report.waste import GROUP_BYS, waste_reports_by
+from finops_cli.report.waste_rates import resource_rates
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.estate import Fleet, Workload
 from finops_cli.schema.utilization import STORE_SCHEMA
@@ -232,8 +233,8 @@ def _assert_same(new: object, old: object, where: str = "") -> None:
 
 def _reference_waste(st: Store, month: str, by: str, fleet: Fleet | None) -> dict:
     usage, hist, span = ref.device_usage(st, month)
-    rates = ref.resource_rates(ref.billing_lines(st, month), fleet)
-    report = waste_report(usage, rates=rates, fleet=fleet, by=by, histogram=hist, span_hours=span)  # type: ignore[arg-type]
+    rates = ref.rates_table(ref.resource_rates(ref.billing_lines(st, month), fleet))
+    report = waste_reports_by(usage, [by], rates=rates, fleet=fleet, histogram=hist, span_hours=span)[by]  # type: ignore[list-item]
     report.totals["month"] = month
     return report.to_dict()
 
