@@ -29,6 +29,8 @@ REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "Mem
 INSTANCE_COLUMNS = ("provider", "kind", "instance_type", "gpus", "accelerator", "gpu_memory_gb", "vcpus",
                     "memory_gb", "gpu_sku", "interconnect", "source", "date_read")  # fmt: skip
 PRICE_COLUMNS = (*REF_COLUMNS, FETCHED_AT)
+#: one pricebook row, column → cell
+Row = dict[str, str]
 #: SkyPilot's cloud directory names that differ from the store's provider slugs
 PROVIDER_OF_CLOUD = {"do": "digitalocean"}
 
@@ -90,7 +92,7 @@ def vms_files(directory: Path) -> list[tuple[str, Path]]:
     return [(PROVIDER_OF_CLOUD.get(f.parent.name.lower(), f.parent.name.lower()), f) for f in found]
 
 
-def read_vms(provider: str, path: Path, today: str, result: SkypilotImport) -> tuple[list[dict], list[dict]]:
+def read_vms(provider: str, path: Path, today: str, result: SkypilotImport) -> tuple[list[Row], list[Row]]:
     """One ``vms.csv`` → (instance rows, price rows); prices per (type, term, region) are the median over zones."""
     header, rows = read_csv_rows(path, kind="SkyPilot vms.csv")
     missing = [c for c in REQUIRED if c not in header]
@@ -98,7 +100,7 @@ def read_vms(provider: str, path: Path, today: str, result: SkypilotImport) -> t
         raise InputError(f"not a SkyPilot vms.csv: missing column(s) {', '.join(missing)}", path=path)
     at = {c: header.index(c) for c in header}
     source = f"SkyPilot catalog {path.parent.name}/{path.name}"
-    instances: dict[str, dict] = {}
+    instances: dict[str, Row] = {}
     quotes: dict[tuple[str, str, str], list[float]] = {}
     for i, cells in enumerate(rows):
         cell = {c: (cells[j].strip() if j < len(cells) else "") for c, j in at.items()}
@@ -140,7 +142,7 @@ def read_vms(provider: str, path: Path, today: str, result: SkypilotImport) -> t
     return list(instances.values()), price_rows
 
 
-def _merge(path: Path, columns: tuple[str, ...], key: tuple[str, ...], new: list[dict]) -> str:
+def _merge(path: Path, columns: tuple[str, ...], key: tuple[str, ...], new: list[Row]) -> str:
     """The user's table with ``new`` rows replacing those of the same key (extra user columns kept), as CSV text."""
     import csv
     import io
@@ -149,7 +151,7 @@ def _merge(path: Path, columns: tuple[str, ...], key: tuple[str, ...], new: list
     old = [dict(zip(header, cells, strict=False)) for cells in rows]
     cols = [*columns, *(c for c in header if c not in columns)]
 
-    def ident(r: dict) -> tuple[str, ...]:
+    def ident(r: Row) -> tuple[str, ...]:
         return tuple(str(r.get(k, "")).lower() for k in key)
 
     fresh = {ident(r) for r in new}
@@ -166,8 +168,8 @@ def import_skypilot(directory: Path, target: Path, *, now: datetime | None = Non
     offering, term, region). Everything is read and checked before anything is written."""
     today = (now or datetime.now(UTC)).date().isoformat()
     result = SkypilotImport()
-    instances: list[dict] = []
-    prices: list[dict] = []
+    instances: list[Row] = []
+    prices: list[Row] = []
     for provider, path in vms_files(directory):
         got_instances, got_prices = read_vms(provider, path, today, result)
         result.files.append(path)
