@@ -537,8 +537,8 @@ def plan(
 
 
 def gate(
-    plan: PlanDocument | dict | str | Path,
-    baseline: PlanDocument | dict | str | Path | None = None,
+    plan: PlanDocument | dict[str, Any] | str | Path,
+    baseline: PlanDocument | dict[str, Any] | str | Path | None = None,
     thresholds: Thresholds | None = None,
 ) -> GateResult:
     """Check a new plan against a baseline plan and thresholds (``finops gate``); each plan is a document, a
@@ -551,7 +551,7 @@ def gate(
 
 
 def report(
-    plan: PlanDocument | dict | str | Path,
+    plan: PlanDocument | dict[str, Any] | str | Path,
     store: str | Path | Store | None = None,
     *,
     estate: Estate | PricedEstate | Fleet | None = None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -87,7 +87,7 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> floa
     return float(v[min(i, len(v) - 1)])
 
 
-def _series_stats(group: pd.DataFrame, value_col: str, start: pd.Timestamp | None, end: pd.Timestamp) -> dict:
+def _series_stats(group: pd.DataFrame, value_col: str, start: pd.Timestamp | None, end: pd.Timestamp) -> dict[str, Any]:
     """Pool the per-zone segments of one group and compute every statistic."""
     vals: list[np.ndarray] = []
     secs: list[np.ndarray] = []
