@@ -1,17 +1,21 @@
 """The engines a command runs on, chosen at the edge (``--engine``, ``--spark-master``, ``--jobs``): a query engine
 for the store's SQL (DuckDB, or Spark) and a stager per ingest. The store and the pipelines never ask which engine
-they were given; Spark's modules are imported only when it is chosen.
+they were given; Spark's modules are imported only when it is chosen, an ingest's only by the ingest that stages
+(every command picks a query engine: a report never loads the ingest pipelines).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from finops_cli.errors import InputError
-from finops_cli.ingest.billing.executors import BillingStager, LocalStager
-from finops_cli.ingest.utilization.pipeline import InProcessStager, UtilizationStager
 from finops_cli.store.engine import DuckDBEngine, QueryEngine, in_force, using
+
+if TYPE_CHECKING:
+    from finops_cli.ingest.billing.executors import BillingStager
+    from finops_cli.ingest.utilization.pipeline import UtilizationStager
 
 #: the engines a command's ``--engine`` accepts
 ENGINES = ("local", "spark")
@@ -55,6 +59,8 @@ def billing_stager(engine: str = "local", master: str | None = None, jobs: int |
         from finops_cli.spark.billing import SparkStager
 
         return SparkStager(master)
+    from finops_cli.ingest.billing.executors import LocalStager
+
     return LocalStager(jobs)
 
 
@@ -65,4 +71,6 @@ def utilization_stager(engine: str = "local", master: str | None = None) -> Util
         from finops_cli.spark.utilization import SparkStager
 
         return SparkStager(master)
+    from finops_cli.ingest.utilization.pipeline import InProcessStager
+
     return InProcessStager()

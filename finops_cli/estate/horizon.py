@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from finops_cli.core.demand import Horizon
-from finops_cli.estate.demand_io import profile_month
 from finops_cli.store import engine
 from finops_cli.store.queries import LATEST_BILLED_GPU_MONTH, LATEST_BILLED_GPU_MONTH_HOURLY
 
@@ -69,7 +68,10 @@ def default_month(store: Store | None, estate: Estate | None = None, as_of: date
         later = [p for p in periods if p > month]
         skipped = f"; later billing periods without GPU lines: {', '.join(later)}" if later else ""
         reason = f"latest month with GPU usage in the store ({seen}{skipped})"
-    elif estate is not None and (profile := profile_month(estate)) is not None:
+        return MonthChoice(month, reason, billed, util)
+    from finops_cli.estate.demand_io import profile_month  # the profile readers: only a store without GPU usage
+
+    if estate is not None and (profile := profile_month(estate)) is not None:
         month, reason = profile, "the month the demand profiles cover (no GPU usage in the store)"
     elif periods:
         month, reason = periods[-1], "the latest billing period (no GPU usage in the store)"

@@ -2,22 +2,62 @@
 
 from __future__ import annotations
 
-import functools
-
-import duckdb
 import pyarrow as pa
 
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.contracts import CONTRACT_SCHEMA
 from finops_cli.schema.spot import SPOT_SCHEMA
 from finops_cli.schema.utilization import STORE_SCHEMA
-from finops_cli.store.queries import AGGREGATES
 
 _DETAILS = {
     "billing": BILLING_SCHEMA,
     "utilization": STORE_SCHEMA,
     "spot_prices": SPOT_SCHEMA,
     "contract_commitments": CONTRACT_SCHEMA,
+}
+
+_HOUR = pa.timestamp("us", tz="UTC")
+_DEVICE_GROUP = [(c, pa.string()) for c in ("device_id", "resource_id", "host", "team", "workload", "accelerator")]
+
+#: What each aggregate's query (:data:`~finops_cli.store.queries.AGGREGATES`) answers, written down so that
+#: checking a footer needs no query engine (tests hold these to DuckDB's answer over an empty detail file).
+AGGREGATE_SCHEMAS: dict[str, pa.Schema] = {
+    "billing_hourly": pa.schema(
+        [
+            ("hour", _HOUR),
+            *[(c, pa.string()) for c in ("SubAccountId", "RegionId", "x_InstanceType", "x_AcceleratorType")],
+            *[(c, pa.string()) for c in ("PricingCategory", "BillingCurrency", "team")],
+            ("lines", pa.int64()),
+            ("gpu_hours", pa.float64()),
+            ("consumed_gpu_hours", pa.float64()),
+            ("observed_until", _HOUR),
+            ("billed_cost", pa.float64()),
+            ("effective_cost", pa.float64()),
+        ]
+    ),
+    "utilization_hourly": pa.schema(
+        [
+            ("hour", _HOUR),
+            *[(c, pa.string()) for c in ("accelerator", "team", "workload")],
+            ("samples", pa.int64()),
+            ("busy_gpu_hours", pa.float64()),
+            ("allocated_gpu_hours", pa.float64()),
+            ("observed_until", _HOUR),
+        ]
+    ),
+    "utilization_devices": pa.schema(
+        [
+            *_DEVICE_GROUP,
+            ("samples", pa.int64()),
+            ("zero_samples", pa.int64()),
+            ("device_seconds", pa.float64()),
+            ("busy_seconds", pa.float64()),
+            ("first_ts", _HOUR),
+            ("last_ts", _HOUR),
+            ("max_interval_s", pa.float64()),
+        ]
+    ),
+    "utilization_histogram": pa.schema([("bin", pa.int64()), ("samples", pa.int64()), ("zeros", pa.int64())]),
 }
 
 
@@ -34,19 +74,9 @@ def _family(t: pa.DataType) -> str:
     return str(t)
 
 
-@functools.cache
 def dataset_schema(name: str) -> pa.Schema:
-    """The schema ingest writes for dataset ``name``; an aggregate's is its query's answer over no detail lines."""
-    if name in _DETAILS:
-        return _DETAILS[name]
-    detail, query = AGGREGATES[name]
-    con = duckdb.connect()
-    try:
-        con.execute("SET TimeZone = 'UTC'")
-        con.register(detail, _DETAILS[detail].empty_table())
-        return con.sql(query.sql).arrow().schema  # a table (DuckDB 1) or a batch reader (DuckDB 2)
-    finally:
-        con.close()
+    """The schema ingest writes for dataset ``name`` (an aggregate's: :data:`AGGREGATE_SCHEMAS`)."""
+    return _DETAILS[name] if name in _DETAILS else AGGREGATE_SCHEMAS[name]
 
 
 def schema_problem(name: str, schema: pa.Schema) -> str | None:

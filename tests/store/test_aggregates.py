@@ -9,7 +9,9 @@ import pytest
 
 from finops_cli import api
 from finops_cli.store import Store
-from finops_cli.store.engine import stage_aggregates
+from finops_cli.store.engine import duckdb_sql, stage_aggregates
+from finops_cli.store.queries import AGGREGATES
+from finops_cli.store.schemas import AGGREGATE_SCHEMAS, dataset_schema
 from tests.conftest import SAMPLES
 
 
@@ -103,3 +105,14 @@ def test_an_aggregate_without_a_newer_column_is_not_used_for_it(sample_ingested:
     assert before is not None and after is not None
     assert (after.first_hour, after.end_hour) == (before.first_hour, before.end_hour)
     assert after.frame["gpu_hours"].sum() == pytest.approx(before.frame["gpu_hours"].sum())
+
+
+@pytest.mark.parametrize("aggregate", sorted(AGGREGATES))
+def test_the_declared_aggregate_schema_is_what_its_query_answers(aggregate: str) -> None:
+    """A footer is checked against :data:`AGGREGATE_SCHEMAS` with no engine: it must be what the builder writes."""
+    detail, query = AGGREGATES[aggregate]
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.register(detail, dataset_schema(detail).empty_table())
+    answer = con.sql(duckdb_sql(query.sql)).arrow()  # a table (DuckDB 1) or a batch reader (DuckDB 2)
+    assert answer.schema.equals(AGGREGATE_SCHEMAS[aggregate]), answer.schema
