@@ -124,14 +124,20 @@ def _task(fn: Callable[[Any], Any], items: list[Any], batches: Iterator[pa.Recor
         yield pa.RecordBatch.from_arrays([pa.array(ids, pa.int64()), pa.array(out, pa.binary())], ["id", "payload"])
 
 
-def task_staging(spark: SparkSession, tx: Any) -> str:
-    """The transaction's staging directory, where tasks write; refused where executors cannot reach it (a bucket
-    store stages on this machine's disk: only a local master's tasks can write there)."""
-    if isinstance(tx.store, ObjectStore) and not str(spark.sparkContext.master).startswith("local"):
-        raise InputError(
-            f"spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
-            "its transaction stages on this machine's disk, which a cluster's executors cannot write; on a cluster "
-            "use a store on a file system every executor shares (docs/scale.md)",
-            param="engine",
-        )
+def shares_disk(spark: SparkSession) -> bool:
+    """Whether the tasks run on this machine, beside the driver (a local master, not through Spark Connect)."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return False
+    return str(spark.conf.get("spark.master", "")).startswith("local")
+
+
+def writes_bucket(spark: SparkSession, tx: Any) -> bool:
+    """Whether the tasks upload into the bucket store themselves (:mod:`finops_cli.spark.bucket`): a bucket store
+    whose transaction stages on this machine's disk, which a cluster's executors cannot write."""
+    return isinstance(tx.store, ObjectStore) and not shares_disk(spark)
+
+
+def task_staging(tx: Any) -> str:
+    """The transaction's staging directory, where tasks write when they share it (a directory store on storage
+    every executor mounts, or any store with a local master)."""
     return str(tx.staging)
