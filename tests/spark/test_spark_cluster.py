@@ -9,9 +9,12 @@ one SparkContext, and the local-master tests of this directory hold theirs.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +22,7 @@ import pytest
 from finops_cli import api
 from finops_cli.store import open_store
 from finops_cli.store.remote import ObjectStore
-from tests.spark.cluster import StandaloneCluster, cluster_env
+from tests.spark.cluster import StandaloneCluster, Worker, cluster_env
 from tests.spark.cur_parts import write_parts
 from tests.spark.test_spark_bucket import _contents, _manifest
 from tests.spark.test_spark_utilization import write_traces
@@ -31,17 +34,46 @@ pytestmark = pytest.mark.xdist_group("spark-cluster")
 DRIVER_TIMEOUT = 600
 
 
-def finops(args: list[str], cluster: StandaloneCluster) -> subprocess.CompletedProcess[str]:
-    """The CLI in its own process, as the Spark driver of ``cluster`` (small executors: the workers have 1 GB)."""
+def driver(args: list[str], cluster: StandaloneCluster, log: Path) -> subprocess.Popen[bytes]:
+    """The CLI in its own process group, as the Spark driver of ``cluster``; its output in ``log``."""
     env = cluster_env({k: v for k, v in os.environ.items() if k.startswith(("AWS_", "FINOPS_"))})
     code = "from finops_cli.cli.app import main; main()"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-master", cluster.master_url],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT,
-    )
+    command = [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-master", cluster.master_url]
+    with log.open("wb") as out:
+        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def finops(args: list[str], cluster: StandaloneCluster, log: Path) -> tuple[int, str]:
+    """:func:`driver` run to its end: its exit code and output."""
+    process = driver(args, cluster, log)
+    try:
+        code = process.wait(timeout=DRIVER_TIMEOUT)
+    finally:
+        _kill(process)
+    return code, log.read_text(errors="replace")
+
+
+def running_task(cluster: StandaloneCluster, app_logs: set[Path], timeout: float = DRIVER_TIMEOUT) -> Worker:
+    """The first worker whose executor (of an application not in ``app_logs``) has started a task."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for worker in cluster.workers:
+            for log in set(worker.work_dir.glob("app-*/*/stderr")) - app_logs:
+                if "Running task" in log.read_text(errors="replace"):
+                    return worker
+        time.sleep(0.2)
+    raise AssertionError(f"no executor started a task within {timeout:.0f} s")
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def _app_logs(cluster: StandaloneCluster) -> set[Path]:
+    return {log for w in cluster.workers for log in w.work_dir.glob("app-*/*/stderr")}
 
 
 def test_a_cluster_ingests_into_a_bucket_store_as_the_local_engine_does(
@@ -55,12 +87,12 @@ def test_a_cluster_ingests_into_a_bucket_store_as_the_local_engine_does(
     api.ingest_utilization(traces, store=f"s3://{bucket}/local", engine="local")
 
     uri = f"s3://{bucket}/cluster"
-    for args in (
-        ["ingest", "billing", str(tmp_path / "cur"), "--format", "aws-cur", "--store", uri],
-        ["ingest", "utilization", *map(str, traces), "--store", uri],
+    for name, args in (
+        ("billing", ["ingest", "billing", str(tmp_path / "cur"), "--format", "aws-cur", "--store", uri]),
+        ("utilization", ["ingest", "utilization", *map(str, traces), "--store", uri]),
     ):
-        run = finops(args, cluster)
-        assert run.returncode == 0, run.stderr[-3000:]
+        code, output = finops(args, cluster, tmp_path / f"{name}.log")
+        assert code == 0, output[-3000:]
 
     local, on_cluster = open_store(f"s3://{bucket}/local"), open_store(uri)
     assert isinstance(on_cluster, ObjectStore) and on_cluster.state().generation == 2  # one commit per ingest
@@ -72,10 +104,66 @@ def test_a_cluster_ingests_into_a_bucket_store_as_the_local_engine_does(
     assert _manifest(local) == _manifest(on_cluster)  # type: ignore[arg-type]
     # the money per currency, as the store's own report adds it up
     mine, theirs = api.costs(store=uri), api.costs(store=f"s3://{bucket}/local")
-    assert mine.totals and mine.totals == theirs.totals and mine.rows == theirs.rows
+    assert mine.totals and mine.totals == pytest.approx(theirs.totals, abs=0.005)  # to the cent per currency
     # nothing left but the log and the files it names: the attempts' uploads went after the commit
     named = {on_cluster.physical(rel, txid) for rel, txid in on_cluster.state().files.items()}
     left = {f"{bucket}/{k}" for k in _keys(bucket, "cluster/_txn/")}
     assert left == named
     # the tasks ran in the workers' executors (their own processes and work directories), not in the driver
     assert any(any(w.work_dir.glob("app-*/*/stderr")) for w in cluster.workers)
+
+
+def _same_billing(store_uri: str, expected_uri: str) -> None:
+    mine, theirs = open_store(store_uri), open_store(expected_uri)
+    for dataset in ("billing", "billing_hourly"):
+        a, b = _contents(theirs, dataset), _contents(mine, dataset)  # type: ignore[arg-type]
+        assert a and list(a) == list(b) and all(a[rel].equals(b[rel]) for rel in a), dataset  # type: ignore[attr-defined]
+    billing = [e for e in _manifest(mine) if e.get("dataset") == "billing"]  # type: ignore[arg-type]
+    assert billing and billing == [e for e in _manifest(theirs) if e.get("dataset") == "billing"]  # type: ignore[arg-type]
+
+
+def test_a_worker_killed_mid_ingest_leaves_the_store_as_a_clean_run(
+    cluster: StandaloneCluster,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    parts = write_parts(tmp_path / "cur", rows_per_part=300, parts_per_export=2)
+    api.ingest_billing(parts, "aws-cur", f"s3://{bucket}/local", engine="local")
+    uri = f"s3://{bucket}/cluster"
+    before = _app_logs(cluster)
+    process = driver(["ingest", "billing", str(tmp_path / "cur"), "--store", uri], cluster, tmp_path / "driver.log")
+    try:
+        cluster.kill_worker(running_task(cluster, before))  # with its executor: Spark runs the task again elsewhere
+        code = process.wait(timeout=DRIVER_TIMEOUT)
+    finally:
+        _kill(process)
+        cluster.workers = [w for w in cluster.workers if w.process.poll() is None]
+        cluster.start_worker()  # two workers again for the next test
+    assert code == 0, (tmp_path / "driver.log").read_text(errors="replace")[-3000:]
+    _same_billing(uri, f"s3://{bucket}/local")
+    assert open_store(uri).state().generation == 1
+    assert not _keys(bucket, "cluster/_txn/") or all("/_tasks/" not in k for k in _keys(bucket, "cluster/_txn/"))
+
+
+def test_a_driver_killed_mid_ingest_leaves_the_store_as_it_was_and_the_next_ingest_recovers(
+    cluster: StandaloneCluster,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    parts = write_parts(tmp_path / "cur", rows_per_part=300, parts_per_export=2)
+    traces = write_traces(tmp_path / "traces", sources=1, samples=40)
+    uri = f"s3://{bucket}/cluster"
+    api.ingest_utilization(traces, store=uri, engine="local")  # the before state
+    before = open_store(uri).state()
+    apps = _app_logs(cluster)
+    process = driver(["ingest", "billing", str(tmp_path / "cur"), "--store", uri], cluster, tmp_path / "driver.log")
+    try:
+        running_task(cluster, apps)
+    finally:
+        _kill(process)  # the driver and its JVM, mid-job
+    after = open_store(uri).state()
+    assert (after.generation, after.files, after.manifest) == (before.generation, before.files, before.manifest)
+    api.ingest_billing(parts, "aws-cur", uri, engine="local")  # the next ingest commits over the debris
+    api.ingest_billing(parts, "aws-cur", f"s3://{bucket}/local", engine="local")
+    _same_billing(uri, f"s3://{bucket}/local")
+    assert open_store(uri).state().generation == before.generation + 1
