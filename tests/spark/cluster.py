@@ -141,3 +141,51 @@ def _signal_group(process: subprocess.Popen[bytes], sig: int) -> None:
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, sig)
+
+
+@dataclass
+class ConnectServer:
+    """A Spark Connect server (the class ``start-connect-server.sh`` runs) on 127.0.0.1, its own master."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+
+    def stop(self) -> None:
+        _signal_group(self.process, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            _signal_group(self.process, signal.SIGKILL)
+            self.process.wait(timeout=20)
+
+
+def start_connect_server(root: Path, env: dict[str, str], master: str = "local[2]") -> ConnectServer:
+    """``spark-submit --class …SparkConnectServer`` (the jar ships in pyspark's ``jars/``), on a free port."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    root.mkdir(parents=True, exist_ok=True)
+    log = root / "connect.log"
+    args = ["org.apache.spark.deploy.SparkSubmit", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    args += ["--master", master, "--conf", f"spark.connect.grpc.binding.port={port}"]
+    args += ["--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false"]
+    args += ["--driver-memory", "1g", "spark-internal"]
+    env = {k: v for k, v in env.items() if k != "SPARK_DAEMON_MEMORY"}  # a driver, not a daemon
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(spark_home() / "bin" / "spark-class"), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=root,
+            start_new_session=True,
+        )
+    server = ConnectServer(process, f"sc://127.0.0.1:{port}")
+    try:
+        _wait_for(log, process, lambda text: "started at" if "Spark Connect server started" in text else None)
+    except BaseException:
+        server.stop()
+        raise
+    return server
