@@ -50,9 +50,6 @@ def _stage(staging: str, job: FileJob) -> FileResult:
 
 def _stage_to_bucket(store_uri: str, txid: str, job: FileJob) -> tuple[FileResult, bucket.Uploaded]:
     """On an executor: stage one file on this executor's disk, then upload its files under this attempt's prefix."""
-    staging = bucket.task_dir()
-    try:
-        result = _stage(str(staging), job)
-        return result, bucket.upload(store_uri, txid, staging, [*result.staged, *(result.aggregates or [])])
-    finally:
-        bucket.discard(staging)
+    return bucket.stage_and_upload(
+        store_uri, txid, lambda staging: _stage(str(staging), job), lambda r: [*r.staged, *(r.aggregates or [])]
+    )

@@ -16,14 +16,15 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from finops_cli.errors import InputError
 from finops_cli.store.layout import task_prefix
 
+T = TypeVar("T")
 _CHUNK = 8 << 20
 _PLAIN_ETAG = re.compile(r"[0-9a-f]{32}")
 
@@ -46,9 +47,17 @@ def attempt_name() -> str:
     return f"p{ctx.partitionId()}-a{ctx.attemptNumber()}-t{ctx.taskAttemptId()}"
 
 
-def task_dir() -> Path:
-    """A private directory on the executor's disk for one attempt's staging."""
-    return Path(tempfile.mkdtemp(prefix="finops-task-"))
+def stage_and_upload(
+    store_uri: str, txid: str, stage: Callable[[Path], T], files: Callable[[T], list[str]]
+) -> tuple[T, Uploaded]:
+    """On an executor: ``stage`` into a private directory of this executor's disk, then upload the ``files`` of
+    its result under this attempt's prefix; the directory goes either way."""
+    staging = Path(tempfile.mkdtemp(prefix="finops-task-"))
+    try:
+        result = stage(staging)
+        return result, upload(store_uri, txid, staging, files(result))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def upload(store_uri: str, txid: str, staging: Path, rels: Sequence[str]) -> Uploaded:
@@ -69,10 +78,6 @@ def upload(store_uri: str, txid: str, staging: Path, rels: Sequence[str]) -> Upl
         pafs.copy_files(str(staging / rel), f"{prefix}/{rel}", destination_filesystem=store.filesystem)
         files[rel] = (size, digest.hexdigest())
     return Uploaded(prefix, files)
-
-
-def discard(staging: Path) -> None:
-    shutil.rmtree(staging, ignore_errors=True)
 
 
 def check_uploads(store: Any, txid: str, uploads: Sequence[Uploaded]) -> dict[Path, str]:

@@ -73,9 +73,6 @@ def _ingest_to_bucket(
     store_uri: str, txid: str, options: SourceOptions, job: tuple[int, str]
 ) -> tuple[SourceDone, bucket.Uploaded]:
     """Task: one source staged on this executor's disk, then uploaded under this attempt's prefix."""
-    staging = bucket.task_dir()
-    try:
-        done = _ingest(str(staging), options, job)
-        return done, bucket.upload(store_uri, txid, staging, [*done.staged, *done.aggregates])
-    finally:
-        bucket.discard(staging)
+    return bucket.stage_and_upload(
+        store_uri, txid, lambda staging: _ingest(str(staging), options, job), lambda d: [*d.staged, *d.aggregates]
+    )

@@ -40,19 +40,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, s3_server: str) -> Iterato
     """A standalone master and two 1-core workers on 127.0.0.1 for every cluster test (stopped even when a test
     fails). The workers' environment, inherited by their executors, holds the moto server's endpoint and
     credentials: tasks find them there, never in what the driver ships."""
-    env = cluster_env(
-        {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true",
-            "AWS_CONFIG_FILE": "/nonexistent/finops-test-aws-config",
-            "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/finops-test-aws-credentials",
-            "FINOPS_S3_ENDPOINT": s3_server,
-        }
-    )
-    running = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), env)
+    running = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), cluster_env(s3_env(s3_server)))
     try:
         yield running.start()
     finally:
         running.stop()
+
+
+def s3_env(endpoint: str) -> dict[str, str]:
+    """The moto server's endpoint and test credentials, for processes the tests start (nothing from ~/.aws)."""
+    return {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": "/nonexistent/finops-test-aws-config",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/finops-test-aws-credentials",
+        "FINOPS_S3_ENDPOINT": endpoint,
+    }

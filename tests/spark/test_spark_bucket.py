@@ -8,13 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from finops_cli import api
+from finops_cli.errors import InputError
+from finops_cli.spark import bucket as bucket_mod
 from finops_cli.spark.session import task_staging, writes_bucket
 from finops_cli.store import open_store
 from finops_cli.store.remote import ObjectStore
+from finops_cli.uri import s3_client
 from tests.spark.cur_parts import write_parts
 from tests.spark.test_spark_utilization import write_traces
 from tests.store.test_object_store import bucket, s3_server  # noqa: F401  (fixtures)
@@ -71,3 +75,24 @@ def test_a_bucket_store_is_written_by_the_tasks_only_where_they_cannot_share_the
         assert task_staging(tx) == str(tx.staging)
     with open_store(tmp_path / "store").transaction() as tx:
         assert not writes_bucket(cluster, tx)  # type: ignore[arg-type]
+
+
+def test_the_driver_takes_only_uploads_that_are_in_the_bucket_as_the_tasks_wrote_them(
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    store = open_store(f"s3://{bucket}/checked")
+    rel = "billing/provider=aws/billing_period=2026-10/k-file0.parquet"
+    (tmp_path / rel).parent.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2, 3]}), tmp_path / rel)
+    with store.transaction() as tx:
+        up = bucket_mod.upload(store.location, tx.txid, tmp_path, [rel])
+        assert "/_txn/" + tx.txid + "/_tasks/" in up.prefix
+        assert bucket_mod.check_uploads(store, tx.txid, [up]) == {Path(rel): f"{up.prefix}/{rel}"}
+        key = f"{up.prefix}/{rel}".split("/", 1)[1]
+        s3_client().put_object(Bucket=bucket, Key=key, Body=b"not the task's bytes")
+        with pytest.raises(InputError, match="not what the task wrote"):
+            bucket_mod.check_uploads(store, tx.txid, [up])
+        gone = bucket_mod.Uploaded(up.prefix, {rel.replace("k-file0", "other"): (1, "0" * 32)})
+        with pytest.raises(InputError, match="missing in the bucket"):
+            bucket_mod.check_uploads(store, tx.txid, [gone])

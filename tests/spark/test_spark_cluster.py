@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ import pytest
 from finops_cli import api
 from finops_cli.store import open_store
 from finops_cli.store.remote import ObjectStore
-from tests.spark.cluster import StandaloneCluster, Worker, cluster_env
+from tests.spark.cluster import StandaloneCluster, Worker, cluster_env, start_connect_server
+from tests.spark.conftest import s3_env
 from tests.spark.cur_parts import write_parts
 from tests.spark.test_spark_bucket import _contents, _manifest
 from tests.spark.test_spark_utilization import write_traces
@@ -34,16 +36,20 @@ pytestmark = pytest.mark.xdist_group("spark-cluster")
 DRIVER_TIMEOUT = 600
 
 
-def driver(args: list[str], cluster: StandaloneCluster, log: Path) -> subprocess.Popen[bytes]:
-    """The CLI in its own process group, as the Spark driver of ``cluster``; its output in ``log``."""
+def driver(args: list[str], cluster: StandaloneCluster | str, log: Path) -> subprocess.Popen[bytes]:
+    """The CLI in its own process group, as the Spark driver of ``cluster`` (or the client of a Spark Connect
+    server, ``sc://…``); its output in ``log``."""
     env = cluster_env({k: v for k, v in os.environ.items() if k.startswith(("AWS_", "FINOPS_"))})
     code = "from finops_cli.cli.app import main; main()"
-    command = [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-master", cluster.master_url]
+    if isinstance(cluster, str):
+        command = [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-remote", cluster]
+    else:
+        command = [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-master", cluster.master_url]
     with log.open("wb") as out:
         return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def finops(args: list[str], cluster: StandaloneCluster, log: Path) -> tuple[int, str]:
+def finops(args: list[str], cluster: StandaloneCluster | str, log: Path) -> tuple[int, str]:
     """:func:`driver` run to its end: its exit code and output."""
     process = driver(args, cluster, log)
     try:
@@ -167,3 +173,29 @@ def test_a_driver_killed_mid_ingest_leaves_the_store_as_it_was_and_the_next_inge
     api.ingest_billing(parts, "aws-cur", f"s3://{bucket}/local", engine="local")
     _same_billing(uri, f"s3://{bucket}/local")
     assert open_store(uri).state().generation == before.generation + 1
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory: pytest.TempPathFactory, s3_server: str) -> Iterator[str]:  # noqa: F811
+    """A Spark Connect server on 127.0.0.1 (its own ``local[2]``; its Python workers see the bucket's endpoint
+    and credentials in its environment); its ``sc://`` URL."""
+    server = start_connect_server(tmp_path_factory.mktemp("spark-connect"), cluster_env(s3_env(s3_server)))
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_spark_connect_ingests_into_a_bucket_store_as_the_local_engine_does(
+    connect_server: str,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    parts = write_parts(tmp_path / "cur", rows_per_part=300, parts_per_export=2)
+    api.ingest_billing(parts, "aws-cur", f"s3://{bucket}/local", engine="local")
+    uri = f"s3://{bucket}/connect"
+    args = ["ingest", "billing", str(tmp_path / "cur"), "--format", "aws-cur", "--store", uri]
+    code, output = finops(args, connect_server, tmp_path / "client.log")
+    assert code == 0, output[-3000:]
+    _same_billing(uri, f"s3://{bucket}/local")
+    assert open_store(uri).state().generation == 1
