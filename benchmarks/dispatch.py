@@ -20,7 +20,7 @@ from pathlib import Path
 from results import add_json_option, write_json
 
 from finops_cli.core.demand import Horizon
-from finops_cli.estate.demand_io import estate_demand
+from finops_cli.estate.demand_io import estate_demand_sources
 from finops_cli.estate.load import load_estate
 from finops_cli.estate.prices import resolve_fleet
 from finops_cli.sim.dispatch import TimedEvent, generate_trace, simulate_dispatch
@@ -44,7 +44,7 @@ def main() -> None:
     horizon = Horizon.month("2026-10")
     fleet, _ = resolve_fleet(est.fleet.model_copy(update={"substrates": subs}), horizon_end=horizon.end)
     workloads = list(est.workloads.workloads)
-    demand = estate_demand(est, horizon).to_numpy()
+    demand = estate_demand_sources(est, horizon)[0].to_numpy()
 
     t0 = time.perf_counter()
     trace = generate_trace(workloads, fleet, demand, requests=args.requests, seed=args.seed, origin=horizon.start)

@@ -1,8 +1,5 @@
-"""Atomic file output: write beside the target, then rename over it.
-
-Every finished artefact (plan.json, a report, a chart, a generated trace) goes through here, so a
-crash or Ctrl-C never leaves a half-written file where a reader expects a whole one. The store has
-its own multi-file transaction (:mod:`finops_cli.store.store`).
+"""Atomic file output: write beside the target, then rename over it, so a crash or Ctrl-C never leaves a
+half-written plan, report or chart; and no output may replace a file the command read.
 """
 
 from __future__ import annotations
@@ -24,10 +21,8 @@ _INPUTS: ContextVar[list[tuple[Path, bool]] | None] = ContextVar("finops_inputs"
 
 @contextmanager
 def guard_inputs() -> Iterator[None]:
-    """Within this block, no output may replace a file the block has read (or land inside a tree it read).
-
-    The CLI wraps every command in it, so ``--out`` can never overwrite an input that the command found
-    on its own: a demand profile named in workloads.yaml, a file of an ingested directory, the store.
+    """Within this block no output may replace a file the block has read (or land inside a tree it read): the CLI
+    wraps every command in it, so ``--out`` never overwrites an input found on the way (a demand profile, the store).
     """
     token = _INPUTS.set([])
     try:
@@ -57,11 +52,12 @@ def _refuse_inputs(target: Path, extra: list[tuple[Path, bool]] = ()) -> None:  
             )
 
 
-def check_output(path: str | os.PathLike[str]) -> str | None:
-    """For writers that place files themselves: refuse an input of the running command or an odd special
-    file; return ``"stream"`` for a character device or FIFO (write through it, never rename over it)."""
+def check_output(path: str | os.PathLike[str], *, output: bool = True) -> str | None:
+    """For writers that place files themselves: refuse an input of the running command (``output``) or an odd
+    special file; return ``"stream"`` for a character device or FIFO (write through it, never rename over it)."""
     target = Path(path)
-    _refuse_inputs(target)
+    if output:
+        _refuse_inputs(target)
     kind = _special(target)
     if kind == "other":
         raise InputError("is not a regular file; expected a file path", path=target)
@@ -85,21 +81,11 @@ def _special(target: Path) -> str | None:
 
 @contextmanager
 def atomic_path(path: str | os.PathLike[str], *, output: bool = True) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it over ``path`` if the block succeeds.
-
-    The temporary keeps ``path``'s suffix (writers such as matplotlib pick the format from it) and is
-    removed on any failure. An ``OSError`` becomes an :class:`InputError` naming ``path``. A character
-    device or FIFO (``/dev/null``, ``/dev/stdout``, a named pipe) is written through, never renamed over;
-    any other special file is refused. An ``output`` (not the store's own bookkeeping) that the running
-    command has read is refused.
+    """Yield a temporary path beside ``path`` (same suffix: matplotlib picks the format from it); rename it over
+    ``path`` if the block succeeds. A device or FIFO is written through; :func:`check_output` judges the target.
     """
     target = Path(path)
-    if output:
-        _refuse_inputs(target)
-    kind = _special(target)
-    if kind == "other":
-        raise InputError("is not a regular file; expected a file path", path=target)
-    if kind == "stream":
+    if check_output(target, output=output) == "stream":
         with tempfile.TemporaryDirectory(prefix="finops-out-") as scratch:
             tmp = Path(scratch) / f"out{target.suffix}"
             yield tmp
@@ -122,11 +108,8 @@ def atomic_path(path: str | os.PathLike[str], *, output: bool = True) -> Iterato
 
 
 def check_writable(path: str | os.PathLike[str], *, directory: bool = False) -> Path:
-    """Fail before any work if ``path`` can never be written (a file in the way, a read-only parent).
-
-    Commands that do expensive work or write the store before their ``--out`` call this first, so a
-    typo in ``--out`` costs nothing and leaves everything as it was. Returns ``path`` as a ``Path``.
-    """
+    """``path``, or fail before any work if it can never be written (a file in the way, a read-only parent): a
+    typo in ``--out`` then costs nothing."""
     target = Path(path)
     if not directory:
         kind = _special(target)
@@ -150,10 +133,8 @@ def check_writable(path: str | os.PathLike[str], *, directory: bool = False) -> 
 
 
 def write_text(path: str | os.PathLike[str], text: str, *, output: bool = True) -> Path:
-    """Write ``text`` (UTF-8, newline-terminated) to ``path`` atomically, flushed to disk before the rename.
-
-    ``output=False`` for the store's own files (its journal), which live where no output may go.
-    """
+    """Write ``text`` (UTF-8, newline-terminated) to ``path`` atomically, flushed before the rename;
+    ``output=False`` for the store's own files, which live where no output may go."""
     with atomic_path(path, output=output) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text if text.endswith("\n") else text + "\n")
         fh.flush()
@@ -166,12 +147,8 @@ def check_not_an_input(
     *inputs: str | os.PathLike[str] | None,
     store: str | os.PathLike[str] | None = None,
 ) -> None:
-    """Before any work: ``--out`` must not name an input, a file inside an input directory, or the store.
-
-    ``gate --plan p.json --out p.json`` would replace the plan; ``--out exports/summary.csv`` would join
-    the next ingest of ``exports/``; a file inside the store could be its manifest. Inputs found later
-    (files named inside estate files) are caught when the output is written (:func:`guard_inputs`).
-    """
+    """Before any work: ``--out`` must not name an input, a file inside an input directory, or the store
+    (inputs found later are caught when the output is written, :func:`guard_inputs`)."""
     if out is None:
         return
     given = [Path(p) for p in inputs if p is not None]

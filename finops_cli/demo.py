@@ -1,8 +1,5 @@
-"""The main job end to end on the bundled samples: ingest → stack → plan → report.
-
-``finops demo`` is the README's first command: it proves a fresh install works and shows what the
-tool says about the sample company (Kestrel AI, October 2026). Every step goes through
-:mod:`finops_cli.api`, exactly as a user's own run would.
+"""``finops demo``: the main job end to end on the bundled samples (ingest → stack → plan → report) through
+:mod:`finops_cli.api`, as a user's own run would go: it proves a fresh install works.
 """
 
 from __future__ import annotations
@@ -26,11 +23,7 @@ _log = logging.getLogger(__name__)
 
 
 def default_samples_dir() -> Path:
-    """The sample estate: the copy a wheel ships (``finops_cli/_samples``), else the source checkout's ``samples/``.
-
-    ``setup.py`` copies ``samples/`` into the wheel at build time; an editable install (``pip install -e .``) has
-    no copy and reads the checkout directly, so edits to the samples show up at once.
-    """
+    """The sample estate: the copy a wheel ships (``finops_cli/_samples``), else the checkout's ``samples/``."""
     shipped = Path(str(resources.files("finops_cli") / "_samples"))
     if shipped.is_dir():
         return shipped
@@ -55,19 +48,8 @@ def run_demo(
     log: Callable[[str], None] = lambda _msg: None,
     as_of: datetime | None = None,
 ) -> DemoResult:
-    """Ingest the samples into a fresh store, plan the sample estate, and write plan.json + report.md.
-
-    Parameters
-    ----------
-    out_dir
-        Receives ``plan.json``, ``report.md`` and the report's PNG charts.
-    samples
-        The samples directory (default: the checkout's ``samples/``).
-    store_dir
-        Keep the store here; default a temporary directory removed afterwards.
-    as_of
-        The instant price ages are counted from (default now; recorded in plan.json).
-    """
+    """Ingest the samples into a fresh store (``store_dir``, else a temporary one), plan the sample estate as of
+    ``as_of`` and write ``plan.json``, ``report.md`` and its charts into ``out_dir``."""
     samples = Path(samples) if samples is not None else default_samples_dir()
     needed = [samples / "billing", samples / "utilization", samples / "spot_prices", samples / "fleet.yaml"]
     missing = [str(p) for p in needed if not p.exists()]

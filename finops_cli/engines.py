@@ -1,9 +1,6 @@
-"""The engines a command runs on, chosen at the edge (``--engine``, ``--spark-master``, ``--jobs``).
-
-A query engine runs the store's SQL (:class:`~finops_cli.store.engine.DuckDBEngine` here, or
-:class:`~finops_cli.spark.sql.SparkEngine`); a stager converts and stages each ingest source (in this process,
-in worker processes, or as Spark tasks). The store and the ingest pipelines take what they are given and never
-ask which engine it is. Spark is an optional extra: its modules are imported only when it is chosen.
+"""The engines a command runs on, chosen at the edge (``--engine``, ``--spark-master``, ``--jobs``): a query engine
+for the store's SQL (DuckDB, or Spark) and a stager per ingest. The store and the pipelines never ask which engine
+they were given; Spark's modules are imported only when it is chosen.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
-"""Reading the small files a user names (YAML, plan JSON, traces, JSON feeds, small CSV tables) with one
-clear error each.
-
-Every failure is an :class:`~finops_cli.errors.InputError` that names the file and, for a syntax error,
-the line and column; the caller says what the file should have been (``kind``). ``.gz`` files are
-decompressed transparently. Large tabular inputs go through :mod:`finops_cli.ingest.readers` instead.
+"""Reading the small files a user names (YAML, JSON, traces, small CSV tables, ``.gz`` or not): every failure is
+one :class:`~finops_cli.errors.InputError` naming the file (and line and column), saying what it should be (``kind``).
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 import io
+import stat
 import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -25,16 +23,14 @@ if TYPE_CHECKING:
 
 
 def _yaml_loader() -> type[yaml.SafeLoader]:
-    """libyaml's parser (~6x faster on a large scenario), else PyYAML's pure-Python one when it was built
-    without libyaml. PyYAML is imported here: a command that reads no YAML does not pay for it."""
+    """libyaml's parser (~6x faster on a large scenario), else PyYAML's pure-Python one."""
     import yaml
 
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-#: Whole-file inputs (YAML, plan JSON, Prometheus and spot JSON, traces, scrapes, profiles) are read into
-#: memory: one larger than this once decompressed is refused (a 4 MB gzip can hold 4 GiB; ``/dev/zero``
-#: never ends).
+#: Whole-file inputs are read into memory: one larger than this decompressed is refused (a 4 MB gzip can hold
+#: 4 GiB; ``/dev/zero`` never ends).
 MAX_TEXT_BYTES = 256 << 20
 #: Deeper nesting than this in a JSON/YAML input is refused (real documents nest a few levels).
 MAX_DEPTH = 64
@@ -43,10 +39,7 @@ MAX_VALUES = 50_000_000
 
 
 def kind_of_path(path: Path) -> str:
-    """What ``path`` is, for an error about a path that is not a regular file: a FIFO or ``/dev/zero`` is not
-    "no such file" (reading one would block or never end)."""
-    import stat
-
+    """What ``path`` is, for an error about a path that is not a regular file (a FIFO blocks, a device never ends)."""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -67,10 +60,8 @@ def kind_of_path(path: Path) -> str:
 
 
 def _open_binary(path: Path) -> BinaryIO:
-    """``path`` opened for reading bytes, decompressed if it ends in ``.gz`` (gzip is imported only then)."""
+    """``path`` opened for reading bytes, decompressed if it ends in ``.gz``."""
     if path.name.endswith(".gz"):
-        import gzip
-
         return gzip.open(path, "rb")  # type: ignore[return-value]
     return open(path, "rb")
 
@@ -110,9 +101,8 @@ def decode_text(data: bytes, path: Path, *, kind: str = "a text file") -> str:
 def check_depth(doc: Any, path: Path, *, limit: int = MAX_DEPTH, max_values: int | None = None) -> Any:
     """``doc`` unless it nests deeper than ``limit``, refers to itself, or expands to more than ``max_values``.
 
-    YAML aliases make a document a graph: nine lines of ``[*a, *a, ...]`` expand to 10^9 values (the
-    "billion laughs"), and ``&a [*a]`` is a cycle. Sizes are memoised per node, so the check itself
-    costs one visit per distinct node, and it is iterative (no recursion to exhaust).
+    YAML aliases make a document a graph (nine lines of ``[*a, *a, ...]`` expand to 10^9 values, ``&a [*a]`` is a
+    cycle): sizes are memoised per node and the walk is iterative.
     """
     max_values = MAX_VALUES if max_values is None else max_values
     memo: dict[int, tuple[int, int]] = {}  # id(node) -> (expanded values, depth)
@@ -148,9 +138,8 @@ def check_depth(doc: Any, path: Path, *, limit: int = MAX_DEPTH, max_values: int
 
 
 def check_tree_depth(doc: Any, path: Path, *, limit: int = MAX_DEPTH, max_values: int | None = None) -> Any:
-    """:func:`check_depth` for a tree, such as :func:`json.loads` returns (no node is shared, so none can
-    contain itself): the same limits, checked level by level without the per-node memo the graph walk
-    needs (a 0.4 MB Prometheus response: 23 ms instead of 99 ms)."""
+    """:func:`check_depth` for a tree such as :func:`json.loads` returns (no shared nodes): level by level, without
+    the graph walk's memo (4x faster on a Prometheus response)."""
     max_values = MAX_VALUES if max_values is None else max_values
     level = [doc] if isinstance(doc, dict | list) else []
     depth = values = 0
@@ -194,11 +183,8 @@ Positions = dict[tuple[str | int, ...], tuple[int, int]]
 def read_yaml_positions(path: Path, *, kind: str = "a YAML file") -> tuple[Any, Positions]:
     """The file's YAML document and where each value starts (:data:`Positions`), for error messages.
 
-    A mapping with the same key twice is refused (YAML 1.2 says keys are unique; PyYAML would silently
-    keep the last one, so a second ``gpus:`` would win unseen). The document is composed into nodes
-    first (libyaml's ``CSafeLoader`` when PyYAML has it, else the pure-Python ``SafeLoader``: the same
-    safe constructors either way), the nodes checked, then constructed.
-
+    A mapping with the same key twice is refused (PyYAML would silently keep the last ``gpus:``). The document is
+    composed into nodes with the safe loader, the nodes checked, then constructed.
     """
     return _parse_yaml(read_text(path, kind=kind), path)
 
@@ -233,11 +219,8 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, Positions]:
 
 
 def _walk(node: yaml.Node, loc: tuple[str | int, ...], positions: Positions, path: Path, visited: set[int]) -> None:
-    """Record each node's position under its path; refuse duplicate keys (naming both lines).
-
-    Each node is visited once: an alias (``*a``) reuses a node, and nine lines of aliases reach 10^9
-    paths (the "billion laughs"); ``&a [*a]`` is a cycle. :func:`check_depth` judges the expanded document.
-    """
+    """Record each node's position under its path; refuse duplicate keys (naming both lines). Each node is
+    visited once (aliases reuse nodes); :func:`check_depth` judges the expanded document."""
     if id(node) in visited:
         return
     visited.add(id(node))
@@ -273,17 +256,13 @@ def position_of(positions: Positions, loc: tuple[object, ...]) -> tuple[int, int
     return None
 
 
-def read_csv_rows(path: Path, *, kind: str, data: bytes | None = None) -> tuple[list[str], list[list[str]]]:
-    """A small CSV table as text: the header (names stripped) and the data rows, every cell a string.
+def read_csv_rows(path: Path, *, kind: str) -> tuple[list[str], list[list[str]]]:
+    """A small CSV table as text, read by :mod:`csv` (no pandas): the header (names stripped) and the data rows.
 
-    The standard library's :mod:`csv` reads it, so a command that only checks a demand profile or the
-    reference prices never imports pandas. Blank lines are skipped, a short row is padded with empty cells,
-    a row with more cells than the header is refused naming its line. Callers check the values themselves
-    and name a bad cell with :func:`csv_line`. ``data``: the file's bytes when the caller has read them
-    (:func:`read_csv_bytes`).
+    Blank lines are skipped, a short row is padded, a row longer than the header is refused naming its line;
+    callers check the values and name a bad cell with :func:`csv_line`.
     """
-    if data is None:
-        data = read_csv_bytes(path, kind=kind)
+    data = read_bytes(path, kind=kind, missing=f"{kind} not found")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -308,11 +287,6 @@ def read_csv_rows(path: Path, *, kind: str, data: bytes | None = None) -> tuple[
     return header, rows
 
 
-def read_csv_bytes(path: Path, *, kind: str) -> bytes:
-    """The bytes :func:`read_csv_rows` parses (the same errors for a missing or unreadable file)."""
-    return read_bytes(path, kind=kind, missing=f"{kind} not found")
-
-
 def read_csv_text(path: Path, *, kind: str) -> pd.DataFrame:
     """:func:`read_csv_rows` as a DataFrame of strings, for callers that go on in pandas."""
     import pandas as pd
@@ -327,11 +301,7 @@ def csv_line(row: int) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """SHA-1 of one file's bytes (hex): hashed where the file is parsed, so a parallel ingest hashes in parallel.
-
-    A fingerprint, not a security check (SHA-NI makes SHA-1 the fastest of hashlib's here, ~1.3 GB/s). Read
-    into one reused buffer: a fresh 4 MB ``bytes`` per read costs page faults (≈ 0.2 CPU-s per 2.5 GB).
-    """
+    """SHA-1 of one file's bytes (hex), read into one reused buffer: a fingerprint, not a security check."""
     h = hashlib.sha1(usedforsecurity=False)
     buf = bytearray(4 << 20)
     view = memoryview(buf)
@@ -342,11 +312,8 @@ def file_digest(path: Path) -> str:
 
 
 def content_fingerprint(paths: Iterable[Path], digests: Mapping[str, str] | None = None) -> str:
-    """20 hex digits that change with the files' bytes: the same content, the same print.
-
-    One file: its SHA-1. Several: the SHA-1 of their SHA-1s in sorted path order, so each file is hashed
-    once, by whichever process parses it (``digests``: :func:`file_digest` by path, computed if missing).
-    """
+    """20 hex digits that change with the files' bytes: one file's SHA-1, else the SHA-1 of their SHA-1s in path
+    order (``digests``: :func:`file_digest` by path where already computed)."""
     files = sorted(Path(p) for p in paths)
     known = digests or {}
     each = [known.get(str(p)) or file_digest(p) for p in files]

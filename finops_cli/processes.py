@@ -1,8 +1,4 @@
-"""Worker processes: the one place that starts them and ties their life to the parent's.
-
-A ``--jobs N`` ingest stages files in spawned worker processes (:func:`spawn_pool`); each worker calls
-:func:`die_with_parent` first, so a killed command leaves no writer behind.
-"""
+"""Worker processes: the one place that sizes them, starts them and ties their life to the parent's."""
 
 from __future__ import annotations
 
@@ -24,11 +20,8 @@ _TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
 def spawn_pool(workers: int, initializer: Callable[..., None], initargs: tuple[Any, ...]) -> ProcessPoolExecutor:
     """A pool of ``workers`` spawned processes, each started with ``initializer(*initargs)``.
 
-    spawn, not fork: a forked child would inherit pyarrow's and DuckDB's thread pools mid-flight. The pool's
-    queues hold named semaphores registered with multiprocessing's resource tracker, a process of its own
-    that outlives a parent killed with SIGKILL, removes them (as it should) and then printed a "leaked
-    semaphore objects" UserWarning on the user's terminal. The tracker takes its warning options from this
-    process's ``sys.warnoptions`` when it starts: it is started here with that one warning ignored.
+    spawn, not fork: a forked child would inherit pyarrow's and DuckDB's thread pools mid-flight. The resource
+    tracker is started with its "leaked semaphore" warning off: it prints one after a parent killed by SIGKILL.
     """
     if _TRACKER_QUIET not in sys.warnoptions:
         sys.warnoptions.append(_TRACKER_QUIET)
@@ -39,6 +32,11 @@ def spawn_pool(workers: int, initializer: Callable[..., None], initargs: tuple[A
         initializer=initializer,
         initargs=initargs,
     )
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one, else the machine's)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def die_with_parent(parent: int) -> None:

@@ -1,17 +1,9 @@
 """The one sanitiser for text: data finops prints or writes cannot drive a terminal or forge lines.
 
-Tags, ids and names come from other people's files and APIs; a team tag holding ``ESC[2J`` clears the
-screen, an OSC sequence retitles the window or writes to the clipboard, ``\\r`` overwrites what was printed,
-a bidi override (U+202E) makes text read backwards, and a newline inside a cell forges a table row.
-Every text output goes through here, whether it is written to a terminal, a pipe (``| tee``, CI logs) or
-``--out``: :func:`terminal_safe` for whole documents (their own tabs and line ends are kept),
-:func:`cell_safe` for one value in a table cell (no line ends either). Every rich console of the CLI is a
-:class:`~finops_cli.cli.console.SafeConsole`, which applies :func:`terminal_safe` to the text it renders
-(its own styling and cursor codes are separate segments and untouched). Markdown escaping
-(:mod:`finops_cli.report.escape`) builds on the same character classes and on :func:`one_line`.
-
-This module does not import rich (the console does, when the first one is made): ``finops validate`` prints
-one plain line and need not load it.
+Tags, ids and names come from other people's files: an escape sequence clears the screen or writes the clipboard,
+``\\r`` overwrites what was printed, a bidi override reads backwards, a newline in a cell forges a row. Every text
+output goes through :func:`terminal_safe` (whole documents) or :func:`cell_safe` (one table cell), on a terminal,
+a pipe or ``--out``; the CLI's consoles apply it to all they render.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""``s3://bucket/prefix`` and ``gs://bucket/prefix`` locations, opened through :mod:`pyarrow.fs`.
+"""``s3://bucket/prefix`` and ``gs://bucket/prefix`` locations, opened through :mod:`pyarrow.fs`, with a bad URI,
+a missing bucket or absent credentials one clear line (exit 2) before any work starts.
 
-Why here (next to :mod:`finops_cli.files`): ingest inputs and the store may both live in a bucket, and
-every command must turn a bad URI, a missing bucket or absent credentials into one clear line (exit 2)
-before any work starts.
-
-Credentials come from the usual places: for S3, botocore's chain (environment, ``AWS_PROFILE`` and
-``~/.aws`` profiles, SSO, instance roles), resolved once and handed to both pyarrow (data) and boto3
-(the store's conditional commit), so both speak as the same identity. ``$FINOPS_S3_ENDPOINT`` (else
-``$AWS_ENDPOINT_URL_S3`` / ``$AWS_ENDPOINT_URL``) points at an S3-compatible server (MinIO, Ceph, moto).
-For GCS, pyarrow's :class:`~pyarrow.fs.GcsFileSystem` uses Google's default credentials.
-
-Inputs are copied to a private temporary directory before parsing (:func:`local_inputs`): the readers
-stay the local, streaming ones, and the store records the URI, not the temporary copy.
+S3 credentials come from botocore's chain, resolved once and handed to pyarrow and boto3 alike;
+``$FINOPS_S3_ENDPOINT`` (else ``$AWS_ENDPOINT_URL_S3`` / ``$AWS_ENDPOINT_URL``) names an S3-compatible server. GCS
+uses Google's default credentials. Inputs are copied to a private temporary directory before parsing
+(:func:`local_inputs`), so the readers stay local and streaming.
 """
 
 from __future__ import annotations
@@ -20,10 +13,11 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +35,8 @@ _BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 
 
 def as_uri(value: str | os.PathLike[str] | None) -> str | None:
-    """``value`` as a normalised ``scheme://bucket/key`` URI, or None for a local path.
-
-    An unknown scheme typed with ``://`` (``ftp://``, ``http://``) is refused rather than taken as a local
-    directory named ``ftp:``.
-    """
+    """``value`` as a normalised ``scheme://bucket/key`` URI, or None for a local path; an unknown scheme typed
+    with ``://`` is refused rather than taken as a local directory named ``ftp:``."""
     if value is None:
         return None
     text = os.fspath(value)
@@ -73,9 +64,6 @@ class Location:
     path: str
     bucket: str
     scheme: str
-
-    def child(self, rel: str) -> str:
-        return f"{self.path}/{rel}" if rel else self.path
 
     def uri_of(self, fs_path: str) -> str:
         return f"{self.scheme}://{fs_path}"
@@ -127,12 +115,9 @@ def short(exc: BaseException) -> str:
     return text[:300]
 
 
-def s3_endpoint(env: Mapping[str, str] | None = None) -> str | None:
-    env = os.environ if env is None else env
-    for name in (ENDPOINT_ENV, *_ENDPOINT_FALLBACKS):
-        if env.get(name):
-            return env[name]
-    return None
+def s3_endpoint() -> str | None:
+    """The S3-compatible server to talk to, if one is named in the environment."""
+    return next((os.environ[name] for name in (ENDPOINT_ENV, *_ENDPOINT_FALLBACKS) if os.environ.get(name)), None)
 
 
 def s3_session() -> Any:
@@ -195,8 +180,6 @@ def _gcs(shown: str) -> Any:
     if not hasattr(fs, "GcsFileSystem"):
         raise InputError("this pyarrow build has no GCS support; use s3:// or a local path", path=shown)
     try:
-        from datetime import timedelta
-
         return fs.GcsFileSystem(retry_time_limit=timedelta(seconds=30))
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot open GCS: {short(exc)}", path=shown) from None
@@ -226,30 +209,24 @@ def origin(value: Any) -> Any:
 
 def origin_fields(obj: Any) -> Any:
     """``obj`` (a result dataclass) with :func:`origin` applied to its fields, nested ones included, in place."""
-    import dataclasses
-
     if not _ORIGINS.get():
         return obj
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        for f in dataclasses.fields(obj):
+    if is_dataclass(obj) and not isinstance(obj, type):
+        for f in fields(obj):
             value = getattr(obj, f.name)
             if isinstance(value, str | dict):
                 setattr(obj, f.name, origin(value))
             elif isinstance(value, list):
-                setattr(obj, f.name, [origin_fields(v) if dataclasses.is_dataclass(v) else origin(v) for v in value])
-            elif dataclasses.is_dataclass(value):
+                setattr(obj, f.name, [origin_fields(v) if is_dataclass(v) else origin(v) for v in value])
+            elif is_dataclass(value):
                 origin_fields(value)
     return obj
 
 
 @contextmanager
 def local_inputs(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[str | Path]]:
-    """``paths`` with each URI replaced by a private local copy (an object, or every object under a prefix).
-
-    The copies keep their names (formats are told apart by suffix, scrape series by file name), so the
-    content keys and fingerprints equal those of the same files ingested from disk. They are removed on
-    exit, whatever happens.
-    """
+    """``paths`` with each URI replaced by a private local copy (an object, or every object under a prefix), named
+    as the original (formats are told apart by suffix) and removed on exit, whatever happens."""
     if not any(is_uri(p) for p in paths):
         yield [p if isinstance(p, str) else Path(p) for p in paths]
         return

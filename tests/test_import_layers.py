@@ -3,8 +3,8 @@
 Every ``import`` statement of ``finops_cli`` counts, at module level or inside a function (a lazy import is still
 a dependency). The layers, top to bottom; a module may import its own layer and those below::
 
-    cli → api (api, demo, engines, spark) → ingest, estate → planner, report, sim, store → catalog, core,
-    adapters → schema → the package's utilities (errors, atomic, files, uri, cores, text,
+    cli → api (api, demo, engines, spark) → ingest, estate → planner, report, sim, store, alerts → catalog, core,
+    adapters → schema → the package's utilities (errors, atomic, files, uri, text,
 processes)
 
 Known exceptions that branches in flight remove are listed with the reason; a listed exception that no longer
@@ -26,10 +26,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("finops_cli.cli",),
     ("finops_cli.api", "finops_cli.demo", "finops_cli.engines", "finops_cli.spark"),
     ("finops_cli.ingest", "finops_cli.estate"),
-    ("finops_cli.planner", "finops_cli.report", "finops_cli.sim", "finops_cli.store"),
+    ("finops_cli.planner", "finops_cli.report", "finops_cli.sim", "finops_cli.store", "finops_cli.alerts"),
     ("finops_cli.catalog", "finops_cli.core", "finops_cli.adapters"),
     ("finops_cli.schema",),
-    ("finops_cli.errors", "finops_cli.atomic", "finops_cli.files", "finops_cli.uri", "finops_cli.cores",
+    ("finops_cli.errors", "finops_cli.atomic", "finops_cli.files", "finops_cli.uri",
      "finops_cli.text", "finops_cli.processes", "finops_cli"),
 ]  # fmt: skip
 

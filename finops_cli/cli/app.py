@@ -210,6 +210,11 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "Leadership report: executive summary, idle waste, supply curve, the plan, spot/NETC, "
                "risks."),
     "gate": ("gate", "CI cost gate: compare a new plan with a baseline plan and a budget; exit 1 if any rule fails."),
+    "savings": ("alerts", "Realised savings per run, team or workload: cost against the same usage at on-demand "
+                "price, by lever."),
+    "anomalies": ("alerts", "Cost anomalies: days whose spend departs from its expected value, with impact and top "
+                  "contributors."),
+    "notify": ("notify", "Send a result to Slack, PagerDuty, Microsoft Teams or a signed webhook (docs/alerts.md)."),
     "demo": ("demo", "Ingest the sample exports, traces and spot prices, then stack, plan and report (Kestrel AI, "
              "Oct 2026)."),
 }  # fmt: skip
@@ -228,6 +233,9 @@ _GROUPS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "estate": ("Draft fleet.yaml and workloads.yaml from what the store has seen.",
                ("finops estate draft --out estate/",),
                ("estate.register_group",)),
+    "budget": ("Budgets on any scope with thresholds on actual and forecast spend (budgets.yaml).",
+               ("finops budget check --budgets budgets.yaml",),
+               ("alerts.register_group",)),
     "pricebook": ("Keep list prices current: refresh them from the providers' price APIs, show them.",
                   ("finops pricebook refresh", "finops pricebook show"),
                   ("pricebook.register_group",)),

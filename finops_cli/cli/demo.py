@@ -12,6 +12,18 @@ from finops_cli.cli.options import AsOfOpt, command_engine, parse_as_of
 from finops_cli.cli.output import log, status, stdout_console
 
 
+def _show_notify(document: dict, plan_path: Path) -> None:
+    """What ``finops notify --to slack --dry-run`` would post about the plan: the alerts' one payload the demo shows."""
+    import json
+
+    from finops_cli.alerts.notify import notify
+
+    (payload,) = notify(document, "slack", dry_run=True, command="finops demo").payloads
+    console = stdout_console()
+    console.print(f"\n$ finops notify --to slack --result {plan_path} --dry-run", markup=False, highlight=False)
+    console.print(json.dumps(payload, indent=2, ensure_ascii=False), markup=False, highlight=False, soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("demo", epilog=example("finops demo --out finops-demo"))
     def demo(
@@ -33,5 +45,7 @@ def register(app: typer.Typer) -> None:
 
         with status("finops demo: ingest, plan, report") as step, command_engine():
             result = run_demo(out, samples=samples, store_dir=keep_store, log=step, as_of=parse_as_of(as_of))
-        render_plan(result.plan.document.model_dump(mode="json"), stdout_console())
+        document = result.plan.document.model_dump(mode="json")
+        render_plan(document, stdout_console())
+        _show_notify(document, result.plan_path)
         log.info(f"plan: {result.plan_path}   report: {result.report_path}   charts: {len(result.charts)}")

@@ -36,6 +36,7 @@ class ExperimentChoice(StrEnum):
     frontier = "frontier"
     operator = "operator"
     urgency = "urgency"
+    misestimate = "misestimate"
 
 
 class SpotChoice(StrEnum):
@@ -234,6 +235,8 @@ _PCT_COLS = {
     "retained",
     "degradation",
     "retained_urgent",
+    "retained_services",
+    "retained_change",
     "fastest_retained",
     "fcfs_retained",
     "deadline_miss_share",
@@ -250,10 +253,11 @@ def _cell(col: str, value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, str):
         return value
-    if col in _PCT_COLS:
-        return pct(value)
-    if col in _MONEY_COLS:
-        return money(value)
+    base = col.removesuffix("_ci")  # an interval's half-width reads in its metric's unit
+    if base in _PCT_COLS:
+        return ("± " if base != col else "") + pct(value)
+    if base in _MONEY_COLS:
+        return ("± " if base != col else "") + money(value)
     if isinstance(value, int):
         return f"{value:,}"
     return number(value, 3)

@@ -1,28 +1,8 @@
-"""The billed baseline: what the bill says the fleet's substrates cost over the horizon, and savings.
+"""The billed baseline: what the bill says the fleet's substrates cost over the horizon (``EffectiveCost`` of the
+lines matched to them, docs/planner.md "Billed baseline"), and the cost change by substrate kind.
 
-A billing line (FOCUS columns in the store) belongs to substrate ``s`` when all of these hold:
-
-- its ``provider`` partition equals ``s.provider``;
-- ``RegionId`` equals ``s.region`` (when the substrate has a region);
-- ``x_InstanceType`` equals ``s.instance_type`` (when set);
-- ``PricingCategory`` maps to ``s.kind``: Dynamic → spot, Committed → reserved, Other → owned,
-  Standard → on_demand;
-- every column/value pair of ``s.match`` (e.g. ``{ResourceId: cw-node-01}``) equals.
-
-A line is counted once (first matching substrate in fleet order); lines charged outside the horizon
-(``ChargePeriodStart``) or matching no substrate are not in the baseline. The store sums the horizon's
-lines by these columns first (:data:`finops_cli.store.queries.BILLED_BASELINE`), so matching runs on a few
-groups rather than on every line. The baseline is the sum of ``EffectiveCost`` (amortised: prepaid
-commitments appear where they are consumed); the invoice amount of the same lines (``BilledCost``, "as
-billed") is kept beside it.
-
-Savings ``= baseline − planned``. Two different quantities explain it, and they keep different names:
-
-- :func:`cost_change_by_kind`: planned − baseline cost per substrate kind (owned, reserved, spot, on_demand,
-  api). It says *where the cost lands*: moving work from on-demand to spot shows as a fall on the on-demand
-  row and a rise on the spot row. It is not a lever.
-- the savings by lever (:mod:`finops_cli.planner.levers`): what *earned* the saving (right-sizing, spot,
-  commitments, APIs, reliability), by re-solving the plan with levers switched off (docs/economics.md §6).
+The cost change by kind says *where the cost lands*; what *earned* the saving is the attribution by lever
+(:mod:`finops_cli.planner.levers`, docs/economics.md §6).
 """
 
 from __future__ import annotations
@@ -68,12 +48,8 @@ MATCH_COLUMNS = ("provider", "RegionId", "x_InstanceType", "PricingCategory")
 
 
 def match_billing(billing: pd.DataFrame, fleet: Fleet) -> pd.Series:
-    """Substrate id of every billing line (``None`` where nothing matches), first match in fleet order.
-
-    A column is compared as text (``astype(str)``), each column converted and each (column, value) test made
-    once, however many substrates share it: 15 substrates over a few hundred groups cost ~28 ms of pandas
-    overhead per call when each substrate converted and compared every column again.
-    """
+    """Substrate id of every billing line (``None`` where nothing matches), first match in fleet order: provider,
+    region, instance type, pricing category → kind and ``match`` columns, each (column, value) test made once."""
     n = len(billing)
     texts: dict[str | None, np.ndarray] = {}  # column -> its values as text (a missing one equals nothing)
     if "PricingCategory" in billing:  # None: each line's substrate kind
@@ -110,12 +86,8 @@ def match_billing(billing: pd.DataFrame, fleet: Fleet) -> pd.Series:
 
 
 def billed_baseline(groups: pd.DataFrame, fleet: Fleet) -> BilledBaseline:
-    """Sum EffectiveCost of the lines matched to ``fleet``'s substrates.
-
-    ``groups`` holds the horizon's lines summed by what matches them (the columns :func:`match_billing`
-    reads, ``BillingCurrency``, and ``lines``/``cost`` per group): the result of
-    :data:`finops_cli.store.queries.BILLED_BASELINE`, so the month's lines never reach pandas one by one.
-    """
+    """Sum EffectiveCost of the lines matched to ``fleet``'s substrates; ``groups`` are the horizon's lines summed
+    by what matches them (:data:`finops_cli.store.queries.BILLED_BASELINE`)."""
     if groups is None or groups.empty:
         return BilledBaseline(pd.Series(dtype=float), 0, 0, ())
     substrate = match_billing(groups, fleet)
@@ -146,11 +118,7 @@ def cost_by_kind(cost_by_substrate: pd.Series, fleet: Fleet) -> dict[str, float]
 def cost_change_by_kind(
     baseline_by_substrate: pd.Series, planned_by_substrate: pd.Series, fleet: Fleet
 ) -> dict[str, float]:
-    """Planned − baseline cost per substrate kind (every kind of the fleet, in :data:`KINDS` order).
-
-    Negative = the plan spends less there. The values add up to ``−savings``. Where the cost lands, not what
-    earned the saving: that is the attribution by lever (:mod:`finops_cli.planner.levers`).
-    """
+    """Planned − baseline cost per substrate kind of the fleet (negative: the plan spends less there; Σ = −savings)."""
     base, plan = cost_by_kind(baseline_by_substrate, fleet), cost_by_kind(planned_by_substrate, fleet)
     present = {s.kind for s in fleet.substrates} | set(base) | set(plan)
     return {k: plan.get(k, 0.0) - base.get(k, 0.0) for k in KINDS if k in present}

@@ -1,9 +1,5 @@
-"""The compliance gate: run before anything is priced, so no price can buy a non-compliant destination.
-
-A workload may use a substrate only if every rule passes: jurisdiction, provider allow-list,
-isolation, status (down = never), accelerator supported (throughput known) or, for an API, the
-workload's unit is served.
-"""
+"""The compliance gate, run before anything is priced so no price can buy a non-compliant destination: every rule
+must pass (jurisdiction, provider allow-list, isolation, status, accelerator throughput or an API's unit)."""
 
 from __future__ import annotations
 

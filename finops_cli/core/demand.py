@@ -1,20 +1,5 @@
-"""Hourly demand per workload over a horizon: pure functions, no I/O.
-
-A workload's ``demand`` is one of three things (docs/estate.md); each becomes an array of *units of usable
-output per hour* over the horizon, ``demand[h]`` for ``h = 0 … hours-1``:
-
-- ``total``: spread evenly, ``demand[h] = total / hours`` (the planner may still move deferrable work);
-- ``profile``: a table of ``(hour, units)`` rows, read by :mod:`finops_cli.estate.demand_io`. ``hour`` is
-  either an integer offset from the horizon start (a profile shorter than the horizon, e.g. 24 or 168
-  rows, repeats: ``demand[h] = profile[h mod period]``) or a timestamp (aligned to the horizon; hours
-  the profile does not cover are 0; several rows in one hour add up);
-- ``from_store``: observed GPU-hours per hour (and accelerator), converted to units with the workload's
-  throughput: ``units = Σ gpu_hours × throughput[accelerator]``. GPU-hours on an accelerator the
-  workload has no throughput for are converted at its *reference* throughput (the first entry of
-  ``throughput``), since the work was done somewhere and will need doing again.
-
-The I/O half (reading CSVs next to ``workloads.yaml``, querying the store) lives in
-``finops_cli.estate.demand_io``; this module only turns already-read tables into arrays.
+"""Hourly demand per workload over a horizon (units of usable output per hour), pure: the I/O half (profile CSVs,
+the store) is :mod:`finops_cli.estate.demand_io`. The three demand forms are in docs/estate.md (``Demand``).
 """
 
 from __future__ import annotations
@@ -88,74 +73,52 @@ class Horizon:
         delta = (ts - pd.Timestamp(self.start)).to_numpy(dtype="timedelta64[s]").astype(np.int64)
         return np.floor_divide(delta, 3600)
 
-    def timestamps(self) -> pd.DatetimeIndex:
-        return pd.date_range(self.start, periods=self.hours, freq="h", tz="UTC")
 
-
-def total_demand(total_units: float, horizon: Horizon) -> np.ndarray:
-    """``total`` spread evenly: ``total / hours`` units each hour."""
-    return np.full(horizon.hours, float(total_units) / horizon.hours)
-
-
-def profile_demand(profile: pd.DataFrame, horizon: Horizon) -> np.ndarray:
-    """Units per hour from a ``(hour, units)`` table (see the module docstring for the two hour forms).
-
-    ``profile`` must already be clean: ``units`` numeric and ≥ 0, ``hour`` all integers ≥ 0 or all
-    timestamps (the I/O layer checks rows and names the file).
-    """
+def _hourly(timestamps: pd.Series, units: np.ndarray, horizon: Horizon) -> np.ndarray:
+    """``units`` summed by the horizon hour of each timestamp (those outside the horizon are left out)."""
     out = np.zeros(horizon.hours)
-    if profile.empty:
-        return out
-    units = profile["units"].to_numpy(dtype=float)
-    hour = profile["hour"]
-    if pd.api.types.is_numeric_dtype(hour):
-        idx = hour.to_numpy(dtype=np.int64)
-        period = int(idx.max()) + 1
-        per_period = np.zeros(period)
-        np.add.at(per_period, idx, units)
-        reps = -(-horizon.hours // period)
-        return np.tile(per_period, reps)[: horizon.hours].copy()
-    idx = horizon.hour_index(hour)
+    idx = horizon.hour_index(timestamps)
     inside = (idx >= 0) & (idx < horizon.hours)
     np.add.at(out, idx[inside], units[inside])
     return out
 
 
-def reference_throughput(workload: Workload) -> float:
-    """Units per GPU-hour used for observed GPU-hours on an accelerator without a throughput entry."""
-    return next(iter(workload.throughput.values()), 1.0)
+def profile_demand(profile: pd.DataFrame, horizon: Horizon) -> np.ndarray:
+    """Units per hour from a clean ``(hour, units)`` table: integer offsets repeat over the horizon, timestamps
+    are aligned to it (hours not covered are 0, rows in one hour add up)."""
+    if profile.empty:
+        return np.zeros(horizon.hours)
+    units = profile["units"].to_numpy(dtype=float)
+    hour = profile["hour"]
+    if pd.api.types.is_numeric_dtype(hour):
+        idx = hour.to_numpy(dtype=np.int64)
+        per_period = np.zeros(int(idx.max()) + 1)
+        np.add.at(per_period, idx, units)
+        reps = -(-horizon.hours // len(per_period))
+        return np.tile(per_period, reps)[: horizon.hours].copy()
+    return _hourly(hour, units, horizon)
 
 
 def observed_demand(workload: Workload, observed: pd.DataFrame, horizon: Horizon) -> np.ndarray:
-    """Observed GPU-hours converted to units: ``Σ gpu_hours × throughput[accelerator]`` per hour.
+    """Observed GPU-hours (``timestamp, gpu_hours[, accelerator]``) as units: ``Σ gpu_hours × throughput``.
 
-    Parameters
-    ----------
-    observed : DataFrame
-        Columns ``timestamp`` (UTC), ``gpu_hours`` and optionally ``accelerator``.
+    An accelerator without a throughput entry converts at the first entry's: the work was done somewhere and
+    will need doing again.
     """
-    out = np.zeros(horizon.hours)
     if observed.empty:
-        return out
-    ref = reference_throughput(workload)
+        return np.zeros(horizon.hours)
+    ref = next(iter(workload.throughput.values()), 1.0)
     if "accelerator" in observed.columns:
         rate = observed["accelerator"].map(lambda a: workload.throughput.get(str(a), ref)).to_numpy(dtype=float)
     else:
         rate = np.full(len(observed), ref)
     units = observed["gpu_hours"].to_numpy(dtype=float) * rate
-    idx = horizon.hour_index(observed["timestamp"])
-    inside = (idx >= 0) & (idx < horizon.hours)
-    np.add.at(out, idx[inside], units[inside])
-    return out
+    return _hourly(observed["timestamp"], units, horizon)
 
 
 def extend_observed(hourly: np.ndarray, first: int, end: int, how: str) -> np.ndarray:
-    """Fill the hours outside the observed window ``[first, end)`` of an hourly array.
-
-    ``repeat`` tiles the window over the horizon, aligned to where it was observed (hour ``h`` takes the
-    window's hour ``(h − first) mod (end − first)``, so a 24-hour window keeps its time of day);
-    ``zero`` (and ``none``) leave them at 0. A window that covers the whole array is returned unchanged.
-    """
+    """Fill the hours outside the observed window ``[first, end)``: ``repeat`` tiles the window, aligned to where
+    it was observed (a 24-hour window keeps its time of day); ``zero`` and ``none`` leave them at 0."""
     hours = len(hourly)
     if how != "repeat" or (first <= 0 and end >= hours) or end <= first:
         return hourly
@@ -171,14 +134,11 @@ def workload_demand(
     profile: pd.DataFrame | None = None,
     observed: pd.DataFrame | None = None,
 ) -> np.ndarray:
-    """Units of usable output per hour for ``workload`` over ``horizon`` (length ``horizon.hours``).
-
-    ``profile`` is required when the workload's demand is a profile, ``observed`` when it is
-    ``from_store``; :func:`finops_cli.estate.demand_io.read_demand_inputs` supplies both.
-    """
+    """Units of usable output per hour for ``workload`` over ``horizon``; ``profile`` or ``observed`` (read by
+    :func:`finops_cli.estate.demand_io.read_demand_inputs`) as its demand needs."""
     spec = workload.demand
     if spec.total is not None:
-        return total_demand(spec.total, horizon)
+        return np.full(horizon.hours, float(spec.total) / horizon.hours)
     if spec.profile is not None:
         if profile is None:
             raise ValueError(f"workload {workload.id}: profile demand needs the profile table")
@@ -199,5 +159,4 @@ def demand_frame(
     data = {
         w.id: workload_demand(w, horizon, profile=profiles.get(w.id), observed=observed.get(w.id)) for w in workloads
     }
-    frame = pd.DataFrame(data, index=pd.RangeIndex(horizon.hours, name="hour"))
-    return frame
+    return pd.DataFrame(data, index=pd.RangeIndex(horizon.hours, name="hour"))

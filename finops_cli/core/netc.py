@@ -1,24 +1,7 @@
-r"""NETC — Net Expected Training Cost of interruptible work on spot capacity.
+"""NETC, the Net Expected Training Cost of checkpointed work on spot, and λ measured from traces.
 
-Preemptions arrive as a Poisson process at rate :math:`\lambda` per hour; the job checkpoints every
-:math:`\tau` hours, each checkpoint takes :math:`\delta` hours to write, and each preemption costs
-:math:`R` hours to resume plus a fixed fee :math:`F`.
-
-.. math::
-
-    t_{lost} = 1/\lambda - \tau / (e^{\lambda\tau} - 1)        \quad(\approx \tau/2)
-
-    W = (1 + \delta/\tau) / (1 - \lambda (t_{lost} + R))
-
-    NETC = C T W + \lambda T W F
-
-:math:`W \ge 1` is the spot substrate's cost multiplier in the merit order. Where
-:math:`\lambda (t_{lost} + R) \ge 1` the job never finishes and spot is refused.
-
-References
-----------
-Young, J. W. (1974). A first order approximation to the optimum checkpoint interval. CACM 17(9).
-Daly, J. T. (2006). A higher order estimate of the optimum checkpoint interval. FGCS 22(3).
+The formulas (``W = (1 + δ/τ) / (1 − λ(t_lost + R))``, ``NETC = C·T·W + λ·T·W·F``, Young/Daly τ*) and their
+references are in docs/economics.md §5.
 """
 
 from __future__ import annotations
@@ -46,12 +29,8 @@ def expected_lost_hours(preemptions_per_hour: float, interval_hours: float) -> f
 
 
 def lost_hours_at(quantile: float, preemptions_per_hour: float, interval_hours: float) -> float:
-    """Work lost to one preemption at ``quantile`` ∈ [0, 1) of its distribution: the inverse CDF.
-
-    Under the planner's model a preemption falls at an exponential time into the current checkpoint interval,
-    so the work since the last checkpoint is exponential(λ) truncated to ``[0, τ)``; its mean is
-    :func:`expected_lost_hours`. ``lost_hours_at(U)`` with ``U`` uniform samples it (the plan replay).
-    """
+    """Work lost to one preemption at ``quantile`` ∈ [0, 1): the inverse CDF of exponential(λ) truncated to
+    ``[0, τ)`` (mean :func:`expected_lost_hours`); the plan replay samples it with uniform quantiles."""
     lam, tau = preemptions_per_hour, interval_hours
     x = lam * tau
     if x < 1e-9:
@@ -62,10 +41,7 @@ def lost_hours_at(quantile: float, preemptions_per_hour: float, interval_hours: 
 def expected_cost_per_preemption(
     price_per_gpu_hour: float, preemptions_per_hour: float, interval_hours: float, resume_hours: float, fee: float
 ) -> float:
-    """Money one preemption costs on average: ``C·(t_lost + R) + F`` (work redone, resume time, the fee).
-
-    ``NETC = C·T + C·T·δ/τ + λ·T·W × expected_cost_per_preemption`` (the wall hours add up).
-    """
+    """Money one preemption costs on average: ``C·(t_lost + R) + F`` (work redone, resume time, the fee)."""
     lam = preemptions_per_hour
     t_lost = expected_lost_hours(lam, interval_hours) if lam > 0 else interval_hours / 2
     return price_per_gpu_hour * (t_lost + resume_hours) + fee
@@ -74,11 +50,14 @@ def expected_cost_per_preemption(
 def wall_hours_per_useful_hour(
     preemptions_per_hour: float, interval_hours: float, write_hours: float, resume_hours: float
 ) -> float:
-    """The multiplier ``W = (1 + δ/τ) / (1 − λ(t_lost + R))``; raises :class:`SpotNeverFinishes`."""
+    """``W = (1 + δ/τ) / (1 − λ(t_lost + R))``; τ = 0 needs δ = 0 (free continuous checkpoints: ``1/(1 − λR)``).
+
+    Raises :class:`SpotNeverFinishes` where ``λ(t_lost + R) ≥ 1``.
+    """
     lam = preemptions_per_hour
-    if interval_hours <= 0:
-        raise ValueError("checkpoint interval must be > 0")
-    overhead = 1 + write_hours / interval_hours
+    if interval_hours < 0 or (interval_hours == 0 and write_hours > 0):
+        raise ValueError("a checkpoint interval must be > 0 (or 0 with zero write time)")
+    overhead = 1 + write_hours / interval_hours if interval_hours > 0 else 1.0
     if lam == 0:
         return overhead
     loss = lam * (expected_lost_hours(lam, interval_hours) + resume_hours)
@@ -90,22 +69,6 @@ def wall_hours_per_useful_hour(
     return overhead / (1 - loss)
 
 
-def netc(
-    price_per_gpu_hour: float,
-    useful_gpu_hours: float,
-    preemptions_per_hour: float,
-    interval_hours: float,
-    write_hours: float,
-    resume_hours: float,
-    resume_fee: float = 0.0,
-) -> float:
-    """``NETC = C·T·W + λ·T·W·F`` in currency: :func:`netc_breakdown` for a checkpoint interval > 0."""
-    if interval_hours <= 0:
-        raise ValueError("checkpoint interval must be > 0")
-    args = (preemptions_per_hour, interval_hours, write_hours, resume_hours, resume_fee)
-    return netc_breakdown(price_per_gpu_hour, useful_gpu_hours, *args).netc
-
-
 def young_daly_interval_hours(write_hours: float, preemptions_per_hour: float) -> float:
     """Young/Daly optimum ``τ* ≈ √(2δ/λ)`` (infinite when λ = 0)."""
     if preemptions_per_hour <= 0:
@@ -113,32 +76,12 @@ def young_daly_interval_hours(write_hours: float, preemptions_per_hour: float) -
     return math.sqrt(2 * write_hours / preemptions_per_hour)
 
 
-# --- per-workload report -----------------------------------------------------------------------------
-
-
-def multiplier_at(preemptions_per_hour: float, interval_hours: float, write_hours: float, resume_hours: float) -> float:
-    """``W`` allowing ``τ = 0`` when ``δ = 0`` (continuous free checkpoints): ``W = 1/(1 − λR)``."""
-    if interval_hours <= 0:
-        if write_hours > 0:
-            raise ValueError("a zero checkpoint interval needs zero write time")
-        loss = preemptions_per_hour * resume_hours
-        if loss >= 1:
-            raise SpotNeverFinishes(f"λ·R = {loss:.3f} ≥ 1: the job would never finish on spot")
-        return 1 / (1 - loss)
-    return wall_hours_per_useful_hour(preemptions_per_hour, interval_hours, write_hours, resume_hours)
-
-
 @dataclass(frozen=True)
 class NetcBreakdown:
-    r"""NETC of ``useful_gpu_hours`` of work on one spot substrate, with its parts.
-
-    ``wall_gpu_hours = T·W`` (billed), ``expected_preemptions = λ·T·W``, ``expected_lost_hours =
-    λ·T·W·(t_lost + R)`` (work redone plus resume time), ``netc = C·T·W + λ·T·W·F``.
-    """
+    """NETC of T useful GPU-hours on one spot substrate and its parts: ``λ·T·W`` preemptions and
+    ``λ·T·W·(t_lost + R)`` hours lost."""
 
     multiplier: float
-    useful_gpu_hours: float
-    wall_gpu_hours: float
     expected_preemptions: float
     expected_lost_hours: float
     netc: float
@@ -155,21 +98,11 @@ def netc_breakdown(
 ) -> NetcBreakdown:
     """Every NETC quantity for one (workload, spot substrate); raises :class:`SpotNeverFinishes`."""
     lam = preemptions_per_hour
-    w = multiplier_at(lam, interval_hours, write_hours, resume_hours)
+    w = wall_hours_per_useful_hour(lam, interval_hours, write_hours, resume_hours)
     wall = useful_gpu_hours * w
     preemptions = lam * wall
-    t_lost = expected_lost_hours(lam, interval_hours) if interval_hours > 0 and lam > 0 else 0.0
-    return NetcBreakdown(
-        multiplier=w,
-        useful_gpu_hours=useful_gpu_hours,
-        wall_gpu_hours=wall,
-        expected_preemptions=preemptions,
-        expected_lost_hours=preemptions * (t_lost + resume_hours),
-        netc=price_per_gpu_hour * wall + preemptions * resume_fee,
-    )
-
-
-# --- traces: λ from observed availability, and a replay of the job on it -----------------------------
+    lost = preemptions * (expected_lost_hours(lam, interval_hours) + resume_hours) if lam > 0 else 0.0
+    return NetcBreakdown(w, preemptions, lost, price_per_gpu_hour * wall + preemptions * resume_fee)
 
 
 #: Fewer observed preemptions than this and λ̂ is flagged as too small a sample to trust: at 10 events the 95 %
@@ -202,12 +135,8 @@ def _solve_mean(f: object, target: float, hi: float) -> float:
 
 
 def poisson_rate_interval(events: int, exposure_hours: float, confidence: float = 0.95) -> tuple[float, float]:
-    """Confidence interval for a Poisson rate from ``events`` seen in ``exposure_hours``.
-
-    The exact (Garwood) interval: the means at which seeing ``events`` or more (fewer) has probability
-    α/2, solved on the Poisson CDF up to 100 events; above that Byar's closed form (Rothman & Boice 1979),
-    within 0.1 % of it. With no event the lower end is 0.
-    """
+    """Confidence interval for a Poisson rate from ``events`` seen in ``exposure_hours``: exact (Garwood) up to
+    100 events, Byar's closed form above (Rothman & Boice 1979, within 0.1 % of it)."""
     if exposure_hours <= 0:
         return 0.0, math.inf
     alpha = 1 - confidence
@@ -226,11 +155,8 @@ def poisson_rate_interval(events: int, exposure_hours: float, confidence: float 
 
 @dataclass(frozen=True)
 class RateEstimate:
-    """``λ̂ = preemptions / available hours`` from a trace, with the hours it rests on.
-
-    Multi-node traces count node-hours: ``available_hours`` is summed over the ``nodes`` nodes, so λ̂ is per
-    node (per instance), the rate a substrate's ``interruptions_per_hour`` means.
-    """
+    """``λ̂ = preemptions / available hours`` from a trace; multi-node traces count node-hours, so λ̂ is per
+    node, the rate ``interruptions_per_hour`` means."""
 
     preemptions: int
     available_hours: float
@@ -267,31 +193,16 @@ class RateEstimate:
         return text
 
 
-def estimate_rate(unavailable: np.ndarray, gap_seconds: float) -> RateEstimate:
-    """λ̂ from a 0/1 availability series (1 = preempted/unavailable), one value per ``gap_seconds``.
-
-    A preemption is a 0 → 1 transition; available hours count the 0 steps.
-    """
-    u = np.asarray(unavailable, dtype=bool)
-    step_h = gap_seconds / 3600
-    events = int(np.count_nonzero(~u[:-1] & u[1:])) if len(u) > 1 else 0
-    return RateEstimate(events, float(np.count_nonzero(~u)) * step_h, len(u) * step_h)
-
-
 def node_series(unavailable_counts: np.ndarray, nodes: int) -> np.ndarray:
-    """Per-node 0/1 series (shape ``(nodes, steps)``) from a count of unavailable nodes per step.
-
-    Nodes are taken down last-up-first-down (node ``i`` is unavailable when the count is ``≥ nodes − i``), so
-    each rise of the count by ``j`` is ``j`` node preemptions and each step keeps ``nodes − count`` nodes up:
-    the pooled λ̂ does not depend on which node was hit.
-    """
+    """Per-node 0/1 series (``(nodes, steps)``) from a count of unavailable nodes, taken down last-up-first."""
     c = np.asarray(unavailable_counts, dtype=np.int64)
     levels = nodes - np.arange(nodes)[:, None]  # node i is down when c >= nodes - i
     return c[None, :] >= levels
 
 
-def estimate_rate_counts(unavailable_counts: np.ndarray, nodes: int, gap_seconds: float) -> RateEstimate:
-    """λ̂ per node from a multi-node trace: Σ rises of the unavailable count / Σ available node-hours."""
+def estimate_rate(unavailable_counts: np.ndarray, gap_seconds: float, nodes: int = 1) -> RateEstimate:
+    """λ̂ per node from the count of unavailable nodes (0/1 for one node) sampled every ``gap_seconds``: Σ rises of
+    the count / Σ available node-hours."""
     c = np.asarray(unavailable_counts, dtype=np.int64)
     step_h = gap_seconds / 3600
     events = int(np.clip(np.diff(c), 0, None).sum()) if len(c) > 1 else 0
@@ -304,11 +215,7 @@ def estimate_rate_from_events(event_hours: np.ndarray, observed_hours: float) ->
 
 
 def available_intervals(unavailable: np.ndarray, gap_seconds: float) -> np.ndarray:
-    """Lengths (hours) of the available runs of a trace taken as a cycle: each ends in a preemption.
-
-    The series is rotated to start at its first unavailable step so that a run spanning the end and
-    the start of the trace counts once. An all-available trace gives one infinite run.
-    """
+    """Lengths (hours) of the available runs of a trace taken as a cycle (a run that wraps counts once)."""
     u = np.asarray(unavailable, dtype=bool)
     if not u.any():
         return np.array([math.inf])
@@ -344,13 +251,8 @@ def replay(
     resume_fee: float = 0.0,
     max_cycles: int = 1_000_000,
 ) -> ReplayResult:
-    """Run ``useful_hours`` of checkpointed work through available runs (cycled), as one chain.
-
-    In each run the job first resumes (``R``, except the very first start), then alternates ``τ`` of
-    work and ``δ`` of checkpoint writing; when the run ends (a preemption) everything since the last
-    completed checkpoint is lost. Billed time is the whole run (or up to completion); unavailable
-    time is not billed. A multi-GPU job that sees the same preemptions scales linearly.
-    """
+    """Run ``useful_hours`` of checkpointed work through the available runs (cycled): each run resumes (R),
+    then alternates τ of work and δ of writing; a preemption loses the work since the last checkpoint."""
     tau, delta, r = interval_hours, write_hours, resume_hours
     cycle = tau + delta
     committed = billed = lost = 0.0

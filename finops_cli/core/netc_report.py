@@ -1,18 +1,5 @@
-r"""``finops netc``: NETC per (interruptible workload, compliant spot substrate), pure.
-
-For each pair, with the workload's demand :math:`D` units over the horizon and throughput
-:math:`\theta` on the substrate's accelerator, the useful GPU-hours are :math:`T = D/\theta` and
-
-.. math::
-
-    W = \frac{1 + \delta/\tau}{1 - \lambda (t_{lost} + R)}, \qquad
-    NETC = C T W + \lambda T W F, \qquad \tau^* = \sqrt{2\delta/\lambda}
-
-(:mod:`finops_cli.core.netc`). Beside it: the NETC at the Young/Daly interval :math:`\tau^*`, and the
-cheapest *stable* compliant alternative (any non-spot substrate, APIs included) pricing the same
-demand at its uncongested marginal price. With a trace, :math:`\lambda` is the trace's estimate and
-the job is replayed on it (:func:`finops_cli.core.netc.replay`) to set the realised cost beside the
-prediction.
+"""``finops netc``: NETC per (interruptible workload, compliant spot substrate), beside the NETC at the Young/Daly
+interval, the cheapest stable alternative and, with a trace, the job replayed on it (docs/economics.md §5).
 """
 
 from __future__ import annotations
@@ -23,17 +10,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from finops_cli.core.compliance import gate
-from finops_cli.core.netc import (
-    RateEstimate,
-    SpotNeverFinishes,
-    netc_breakdown,
-    replay,
-    young_daly_interval_hours,
-)
+from finops_cli.core.netc import RateEstimate, SpotNeverFinishes, netc_breakdown, replay, young_daly_interval_hours
 from finops_cli.core.pricing import (
-    DEFAULT_CHECKPOINT_MINUTES,
     base_price_per_gpu_hour,
     segments,
+    spot_terms,
     units_per_gpu_hour,
     useful_gpu_hour_price,
 )
@@ -79,23 +60,13 @@ class NetcRow:
         return asdict(self)
 
 
-def checkpoint_hours(workload: Workload) -> tuple[float, float]:
-    """``(τ, δ)`` in hours: the workload's checkpoint, else the default interval with no write time."""
-    if workload.checkpoint is not None:
-        return workload.checkpoint.interval_minutes / 60, workload.checkpoint.write_minutes / 60
-    return DEFAULT_CHECKPOINT_MINUTES / 60, 0.0
-
-
 def stable_alternative(
     workload: Workload, fleet: Fleet, demand_units: float, horizon_hours: float | None = None
 ) -> dict[str, object] | None:
     """The cheapest compliant non-spot way to serve the same demand: ``{substrate, kind, cost_per_unit, cost}``.
 
-    Without ``horizon_hours`` the cheapest by uncongested marginal price. With it, only destinations
-    that can carry the whole demand over the horizon alone qualify (``gpus × hours × θ ≥ demand``), so
-    that a small prepaid pool does not pose as the alternative; a purchasable commitment costs the
-    blocks it would need for the whole horizon, used or not. If none can carry it alone, the cheapest
-    per unit is returned with ``covers_demand: false``.
+    With ``horizon_hours`` only destinations that carry the whole demand alone qualify (a purchasable commitment
+    costs the blocks it needs for the whole horizon); if none does, the cheapest per unit, ``covers_demand: false``.
     """
     options: list[tuple[float, float, str, str, bool]] = []  # (cost, per_unit, id, kind, covers)
     for s in gate(workload, fleet).compliant:
@@ -132,13 +103,14 @@ def netc_row(
     horizon_hours: float | None = None,
 ) -> NetcRow:
     """NETC of ``workload``'s demand on spot ``substrate`` (λ from ``trace`` when given)."""
-    tau, delta = checkpoint_hours(workload)
+    lam = trace.rate.preemptions_per_hour if trace is not None else None
+    terms = spot_terms(substrate, workload, lam)
+    lam, tau, delta = terms.preemptions_per_hour, terms.interval_hours, terms.write_hours
     theta = units_per_gpu_hour(substrate, workload)
     useful = demand_units / theta
     price = base_price_per_gpu_hour(substrate) * substrate.preference
-    lam = trace.rate.preemptions_per_hour if trace is not None else (substrate.interruptions_per_hour or 0.0)
     # preference scales the fee as it scales the price: NETC / demand is the merit order's cost per unit
-    r_h, fee = substrate.resume_minutes / 60, substrate.resume_cost * substrate.preference
+    r_h, fee = terms.resume_hours, terms.resume_fee * substrate.preference
     tau_star = young_daly_interval_hours(delta, lam)
     row = NetcRow(
         workload=workload.id,

@@ -1,8 +1,7 @@
-"""Prices that are old or thin, called out where decisions are made (``plan``, ``stack``, ``gate``; issue 26 item 5).
+"""Prices that are old or thin, called out where decisions are made (``plan``, ``stack``, ``gate``).
 
-Pure and light (no pandas, no estate models): ``gate`` runs these over plan.json's ``prices[]`` and imports nothing
-else, ``plan`` and ``stack`` over :class:`finops_cli.estate.prices.PriceSource`. Ages are the ones recorded, counted
-to the plan's ``as_of``: nothing here reads the clock.
+Pure and light: ``gate`` runs these over plan.json's ``prices[]``, ``plan`` and ``stack`` over
+:class:`finops_cli.estate.prices.PriceSource`. Ages are those recorded, counted to the plan's ``as_of``.
 """
 
 from __future__ import annotations
@@ -10,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-#: Default ``--max-price-age`` (days from the price to ``--as-of``) by how the price was found: a spot-price feed moves
-#: by the hour, so 30 days; a reference (list) price changes a few times a year, so 180. ``--max-price-age DAYS``
-#: sets one limit for both.
+#: Default ``--max-price-age`` (days to ``--as-of``): a spot feed moves by the hour, a list price a few times a year
 DEFAULT_MAX_PRICE_AGE_DAYS: dict[str, float] = {"price_feed": 30.0, "price_ref": 180.0}
 #: A feed's statistic is thin when its data covers less than this share of its window ...
 THIN_FEED_COVERAGE = 0.9
@@ -52,8 +49,7 @@ def covered_text(hours: float) -> str:
 
 
 def stale_prices(prices: Iterable[_PriceRecord], max_age_days: float | None = None) -> list[str]:
-    """One sentence per price older than its limit (:func:`price_age_limit`); ages are those recorded, counted to
-    the plan's ``as_of``, so a gate reading plan.json never looks at the clock."""
+    """One sentence per price older than its limit (:func:`price_age_limit`)."""
     out = []
     for p in prices:
         limit = price_age_limit(p.method, max_age_days)
@@ -67,8 +63,7 @@ def stale_prices(prices: Iterable[_PriceRecord], max_age_days: float | None = No
 
 
 def thin_prices(prices: Iterable[_PriceRecord]) -> list[str]:
-    """One sentence per feed price whose window is not what it claims: data covering less than
-    :data:`THIN_FEED_COVERAGE` of the window, or fewer than :data:`THIN_FEED_SAMPLES` price changes in it."""
+    """One sentence per feed price whose data covers too little of its window or has too few price changes."""
     out = []
     for p in prices:
         if p.method != "price_feed" or p.covered_hours is None or not p.window_days:
@@ -86,6 +81,6 @@ def thin_prices(prices: Iterable[_PriceRecord]) -> list[str]:
 
 
 def price_warnings(prices: Iterable[_PriceRecord], max_age_days: float | None = None) -> list[str]:
-    """Stale and thin prices (:func:`stale_prices`, :func:`thin_prices`): what plan, stack and gate warn about."""
+    """Stale and thin prices: what plan, stack and gate warn about."""
     listed = list(prices)
     return stale_prices(listed, max_age_days) + thin_prices(listed)

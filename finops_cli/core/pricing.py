@@ -1,16 +1,11 @@
-"""Marginal prices of one GPU-hour (or one API unit) for a workload on a substrate.
+"""Marginal prices of one GPU-hour (or API unit) for a workload on a substrate: the one place the merit order,
+the planner, ``finops netc`` and the dispatch simulator get them from (docs/economics.md §2-§3).
 
-This is the single place the merit order, the planner, ``finops netc`` and the dispatch simulator get
-prices from: :func:`useful_gpu_hour_price` is ``(C·W + λ·W·F) × preference`` per *useful* GPU-hour (C
-the price, W the NETC multiplier, λ the preemption rate, F the resume fee; spot only, C elsewhere),
-plus the reliability penalty, split into convex congestion segments above ``comfortable_utilization``.
-Prices must already be resolved (see ``finops_cli.estate.prices``): a substrate reaching here has a
-number in ``price_per_gpu_hour``.
+Prices must be resolved first (:mod:`finops_cli.estate.prices`): every substrate here has ``price_per_gpu_hour``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
@@ -28,10 +23,7 @@ DEFAULT_CHECKPOINT_MINUTES = 30.0
 
 @dataclass(frozen=True)
 class Segment:
-    """A slice of a substrate's capacity with its own price per GPU-hour (or per unit for APIs).
-
-    ``capacity_gpus`` is GPUs (GPU-hours per hour); ``None`` means unbounded (APIs, uncapped on-demand).
-    """
+    """A slice of a substrate's capacity (GPUs; None: unbounded) with its own price per GPU-hour (APIs: per unit)."""
 
     index: int
     capacity_gpus: float | None
@@ -53,11 +45,8 @@ def capacity_gpus(substrate: Substrate, fleet: Fleet) -> float | None:
 
 @dataclass(frozen=True)
 class SpotTerms:
-    """The NETC inputs of one (workload, spot substrate) pair, in hours: λ, τ, δ, R and the fee F.
-
-    The one place the planner, ``finops netc`` and the plan replay (``finops simulate dispatch --plan``) read
-    them from, so the rate and checkpoint a plan was priced with are the ones its replay samples.
-    """
+    """The NETC inputs of one (workload, spot substrate) pair, in hours: λ, τ, δ, R and the fee F; the planner,
+    ``finops netc`` and the plan replay all read them here."""
 
     preemptions_per_hour: float
     interval_hours: float
@@ -76,8 +65,8 @@ class SpotTerms:
 def spot_terms(substrate: Substrate, workload: Workload, preemptions_per_hour: float | None = None) -> SpotTerms:
     """λ, τ, δ, R and F of ``workload`` on the spot ``substrate`` (``preemptions_per_hour`` overrides λ).
 
-    Non-interruptible work restarts from scratch on a preemption: modelled as a one-hour checkpoint interval
-    (one hour of work lost per restart); interruptible work without a ``checkpoint`` as 30 minutes, no write time.
+    Without a ``checkpoint``: interruptible work 30 minutes, no write time; non-interruptible work restarts from
+    scratch, modelled as a one-hour interval.
     """
     lam = (substrate.interruptions_per_hour or 0.0) if preemptions_per_hour is None else preemptions_per_hour
     if workload.checkpoint is not None:
@@ -90,10 +79,7 @@ def spot_terms(substrate: Substrate, workload: Workload, preemptions_per_hour: f
 
 
 def spot_multiplier(substrate: Substrate, workload: Workload, preemptions_per_hour: float | None = None) -> float:
-    """NETC multiplier W for ``workload`` on ``substrate`` (1 for non-spot substrates); see :func:`spot_terms`.
-
-    ``preemptions_per_hour`` overrides the substrate's λ.
-    """
+    """NETC multiplier W for ``workload`` on ``substrate`` (1 off spot); ``preemptions_per_hour`` overrides λ."""
     if substrate.kind != "spot":
         return 1.0
     return spot_terms(substrate, workload, preemptions_per_hour).multiplier
@@ -101,12 +87,8 @@ def spot_multiplier(substrate: Substrate, workload: Workload, preemptions_per_ho
 
 @dataclass(frozen=True)
 class UsefulHourPrice:
-    """Money for one *useful* GPU-hour of a workload on a substrate, and its parts (preference included).
-
-    ``billed`` is ``C·W`` (the GPU-hours the bill counts, re-work and resumes included), ``fees`` is
-    ``λ·W·F`` (resume fees of the expected preemptions), ``base`` is ``C`` (what the work would cost
-    without preemptions). ``total − base`` is the NETC overhead.
-    """
+    """Money for one *useful* GPU-hour (preference included): ``base`` C, ``billed`` C·W, ``fees`` λ·W·F;
+    ``total − base`` is the NETC overhead."""
 
     base: float
     multiplier: float
@@ -131,15 +113,14 @@ def useful_gpu_hour_price(
 ) -> UsefulHourPrice:
     """``(C·W + λ·W·F) × preference`` per useful GPU-hour: THE price every command ranks and bills by.
 
-    ``preemptions_per_hour`` overrides the substrate's λ (``finops netc --trace``). Raises
-    :class:`~finops_cli.core.netc.SpotNeverFinishes` where spot would never finish.
+    ``preemptions_per_hour`` overrides λ (``finops netc --trace``); raises :class:`SpotNeverFinishes`.
     """
     base = base_price_per_gpu_hour(substrate) * substrate.preference
     if substrate.kind != "spot":
         return UsefulHourPrice(base, 1.0, 0.0)
-    lam = (substrate.interruptions_per_hour or 0.0) if preemptions_per_hour is None else preemptions_per_hour
-    w = spot_multiplier(substrate, workload, lam)
-    return UsefulHourPrice(base, w, lam * w * substrate.resume_cost * substrate.preference)
+    terms = spot_terms(substrate, workload, preemptions_per_hour)
+    w = terms.multiplier
+    return UsefulHourPrice(base, w, terms.preemptions_per_hour * w * terms.resume_fee * substrate.preference)
 
 
 def base_price_per_gpu_hour(substrate: Substrate) -> float:
@@ -161,11 +142,8 @@ def reliability_penalty(substrate: Substrate, workload: Workload, fleet: Fleet, 
 
 
 def segments(substrate: Substrate, workload: Workload, fleet: Fleet, mode: Mode = "cost") -> list[Segment]:
-    """Convex piecewise-linear price of ``workload``'s GPU-hours on ``substrate``.
-
-    Segment 0 runs to ``comfortable_utilization × capacity`` at :func:`useful_gpu_hour_price` (``(C·W +
-    λ·W·F) × preference``); each fleet congestion step above it multiplies that price. API substrates are
-    one unbounded segment priced per unit (the caller divides nothing: throughput is 1 unit per "GPU-hour" there).
+    """Convex piecewise-linear price of ``workload``'s GPU-hours on ``substrate``: :func:`useful_gpu_hour_price`
+    up to ``comfortable_utilization``, times each congestion step above it; an API is one unbounded segment per unit.
     """
     penalty = reliability_penalty(substrate, workload, fleet, mode)
     if substrate.kind == "api":
@@ -198,19 +176,11 @@ def cost_per_unit(substrate: Substrate, workload: Workload, fleet: Fleet, mode: 
     return (seg.usd_per_gpu_hour + seg.penalty_per_gpu_hour) / units_per_gpu_hour(substrate, workload)
 
 
-def is_finite(x: float | None) -> bool:
-    return x is not None and math.isfinite(x)
-
-
 def priced_destinations(
     workload: Workload, fleet: Fleet, price: Callable[[Substrate], T]
 ) -> tuple[list[tuple[Substrate, T]], dict[str, list[str]]]:
-    """Each compliant substrate with ``price(substrate)``, and the excluded ones with their reasons.
-
-    The one place the merit order, the planner and the dispatch simulator apply the gate: non-compliant
-    substrates keep the gate's reasons; spot the workload would never finish on (``price`` raises
-    :class:`~finops_cli.core.netc.SpotNeverFinishes`) is excluded as ``spot refused: …``.
-    """
+    """Each compliant substrate with ``price(substrate)``, and the excluded ones with their reasons (spot the
+    workload would never finish on: ``spot refused: …``); the one place the gate is applied before pricing."""
     result = gate(workload, fleet)
     excluded = dict(result.excluded)
     priced: list[tuple[Substrate, T]] = []

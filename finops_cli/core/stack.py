@@ -1,25 +1,5 @@
-r"""The merit order: one workload's compliant supply, cheapest unit of usable output first.
-
-Every compliant substrate is priced in the workload's unit (docs/economics.md §5):
-
-.. math::
-
-    c_{s,k} = \frac{p_s \cdot \text{preference}_s \cdot W_s \cdot m_k + \pi_s}{\theta_{w,a(s)}}
-
-with :math:`p_s` the resolved marginal price per GPU-hour, :math:`W_s` the NETC multiplier (spot only),
-:math:`m_k` the congestion multiplier of segment :math:`k` (1 below ``comfortable_utilization``),
-:math:`\pi_s` the reliability penalty (latency-critical work on spot in reliability mode) and
-:math:`\theta` the workload's throughput (units per GPU-hour) on the substrate's accelerator. APIs are
-priced per unit directly. Capacity is per hour: ``capacity_units = GPUs in the segment × θ`` (None =
-unbounded). Steps sort by cost per unit, then substrate id, then segment, so ties are deterministic.
-
-Given demand :math:`D` (units per hour), the *marginal step* is the first whose cumulative capacity
-reaches :math:`D`, and the *clearing price* is that step's cost per unit: what one more unit costs.
-
-Purchasable commitments (``purchasable`` on a reserved substrate) appear as steps flagged
-``purchasable`` at their price if fully used (``price_per_gpu_hour × preference / θ``), so the curve
-shows the option the planner may buy. Only compliant substrates ever reach this module's output:
-:func:`build_stack` runs the gate first.
+"""The merit order: one workload's compliant supply, cheapest unit of usable output first, cleared against its
+demand (docs/economics.md §2). The gate runs first, so only compliant substrates reach the steps.
 """
 
 from __future__ import annotations
@@ -34,11 +14,8 @@ from finops_cli.schema.estate import Fleet, Substrate, Workload
 
 @dataclass(frozen=True)
 class StackStep:
-    """One step of the supply curve, in the workload's unit.
-
-    ``cost_per_unit`` ranks (money + penalty); ``usd_per_unit`` is money only; ``capacity_units`` is
-    units per hour (None = unbounded); ``cumulative_units`` is the running total (None once unbounded).
-    """
+    """One step of the supply curve in the workload's unit: ``cost_per_unit`` (money + penalty) ranks,
+    ``usd_per_unit`` is money; capacities are units per hour (None: unbounded)."""
 
     substrate: str
     kind: str
@@ -128,10 +105,7 @@ def _substrate_steps(s: Substrate, workload: Workload, fleet: Fleet, mode: Mode)
 
 
 def merit_order(workload: Workload, fleet: Fleet, mode: Mode = "cost") -> tuple[list[StackStep], dict[str, list[str]]]:
-    """Compliant steps sorted cheapest first (with cumulative capacity) and the exclusions with reasons.
-
-    Spot the workload would never finish on (λ·(t_lost + R) ≥ 1) is excluded with that reason.
-    """
+    """Compliant steps sorted cheapest first (with cumulative capacity) and the exclusions with reasons."""
     priced, excluded = priced_destinations(workload, fleet, lambda s: _substrate_steps(s, workload, fleet, mode))
     steps = [step for _s, substrate_steps in priced for step in substrate_steps]
     steps.sort(key=lambda st: (st.cost_per_unit, st.purchasable, st.substrate, st.segment))
@@ -145,11 +119,8 @@ def merit_order(workload: Workload, fleet: Fleet, mode: Mode = "cost") -> tuple[
 
 
 def clear(steps: list[StackStep], demand_units: float) -> tuple[int | None, float | None, float | None]:
-    """``(marginal step index, clearing price, shortfall)`` for ``demand_units`` per hour.
-
-    The marginal step is the first whose cumulative capacity reaches the demand; with demand above
-    every finite step and nothing unbounded, there is no clearing price and the shortfall is the rest.
-    """
+    """``(marginal step index, clearing price, shortfall)`` for ``demand_units`` per hour: the marginal step is
+    the first whose cumulative capacity reaches the demand."""
     if demand_units <= 0 or not steps:
         return None, None, (demand_units if demand_units > 0 else None)
     for i, st in enumerate(steps):
@@ -167,13 +138,7 @@ def build_stack(
 ) -> Stack:
     """The merit order of ``workload`` on ``fleet`` (None: generic GPU-hours), cleared against ``demand_units``.
 
-    Prices must be resolved first (:func:`finops_cli.estate.prices.resolve_fleet`).
-
-    Raises
-    ------
-    NoCompliantDestination
-        ``workload`` may run nowhere in the fleet (exit 3), with every substrate's exclusion reasons, as
-        ``finops plan`` does: an empty curve is not an answer.
+    Raises :class:`NoCompliantDestination` (exit 3) when ``workload`` may run nowhere: an empty curve is no answer.
     """
     w = workload or generic_workload(fleet)
     steps, excluded = merit_order(w, fleet, mode)

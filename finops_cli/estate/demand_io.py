@@ -1,7 +1,5 @@
-"""The I/O half of demand: read profile CSVs (relative to ``workloads.yaml``) and observed GPU-hours from the store.
-
-:func:`estate_demand` is what the planner calls: ``(estate, horizon, store) → DataFrame`` of units per
-hour (index hour 0…hours-1, one column per workload). The arithmetic is in :mod:`finops_cli.core.demand`.
+"""The I/O half of demand: profile CSVs (relative to ``workloads.yaml``) and observed GPU-hours from the store; the
+arithmetic is :mod:`finops_cli.core.demand`.
 """
 
 from __future__ import annotations
@@ -16,9 +14,7 @@ import pandas as pd
 from finops_cli.core.demand import Horizon, demand_frame, extend_observed
 from finops_cli.errors import InputError
 from finops_cli.estate.load import Estate
-from finops_cli.estate.profiles import KIND as PROFILE_KIND
 from finops_cli.estate.profiles import parse_profile, profile_path
-from finops_cli.files import read_csv_bytes
 from finops_cli.schema.estate import Workload
 from finops_cli.store import engine
 from finops_cli.store.queries import (
@@ -33,27 +29,14 @@ if TYPE_CHECKING:
 
 
 def read_profile(path: Path) -> pd.DataFrame:
-    """A demand profile CSV (:func:`~finops_cli.estate.profiles.parse_profile`) as a frame ``hour,units``.
-
-    ``hour`` is int64 offsets or UTC timestamps; errors name the file, line and column.
-
-    """
-    data = read_csv_bytes(path, kind=PROFILE_KIND)
-    profile = parse_profile(path, data)
+    """A demand profile CSV as a frame ``hour,units`` (``hour``: int64 offsets or UTC timestamps)."""
+    profile = parse_profile(path)
     hour = (
         pd.to_datetime(pd.Series(profile.hours), utc=True)
         if profile.timestamped
         else pd.Series(profile.hours, dtype="int64")
     )
     return pd.DataFrame({"hour": hour, "units": pd.Series(profile.units, dtype=float)})
-
-
-def _pick(columns: list[str], *names: str) -> str | None:
-    lower = {c.lower(): c for c in columns}
-    for n in names:
-        if n.lower() in lower:
-            return lower[n.lower()]
-    return None
 
 
 #: how each reader measures a quantity, for the notes: (quantity, source) -> words
@@ -66,11 +49,8 @@ QUANTITY_WORDS = {
 
 @dataclass(frozen=True)
 class ObservedDemand:
-    """GPU-hours observed in the store for one ``from_store`` workload, and exactly what they measure.
-
-    ``first_hour``/``end_hour`` bound the horizon hours the observations cover (``end`` exclusive);
-    ``extend`` is how the hours outside them were filled (see :func:`finops_cli.core.demand.extend_observed`).
-    """
+    """GPU-hours observed in the store for one ``from_store`` workload, what they measure, the horizon hours
+    ``[first_hour, end_hour)`` they cover and how the rest was filled (``extend``)."""
 
     workload: str
     tag: str
@@ -138,13 +118,10 @@ def _query_params(horizon: Horizon) -> dict[str, object]:
 def _observed_from_utilization(
     store: Store, tag: str, value: str, horizon: Horizon, quantity: str
 ) -> pd.DataFrame | None:
-    """Busy or allocated GPU-hours per hour × accelerator of the devices whose ``tag`` column is ``value``.
-
-    Summed in DuckDB from ``utilization_hourly`` (thousands of rows a month), else from the samples of the
-    horizon's month partitions; what reaches pandas is one row per hour and accelerator.
-    """
-    column = _pick(list(UTILIZATION_TAG_COLUMNS), tag, f"x_{tag}")
-    if column is None or not store.has("utilization"):
+    """Busy or allocated GPU-hours per hour × accelerator of the devices whose ``tag`` column is ``value``, summed
+    in the engine (from ``utilization_hourly`` when built)."""
+    column = tag.lower()
+    if column not in UTILIZATION_TAG_COLUMNS or not store.has("utilization"):
         return None
     hourly = store.has_aggregate("utilization_hourly", ("observed_until",))
     query = DEMAND_FROM_UTILIZATION_HOURLY if hourly else DEMAND_FROM_UTILIZATION
@@ -156,12 +133,8 @@ def _observed_from_utilization(
 
 
 def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon, quantity: str) -> pd.DataFrame | None:
-    """Allocated GPU-hours billed (a bill knows how long GPUs were held, not how busy they were).
-
-    ``Σ ConsumedQuantity × x_GpuCount`` per hour × accelerator of the GPU lines whose ``Tags`` carry
-    ``tag = value``, summed in DuckDB: from ``billing_hourly`` for the team tag, else from the horizon's
-    billing partitions with the tag read by ``json_extract_string`` in the engine.
-    """
+    """Allocated GPU-hours billed (``Σ ConsumedQuantity × x_GpuCount`` per hour × accelerator of the lines whose
+    ``Tags`` carry ``tag = value``): a bill knows how long GPUs were held, not how busy they were."""
     if not store.has("billing"):
         return None
     params = {**_query_params(horizon), "value": value}
@@ -173,14 +146,8 @@ def _observed_from_billing(store: Store, tag: str, value: str, horizon: Horizon,
 
 
 def observe(store: Store, workload: Workload, horizon: Horizon) -> ObservedDemand | None:
-    """GPU-hours observed in the store for ``workload.demand.from_store`` over ``horizon``, or None.
-
-    Busy GPU-hours come from the utilisation dataset (``Σ utilization × interval``) for devices whose
-    ``tag`` column equals the value; allocated GPU-hours from it too (``Σ interval``). Without a matching
-    trace, GPU-hours billed (ConsumedQuantity × x_GpuCount, allocated) for billing lines whose ``Tags``
-    carry it, whichever quantity was asked: :meth:`ObservedDemand.note` says so. Both are summed per hour
-    and accelerator in the engine (:mod:`finops_cli.store.queries`), never read line by line.
-    """
+    """GPU-hours observed in the store for ``workload.demand.from_store`` over ``horizon`` (utilisation first,
+    else allocated GPU-hours billed, whichever quantity was asked: the note says so), or None."""
     spec = workload.demand.from_store
     assert spec is not None
     readers = ((_observed_from_utilization, "utilization"), (_observed_from_billing, "billing"))
@@ -208,11 +175,8 @@ def observe(store: Store, workload: Workload, horizon: Horizon) -> ObservedDeman
 def read_demand_inputs(
     estate: Estate, horizon: Horizon, store: Store | None = None
 ) -> tuple[dict[str, pd.DataFrame], dict[str, ObservedDemand]]:
-    """Profiles (by workload id) and observed GPU-hours (by workload id) that the workloads need.
-
-    A ``from_store`` workload whose observations cover less than the horizon is refused (exit 2, naming
-    ``demand.from_store.extend``) unless it says how to fill the rest.
-    """
+    """Profiles and observed GPU-hours (by workload id) that the workloads need; observations that cover less than
+    the horizon are refused (exit 2) unless ``demand.from_store.extend`` says how to fill the rest."""
     profiles: dict[str, pd.DataFrame] = {}
     observed: dict[str, ObservedDemand] = {}
     for w in estate.workloads.workloads:
@@ -248,7 +212,8 @@ def read_demand_inputs(
 def estate_demand_sources(
     estate: Estate, horizon: Horizon, store: Store | None = None
 ) -> tuple[pd.DataFrame, list[ObservedDemand]]:
-    """:func:`estate_demand` plus what each ``from_store`` demand measured and how it was extended."""
+    """Units per hour of every workload over ``horizon`` (index hour 0…hours-1, a column per workload id), and what
+    each ``from_store`` demand measured."""
     profiles, observed = read_demand_inputs(estate, horizon, store)
     frame = demand_frame(estate.workloads.workloads, horizon, profiles, {k: o.frame for k, o in observed.items()})
     for wid, obs in observed.items():
@@ -256,31 +221,12 @@ def estate_demand_sources(
     return frame, list(observed.values())
 
 
-def estate_demand(estate: Estate, horizon: Horizon, store: Store | None = None) -> pd.DataFrame:
-    """Units per hour for every workload of ``estate`` over ``horizon``.
-
-    Returns a DataFrame indexed by hour offset (``0 … horizon.hours-1``, name ``hour``) with one float
-    column per workload id, in ``workloads.yaml`` order, each in that workload's own unit.
-    """
-    return estate_demand_sources(estate, horizon, store)[0]
-
-
-def infer_horizon(estate: Estate, default: Horizon | None = None) -> Horizon:
-    """A horizon when none is given: the calendar month of the earliest timestamped profile row.
-
-    Falls back to ``default``, else the current UTC month. (The planner's own default, the latest
-    month in the store, is its business; this is for ``finops stack``/``netc`` without a store.)
-    """
+def profile_month(estate: Estate) -> str | None:
+    """The month (``YYYY-MM``) of the earliest timestamped profile row, if any profile is timestamped."""
     for w in estate.workloads.workloads:
         if w.demand.profile is None:
             continue
         prof = read_profile(profile_path(estate, w))
         if not prof.empty and not pd.api.types.is_numeric_dtype(prof["hour"]):
-            first = prof["hour"].min()
-            return Horizon.month(f"{first.year:04d}-{first.month:02d}")
-    if default is not None:
-        return default
-    from datetime import UTC, datetime
-
-    now = datetime.now(UTC)
-    return Horizon.month(f"{now.year:04d}-{now.month:02d}")
+            return f"{prof['hour'].min():%Y-%m}"
+    return None

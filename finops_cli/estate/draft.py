@@ -1,21 +1,6 @@
-"""``finops estate draft``: a first fleet.yaml and workloads.yaml written from the store.
-
-What is inferred, from one billing month (default: the one default-month rule,
-:func:`finops_cli.estate.horizon.default_month`) and its utilisation:
-
-- one substrate per (provider, billing account, region, instance type, pricing category) seen in the GPU
-  lines (:data:`~finops_cli.schema.billing.GPU_LINE_SQL`: GPU-hours, or usage of a GPU instance type such as a
-  GCP machine's core and RAM SKUs) that carry GPU-hours: ``kind`` from the pricing category (the baseline's own map,
-  :data:`finops_cli.core.baseline.PRICING_CATEGORY_KIND`), ``gpus`` = peak concurrent GPUs (each line
-  spreads its GPU-hours evenly over its charge period), the effective $/GPU-hour
-  (``Σ EffectiveCost ÷ Σ x_GpuHours``) and a ``match: {BillingAccountId: …}`` so the baseline
-  (:func:`finops_cli.core.baseline.match_billing`) selects exactly these lines;
-- one workload per ``workload`` tag value (else ``team``; else ``untagged``), demand in GPU-hours: busy
-  GPU-hours (``Σ utilization × interval``) when the month has utilisation for it, else billed GPU-hours.
-
-What cannot be inferred is written as an explicit assumption with a ``NOT INFERRED`` comment: throughput
-(1 unit per GPU-hour on every accelerator), compliance (jurisdiction guessed from the region, workloads
-unconstrained), SLO (``standard``), spot preemption rates, owned hardware's marginal cost.
+"""``finops estate draft``: a first fleet.yaml and workloads.yaml written from one month of the store's GPU billing
+lines and utilisation (what is inferred and what is not: docs/analyst.md). What the bill cannot tell is written
+as an explicit assumption marked ``NOT INFERRED``.
 """
 
 from __future__ import annotations
@@ -23,13 +8,27 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import yaml
 
+from finops_cli.atomic import check_writable, write_text
 from finops_cli.core.baseline import PRICING_CATEGORY_KIND
+from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
+from finops_cli.estate.horizon import default_month
+from finops_cli.store import engine
+from finops_cli.store.queries import (
+    DRAFT_ACCELERATORS,
+    DRAFT_BUSY_HOURLY,
+    DRAFT_CURRENCIES,
+    DRAFT_GPU_EVENTS,
+    DRAFT_SUBSTRATES,
+    DRAFT_WORKLOAD_PERIODS,
+    DRAFT_WORKLOAD_TEAMS,
+)
 from finops_cli.store.store import Store
 
 #: The key a draft substrate groups GPU lines by (store columns).
@@ -76,21 +75,14 @@ def _jurisdiction(region: str | None) -> str:
 
 
 def peak_from_events(events: pd.DataFrame) -> float:
-    """The peak of the running sum of GPUs started (+) and ended (−), one row per instant ``t`` (net ``d``).
-
-    Netting an instant first is what "a period ending frees its GPUs before the next one starts" means.
-    """
+    """The peak of the running sum of GPUs started (+) and ended (−), one row per instant ``t`` (net ``d``): a
+    period ending frees its GPUs before the next one starts."""
     running = events.sort_values("t", kind="stable")["d"].cumsum()
     return float(max(running.max(), 0.0)) if len(running) else 0.0
 
 
 def _params(store: Store, month: str | None, currency: str | None) -> tuple[str, str, str]:
-    """The month (default: the one default-month rule, :func:`finops_cli.estate.horizon.default_month`), why, and
-    the currency of its GPU lines; exit 2 if ambiguous."""
-    from finops_cli.estate.horizon import default_month
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_CURRENCIES
-
+    """The month (default: the default-month rule), why, and the currency of its GPU lines; exit 2 if ambiguous."""
     periods = store.partition_values("billing", "billing_period") if store.has("billing") else []
     if not periods:
         raise InputError("no billing in the store; run 'finops ingest billing' first", path=store.location)
@@ -125,19 +117,6 @@ def _params(store: Store, month: str | None, currency: str | None) -> tuple[str,
     return month, currency, reason
 
 
-def _busy_hours(store: Store, month: str) -> pd.Series:
-    """Busy GPU-hours per workload id (``workload`` column, else ``team``) in ``month``'s utilisation."""
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_BUSY_HOURS
-
-    if not store.has("utilization") or month not in store.partition_values("utilization", "month"):
-        return pd.Series(dtype=float)
-    frame = engine.run_pandas(store, DRAFT_BUSY_HOURS, {"month": month, "untagged": UNTAGGED})
-    if frame is None:
-        return pd.Series(dtype=float)
-    return frame.set_index("workload")["busy_hours"].astype(float).fillna(0.0)
-
-
 def _key(frame: pd.DataFrame) -> pd.Series:
     """Each row's substrate key as one tuple (None for missing parts)."""
     key = frame[SUBSTRATE_KEY].astype(object).where(frame[SUBSTRATE_KEY].notna(), None)
@@ -153,9 +132,6 @@ def _most_frequent(frame: pd.DataFrame, by: str, value: str, count: str) -> dict
 
 
 def _substrate_rows(store: Store, month: str, currency: str, hours: int) -> list[dict]:
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_ACCELERATORS, DRAFT_GPU_EVENTS, DRAFT_SUBSTRATES
-
     params = {"month": month, "currency": currency}
     subs = engine.run_pandas(store, DRAFT_SUBSTRATES, params)
     if subs is None or subs.empty:
@@ -266,8 +242,7 @@ def _fleet_yaml(rows: list[dict], month: str, currency: str) -> str:
 
 def spread_hourly(periods: pd.DataFrame, start: pd.Timestamp, hours: int) -> np.ndarray:
     """GPU-hours per clock hour of ``[start, start + hours)``: each row's ``gpu_hours`` spread evenly over its charge
-    period ``s``..``e`` (to the minute), the same assumption :func:`peak_from_events`'s events make. What falls outside
-    the horizon is left out (a line that starts in the month before counts its part in this one)."""
+    period ``s``..``e`` (to the minute), as :func:`peak_from_events` assumes; what falls outside is left out."""
     minutes = hours * 60
     if periods.empty:
         return np.zeros(hours)
@@ -298,9 +273,6 @@ def _period_words(hours: pd.Series) -> str:
 
 def _hourly_profiles(store: Store, month: str, currency: str, hours: int) -> dict[str, tuple[np.ndarray, str]]:
     """Per workload tag: GPU-hours per hour of the month from its billing lines, and the lines' period lengths."""
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_WORKLOAD_PERIODS
-
     params = {"month": month, "currency": currency, "untagged": UNTAGGED}
     periods = engine.run_pandas(store, DRAFT_WORKLOAD_PERIODS, params)
     start = pd.Timestamp(f"{month}-01", tz="UTC")
@@ -315,9 +287,6 @@ def _hourly_profiles(store: Store, month: str, currency: str, hours: int) -> dic
 
 def _busy_profiles(store: Store, month: str, hours: int) -> dict[str, np.ndarray]:
     """Per workload tag: busy GPU-hours per hour of the month from utilisation."""
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_BUSY_HOURLY
-
     if not store.has("utilization") or month not in store.partition_values("utilization", "month"):
         return {}
     frame = engine.run_pandas(store, DRAFT_BUSY_HOURLY, {"month": month, "untagged": UNTAGGED})
@@ -334,28 +303,27 @@ def _busy_profiles(store: Store, month: str, hours: int) -> dict[str, np.ndarray
     return out
 
 
-def _workload_rows(store: Store, month: str, currency: str, busy: pd.Series, hours: int) -> list[dict]:
-    from finops_cli.store import engine
-    from finops_cli.store.queries import DRAFT_WORKLOAD_TEAMS
-
+def _workload_rows(store: Store, month: str, currency: str, hours: int) -> list[dict]:
     groups = engine.run_pandas(
         store, DRAFT_WORKLOAD_TEAMS, {"month": month, "currency": currency, "untagged": UNTAGGED}
     )
     assert groups is not None
     billed_profiles = _hourly_profiles(store, month, currency, hours)
-    busy_profiles = _busy_profiles(store, month, hours) if len(busy) else {}
+    busy_profiles = _busy_profiles(store, month, hours)
+    busy = {name: float(profile.sum()) for name, profile in busy_profiles.items()}
     billed = groups.groupby("workload")["gpu_hours"].sum()
     teams = _most_frequent(groups.assign(team=groups["team"].fillna("unassigned")), "workload", "team", "lines")
-    names = sorted(set(billed.index) | set(busy.index))
-    rows, used = [], set()
+    names = sorted(set(billed.index) | set(busy))
+    rows: list[dict[str, Any]] = []
+    used: set[str] = set()
     for name in names:
-        use_busy = name in busy.index and busy[name] > 0
+        use_busy = busy.get(name, 0.0) > 0
         wid = _slug(name)
         while wid in used:
             wid += "-x"
         used.add(wid)
         profile, shape = (
-            (busy_profiles.get(name, np.zeros(hours)), "busy GPU-hours per hour from utilisation")
+            (busy_profiles[name], "busy GPU-hours per hour from utilisation")
             if use_busy
             else billed_profiles.get(name, (np.zeros(hours), "no GPU-hours"))
         )
@@ -364,7 +332,7 @@ def _workload_rows(store: Store, month: str, currency: str, busy: pd.Series, hou
                 "id": wid,
                 "tag": name,
                 "team": str(teams.get(name, name if name not in billed.index else "unassigned")),
-                "gpu_hours": float(busy[name] if use_busy else billed[name]),
+                "gpu_hours": float(busy[name] if use_busy else billed.get(name, 0.0)),
                 "basis": "utilisation" if use_busy else "billing",
                 "billed": float(billed.get(name, 0.0)),
                 "profile": profile,
@@ -423,12 +391,10 @@ def _workloads_yaml(rows: list[dict], accelerators: list[str], month: str) -> st
 
 def draft_estate(store: Store, *, month: str | None = None, currency: str | None = None) -> Draft:
     """Draft fleet.yaml and workloads.yaml from ``store``'s GPU billing lines (and utilisation) of ``month``."""
-    from finops_cli.core.demand import Horizon
-
     month, currency, reason = _params(store, month, currency)
     hours = Horizon.month(month).hours
     subs = _substrate_rows(store, month, currency, hours)
-    work = _workload_rows(store, month, currency, _busy_hours(store, month), hours)
+    work = _workload_rows(store, month, currency, hours)
     accelerators = sorted({r["accelerator"] for r in subs})
     return Draft(
         fleet_yaml=_fleet_yaml(subs, month, currency),
@@ -446,8 +412,6 @@ def draft_estate(store: Store, *, month: str | None = None, currency: str | None
 
 def write_draft(draft: Draft, out: Path, *, force: bool = False) -> tuple[Path, Path]:
     """Write ``fleet.yaml`` and ``workloads.yaml`` into ``out``; refuse to overwrite unless ``force``."""
-    from finops_cli.atomic import check_writable, write_text
-
     check_writable(out, directory=True)
     fleet, workloads = out / "fleet.yaml", out / "workloads.yaml"
     profiles = {out / name: text for name, text in draft.profiles.items()}

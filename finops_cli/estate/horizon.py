@@ -1,13 +1,6 @@
-"""The one default-month rule every command uses (``plan``, ``stack``, ``netc``, ``simulate dispatch``,
-``waste``, ``estate draft``, ``costs --chargeback`` and ``costs --compare``): :func:`default_month`.
-
-Without ``--horizon``/``--month`` a command uses the **latest month with GPU usage in the store**
-(billing lines with GPU-hours, or utilisation samples); else the first month a timestamped demand
-profile covers (commands that read an estate); else the latest billing period (no GPU line anywhere);
-else the current calendar month at ``--as-of`` (UTC). A month with only non-GPU lines (a stray $0.24
-storage charge) never decides. Each command prints the month and why on stderr, and warns when the
-store's utilisation, its billing and the horizon are different months: the baseline, the idle waste
-and the plan would then describe different periods.
+"""The one default-month rule every command without ``--horizon``/``--month`` uses (:func:`default_month`): the
+latest month with GPU usage in the store, else the month dated demand profiles cover, else the latest billing
+period, else the current month at ``--as-of`` (docs/economics.md §1, "The default month").
 """
 
 from __future__ import annotations
@@ -17,6 +10,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from finops_cli.core.demand import Horizon
+from finops_cli.estate.demand_io import profile_month
+from finops_cli.store import engine
+from finops_cli.store.queries import LATEST_BILLED_GPU_MONTH, LATEST_BILLED_GPU_MONTH_HOURLY
 
 if TYPE_CHECKING:
     from finops_cli.estate.load import Estate
@@ -39,9 +35,6 @@ class HorizonChoice:
 
 def latest_billed_gpu_month(store: Store) -> str | None:
     """The latest ``billing_period`` with GPU-hours > 0 (non-GPU lines never decide the month)."""
-    from finops_cli.store import engine
-    from finops_cli.store.queries import LATEST_BILLED_GPU_MONTH, LATEST_BILLED_GPU_MONTH_HOURLY
-
     hourly = store.has_aggregate("billing_hourly")
     table = engine.run(store, LATEST_BILLED_GPU_MONTH_HOURLY if hourly else LATEST_BILLED_GPU_MONTH)
     month = table.column("month")[0].as_py() if table is not None and table.num_rows else None
@@ -54,16 +47,6 @@ def latest_utilization_month(store: Store) -> str | None:
     return months[-1] if months else None
 
 
-def _profile_month(estate: Estate | None) -> str | None:
-    if estate is None:
-        return None
-    from finops_cli.estate.demand_io import infer_horizon
-
-    sentinel = Horizon(datetime(1970, 1, 1, tzinfo=UTC), 1)
-    hz = infer_horizon(estate, sentinel)
-    return None if hz is sentinel else f"{hz.start:%Y-%m}"
-
-
 @dataclass(frozen=True)
 class MonthChoice:
     """The month the default-month rule picked, why, and what the store holds (for warnings)."""
@@ -73,14 +56,9 @@ class MonthChoice:
     billed: str | None = None  # latest billing period with GPU-hours
     utilisation: str | None = None  # latest month with utilisation samples
 
-    @property
-    def line(self) -> str:
-        """``month: 2024-09: latest month with GPU usage in the store (…)``: what a command prints on stderr."""
-        return f"month: {self.month}: {self.reason}"
-
 
 def default_month(store: Store | None, estate: Estate | None = None, as_of: datetime | None = None) -> MonthChoice:
-    """The one default-month rule (module docstring): every command without ``--month``/``--horizon`` asks here."""
+    """The one default-month rule (module docstring)."""
     has_billing = store is not None and store.has("billing")
     billed = latest_billed_gpu_month(store) if store is not None and has_billing else None
     util = latest_utilization_month(store) if store is not None else None
@@ -91,7 +69,7 @@ def default_month(store: Store | None, estate: Estate | None = None, as_of: date
         later = [p for p in periods if p > month]
         skipped = f"; later billing periods without GPU lines: {', '.join(later)}" if later else ""
         reason = f"latest month with GPU usage in the store ({seen}{skipped})"
-    elif (profile := _profile_month(estate)) is not None:
+    elif estate is not None and (profile := profile_month(estate)) is not None:
         month, reason = profile, "the month the demand profiles cover (no GPU usage in the store)"
     elif periods:
         month, reason = periods[-1], "the latest billing period (no GPU usage in the store)"
@@ -109,13 +87,10 @@ def choose_horizon(
     if given is None:
         picked = default_month(store, estate, as_of)
         hz, reason, billed, util = Horizon.month(picked.month), picked.reason, picked.billed, picked.utilisation
-        return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
-    billed = latest_billed_gpu_month(store) if store is not None and store.has("billing") else None
-    util = latest_utilization_month(store) if store is not None else None
-    if isinstance(given, Horizon):
-        hz, reason = given, "as given"
     else:
-        hz, reason = Horizon.parse(given), "`horizon`"
+        billed = latest_billed_gpu_month(store) if store is not None and store.has("billing") else None
+        util = latest_utilization_month(store) if store is not None else None
+        hz, reason = (given, "as given") if isinstance(given, Horizon) else (Horizon.parse(given), "`horizon`")
     return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
 
 
@@ -126,7 +101,7 @@ def month_warnings(hz: Horizon, billed: str | None, util: str | None) -> list[st
         months["billing (GPU-hours)"] = billed
     if util:
         months["utilisation"] = util
-    if len(set(months.values())) <= 1 or len(months) == 1:
+    if len(set(months.values())) <= 1:
         return []
     said = ", ".join(f"{k} {v}" for k, v in months.items())
     return [f"different months: {said}; the baseline, idle waste and plan describe different periods (`horizon`)"]

@@ -1,8 +1,5 @@
-"""The priced estate: a fleet (and its workloads) priced once for one horizon and one as-of instant.
-
-Every command that prices builds one :class:`PricedEstate` (:func:`price_estate`) and hands it to ``stack``,
-``netc``, ``plan``, the report's supply curve and ``simulate dispatch``: fleet.yaml is parsed once, each price
-feed resolved once and the demand read once per command.
+"""The priced estate: a fleet (and its workloads) priced once for one horizon and one as-of instant, then handed
+to ``stack``, ``netc``, ``plan``, the report and ``simulate dispatch``.
 """
 
 from __future__ import annotations
@@ -13,15 +10,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from finops_cli.estate.demand_io import ObservedDemand, estate_demand_sources
 from finops_cli.estate.horizon import choose_horizon
 from finops_cli.estate.load import Estate
 from finops_cli.estate.prices import needs_store, resolve_fleet
+from finops_cli.store import open_store, store_exists
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from finops_cli.core.demand import Horizon
-    from finops_cli.estate.demand_io import ObservedDemand
     from finops_cli.estate.horizon import HorizonChoice
     from finops_cli.estate.prices import PriceSource
     from finops_cli.schema.estate import Fleet
@@ -30,12 +28,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class PricedEstate:
-    """An estate (or a fleet on its own) priced for one horizon, as of one instant.
-
-    ``fleet`` is the resolved fleet (every ``price_feed``/``price_ref`` replaced by its price), ``sources`` where
-    each price came from, ``choice`` the horizon and why, ``store`` the store it was priced from (None: none),
-    ``as_of`` the aware UTC instant price ages and "the current month" are counted from, ``fx`` the exchange
-    rates given over the fleet's own."""
+    """An estate (or a fleet on its own) priced for one horizon: ``fleet`` resolved, ``sources`` where each price
+    came from, ``as_of`` the UTC instant ages and "the current month" count from, ``fx`` the rates given."""
 
     estate: Estate | None
     fleet: Fleet
@@ -61,10 +55,7 @@ class PricedEstate:
     @cached_property
     def demand_sources(self) -> tuple[pd.DataFrame, list[ObservedDemand]]:
         """Units per hour per workload over the horizon and what each ``from_store`` demand measured (read once)."""
-        from finops_cli.estate.demand_io import estate_demand_sources
-
-        frame, observed = estate_demand_sources(self.resolved, self.horizon, self.store)
-        return frame, observed
+        return estate_demand_sources(self.resolved, self.horizon, self.store)
 
     @property
     def demand(self) -> pd.DataFrame:
@@ -80,24 +71,6 @@ def as_of_instant(as_of: datetime | None) -> datetime:
     return instant.astimezone(UTC).replace(microsecond=0)
 
 
-def open_store_at(store: str | Path | Store | None) -> Store:
-    """``store`` itself, or the store at that root (``None``: the default one)."""
-    if store is None or isinstance(store, str | Path):
-        from finops_cli.store import open_store
-
-        return open_store(store)
-    return store
-
-
-def existing_store(store: str | Path | None, needed: bool) -> Store | None:
-    """The store at ``store``; else the default one when it exists (or is needed: errors then name it)."""
-    from finops_cli.store import store_exists
-
-    if store is not None or needed or store_exists(None):
-        return open_store_at(store)
-    return None
-
-
 def price_estate(
     estate: Estate | Fleet,
     store: str | Path | Store | None = None,
@@ -108,27 +81,23 @@ def price_estate(
     default_store: bool = True,
     as_of: datetime | None = None,
 ) -> PricedEstate:
-    """The one price resolution every command runs: the horizon (given, else the default-month rule of
-    :func:`finops_cli.estate.horizon.choose_horizon`), then every substrate's price for that horizon
-    (:func:`finops_cli.estate.prices.resolve_fleet`: the feed window rule, products, ``fx``).
+    """The one price resolution every command runs: the horizon (given, else the default-month rule), then every
+    substrate's price for it (:func:`finops_cli.estate.prices.resolve_fleet`).
 
-    ``estate`` is an estate, or a fleet on its own (``finops stack`` without workloads). ``store`` None means the
-    default store when it exists (or is needed), unless ``default_store`` is False (``plan(store=None)`` plans
-    without a store). ``as_of`` (default now, UTC) is the instant every price age and "the current month" is
-    counted from: a plan records it, so it never depends on the clock."""
+    ``estate`` may be a fleet on its own (``finops stack`` without workloads). ``store`` None means the default
+    store when it exists or is needed, unless ``default_store`` is False. ``as_of`` (default now) is recorded.
+    """
     est = estate if isinstance(estate, Estate) else None
     fleet = est.fleet if est is not None else estate
     assert not isinstance(fleet, Estate)
     needs = needs_store(fleet) or (
         demand_from_store and est is not None and any(w.demand.from_store is not None for w in est.workloads.workloads)
     )
-    st: Store | None
+    st: Store | None = None
     if store is not None and not isinstance(store, str | Path):
         st = store
-    elif store is None and not default_store:
-        st = None
-    else:
-        st = existing_store(store, needs)
+    elif store is not None or (default_store and (needs or store_exists(None))):
+        st = open_store(store)
     instant = as_of_instant(as_of)
     choice = choose_horizon(horizon, est, st, instant)
     resolved, sources = resolve_fleet(fleet, st, horizon_end=choice.horizon.end, fx=fx, as_of=instant.date())

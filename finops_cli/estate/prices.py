@@ -1,18 +1,8 @@
 """Resolve every substrate's price to a number before any math runs: the one place prices come from.
 
-A substrate gives its marginal price one of three ways: ``price_per_gpu_hour`` (a number),
-``price_feed`` (a time-weighted statistic over the spot-price store, per GPU-hour) or ``price_ref``
-(a row of ``pricebooks/reference_prices.csv``). :func:`resolve_fleet` returns a fleet whose substrates
-all carry ``price_per_gpu_hour`` in the fleet's currency (``model_copy(update=...)``; the models stay
-frozen) and, beside it, a :class:`PriceSource` per substrate: value, currency, source, statistic, window,
-samples, product, age and the exchange rate applied. ``stack``, ``netc``, ``plan``, ``simulate dispatch``
-and the report's supply curve all call it with their horizon, so one pool has one price everywhere.
-
-The window rule (docs/economics.md §1): a feed's window ends at the earlier of the horizon's end and the
-feed's newest price, and spans ``window_days`` before that. Feeds and reference prices are USD; a fleet
-in another currency needs an exchange rate (``fx:`` in fleet.yaml or ``--fx USD:CAD=1.37``), else
-:class:`InputError` naming the substrate and both currencies. Missing feed data is an
-:class:`InputError` naming the feed, never a silent zero.
+A substrate's marginal price is a number, a ``price_feed`` (a time-weighted statistic over the spot-price store)
+or a ``price_ref`` (a pricebook row); :func:`resolve_fleet` turns each into ``price_per_gpu_hour`` in the fleet's
+currency and records a :class:`PriceSource`. The window rule, currencies and errors: docs/economics.md §1.
 """
 
 from __future__ import annotations
@@ -38,12 +28,9 @@ QUOTE_CURRENCY = "USD"
 
 @dataclass(frozen=True)
 class PriceSource:
-    """Where one substrate's marginal price came from, and what exactly was used.
-
-    ``value`` is per GPU-hour in ``currency`` (the fleet's), after ``fx_rate`` was applied to
-    ``quoted`` (in ``quoted_currency``). ``age_days``: days from the reference price's ``read_on`` (or
-    the feed's newest price used) to ``as_of``.
-    """
+    """Where one substrate's marginal price came from: ``value`` per GPU-hour in the fleet's ``currency`` is
+    ``quoted`` (in ``quoted_currency``) × ``fx_rate``; ``age_days`` counts from ``read_on`` or the feed's newest
+    price to ``as_of``."""
 
     substrate: str
     method: PriceMethod
@@ -103,12 +90,17 @@ class PriceSource:
             "window_days": self.window_days,
         }
 
+    @property
+    def per_gpu_hour(self) -> str:
+        """``3.9000 CAD/GPU-hour (× 1.37 USD:CAD)``."""
+        fx = "" if self.fx_rate in (None, 1.0) else f" (× {self.fx_rate:g} {self.quoted_currency}:{self.currency})"
+        return f"{self.value:.4f} {self.currency}/GPU-hour{fx}"
+
     def note(self) -> str:
         """One line for plan.json's notes: where this substrate's price came from."""
         if self.unit_prices is not None or self.value is None:
             return f"price of {self.substrate}: {self.detail}"
-        fx = "" if self.fx_rate in (None, 1.0) else f" (× {self.fx_rate:g} {self.quoted_currency}:{self.currency})"
-        return f"price of {self.substrate}: {self.value:.4f} {self.currency}/GPU-hour{fx} from {self.detail}"
+        return f"price of {self.substrate}: {self.per_gpu_hour} from {self.detail}"
 
 
 def feed_label(feed: PriceFeed) -> str:
@@ -121,12 +113,8 @@ def feed_label(feed: PriceFeed) -> str:
 
 
 def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: datetime) -> FeedStat:
-    """The feed's statistic in USD per GPU-hour, from the store's ``spot_prices`` dataset.
-
-    ``usd_per_instance_hour / gpus_per_instance`` when the feed gives ``gpus_per_instance``; otherwise
-    the per-GPU price recorded at ingest (from the pricebook's instance table). ``end`` is the
-    horizon's end (the window rule: see :func:`finops_cli.report.prices.feed_statistic`).
-    """
+    """The feed's statistic in USD per GPU-hour from the store's ``spot_prices`` (the instance price divided by
+    ``gpus_per_instance`` when given, else the per-GPU price recorded at ingest); ``end``: the horizon's end."""
     from finops_cli.report.prices import NoPriceData, feed_statistic
 
     label = feed_label(feed)
@@ -142,8 +130,7 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
     if table is None or not has_provider:
         raise InputError(
             f"substrate {substrate_id}: price_feed {label}: the store {store.location} has no {feed.provider} "
-            "spot prices; "
-            f"{hint}"
+            f"spot prices; {hint}"
         )
     args = (table, feed.provider, feed.region, feed.instance_type, feed.statistic, feed.window_days)
     try:
@@ -203,12 +190,8 @@ def _convert(s: Substrate, what: str, usd: float, currency: str, rates: dict[str
 
 
 def resolve_price_ref(s: Substrate) -> list[tuple[str | None, ReferencePrice]]:
-    """The pricebook rows a substrate's ``price_ref`` names, looked up in its region first.
-
-    ``[(None, row)]`` for a GPU substrate (priced per GPU-hour); ``[(unit, row), …]`` for an api substrate
-    (priced per unit: ``price_ref: anthropic/claude-sonnet-output/api`` prices the row's own unit, a mapping
-    ``{Mtokens_out: openai/gpt-4o-output/api}`` names the unit). A row of the wrong kind is an :class:`InputError`.
-    """
+    """The pricebook rows a substrate's ``price_ref`` names, in its region first: ``[(None, row)]`` for a GPU
+    substrate, ``[(unit, row), …]`` for an api one (a plain ref prices the row's own unit, a mapping names units)."""
     if s.price_ref is None:
         return []
     if s.kind == "api":
@@ -233,31 +216,40 @@ def _ref_detail(ref: ReferencePrice, age: int, region: str | None) -> str:
     return f"{ref.provenance()}, {age} days old{where}"
 
 
+def _resolve_ref(s: Substrate, currency: str, rates: dict[str, float], as_of: date) -> tuple[Substrate, PriceSource]:
+    try:
+        refs = resolve_price_ref(s)
+    except InputError as exc:
+        raise InputError(f"substrate {s.id}: price_ref: {exc}") from None
+    ref = refs[0][1]
+    age = reference_price_age_days(ref, as_of)
+    if s.kind != "api":
+        price, rate = _convert(s, f"price_ref {ref.ref}", ref.usd_per_gpu_hour or 0.0, currency, rates)
+        src = PriceSource(
+            s.id, "price_ref", price, currency, _ref_detail(ref, age, s.region), ref.usd_per_gpu_hour,
+            QUOTE_CURRENCY, rate, read_on=ref.read_on, age_days=age, pricebook=ref,
+        )  # fmt: skip
+        return s.model_copy(update={"price_per_gpu_hour": price}), src
+    prices: dict[str, float] = {}
+    for unit, r in refs:
+        prices[str(unit)], rate = _convert(s, f"price_ref {r.ref}", r.usd_per_unit or 0.0, currency, rates)
+    units = ", ".join(f"{u} {p:g}" for u, p in prices.items())
+    detail = f"per unit: {units}; " + "; ".join(_ref_detail(r, age, s.region) for _, r in refs)
+    src = PriceSource(
+        s.id, "price_ref", None, currency, detail, ref.usd_per_unit, QUOTE_CURRENCY, rate,
+        read_on=ref.read_on, age_days=age, unit_prices=prices, pricebook=ref,
+    )  # fmt: skip
+    return s.model_copy(update={"price_per_unit": prices}), src
+
+
 def _resolve_one(
     s: Substrate, store: Store | None, currency: str, rates: dict[str, float], as_of: date, end: datetime
 ) -> tuple[Substrate, PriceSource]:
-    if s.kind == "api" and s.price_ref is not None:
-        try:
-            refs = resolve_price_ref(s)
-        except InputError as exc:
-            raise InputError(f"substrate {s.id}: price_ref: {exc}") from None
-        prices: dict[str, float] = {}
-        for unit, ref in refs:
-            prices[str(unit)], rate = _convert(s, f"price_ref {ref.ref}", ref.usd_per_unit or 0.0, currency, rates)
-        ref = refs[0][1]
-        age = reference_price_age_days(ref, as_of)
-        units = ", ".join(f"{u} {p:g}" for u, p in prices.items())
-        detail = f"per unit: {units}; " + "; ".join(_ref_detail(r, age, s.region) for _, r in refs)
-        src = PriceSource(
-            s.id, "price_ref", None, currency, detail, ref.usd_per_unit, QUOTE_CURRENCY, rate,
-            read_on=ref.read_on, age_days=age, unit_prices=prices, pricebook=ref,
-        )  # fmt: skip
-        return s.model_copy(update={"price_per_unit": prices}), src
+    if s.price_ref is not None:
+        return _resolve_ref(s, currency, rates, as_of)
     if s.kind == "api":
         units = ", ".join(f"{u} {p:g}" for u, p in (s.price_per_unit or {}).items())
         return s, PriceSource(s.id, "api", None, currency, f"price_per_unit in fleet.yaml: {units}")
-    if s.price_per_gpu_hour is not None and s.price_feed is None and s.price_ref is None:
-        return s, PriceSource(s.id, "fixed", s.price_per_gpu_hour, currency, "price_per_gpu_hour in fleet.yaml")
     if s.price_feed is not None:
         feed = s.price_feed
         stat = feed_price(s.id, feed, store, end)
@@ -272,18 +264,8 @@ def _resolve_one(
             covered_hours=stat.covered_hours, window_days=stat.window_days,
         )  # fmt: skip
         return s.model_copy(update={"price_per_gpu_hour": price}), src
-    if s.price_ref is not None:
-        try:
-            ((_, ref),) = resolve_price_ref(s)
-        except InputError as exc:
-            raise InputError(f"substrate {s.id}: price_ref: {exc}") from None
-        price, rate = _convert(s, f"price_ref {ref.ref}", ref.usd_per_gpu_hour or 0.0, currency, rates)
-        age = reference_price_age_days(ref, as_of)
-        src = PriceSource(
-            s.id, "price_ref", price, currency, _ref_detail(ref, age, s.region), ref.usd_per_gpu_hour,
-            QUOTE_CURRENCY, rate, read_on=ref.read_on, age_days=age, pricebook=ref,
-        )  # fmt: skip
-        return s.model_copy(update={"price_per_gpu_hour": price}), src
+    if s.price_per_gpu_hour is not None:
+        return s, PriceSource(s.id, "fixed", s.price_per_gpu_hour, currency, "price_per_gpu_hour in fleet.yaml")
     # a reserved substrate without a marginal price: prepaid, one more GPU-hour costs nothing
     return s.model_copy(update={"price_per_gpu_hour": 0.0}), PriceSource(
         s.id, "committed", 0.0, currency, "reserved: prepaid capacity, marginal price 0"
@@ -300,17 +282,8 @@ def resolve_fleet(
 ) -> tuple[Fleet, list[PriceSource]]:
     """Every substrate with a numeric ``price_per_gpu_hour`` in the fleet's currency, plus provenance.
 
-    Parameters
-    ----------
-    store
-        Needed only when a substrate has a ``price_feed``.
-    horizon_end
-        End of the horizon being priced: a feed's window ends at the earlier of this and its newest
-        price (the one window rule; every command passes its horizon).
-    fx
-        ``--fx`` rates (``{"USD:CAD": 1.37}``), over the fleet's own ``fx:``.
-    as_of
-        Date ages are counted to (default: today, UTC).
+    ``store`` is read for ``price_feed``s, whose window ends at the earlier of ``horizon_end`` and the feed's
+    newest price; ``fx`` (``--fx``) overrides the fleet's rates; ages count to ``as_of`` (default today, UTC).
     """
     rates = fx_rates(fleet, fx)
     day = as_of or datetime.now(UTC).date()
@@ -341,11 +314,10 @@ def reference_price_notes(sources: list[PriceSource]) -> list[str]:
     """One line per price that came from the reference table or a feed, for report footers."""
     out = []
     for src in sources:
-        fx = "" if src.fx_rate in (None, 1.0) else f" (× {src.fx_rate:g} {src.quoted_currency}:{src.currency})"
         if src.method == "price_ref" and src.value is None:
             out.append(f"{src.substrate}: {src.detail}")
         elif src.method == "price_ref":
-            out.append(f"{src.substrate}: {src.value:.4f} {src.currency}/GPU-hour{fx}, {src.detail}")
+            out.append(f"{src.substrate}: {src.per_gpu_hour}, {src.detail}")
         elif src.method == "price_feed":
-            out.append(f"{src.substrate}: {src.value:.4f} {src.currency}/GPU-hour{fx} from the {src.detail}")
+            out.append(f"{src.substrate}: {src.per_gpu_hour} from the {src.detail}")
     return out

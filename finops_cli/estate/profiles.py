@@ -1,8 +1,5 @@
-"""Demand profile CSVs (``hour,units`` next to ``workloads.yaml``), parsed and checked without pandas.
-
-``finops validate`` checks every profile by these rules and never imports pandas;
-:func:`finops_cli.estate.demand_io.read_profile` turns the same parse into the planner's DataFrame, so a
-profile is judged in one place whichever command reads it.
+"""Demand profile CSVs (``hour,units`` next to ``workloads.yaml``), parsed and checked without pandas: ``finops
+validate`` and the planner (:func:`finops_cli.estate.demand_io.read_profile`) judge a profile by the same rules.
 """
 
 from __future__ import annotations
@@ -60,18 +57,10 @@ def _timestamp(text: str) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-#: what :func:`parse_profile`'s errors call the file
-KIND = "demand profile"
-
-
-def parse_profile(path: Path, data: bytes | None = None) -> Profile:
-    """Read and check a demand profile; errors name the file, line and column.
-
-    ``hour`` is an integer offset (0, 1, …) or an ISO timestamp, as the first row has it; ``units`` a
-    finite number ≥ 0 (infinity would reach the solver as a demand right-hand side). ``data``: the file's
-    bytes, when the caller has read them (``read_csv_bytes(path, kind=KIND)``).
-    """
-    header, rows = read_csv_rows(path, kind=KIND, data=data)
+def parse_profile(path: Path) -> Profile:
+    """Read and check a demand profile; errors name the file, line and column. ``hour`` is an integer offset or an
+    ISO timestamp, as the first row has it; ``units`` a finite number ≥ 0 (infinity would reach the solver)."""
+    header, rows = read_csv_rows(path, kind="demand profile")
     missing = [c for c in ("hour", "units") if c not in header]
     if missing:
         raise InputError(f"missing column(s) {missing}; expected a header 'hour,units'", path=path)

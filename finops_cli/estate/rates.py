@@ -1,9 +1,5 @@
-"""Spot preemption rates measured from traces: ``interruption: {trace: FILE}`` in ``fleet.yaml``.
-
-A substrate that names a trace instead of a fixed ``interruptions_per_hour`` gets λ̂ from it when the fleet
-is loaded, so every command (``stack``, ``netc``, ``plan``, ``report``, ``simulate dispatch``) prices the
-pool at the measured rate. Each :class:`RateSource` keeps what the estimate rests on (events, hours, its
-95 % interval) for the plan's notes and the warnings when the sample is too small to trust.
+"""Spot preemption rates measured from traces (``interruption: {trace: FILE}`` in ``fleet.yaml``) when the fleet is
+loaded, so every command prices the pool at the measured rate; each :class:`RateSource` keeps what λ̂ rests on.
 """
 
 from __future__ import annotations
@@ -33,14 +29,8 @@ class RateSource:
 
 
 def resolve_rates(fleet: Fleet, fleet_path: Path | str) -> tuple[Fleet, list[RateSource]]:
-    """``fleet`` with every ``interruption.trace`` turned into ``interruptions_per_hour`` (paths relative to it).
-
-    Raises
-    ------
-    InputError
-        The trace is missing or malformed (names the fleet file, the field and the trace), or its pool was
-        never available.
-    """
+    """``fleet`` with every ``interruption.trace`` (relative to ``fleet_path``) turned into
+    ``interruptions_per_hour``; a missing or malformed trace is an :class:`InputError` naming the field."""
     if not any(s.interruption is not None for s in fleet.substrates):
         return fleet, []
     from finops_cli.estate.traces import read_trace  # numpy and pandas only for a fleet that names a trace

@@ -1,21 +1,5 @@
-"""Read spot preemption traces for ``finops netc --trace``: Can't Be Late JSON or a CSV of preemption times.
-
-Formats
--------
-Can't Be Late (Wu et al., NSDI '24, public traces)::
-
-    {"metadata": {"gap_seconds": 600, ...}, "data": [0, 0, 1, 0, ...]}   # 1 = preempted / unavailable
-
-Multi-node traces (``preemption/4-node/…``, ``availability/16-node/…``) hold the *number* of the N nodes
-unavailable at each step (0…N). N is, in order: the caller's ``nodes``, ``metadata.nodes`` (or
-``num_nodes``), an ``<N>-node`` directory in the file's path (the public layout), else the largest count
-seen (which may undercount N: say it with ``nodes``). λ̂ is per node: rises of the count over available
-node-hours (:func:`finops_cli.core.netc.estimate_rate_counts`).
-
-CSV of preemption timestamps: a ``timestamp`` column (ISO 8601, UTC), one row per preemption. An
-optional ``event`` column may mark the observation window with ``start`` and ``end`` rows (other
-values, e.g. ``preempted``, are preemptions). Without a window the observation runs from the first to
-the last preemption, so λ̂ = (n − 1) / span; all observed time counts as available.
+"""Read spot preemption traces (``finops netc --trace``, ``interruption: {trace: FILE}``): Can't Be Late JSON, single-
+or multi-node, or a CSV of preemption times. Formats and how λ̂ is measured: docs/economics.md §5 "Traces".
 """
 
 from __future__ import annotations
@@ -29,7 +13,6 @@ import pandas as pd
 from finops_cli.core.netc import (
     available_intervals,
     estimate_rate,
-    estimate_rate_counts,
     estimate_rate_from_events,
     node_series,
 )
@@ -76,13 +59,9 @@ def _read_cant_be_late(path: Path, doc: object, nodes: int | None = None) -> Tra
     if counts.max() > n:
         i = int(counts.argmax())
         raise InputError(f"data[{i}]: {counts[i]} unavailable nodes in a {n}-node trace", path=path)
-    if n == 1:
-        rate = estimate_rate(counts, float(gap))
-        intervals = available_intervals(counts, float(gap))
-    else:
-        rate = estimate_rate_counts(counts, n, float(gap))
-        # the replay runs through the nodes' availability laid end to end (one long cycle)
-        intervals = available_intervals(node_series(counts, n).reshape(-1), float(gap))
+    rate = estimate_rate(counts, float(gap), n)
+    # the replay runs through the nodes' availability laid end to end (one long cycle)
+    intervals = available_intervals(node_series(counts, n).reshape(-1), float(gap))
     if rate.available_hours == 0:
         raise InputError("the trace is unavailable at every step: no spot time to estimate from", path=path)
     return Trace(path.name, rate, intervals)
@@ -124,10 +103,8 @@ def _read_csv(path: Path) -> Trace:
 
 
 def read_trace(path: Path | str, nodes: int | None = None) -> Trace:
-    """A :class:`Trace` from a Can't Be Late JSON file (single- or multi-node) or a CSV of preemption timestamps.
-
-    ``nodes``: how many nodes a multi-node Can't Be Late trace watched (default: see the module docstring).
-    """
+    """A :class:`Trace` from a Can't Be Late JSON file or a CSV of preemption timestamps; ``nodes``: how many nodes
+    a multi-node trace watched (default: ``metadata.nodes``, an ``<N>-node`` directory, else the largest count)."""
     path = Path(path)
     text = read_text(path, kind="a trace (Can't Be Late JSON or preemption CSV)", missing="trace not found")
     if text.lstrip().startswith("{"):

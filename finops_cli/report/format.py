@@ -67,7 +67,7 @@ def pct(fraction: float | None, *, signed: bool = False, decimals: int = 1) -> s
 
 def number(value: float | None, decimals: int = 0) -> str:
     """Format a quantity (GPU-hours, units) with thousands separators; ``—`` for None/NaN. A non-zero quantity is
-    never shown as zero: ``number(0.04, 1) -> "0.04"`` (:func:`finops_cli.core.rounding.round_quantity`)."""
+    never shown as zero: ``number(0.04, 1) -> "0.04"`` (:func:`finops_cli.core.rounding.quantity_decimals`)."""
     if _missing(value):
         return "—"
     from finops_cli.core.rounding import quantity_decimals

@@ -1,23 +1,13 @@
 """The canonical billing line: FOCUS column names plus ``x_`` extensions, as stored in ``billing/``.
 
-Every billing parser emits exactly :data:`BILLING_SCHEMA` (same names, order and types), so every file
-of the store's ``billing`` dataset has one schema and DuckDB / Spark / Athena can read them as one table.
-
-Conventions
------------
-- Money columns are float64 in ``BillingCurrency`` (never summed across currencies).
-- Timestamps are ``timestamp[us, UTC]``; ChargePeriodEnd and BillingPeriodEnd are exclusive.
-- ``Tags`` is JSON object text (``{"team":"research","workload":"pretrain-70b"}``), keys sorted, provider
-  prefixes stripped (AWS ``user:team`` / ``user_team`` → ``team``). JSON text rather than a Parquet MAP
-  because every engine reads a string, and FOCUS defines Tags as a JSON key-value object.
-- ``x_GpuHours`` = usage hours × GPUs on the line (GPU-seconds / 3600 for GPU SKUs priced per GPU); 0 for
-  non-GPU lines and for non-usage lines (credits, tax, purchases, Savings Plan negation), so a plain sum
-  counts each GPU-hour once.
-- Partition columns (not stored in the files, rebuilt from the directory names): ``provider`` (lower-case
-  slug: aws | gcp | azure | coreweave | onprem | …) and ``billing_period`` (``YYYY-MM`` of BillingPeriodStart).
+Every billing parser emits exactly :data:`BILLING_SCHEMA` (same names, order and types), so the store's files read
+as one table in DuckDB, Spark or Athena. The conventions (money, timestamps, ``Tags``, ``x_GpuHours``, partition
+columns) are in docs/schema.md.
 """
 
 from __future__ import annotations
+
+import re
 
 import pyarrow as pa
 
@@ -78,10 +68,6 @@ BILLING_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 BILLING_SCHEMA: pa.Schema = pa.schema([(n, t) for n, t, _ in BILLING_COLUMNS])
-BILLING_COLUMN_NAMES: list[str] = [n for n, _, _ in BILLING_COLUMNS]
-
-#: Hive partition columns of the ``billing`` dataset (see ``finops_cli.store.DATASETS``).
-PARTITION_COLUMNS: tuple[str, str] = ("provider", "billing_period")
 
 #: Schema of a batch handed to the store: the body plus the partition columns.
 BILLING_WRITE_SCHEMA: pa.Schema = BILLING_SCHEMA.append(pa.field("provider", pa.string())).append(
@@ -101,29 +87,20 @@ GPU_LINE_SQL = "(COALESCE(x_GpuHours, 0.0) > 0 OR (COALESCE(x_GpuCount, 0) > 0 A
 
 #: Known provider names → partition slug; anything else is slugified (lower-case, [a-z0-9-]).
 PROVIDER_SLUGS: dict[str, str] = {
-    "aws": "aws",
-    "amazon web services": "aws",
-    "amazon web services, inc.": "aws",
-    "gcp": "gcp",
-    "google": "gcp",
-    "google cloud": "gcp",
-    "google cloud platform": "gcp",
-    "azure": "azure",
-    "microsoft": "azure",
-    "microsoft azure": "azure",
-    "coreweave": "coreweave",
-    "onprem": "onprem",
-    "on-prem": "onprem",
-    "on prem": "onprem",
-    "on-premises": "onprem",
-    "on premises": "onprem",
+    name: slug
+    for slug, names in {
+        "aws": ("aws", "amazon web services", "amazon web services, inc."),
+        "gcp": ("gcp", "google", "google cloud", "google cloud platform"),
+        "azure": ("azure", "microsoft", "microsoft azure"),
+        "coreweave": ("coreweave",),
+        "onprem": ("onprem", "on-prem", "on prem", "on-premises", "on premises"),
+    }.items()
+    for name in names
 }
 
 
 def provider_slug(name: str | None) -> str:
     """Partition value for a ProviderName: ``"On-Premises"`` → ``onprem``, ``"Lambda Labs"`` → ``lambda-labs``."""
-    import re
-
     if not name or not name.strip():
         return "unknown"
     key = name.strip().lower()

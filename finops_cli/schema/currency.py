@@ -1,17 +1,5 @@
-"""ISO 4217 currencies: which codes exist and how many minor units (decimals) each has.
-
-One table for the whole package, read from the ISO 4217 maintenance agency's list as shipped by the
-``iso4217`` package (the SIX ``list-one.xml`` table): ``minor_units("JPY") == 0``, ``"USD"`` 2,
-``"KWD"`` 3, ``"CLF"`` 4. Amounts are printed with exactly that many decimals, and a store or estate
-file in a currency not in the table is refused by the callers that check :func:`is_iso4217`.
-
-Codes whose minor unit the standard marks ``N.A.`` (``XAU`` gold, ``XDR`` …) are still ISO 4217 codes;
-they are printed with :data:`DEFAULT_MINOR_UNITS` decimals.
-
-References
-----------
-ISO 4217:2015 Codes for the representation of currencies, table A.1 (current currency & funds).
-https://www.six-group.com/en/products-services/financial-information/data-standards.html
+"""ISO 4217 currencies (the SIX table A.1 as the ``iso4217`` package ships it): which codes exist, and how many
+decimals (minor units) amounts in each are printed with (JPY 0, USD 2, KWD 3).
 """
 
 from __future__ import annotations
@@ -54,11 +42,8 @@ def minor_units(code: str) -> int:
 
 
 def check_iso4217(code: object) -> str:
-    """``code`` if it is a current ISO 4217 code, else ValueError (a pydantic validator and the ingest use it).
-
-    Currencies are printed in reports, tables and PR comments next to amounts: restricting them to the
-    standard's codes at every boundary (estate, plan JSON, store) leaves nothing to inject.
-    """
+    """``code`` if it is a current ISO 4217 code, else ValueError: a currency printed next to amounts leaves
+    nothing to inject."""
     if not is_iso4217(code):  # type: ignore[arg-type]
         shown = repr(code)[:40]
         raise ValueError(f"currency {shown} is not an ISO 4217 code (such as USD, EUR, JPY)")

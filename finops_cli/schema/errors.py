@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,42 +16,33 @@ if TYPE_CHECKING:
 def _field_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif str(part).startswith(("function-after", "function-before")):
-            continue
-        else:
-            out += ("." if out else "") + str(part)
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
     return out
 
 
+#: pydantic error type -> our words (``{gt}`` etc. from the error's context)
+_MESSAGES = {
+    "extra_forbidden": "unknown key (check the spelling)",
+    "missing": "required",
+    "greater_than": "must be > {gt}",
+    "greater_than_equal": "must be >= {ge}",
+    "less_than_equal": "must be <= {le}",
+    "literal_error": "must be one of {expected}",
+}
+
+
 def _message(err: ErrorDetails) -> str:
-    kind, ctx = err["type"], err.get("ctx") or {}
-    if kind == "extra_forbidden":
-        return "unknown key (check the spelling)"
-    if kind == "missing":
-        return "required"
-    if kind == "greater_than":
-        return f"must be > {ctx.get('gt')}"
-    if kind == "greater_than_equal":
-        return f"must be >= {ctx.get('ge')}"
-    if kind == "less_than_equal":
-        return f"must be <= {ctx.get('le')}"
-    if kind == "literal_error":
-        return f"must be one of {ctx.get('expected')}"
-    msg = str(err["msg"])
-    return msg.removeprefix("Value error, ")
+    template = _MESSAGES.get(err["type"])
+    if template is None:
+        return str(err["msg"]).removeprefix("Value error, ")
+    return template.format_map(defaultdict(lambda: None, err.get("ctx") or {}))
 
 
 def format_validation_error(
     path: Path | str, exc: ValidationError, positions: Positions | None = None, *, root: str = ""
 ) -> str:
-    """``fleet.yaml: line 12, column 11: substrates[3].gpus: must be > 0`` — one line per problem.
-
-    ``positions`` (from :func:`~finops_cli.files.read_yaml_positions`) adds where the offending value
-    starts; a missing key points at the mapping that lacks it. ``root`` names a top-level list
-    (``events`` → ``events[0].start``).
-    """
+    """``fleet.yaml: line 12, column 11: substrates[3].gpus: must be > 0``, one line per problem: ``positions``
+    (:func:`~finops_cli.files.read_yaml_positions`) adds where the value starts; ``root`` names a top-level list."""
     lines = []
     for err in exc.errors():
         loc = tuple(p for p in err["loc"] if not str(p).startswith(("function-after", "function-before")))

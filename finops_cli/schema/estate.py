@@ -1,9 +1,6 @@
-"""The estate contract: ``fleet.yaml`` (substrates) and ``workloads.yaml`` (demand), version 1.
-
-Models forbid unknown keys so a typo (``gpu: 8``) fails loudly instead of silently meaning zero.
-Units are in the field names: ``price_per_gpu_hour`` is currency per GPU-hour, ``interruptions_per_hour``
-is preemptions per hour, minutes are minutes. Loading and error formatting live in
-:mod:`finops_cli.estate.load`; this module only says what a valid estate is.
+"""The estate contract, ``fleet.yaml`` and ``workloads.yaml`` version 1: what a valid estate is (loading and error
+formatting: :mod:`finops_cli.estate.load`). Unknown keys are errors, so a typo (``gpu: 8``) fails loudly; units are
+in the field names.
 """
 
 from __future__ import annotations
@@ -75,6 +72,14 @@ class CongestionStep(_Strict):
 
     up_to: float = Field(gt=0, le=1)
     multiplier: float = Field(ge=1, le=1000)
+
+
+def _check_unique_ids(field: str, ids: list[str]) -> None:
+    seen: set[str] = set()
+    for i, item_id in enumerate(ids):
+        if item_id in seen:
+            raise ValueError(f"{field}[{i}].id: duplicate id {item_id!r}")
+        seen.add(item_id)
 
 
 def _default_congestion() -> list[CongestionStep]:
@@ -170,11 +175,7 @@ class Fleet(_Strict):
                 raise ValueError(f"fx: {pair!r}: expected FROM:TO currency codes such as USD:CAD")
             if dst != self.currency:
                 raise ValueError(f"fx: {pair!r}: converts into {dst}, but the fleet's currency is {self.currency}")
-        seen: set[str] = set()
-        for i, s in enumerate(self.substrates):
-            if s.id in seen:
-                raise ValueError(f"substrates[{i}].id: duplicate id {s.id!r}")
-            seen.add(s.id)
+        _check_unique_ids("substrates", [s.id for s in self.substrates])
         ups = [c.up_to for c in self.congestion]
         if ups != sorted(ups) or (ups and ups[-1] != 1.0):
             raise ValueError("congestion: steps must rise in up_to and end at 1.0")
@@ -258,11 +259,7 @@ class Workloads(_Strict):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Workloads:
-        seen: set[str] = set()
-        for i, w in enumerate(self.workloads):
-            if w.id in seen:
-                raise ValueError(f"workloads[{i}].id: duplicate id {w.id!r}")
-            seen.add(w.id)
+        _check_unique_ids("workloads", [w.id for w in self.workloads])
         return self
 
 
@@ -271,11 +268,8 @@ JSON_SCHEMAS: dict[str, type[BaseModel]] = {"fleet": Fleet, "workloads": Workloa
 
 
 def json_schema_text(name: str) -> str:
-    """The published ``docs/fleet.schema.json`` or ``docs/workloads.schema.json``, from the models.
-
-    Regenerate with ``python -m finops_cli.schema.estate fleet > docs/fleet.schema.json`` (and
-    ``workloads``); a test fails when a checked-in schema differs from the models.
-    """
+    """The published ``docs/fleet.schema.json`` or ``docs/workloads.schema.json`` (regenerate with
+    ``python -m finops_cli.schema.estate fleet > docs/fleet.schema.json``, likewise ``workloads``)."""
     import json
 
     schema = JSON_SCHEMAS[name].model_json_schema()

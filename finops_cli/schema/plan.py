@@ -1,9 +1,6 @@
-"""The plan document (``finops plan --format json`` / ``--out plan.json``), schema version 1.
-
-This is the contract between the planner and its readers (report, gate, CI). The JSON Schema
-published as ``docs/plan.schema.json`` is generated from these models
-(``PlanDocument.model_json_schema()``). Money is in ``currency``; GPU-hours and units are totals
-over the horizon. Extra fields are allowed so that minor additions do not break older readers.
+"""The plan document (``finops plan --format json`` / ``--out plan.json``), schema version 1: the contract between
+the planner and its readers (report, gate, CI), published as ``docs/plan.schema.json``. Money is in ``currency``;
+GPU-hours and units are totals over the horizon. Extra fields are allowed so minor additions break no reader.
 """
 
 from __future__ import annotations
@@ -258,10 +255,7 @@ class PlanDocument(_Doc):
 
 
 def json_schema_text() -> str:
-    """The published ``docs/plan.schema.json``.
-
-    Regenerate with ``python -m finops_cli.schema.plan > docs/plan.schema.json``.
-    """
+    """The published ``docs/plan.schema.json`` (``python -m finops_cli.schema.plan > docs/plan.schema.json``)."""
     import json
 
     schema = PlanDocument.model_json_schema()

@@ -483,24 +483,19 @@ GROUP BY COALESCE(workload, team, $untagged), s, e
 )
 
 #: Busy GPU-hours (utilisation clipped to [0, 1] × interval; NaN left out) per draft workload (the ``workload``
-#: column, else ``team``, else untagged){hour}
-_DRAFT_BUSY = """
-SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS workload,{hour}
+#: column, else ``team``, else untagged) and clock hour (a sample counts in the hour it starts): the hourly demand
+#: profile where utilisation was ingested
+DRAFT_BUSY_HOURLY = Query(
+    "draft_busy_hourly",
+    ("utilization",),
+    """
+SELECT COALESCE(CAST(workload AS VARCHAR), CAST(team AS VARCHAR), $untagged) AS workload,
+       date_trunc('hour', "timestamp") AS hour,
        sum(LEAST(GREATEST(utilization, 0.0), 1.0) * interval_s) / 3600.0 AS busy_hours
 FROM utilization
 WHERE month = $month AND NOT isnan(utilization)
 GROUP BY ALL
-"""
-DRAFT_BUSY_HOURS = Query("draft_busy_hours", ("utilization",), _DRAFT_BUSY.replace("{hour}", ""))
-#: … and clock hour (a sample counts in the hour it starts): the hourly demand profile where utilisation was ingested
-DRAFT_BUSY_HOURLY = Query(
-    "draft_busy_hourly",
-    ("utilization",),
-    _DRAFT_BUSY.replace(
-        "{hour}",
-        """
-       date_trunc('hour', "timestamp") AS hour,""",
-    ),
+""",
 )
 
 #: Per billing period: the lines ``{conditions}`` selects (GPU lines, or every line), the distinct UTC days their

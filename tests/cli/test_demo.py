@@ -50,6 +50,16 @@ def test_demo_writes_a_valid_plan_and_prints_its_savings(demo_out: tuple[Path, s
     assert not doc["unserved"]
 
 
+def test_demo_shows_the_slack_payload_of_its_savings(demo_out: tuple[Path, str]) -> None:
+    """The demo ends with what ``finops notify --to slack --dry-run`` would post about the plan (docs/alerts.md)."""
+    out, printed = demo_out
+    tail = printed.split("$ finops notify --to slack --result ", 1)[1]
+    payload = json.loads(tail.split("\n", 1)[1])
+    savings = json.loads((out / "plan.json").read_text())["totals"]["savings"]
+    assert payload["blocks"][0]["text"]["text"].startswith(f"Plan saves ${savings:,.2f}")
+    assert "routing_key" not in payload and "hooks.slack.com" not in printed
+
+
 def test_demo_report_and_charts_exist_and_agree_with_the_plan(demo_out: tuple[Path, str]) -> None:
     out, _ = demo_out
     doc = json.loads((out / "plan.json").read_text())

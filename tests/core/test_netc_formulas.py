@@ -9,7 +9,7 @@ import pytest
 from finops_cli.core.netc import (
     SpotNeverFinishes,
     expected_lost_hours,
-    netc,
+    netc_breakdown,
     wall_hours_per_useful_hour,
     young_daly_interval_hours,
 )
@@ -26,7 +26,7 @@ def test_multiplier_by_hand() -> None:
     t_lost = 1 / lam - tau / math.expm1(lam * tau)
     expected = (1 + delta / tau) / (1 - lam * (t_lost + r))
     assert wall_hours_per_useful_hour(lam, tau, delta, r) == pytest.approx(expected)
-    assert netc(3.9, 100, lam, tau, delta, r, resume_fee=2.0) == pytest.approx(
+    assert netc_breakdown(3.9, 100, lam, tau, delta, r, resume_fee=2.0).netc == pytest.approx(
         3.9 * 100 * expected + lam * 100 * expected * 2
     )
 

@@ -8,8 +8,8 @@ import pytest
 
 from finops_cli.core.compliance import NoCompliantDestination
 from finops_cli.errors import InputError
-from finops_cli.estate import load_estate
 from finops_cli.estate.checks import check_estate, check_reserved_capacity, check_throughput_accelerators
+from finops_cli.estate.load import load_estate
 from tests.conftest import SAMPLES
 
 FLEET = """\

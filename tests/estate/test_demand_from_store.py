@@ -10,8 +10,8 @@ import pytest
 
 from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
-from finops_cli.estate import Estate
-from finops_cli.estate.demand_io import estate_demand
+from finops_cli.estate.demand_io import estate_demand_sources
+from finops_cli.estate.load import Estate
 from finops_cli.schema.estate import Fleet, Workloads
 from finops_cli.store import Store
 
@@ -47,7 +47,7 @@ def test_busy_gpu_hours_from_utilization(store: Store, tmp_path) -> None:  # typ
     table = table.append_column("month", pa.array(["2026-10"] * len(frame)))
     with store.transaction() as tx:
         tx.write_partitioned("utilization", table, "t")
-    demand = estate_demand(_estate(tmp_path, extend="zero"), Horizon.parse("2026-10-01:3"), store)
+    demand = estate_demand_sources(_estate(tmp_path, extend="zero"), Horizon.parse("2026-10-01:3"), store)[0]
     # hour 0: 0.5×0.5 + 1.0×0.5 = 0.75; hour 1: 0.25 (H100) + 1.0 × 0.5 (A100 at half throughput); Sept row outside
     assert demand["w"].tolist() == pytest.approx([0.75, 0.75, 0.0])
 
@@ -66,15 +66,15 @@ def test_billed_gpu_hours_when_no_utilization(store: Store, tmp_path) -> None:  
     )
     with store.transaction() as tx:
         tx.write_partitioned("billing", table, "t")
-    demand = estate_demand(_estate(tmp_path, extend="zero"), Horizon.parse("2026-10-01:3"), store)
+    demand = estate_demand_sources(_estate(tmp_path, extend="zero"), Horizon.parse("2026-10-01:3"), store)[0]
     assert demand["w"].tolist() == [8.0, 0.0, 0.0]
 
 
 def test_nothing_in_the_store_is_a_clear_error(store: Store, tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match=r"workload w: demand.from_store: no GPU-hours in the store for team=research"):
-        estate_demand(_estate(tmp_path), Horizon.parse("2026-10-01:3"), store)
+        estate_demand_sources(_estate(tmp_path), Horizon.parse("2026-10-01:3"), store)
     with pytest.raises(InputError, match="needs a store"):
-        estate_demand(_estate(tmp_path), Horizon.parse("2026-10-01:3"), None)
+        estate_demand_sources(_estate(tmp_path), Horizon.parse("2026-10-01:3"), None)
 
 
 def _trace(store: Store, hours: int, start: str = "2026-10-01T00:00Z", util: float = 0.5) -> None:
@@ -98,7 +98,7 @@ def _trace(store: Store, hours: int, start: str = "2026-10-01T00:00Z", util: flo
 def test_a_trace_shorter_than_the_horizon_is_refused_naming_the_option(store: Store, tmp_path) -> None:  # type: ignore[no-untyped-def]
     _trace(store, 23)
     with pytest.raises(InputError, match=r"for 23 of the horizon's 720 hours .*demand\.from_store\.extend: repeat"):
-        estate_demand(_estate(tmp_path), Horizon.parse("2026-10-01:720"), store)
+        estate_demand_sources(_estate(tmp_path), Horizon.parse("2026-10-01:720"), store)
 
 
 def test_extend_repeat_tiles_the_observed_hours(store: Store, tmp_path) -> None:  # type: ignore[no-untyped-def]

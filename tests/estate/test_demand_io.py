@@ -1,4 +1,4 @@
-"""Profile CSVs next to workloads.yaml: clean errors naming file and line; estate_demand shape."""
+"""Profile CSVs next to workloads.yaml: clean errors naming file and line; estate_demand_sources shape."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from finops_cli.core.demand import Horizon
 from finops_cli.errors import InputError
-from finops_cli.estate import load_estate
-from finops_cli.estate.demand_io import estate_demand, read_profile
+from finops_cli.estate.demand_io import estate_demand_sources, read_profile
+from finops_cli.estate.load import load_estate
 from finops_cli.estate.profiles import parse_profile
 
 FLEET = """\
@@ -35,7 +35,7 @@ def _estate(tmp_path: Path, profile: str) -> Path:
 
 def test_estate_demand_reads_profiles_relative_to_workloads_yaml(tmp_path: Path) -> None:
     d = _estate(tmp_path, "hour,units\n0,10\n1,20\n")
-    frame = estate_demand(load_estate(d / "fleet.yaml", d / "workloads.yaml"), Horizon.parse("2026-10-01:4"))
+    frame = estate_demand_sources(load_estate(d / "fleet.yaml", d / "workloads.yaml"), Horizon.parse("2026-10-01:4"))[0]
     assert frame["flat"].tolist() == [12.0] * 4
     assert frame["daily"].tolist() == [10.0, 20.0, 10.0, 20.0]
 
@@ -61,7 +61,7 @@ def test_missing_profile_names_the_file(tmp_path: Path) -> None:
     d = _estate(tmp_path, "hour,units\n0,1\n")
     (d / "demand" / "daily.csv").unlink()
     with pytest.raises(InputError, match=r"daily.csv: demand profile not found"):
-        estate_demand(load_estate(d / "fleet.yaml", d / "workloads.yaml"), Horizon.parse("2026-10-01:4"))
+        estate_demand_sources(load_estate(d / "fleet.yaml", d / "workloads.yaml"), Horizon.parse("2026-10-01:4"))
 
 
 @pytest.mark.parametrize(

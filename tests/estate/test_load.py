@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from finops_cli.errors import InputError
-from finops_cli.estate import load_fleet, load_workloads
+from finops_cli.estate.load import load_fleet, load_workloads
 
 FLEET = """\
 version: 1

@@ -10,7 +10,7 @@ import pytest
 
 from finops_cli import api
 from finops_cli.core.compliance import exclusion_reasons
-from finops_cli.estate.demand_io import estate_demand
+from finops_cli.estate.demand_io import estate_demand_sources
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
@@ -32,7 +32,7 @@ def test_sample_plan_invariants_and_block_accuracy(sample_estate):
     doc = plan.document
     assert doc.horizon.hours == 744 and doc.solver.status == "optimal" and not doc.unserved
     # every workload's demand is served in full, only on compliant substrates
-    demand = estate_demand(est, plan.horizon)
+    demand = estate_demand_sources(est, plan.horizon)[0]
     by_w = {w.id: w for w in est.workloads.workloads}
     served: dict[str, float] = {}
     for a in doc.allocations:
@@ -54,12 +54,12 @@ def test_sample_duals_unchanged_by_the_warm_re_solve(sample_estate):
     fixed, the LP re-solved from scratch) within 1e-6 on the sample estate."""
     from dataclasses import replace
 
-    from finops_cli.estate.demand_io import estate_demand as demand_of
+    from finops_cli.estate.demand_io import estate_demand_sources as demand_of
     from finops_cli.planner import plan_demand
 
     priced = api.price(sample_estate, None, horizon="2026-10", default_store=False)
     est = replace(sample_estate, fleet=priced.fleet)
-    d = demand_of(est, priced.horizon)
+    d = demand_of(est, priced.horizon)[0]
     ws = list(est.workloads.workloads)
     kw = {"n_blocks": 48, "certify_plan": False}
     warm = plan_demand(est.fleet, ws, d, solver="highs", **kw).solution

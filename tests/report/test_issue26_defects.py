@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from finops_cli.cli.app import app
-from finops_cli.core.rounding import percent_of, round_quantity
+from finops_cli.core.rounding import percent_of, quantity_decimals
 from finops_cli.report.format import number
 from finops_cli.store import Store
 from tests.estate.focus_month import write_focus_month
@@ -163,4 +163,4 @@ def test_one_rounding_rule() -> None:
     assert percent_of(-0.0001, 445.0) == 0.0
     assert percent_of(12.34, 100.0) == 12.34 and percent_of(5.0, 0.001) is None
     assert number(0.04, 1) == "0.04" and number(0.0, 1) == "0.0" and number(12345.67, 1) == "12,345.7"
-    assert round_quantity(0.00042, 1) == 0.0004 and round_quantity(3.14159, 2) == 3.14
+    assert quantity_decimals(0.00042, 1) == 4 and quantity_decimals(3.14159, 2) == 2

@@ -47,7 +47,7 @@ def test_contention_covers_levels_compositions_and_policies(outputs):
     for r in rows:
         assert 0 < r["retained"] <= 1 and r["unfinished"] == 0
         if r["policy"] == "renegotiate":
-            assert r["work_lost_hours"] == 0
+            assert r["work_lost_hours"] == 0  # nobody is evicted; work is only redone by choice
         if r["policy"] == "fcfs":
             assert r["migrations_per_tenant"] == 0
     # more contention means more tenants in the same cluster
@@ -57,25 +57,30 @@ def test_contention_covers_levels_compositions_and_policies(outputs):
     assert len(doc["summary"]["reduction_vs"]["fcfs"]) == len(families.COMPOSITIONS) * len(families.CONTENTION_LEVELS)
 
 
-def test_overhead_sweeps_multiplier_and_misestimate(outputs):
+def test_overhead_sweeps_the_multiplier_against_fcfs(outputs):
     doc = outputs["overhead"]
     rows = doc["rows"]
-    for sweep in ("overhead", "overhead-add"):
-        over = [r for r in rows if r["sweep"] == sweep]
-        assert over[0]["multiplier"] == 0 and len(over) >= 6
-        assert [r["multiplier"] for r in over] == sorted(r["multiplier"] for r in over)
-    mis = [r for r in rows if r["sweep"] == "misestimate"]
-    assert len(mis) >= 5 and {r["estimate"] for r in mis} >= {0.5, 0.95, 1.0, 1.05, 1.5}
-    assert all(r["work_lost_hours"] == 0 for r in rows)
-    # a free migration and a migration of either sign at 0 overhead are the same run
-    zero = [r for r in rows if r["multiplier"] == 0]
-    assert zero[0]["retained"] == zero[1]["retained"] and zero[0]["cost"] == zero[1]["cost"]
+    assert rows[0]["multiplier"] == 0 and len(rows) >= 5
+    assert [r["multiplier"] for r in rows] == sorted(r["multiplier"] for r in rows)
+    assert all(r["work_lost_hours"] == 0 and r["retained_ci"] is not None for r in rows)
+    assert len({r["fcfs_retained"] for r in rows}) == 1  # FCFS never migrates: one run per seed
     assert "degenerates_to_fcfs_at_multiplier" in doc["summary"]
 
 
-def test_volatility_grid_and_churn(outputs):
+def test_misestimate_is_symmetric_around_exact(outputs):
+    rows = outputs["misestimate"]["rows"]
+    estimates = [r["estimate"] for r in rows]
+    assert {0.95, 1.0, 1.05} <= set(estimates)
+    assert min(estimates) * max(estimates) == pytest.approx(1.0)  # as far under as over, on a log scale
+    exact = next(r for r in rows if r["estimate"] == 1.0)
+    assert exact["retained_change"] == pytest.approx(0.0)
+
+
+def test_volatility_ladder_from_none_to_tight_and_churn(outputs):
     rows = outputs["volatility"]["rows"]
-    assert len({(r["bid_clip"], r["floor_fall_per_hour"]) for r in rows}) == len(rows) >= 12
+    assert rows[0]["bid_clip"] is None and rows[0]["floor_fall_per_hour"] is None
+    clips = [r["bid_clip"] for r in rows[1:]]
+    assert clips == sorted(clips, reverse=True) and len(rows) >= 5
     assert all(r["churn_per_tenant_hour"] >= 0 for r in rows)
 
 
@@ -106,11 +111,12 @@ def test_families_are_seeded():
     b = families.generate("balanced", 1.0, n_accelerators=20, window_hours=4, seed=3)
     c = families.generate("balanced", 1.0, n_accelerators=20, window_hours=4, seed=4)
     assert a == b and a != c
-    classes = {
-        t.id.split("-", 1)[1]
-        for t in families.generate("balanced", 2.0, n_accelerators=40, window_hours=8, seed=0).tenants
-    }
-    assert classes == set(families.TENANT_CLASSES)
+    tenants = families.generate("balanced", 2.0, n_accelerators=40, window_hours=8, seed=0).tenants
+    assert {t.id.split("-")[2] for t in tenants} == set(families.TENANT_CLASSES)
+    assert {t.id.split("-")[1] for t in tenants} == set(families.WORKLOADS)
+    for t in tenants:  # services are stateless and run everywhere; the others checkpoint
+        assert t.stateless == (t.id.split("-")[1] == "inference")
+        assert len(t.execution_hours) == 5 or not t.stateless
 
 
 def test_experiment_usage_errors_exit_2(tmp_path: Path):

@@ -74,12 +74,15 @@ def test_urgent_tenant_outbids_finishes_sooner_and_both_pay_the_second_price():
     # second price: the patient's break-even is the best losing bid on X, before and after it leaves
     (patient_bid,) = [e["price"] for e in _events(res, "bid", "patient")]
     assert patient_bid == pytest.approx(1.2)  # it still wants X: its bid keeps standing there
+    # X is vacated at 0.5, between the urgent tenant's checkpoints (0.45, 0.7): holding X idle until 0.7
+    # costs it 0.2 h of X at $1.2 + $10/h of time; moving now redoes 0.05 h of Y work, 0.025 h on X: it moves now
+    (choice,) = _events(res, "move-now", "urgent")
     move_in = next(e for e in _events(res, "migrate", "urgent"))
-    assert move_in["t"] == pytest.approx(0.7)  # the urgent tenant's first checkpoint after X is vacated
+    assert choice["t"] == move_in["t"] == pytest.approx(0.5)
     assert move_in["accelerator"] == "X/0" and move_in["price"] == pytest.approx(patient_bid)
-    # the urgent tenant paid $0.6/h on Y, the second price for X while it sat reserved and idle (0.5 → 0.7)
-    # and then on X for the rest (0.75 of 1 h)
-    assert t["urgent"].cost == pytest.approx(0.5 * 0.6 + 0.2 * 1.2 + 0.75 * 1.2)
+    assert t["urgent"].work_redone_hours == pytest.approx(0.05)
+    # the urgent tenant paid $0.6/h on Y (0.3 h), then the second price on X for the rest from its checkpoint
+    assert t["urgent"].cost == pytest.approx(0.3 * 0.6 + (1 - 0.125) * 1.2)
     # the patient paid base on X until it lost (0.2 h × $1), then its own losing bid — the second price —
     # until its checkpoint (0.3 h × $1.20), then $0.6/h on Y for the rest (0.5 of 2 h)
     assert t["patient"].cost == pytest.approx(0.2 * 1.0 + 0.3 * 1.2 + 1.0 * 0.6)
@@ -262,7 +265,8 @@ def test_property_value_agents_never_lose_work_under_renegotiate(sc):
     for e in _events(res, "migrate"):
         at_checkpoint = any(c["t"] == e["t"] for c in _events(res, "checkpoint", e["tenant"]))
         was_idle = any(w["t"] <= e["t"] for w in _events(res, "wait", e["tenant"]))
-        assert at_checkpoint or was_idle, e
+        by_choice = any(w["t"] == e["t"] for w in _events(res, "move-now", e["tenant"]))
+        assert at_checkpoint or was_idle or by_choice, e
     for e in _events(res, "price"):
         assert e["price"] >= sc.base_price(e["accelerator"].split("/")[0]) - 1e-9
     again, _ = _run(sc, "renegotiate")

@@ -15,7 +15,6 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from finops_cli.cores import usable_cores
 from finops_cli.errors import InputError
 from finops_cli.files import file_digest
 
@@ -25,7 +24,7 @@ from finops_cli.ingest.billing.base import BILLING_FORMATS
 from finops_cli.ingest.billing.money import _Acc
 from finops_cli.ingest.billing.normalise import convert_file
 from finops_cli.ingest.billing.write import _flush, _write
-from finops_cli.processes import die_with_parent, spawn_pool
+from finops_cli.processes import die_with_parent, spawn_pool, usable_cores
 from finops_cli.store.engine import THREADS_ENV, stage_aggregates
 from finops_cli.store.staging import StagedWriter
 from finops_cli.store.store import Transaction

@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from prometheus_client.parser import parse_labels, text_string_to_metric_families
 
-from finops_cli.cores import usable_cores
 from finops_cli.errors import InputError
 from finops_cli.files import decode_text, read_bytes
 from finops_cli.ingest.utilization.common import (
@@ -30,6 +29,7 @@ from finops_cli.ingest.utilization.common import (
     check_epoch_seconds,
     raw_batch,
 )
+from finops_cli.processes import usable_cores
 
 SCRAPE_SUFFIXES = (".prom", ".prom.gz", ".txt", ".txt.gz", ".metrics")
 _METRICS = (PROF_GR_ENGINE_ACTIVE, DEV_GPU_UTIL)

@@ -27,11 +27,12 @@ import math
 from collections import deque
 from typing import ClassVar
 
+from finops_cli.sim.market import agent
+from finops_cli.sim.market.agent import EPS
 from finops_cli.sim.market.results import PolicyResult, TenantResult
 from finops_cli.sim.market.scenario import Scenario
 
 _FINISH, _CHECKPOINT, _ARRIVAL, _BUDGET = 0, 1, 2, 3
-EPS = 1e-12
 
 
 class Policy:
@@ -101,6 +102,7 @@ class Policy:
         self.paid_until = [0.0] * n
         self.migrations = [0] * n
         self.lost_hours = [0.0] * n
+        self.redone_hours = [0.0] * n  # work given up by choice: a move now, before the checkpoint
         self.finish: list[float | None] = [None] * n
         self.started = [False] * n
         self.next_ckpt = [math.inf] * n  # a running tenant's next checkpoint (inf: it finishes first)
@@ -352,15 +354,22 @@ class Policy:
         else:
             self.next_ckpt[i] = math.inf  # it finishes before another checkpoint
 
-    def stop(self, i: int, t: float, *, lose_work: bool = False) -> int:
-        """Take tenant ``i`` off its accelerator now; ``lose_work`` rolls back to the last checkpoint."""
+    def stop(self, i: int, t: float, *, lose_work: bool = False, redo: bool = False) -> int:
+        """Take tenant ``i`` off its accelerator now; ``lose_work`` rolls back to the last checkpoint (work
+        lost), ``redo`` too, by the tenant's own choice (work it will redo, counted apart)."""
         a = self.on[i]
         if a < 0:
             return -1
         self.settle(i, t)
         f = self.progress_at(i, t)
-        if lose_work and f > self.ckpt[i]:
-            self.lost_hours[i] += (f - self.ckpt[i]) * self.hours[i][self.acc_type[a]]
+        if self.tenants[i].stateless:
+            self.ckpt[i] = f  # a service keeps everything it served
+        elif (lose_work or redo) and f > self.ckpt[i]:
+            hours = (f - self.ckpt[i]) * self.hours[i][self.acc_type[a]]
+            if redo:
+                self.redone_hours[i] += hours
+            else:
+                self.lost_hours[i] += hours
             f = self.ckpt[i]
         self.progress[i] = f
         self.seg_t0[i] = t
@@ -417,9 +426,13 @@ class Policy:
         q = self.waiting[type_j]
         while q:
             i = q.popleft()
-            if self.on[i] < 0 and self.finish[i] is None and not self.exhausted[i] and self.waits(i):
+            if self.queued(i):
                 return i
         return -1
+
+    def queued(self, i: int) -> bool:
+        """Whether tenant ``i`` is still waiting for an accelerator."""
+        return self.on[i] < 0 and self.finish[i] is None and not self.exhausted[i] and self.waits(i)
 
     def waits(self, i: int) -> bool:
         """Whether a queued tenant still waits (subclasses may hold it elsewhere)."""
@@ -445,61 +458,17 @@ class Policy:
         """What tenant ``i``'s deadline charges for finishing at ``finish_at`` (0 without a deadline)."""
         return self.tenants[i].penalty_at(finish_at)
 
+    def live_price(self, i: int, type_j: int) -> float:
+        """What tenant ``i`` would pay an hour for ``type_j`` now (fixed policies: the floor)."""
+        return self.floor_price(type_j)
+
+    def contested(self, a: int, i: int) -> bool:
+        """Whether anyone but tenant ``i`` wants accelerator ``a`` now (fixed policies: assume so)."""
+        return True
+
     def willingness_to_pay(self, i: int, type_j: int, *, incumbent: bool = False) -> float:
-        r"""Tenant ``i``'s bid for an accelerator of ``type_j`` now, USD per hour: its willingness to pay.
-
-        .. math::
-
-            b = \frac{R_Y p_Y + v\,(R_Y - R_X) + \pi(t + R_Y) - \pi(t + R_X) \mp \hat M}{R_X},
-            \qquad R_k = (1 - f)\,H_k
-
-        — the cost of finishing on its best alternative :math:`Y` (the next in its preference, at that
-        type's floor price :math:`p_Y`), plus the value of the time it saves (``value_per_hour`` :math:`v`
-        and the deadline penalty :math:`\pi` avoided), adjusted by what a migration would cost now, all
-        divided by its remaining time on :math:`X`. :math:`f` is the progress it keeps (its last
-        checkpoint) and :math:`\hat M` = ``overhead_estimate`` × (``checkpoint_restart_cost`` +
-        ``restart_hours`` × (:math:`p_Y + v`)), counted only once the tenant has started.
-
-        A challenger subtracts :math:`\hat M` (moving costs it that). An incumbent (``incumbent``: it
-        holds ``type_j``) with ``options.incumbent_migration`` = ``add`` (the default, the workshop
-        paper's App B) *adds* it while it is past its last checkpoint — leaving now would cost it a
-        checkpoint-restart — and bids its plain break-even at a checkpoint boundary; ``subtract`` (an
-        ablation) subtracts it like a challenger. Capped by the launch table's ``max_price`` for the
-        type and by the remaining budget ÷ :math:`R_X`; a tenant without an alternative bids
-        ``max_bid_multiple × base``. With :math:`v = 0` and no deadline this is the break-even bid.
-        """
-        self.bid_updates += 1
-        f = self.ckpt[i] if self.started[i] else 0.0
-        rem_x = (1.0 - f) * self.hours[i][type_j]
-        if rem_x <= EPS:
-            return 0.0
-        others = [j for j in self.pref[i] if j != type_j]
-        tenant = self.tenants[i]
-        if not others:
-            bid = self.opts.max_bid_multiple * self.base_by_type[type_j]
-        else:
-            y = others[0]
-            rem_y = (1.0 - f) * self.hours[i][y]
-            p_y = self.floor_price(y)
-            v = tenant.value_at(self.now)  # a continuous bid uses the value of time now
-            value = rem_y * p_y
-            if v or tenant.deadline is not None:
-                value += v * (rem_y - rem_x) + self.penalty(i, self.now + rem_y) - self.penalty(i, self.now + rem_x)
-            if self.started[i]:
-                m = tenant.checkpoint_restart_cost + tenant.restart_hours * (p_y + v)
-                m *= tenant.overhead_estimate
-                if incumbent and self.opts.incumbent_migration == "add":
-                    if self.progress_at(i, self.now) > self.ckpt[i] + 1e-9:
-                        value += m  # mid-epoch: moving now means a checkpoint-restart
-                else:
-                    value -= m
-            bid = max(0.0, value / rem_x)
-        cap = tenant.max_price(self.types[type_j])
-        if cap is not None:
-            bid = min(bid, cap)
-        if tenant.budget is not None:
-            bid = min(bid, max(0.0, tenant.budget - self.spent(i, self.now)) / rem_x)
-        return bid
+        """Tenant ``i``'s bid for an accelerator of ``type_j`` now: :func:`.agent.willingness_to_pay`."""
+        return agent.willingness_to_pay(self, i, type_j, incumbent=incumbent)
 
     # --- output -----------------------------------------------------------------------------------
 
@@ -532,6 +501,7 @@ class Policy:
                     completion_hours=took,
                     migrations=self.migrations[i],
                     work_lost_hours=self.lost_hours[i],
+                    work_redone_hours=self.redone_hours[i],
                     performance_retained=None if not took else min(1.0, best / took),
                     accelerators=self.used[i],
                     deadline_missed=missed,

@@ -77,67 +77,55 @@ def contention_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     return _save(fig, path)
 
 
+def _sweep(ax: Any, rows: list[dict[str, Any]], x: list[float], metric: str = "retained") -> None:
+    """Renegotiation's retained performance with its interval along a sweep, FCFS dashed, churn on a twin axis."""
+    colour = POLICY_STYLE["renegotiate"][0]
+    err = [r.get(f"{metric}_ci") or 0.0 for r in rows]
+    ax.errorbar(x, [r[metric] for r in rows], yerr=err, marker="^", color=colour, capsize=3, label="renegotiate")
+    ax.plot(x, [r["fcfs_retained"] for r in rows], linestyle="--", color=POLICY_STYLE["fcfs"][0], label="FCFS")
+    ax.set_ylabel("performance retained vs uncontended")
+    _pct_axis(ax)
+    twin = ax.twinx()
+    twin.plot(x, [r["migrations_per_tenant"] for r in rows], color="#c62828", alpha=0.6, marker=".")
+    twin.set_ylabel("migrations per tenant (red)", color="#c62828")
+    ax.legend(fontsize=8, loc="lower left")
+
+
 def overhead_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Figures 13 and 15: retained performance vs the migration-cost multiplier; vs the mis-estimate."""
+    """Figure 13: retained performance vs the migration-cost multiplier, against FCFS."""
     plt = _plt()
-    fig, (a, b) = plt.subplots(1, 2, figsize=(14, 4.6))
-    fig.subplots_adjust(wspace=0.5)
-    a2 = a.twinx()
-    for sweep, style, name in (("overhead", "-", "incumbent subtracts M"), ("overhead-add", "-.", "incumbent adds M")):
-        over = [r for r in doc["rows"] if r["sweep"] == sweep]
-        x = [max(r["multiplier"], 1e-2) for r in over]
-        colour = POLICY_STYLE["renegotiate"][0]
-        a.plot(
-            x, [r["retained"] for r in over], marker="^", linestyle=style, color=colour, label=f"renegotiate, {name}"
-        )
-        a2.plot(x, [r["migrations_per_tenant"] for r in over], color="#c62828", alpha=0.6, linestyle=style)
-    a.plot(x, [r["fcfs_retained"] for r in over], linestyle="--", color=POLICY_STYLE["fcfs"][0], label="FCFS")
-    a.set_xscale("log")
-    a.set_xlabel("migration cost × multiplier (0 drawn at 0.01)")
-    a.set_ylabel("performance retained vs uncontended")
-    _pct_axis(a)
-    a2.set_ylabel("migrations per tenant (red)", color="#c62828")
-    a.legend(fontsize=8, loc="lower left")
-    a.set_title("Overhead sweep (Fig. 13)")
-    mis = [r for r in doc["rows"] if r["sweep"] == "misestimate"]
-    b.plot([r["estimate"] for r in mis], [r["retained"] for r in mis], marker="^", color=POLICY_STYLE["renegotiate"][0])
-    b.set_xlabel("agent's estimate ÷ true migration cost")
-    b.set_ylabel("performance retained vs uncontended")
-    _pct_axis(b)
-    b2 = b.twinx()
-    b2.plot([r["estimate"] for r in mis], [r["cost"] for r in mis], color="#6d4c41", linestyle="--", marker=".")
-    b2.set_ylabel("cost paid (USD)", color="#6d4c41")
-    b.set_title("Mis-estimated overhead (Fig. 15)")
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    _sweep(ax, doc["rows"], [max(r["multiplier"], 1e-2) for r in doc["rows"]])
+    ax.set_xscale("log")
+    ax.set_xlabel("migration cost × multiplier (0 drawn at 0.01)")
+    ax.set_title("Reconfiguration overhead (Fig. 13)")
+    return _save(fig, path)
+
+
+def misestimate_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Figure 15: retained performance vs the agents' estimate ÷ their true migration cost."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    _sweep(ax, doc["rows"], [r["estimate"] for r in doc["rows"]])
+    ax.set_xscale("log")
+    ax.set_xlabel("agent's estimate ÷ true migration cost")
+    ax.set_title("Mis-estimated overhead (Fig. 15)")
     return _save(fig, path)
 
 
 def volatility_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Figure 14: churn vs performance, one point per (bid_clip, floor_fall_per_hour)."""
+    """Figure 14: performance and churn from no volatility control to tight ones."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    falls = list(dict.fromkeys(r["floor_fall_per_hour"] for r in doc["rows"]))
-    markers = "o^sDvP"
-    for k, fall in enumerate(falls):
-        rows = [r for r in doc["rows"] if r["floor_fall_per_hour"] == fall]
-        ax.scatter(
-            [r["churn_per_tenant_hour"] for r in rows],
-            [r["retained"] for r in rows],
-            marker=markers[k % len(markers)],
-            label=f"floor fall {'∞' if fall is None else f'{fall:g} $/h²'}",
-        )
-        for r in rows:
-            clip = "none" if r["bid_clip"] is None else f"{r['bid_clip']:g}"
-            ax.annotate(
-                clip, (r["churn_per_tenant_hour"], r["retained"]), fontsize=6, xytext=(3, 2), textcoords="offset points"
-            )
-    fcfs = doc["summary"].get("fcfs_retained")
-    if fcfs is not None:
-        ax.axhline(fcfs, color=POLICY_STYLE["fcfs"][0], linestyle="--", label="FCFS")
-    ax.set_xlabel("churn: migrations per tenant-hour")
-    ax.set_ylabel("performance retained vs uncontended")
-    _pct_axis(ax)
-    ax.legend(fontsize=8)
-    ax.set_title("Volatility controls: churn vs performance (labels: bid_clip)")
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    rows = doc["rows"]
+    _sweep(ax, rows, [r["level"] for r in rows])
+
+    def label(r: dict[str, Any]) -> str:
+        return "none" if r["bid_clip"] is None else f"{r['bid_clip']:g} / {r['floor_fall_per_hour']:g}"
+
+    ax.set_xticks([r["level"] for r in rows], [label(r) for r in rows], fontsize=7)
+    ax.set_xlabel("bid clip / floor fall ($/h per h): looser → tighter")
+    ax.set_title("Volatility controls (Fig. 14)")
     return _save(fig, path)
 
 
@@ -208,6 +196,7 @@ def urgency_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
 CHARTS = {
     "contention": contention_chart,
     "overhead": overhead_chart,
+    "misestimate": misestimate_chart,
     "volatility": volatility_chart,
     "frontier": frontier_chart,
     "operator": operator_chart,

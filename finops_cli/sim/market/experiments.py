@@ -19,45 +19,31 @@ Metrics (per policy, over the tenants of one scenario):
 
 from __future__ import annotations
 
-import math
-import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from finops_cli.sim.market import families
-from finops_cli.sim.market.results import PolicyResult
+from finops_cli.sim.market.results import ExperimentResult, PolicyResult
 from finops_cli.sim.market.scenario import Scenario, Tenant
+from finops_cli.sim.market.stats import KEYS, aggregate, contention_summary
 
-EXPERIMENTS = ("contention", "overhead", "volatility", "frontier", "operator", "urgency")
+EXPERIMENTS = ("contention", "urgency", "frontier", "operator", "overhead", "volatility", "misestimate")
+#: The paper's figure each experiment reproduces.
+FIGURES = {
+    "contention": "Fig. 6",
+    "urgency": "Fig. 7",
+    "frontier": "Fig. 8",
+    "operator": "Fig. 11",
+    "overhead": "Fig. 13",
+    "volatility": "Fig. 14",
+    "misestimate": "Fig. 15",
+}
 #: The spot baseline: ``paper`` — the cloud spot class (opt-in, cheaper, unilateral preemption);
 #: ``oracle`` — ``fcfs-preempt`` (value-aware preemption by launch-time bid, base price).
 SPOT_POLICIES = {"paper": "spot", "oracle": "fcfs-preempt"}
 #: Seeds per point when not given: each table cell is a mean with a 95 % interval over these.
 DEFAULT_SEEDS = {"small": 3, "full": 5}
-
-
-@dataclass
-class ExperimentResult:
-    """One experiment: what was run (``params``), the table (``columns`` × ``rows``) and a ``summary``."""
-
-    experiment: str
-    params: dict[str, Any]
-    columns: list[str]
-    rows: list[dict[str, Any]]
-    summary: dict[str, Any] = field(default_factory=dict)
-    series: dict[str, Any] = field(default_factory=dict)  # extra data the chart needs (timelines)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "experiment": self.experiment,
-            "params": self.params,
-            "columns": self.columns,
-            "rows": self.rows,
-            "summary": self.summary,
-            "series": self.series,
-        }
 
 
 # --- metrics -------------------------------------------------------------------------------------
@@ -74,6 +60,7 @@ def metrics(res: PolicyResult, reference: PolicyResult) -> dict[str, Any]:
     ref = {t.tenant: t.completion_hours for t in reference.tenants}
     ratios: list[float] = []
     urgent: list[float] = []
+    services: list[float] = []
     for t in res.tenants:
         base = ref.get(t.tenant)
         if t.completion_hours and base:
@@ -81,6 +68,8 @@ def metrics(res: PolicyResult, reference: PolicyResult) -> dict[str, Any]:
             ratios.append(r)
             if t.tenant.endswith("-urgent"):
                 urgent.append(r)
+            if "-inference-" in t.tenant:
+                services.append(r)
     tot = res.totals()
     n = len(res.tenants)
     with_deadline = [t for t in res.tenants if t.deadline_missed is not None]
@@ -92,6 +81,7 @@ def metrics(res: PolicyResult, reference: PolicyResult) -> dict[str, Any]:
         "retained": retained,
         "degradation": None if retained is None else 1.0 - retained,
         "retained_urgent": sum(urgent) / len(urgent) if urgent else None,
+        "retained_services": sum(services) / len(services) if services else None,
         "fastest_retained": tot["mean_performance_retained"],
         "cost": tot["cost"],
         "generalized_cost": tot["generalized_cost"],
@@ -99,6 +89,7 @@ def metrics(res: PolicyResult, reference: PolicyResult) -> dict[str, Any]:
         "migrations_per_tenant": tot["migrations"] / n,
         "churn_per_tenant_hour": tot["migrations"] / tenant_hours if tenant_hours else 0.0,
         "work_lost_hours": tot["work_lost_hours"],
+        "work_redone_hours": tot["work_redone_hours"],
         "unfinished": tot["unfinished"],
         "bid_updates": tot["bid_updates"],
     }
@@ -127,11 +118,20 @@ def _size(size: str, n_accelerators: int | None, window_hours: float | None) -> 
 #: The fixed scenario of the single-scenario experiments (overhead, volatility, frontier).
 FOCUS_COMPOSITION = "fast-scarce"
 FOCUS_CONTENTION = 1.5
-OVERHEAD_MULTIPLIERS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-MISESTIMATES = (0.5, 0.75, 0.95, 1.0, 1.05, 1.25, 1.5)
-BID_CLIPS: tuple[float | None, ...] = (None, 1.0, 0.5, 0.2, 0.1, 0.05)
-FLOOR_FALLS: tuple[float | None, ...] = (None, 2.0, 0.5, 0.1)
-BUDGET_MULTIPLES: tuple[float | None, ...] = (0.5, 0.8, 1.0, 1.2, 1.5, 2.0, 3.0, 5.0, None)
+OVERHEAD_MULTIPLIERS = (0.0, 0.25, 1.0, 4.0, 16.0, 64.0)
+#: The agent's estimate ÷ the true migration cost: pairs symmetric on a log scale around exact.
+MISESTIMATES = (0.5, 0.8, 0.95, 1.0, 1.05, 1.25, 2.0)
+#: The volatility controls from none to tight: (bid_clip, floor_fall_per_hour) — both tightened together.
+VOLATILITY_LADDER: tuple[tuple[float | None, float | None], ...] = (
+    (None, None),
+    (1.0, 2.0),
+    (0.5, 1.0),
+    (0.2, 0.5),
+    (0.1, 0.2),
+    (0.05, 0.1),
+    (0.02, 0.05),
+)
+BUDGET_MULTIPLES: tuple[float | None, ...] = (0.8, 1.0, 1.2, 1.5, 2.0, 3.0, None)
 
 
 def contention(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
@@ -153,8 +153,8 @@ def contention(n_accelerators: int, window_hours: float, seed: int, spot: str = 
     for b in ("fcfs", spot):
         vals = [r["reduction"] for r in summary["reduction_vs"][b] if r["reduction"] is not None]
         summary[f"reduction_vs_{b}_range"] = [min(vals), max(vals)] if vals else None
-    cols = ["composition", "contention", "policy", "tenants", "retained", "retained_urgent", "fastest_retained"]
-    cols += ["cost", "generalized_cost", "deadline_miss_share", "migrations_per_tenant", "work_lost_hours"]
+    cols = ["composition", "contention", "policy", "tenants", "retained", "retained_services", "retained_urgent"]
+    cols += ["cost", "deadline_miss_share", "migrations_per_tenant", "work_lost_hours", "work_redone_hours"]
     return ExperimentResult("contention", {}, cols, rows, summary)
 
 
@@ -184,44 +184,41 @@ def _scaled(sc: Scenario, *, overhead: float = 1.0, estimate: float = 1.0) -> Sc
     return sc.model_copy(update={"tenants": tenants})
 
 
-def overhead(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
-    """Figures 13 and 15: migration cost × a multiplier until renegotiation acts like FCFS; mis-estimation.
-
-    The multiplier sweep runs twice: with the incumbent *subtracting* its migration cost from its
-    re-bid (``overhead``, the default that reproduces the worked example) and *adding* it
-    (``overhead-add``, the self-interested incumbent); see docs/market.md.
-    """
+def _sweep(
+    n_accelerators: int,
+    window_hours: float,
+    seed: int,
+    key: str,
+    values: Any,
+    vary: Callable[[Scenario, Any], Scenario],
+) -> list[dict[str, Any]]:
+    """Renegotiation on the focus scenario varied once per value of ``key``, with FCFS's retained beside it
+    (FCFS and the uncontended reference never migrate: one run each)."""
     base = _focus(n_accelerators, window_hours, seed)
-    rows: list[dict[str, Any]] = []
-    for sweep, sign in (("overhead", "subtract"), ("overhead-add", "add")):
-        signed = base.model_copy(update={"options": base.options.model_copy(update={"incumbent_migration": sign})})
-        for mult in OVERHEAD_MULTIPLIERS:
-            sc = _scaled(signed, overhead=mult)
-            ref = _run(sc, "on-demand")
-            fcfs = metrics(_run(sc, "fcfs"), ref)
-            rn = metrics(_run(sc, "renegotiate"), ref)
-            rows.append({"sweep": sweep, "multiplier": mult, "estimate": 1.0, **rn, "fcfs_retained": fcfs["retained"]})
-    for est in MISESTIMATES:
-        sc = _scaled(base, estimate=est)
-        ref = _run(sc, "on-demand")
-        fcfs = metrics(_run(sc, "fcfs"), ref)
-        rn = metrics(_run(sc, "renegotiate"), ref)
-        rows.append(
-            {"sweep": "misestimate", "multiplier": 1.0, "estimate": est, **rn, "fcfs_retained": fcfs["retained"]}
-        )
-    mis = [r for r in rows if r["sweep"] == "misestimate"]
-    exact = next(r for r in mis if r["estimate"] == 1.0)
-    summary = {
-        "degenerates_to_fcfs_at_multiplier": _degenerate([r for r in rows if r["sweep"] == "overhead"]),
-        "degenerates_to_fcfs_at_multiplier_add": _degenerate([r for r in rows if r["sweep"] == "overhead-add"]),
-        "misestimate_retained_spread": max(r["retained"] for r in mis) - min(r["retained"] for r in mis),
-        "misestimate_cost_change": {
-            str(r["estimate"]): (r["cost"] - exact["cost"]) / exact["cost"] for r in mis if exact["cost"]
-        },
-    }
-    cols = ["sweep", "multiplier", "estimate", "retained", "fcfs_retained", "cost", "generalized_cost"]
-    cols += ["migrations_per_tenant", "work_lost_hours"]
-    return ExperimentResult("overhead", {}, cols, rows, summary)
+    ref = _run(base, "on-demand")
+    fcfs = metrics(_run(base, "fcfs"), ref)["retained"]
+    return [{key: v, **metrics(_run(vary(base, v), "renegotiate"), ref), "fcfs_retained": fcfs} for v in values]
+
+
+def overhead(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+    """Figure 13: every tenant's migration cost and restart time × a multiplier, until renegotiation acts
+    like FCFS."""
+    rows = _sweep(
+        n_accelerators, window_hours, seed, "multiplier", OVERHEAD_MULTIPLIERS, lambda sc, m: _scaled(sc, overhead=m)
+    )
+    summary = {"degenerates_to_fcfs_at_multiplier": _degenerate(rows), "fcfs_retained": rows[0]["fcfs_retained"]}
+    cols = ["multiplier", "retained", "fcfs_retained", "cost", "generalized_cost", "migrations_per_tenant"]
+    return ExperimentResult("overhead", {}, [*cols, "work_redone_hours"], rows, summary)
+
+
+def misestimate(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+    """Figure 15: every agent mis-estimates its migration cost by the same factor (the true cost is charged)."""
+    rows = _sweep(n_accelerators, window_hours, seed, "estimate", MISESTIMATES, lambda sc, e: _scaled(sc, estimate=e))
+    exact = next(r for r in rows if r["estimate"] == 1.0)
+    for r in rows:
+        r["retained_change"] = r["retained"] - exact["retained"]
+    cols = ["estimate", "retained", "retained_change", "fcfs_retained", "cost", "generalized_cost"]
+    return ExperimentResult("misestimate", {}, [*cols, "migrations_per_tenant"], rows, {})
 
 
 #: Renegotiation "degenerates to FCFS" once it migrates fewer than this many times per tenant.
@@ -239,28 +236,19 @@ def _degenerate(sweep: list[dict[str, Any]]) -> float | None:
 
 
 def volatility(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
-    """Figure 14: ``bid_clip`` × ``floor_fall_per_hour``: churn (migrations per tenant-hour) vs performance."""
-    base = _focus(n_accelerators, window_hours, seed)
-    ref = _run(base, "on-demand")
-    rows: list[dict[str, Any]] = []
-    for clip in BID_CLIPS:
-        for fall in FLOOR_FALLS:
-            opts = base.options.model_copy(update={"bid_clip": clip, "floor_fall_per_hour": fall})
-            res = _run(base.model_copy(update={"options": opts}), "renegotiate")
-            rows.append({"bid_clip": clip, "floor_fall_per_hour": fall, **metrics(res, ref)})
-    fcfs = metrics(_run(base, "fcfs"), ref)
-    loosest = next(r for r in rows if r["bid_clip"] is None and r["floor_fall_per_hour"] is None)
-    calmest = min(rows, key=lambda r: r["churn_per_tenant_hour"])
-    summary = {
-        "fcfs_retained": fcfs["retained"],
-        "unclipped": {k: loosest[k] for k in ("churn_per_tenant_hour", "retained")},
-        "least_churn": {
-            k: calmest[k] for k in ("bid_clip", "floor_fall_per_hour", "churn_per_tenant_hour", "retained")
-        },
-    }
-    cols = ["bid_clip", "floor_fall_per_hour", "churn_per_tenant_hour", "retained", "retained_urgent", "cost"]
-    cols += ["generalized_cost", "migrations_per_tenant"]
-    return ExperimentResult("volatility", {}, cols, rows, summary)
+    """Figure 14: the volatility controls from none to tight (:data:`VOLATILITY_LADDER`): churn
+    (migrations per tenant-hour) and performance."""
+
+    def controlled(sc: Scenario, level: int) -> Scenario:
+        clip, fall = VOLATILITY_LADDER[level]
+        opts = sc.options.model_copy(update={"bid_clip": clip, "floor_fall_per_hour": fall})
+        return sc.model_copy(update={"options": opts})
+
+    rows = _sweep(n_accelerators, window_hours, seed, "level", range(len(VOLATILITY_LADDER)), controlled)
+    for r in rows:
+        r["bid_clip"], r["floor_fall_per_hour"] = VOLATILITY_LADDER[r["level"]]
+    cols = ["level", "bid_clip", "floor_fall_per_hour", "churn_per_tenant_hour", "retained", "fcfs_retained"]
+    return ExperimentResult("volatility", {}, [*cols, "cost", "migrations_per_tenant"], rows, {})
 
 
 def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
@@ -423,74 +411,13 @@ def operator(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
 
 RUNNERS: dict[str, Callable[[int, float, int, str], ExperimentResult]] = {
     "contention": contention,
-    "overhead": overhead,
-    "volatility": volatility,
+    "urgency": urgency,
     "frontier": frontier,
     "operator": operator,
-    "urgency": urgency,
+    "overhead": overhead,
+    "volatility": volatility,
+    "misestimate": misestimate,
 }
-
-
-#: The columns that name a table cell (everything else is a metric averaged over seeds).
-KEYS = {
-    "contention": ("composition", "contention", "policy"),
-    "overhead": ("sweep", "multiplier", "estimate"),
-    "volatility": ("bid_clip", "floor_fall_per_hour"),
-    "frontier": ("policy", "budget_multiple"),
-    "operator": ("contention", "policy"),
-    "urgency": ("urgency", "policy"),
-}
-#: Metrics shown with their 95 % interval (``<metric>_ci``: the half-width) in every table.
-CI_METRICS = ("retained", "cost", "churn_per_tenant_hour", "migrations_per_tenant", "capped_mean_load", "points")
-
-#: Two-sided 95 % Student-t quantiles by degrees of freedom (1–9; beyond, 1.96 is close enough for a table).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-
-
-def mean_ci(values: list[float]) -> tuple[float | None, float | None]:
-    """Mean and the half-width of its 95 % t-interval over seeds (None with fewer than 2 values)."""
-    vals = [v for v in values if v is not None and not math.isnan(v)]
-    if not vals:
-        return None, None
-    m = statistics.fmean(vals)
-    if len(vals) < 2:
-        return m, None
-    return m, _T95.get(len(vals) - 1, 1.96) * statistics.stdev(vals) / math.sqrt(len(vals))
-
-
-def aggregate(name: str, per_seed: list[ExperimentResult]) -> tuple[list[dict[str, Any]], list[str]]:
-    """One row per cell: the mean of every numeric metric over seeds, ``<metric>_ci`` for :data:`CI_METRICS`."""
-    keys = KEYS[name]
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for res in per_seed:
-        for row in res.rows:
-            groups.setdefault(tuple(row.get(k) for k in keys), []).append(row)
-    rows = []
-    for key, members in groups.items():
-        out: dict[str, Any] = dict(zip(keys, key, strict=True))
-        out["seeds"] = len(members)
-        for col in members[0]:
-            if col in keys:
-                continue
-            vals = [m.get(col) for m in members]
-            if all(isinstance(v, bool) for v in vals if v is not None):
-                nums = [float(v) for v in vals if v is not None]
-                out[col] = statistics.fmean(nums) if nums else None  # a share of seeds
-                continue
-            if not all(isinstance(v, int | float) for v in vals if v is not None):
-                out[col] = vals[0]
-                continue
-            m, ci = mean_ci([float(v) for v in vals if v is not None])
-            out[col] = m
-            if col in CI_METRICS:
-                out[f"{col}_ci"] = ci
-        rows.append(out)
-    cols: list[str] = []
-    for c in per_seed[0].columns:
-        cols.append(c)
-        if c in CI_METRICS:
-            cols.append(f"{c}_ci")
-    return rows, [*cols, "seeds"]
 
 
 def run_experiment(
@@ -502,9 +429,11 @@ def run_experiment(
     window_hours: float | None = None,
     seeds: int | None = None,
     spot: str = "paper",
+    jobs: int = 1,
 ) -> ExperimentResult:
     """Run one experiment (a name from :data:`EXPERIMENTS`) on the generated families at ``size``, over
-    ``seeds`` seeds from ``seed`` (each cell: the mean and a 95 % interval), with the ``spot`` baseline."""
+    ``seeds`` seeds from ``seed`` (each cell: the mean and a 95 % interval), with the ``spot`` baseline;
+    ``jobs`` > 1 runs the seeds in that many worker processes (same result)."""
     if name not in RUNNERS:
         raise ValueError(f"unknown experiment {name!r}; expected one of {', '.join(EXPERIMENTS)}")
     if spot not in SPOT_POLICIES:
@@ -512,12 +441,12 @@ def run_experiment(
     n, w = _size(size, n_accelerators, window_hours)
     k = seeds or DEFAULT_SEEDS[size]
     t0 = time.perf_counter()
-    per_seed = [RUNNERS[name](n, w, s, SPOT_POLICIES[spot]) for s in range(seed, seed + k)]
-    rows, cols = aggregate(name, per_seed)
+    per_seed = _per_seed(name, n, w, range(seed, seed + k), SPOT_POLICIES[spot], jobs)
+    rows, cols = aggregate(KEYS[name], per_seed)
     out = per_seed[0]
     summary: dict[str, Any] = {}
     if name == "contention":
-        summary = _contention_summary(per_seed, SPOT_POLICIES[spot])
+        summary = contention_summary(per_seed, SPOT_POLICIES[spot])
     else:
         summary = {**out.summary, "summary_seed": seed}  # the single-run summary of the first seed
     params = {"size": size, "accelerators": n, "window_hours": w, "seeds": list(range(seed, seed + k))}
@@ -526,29 +455,12 @@ def run_experiment(
     return result
 
 
-def _contention_summary(per_seed: list[ExperimentResult], spot: str) -> dict[str, Any]:
-    """Per cell and baseline: the reduction of degradation by renegotiation, mean and 95 % interval over seeds."""
-    out: dict[str, Any] = {"reduction_vs": {}}
-    for b in ("fcfs", spot):
-        cells: dict[tuple[str, float], list[dict[str, Any]]] = {}
-        for res in per_seed:
-            for r in res.summary["reduction_vs"][b]:
-                cells.setdefault((r["composition"], r["contention"]), []).append(r)
-        agg = []
-        for (comp, rho), rs in cells.items():
-            red, red_ci = mean_ci([r["reduction"] for r in rs if r["reduction"] is not None])
-            pts, pts_ci = mean_ci([r["points"] for r in rs])
-            agg.append(
-                {
-                    "composition": comp,
-                    "contention": rho,
-                    "reduction": red,
-                    "reduction_ci": red_ci,
-                    "points": pts,
-                    "points_ci": pts_ci,
-                }
-            )
-        out["reduction_vs"][b] = agg
-        vals = [float(x) for a in agg if isinstance(x := a["reduction"], float)]
-        out[f"reduction_vs_{b}_range"] = [min(vals), max(vals)] if vals else None
-    return out
+def _per_seed(name: str, n: int, w: float, seeds: range, spot: str, jobs: int) -> list[ExperimentResult]:
+    if jobs <= 1 or len(seeds) < 2:
+        return [RUNNERS[name](n, w, s, spot) for s in seeds]
+    import os
+
+    from finops_cli.processes import die_with_parent, spawn_pool
+
+    with spawn_pool(min(jobs, len(seeds)), die_with_parent, (os.getpid(),)) as pool:
+        return list(pool.map(RUNNERS[name], *zip(*[(n, w, s, spot) for s in seeds], strict=True)))

@@ -6,6 +6,8 @@ The experiments of ``finops simulate market --experiment …`` run on these fami
 - **Accelerators** (:data:`ACCELERATORS`): five types, each with a base price and a speed (hours per
   unit of work); the slow types are the cheapest per unit of work.
 - **Compositions** (:data:`COMPOSITIONS`): the share of the cluster of each type.
+- **Workload families** (:data:`WORKLOADS`): LLM inference services (stateless), checkpointed training,
+  genomics pipelines and HPC simulations: work, compatibility, checkpoints and migration overheads.
 - **Tenant classes** (:data:`TENANT_CLASSES`): *urgent* (a high value of time and a hard deadline),
   *standard* (a modest value of time and a soft deadline) and *batch* (``value_per_hour`` 0, no
   deadline: today's break-even agent), drawn with fixed shares.
@@ -55,6 +57,36 @@ class TenantClass:
     hard_penalty_multiple: float = 0.0  # hard: penalty = multiple × value_per_hour × best time
 
 
+@dataclass(frozen=True)
+class Workload:
+    """A workload family: how much work, where it runs, and what a move costs it (uniform ranges).
+
+    ``restart_hours`` is the wall time to resume on another accelerator (billed there); the overheads are
+    the orders of magnitude the systems the papers cite report (docs/market.md, *workload families*).
+    """
+
+    share: float
+    work: tuple[float, float]  # units (hours on an H100)
+    types: tuple[int, int]  # how many of the five types it runs on
+    checkpoint_hours: tuple[float, float]  # between checkpoints (a service: its agent's decision period)
+    restart_hours: tuple[float, float]
+    restart_usd: tuple[float, float]  # checkpoint-restart cost per move (storage, transfer)
+    stateless: bool = False
+
+
+#: The workload families (shares sum to 1). Sources in docs/market.md.
+WORKLOADS: dict[str, Workload] = {
+    # LLM inference service: hardware-agnostic serving, stateless; a move reloads the model (ServerlessLLM:
+    # tens of seconds to load a 30–70 B checkpoint, a few seconds with its loader)
+    "inference": Workload(0.35, (1.0, 8.0), (5, 5), (0.25, 0.25), (5 / 3600, 90 / 3600), (0.0, 0.0), True),
+    # checkpointed training: periodic checkpoints; resume = load + re-shard onto the new type (minutes)
+    "training": Workload(0.30, (2.0, 12.0), (2, 5), (0.25, 1.0), (2 / 60, 10 / 60), (0.0, 0.5)),
+    # genomics pipeline (Parabricks): a stage's output is its checkpoint; resume = re-stage the inputs
+    "genomics": Workload(0.20, (0.5, 3.0), (3, 5), (0.2, 0.6), (1 / 60, 5 / 60), (0.0, 0.1)),
+    # HPC simulation (HACC): application checkpoints to a parallel file system; resume reads them back
+    "hpc": Workload(0.15, (4.0, 16.0), (2, 5), (0.5, 2.0), (5 / 60, 15 / 60), (0.1, 1.0)),
+}
+
 TENANT_CLASSES: dict[str, TenantClass] = {
     "urgent": TenantClass(0.2, (5.0, 20.0), "hard", deadline_multiple=1.5, hard_penalty_multiple=3.0),
     "standard": TenantClass(0.5, (0.5, 3.0), "soft", deadline_multiple=3.0),
@@ -77,19 +109,32 @@ def pools(composition: dict[str, float], n_accelerators: int) -> list[dict[str, 
     ]
 
 
+def _pick(rng: np.random.Generator, shares: dict[str, float]) -> str:
+    """One name drawn with probability proportional to its share (one uniform draw)."""
+    u = float(rng.random()) * sum(shares.values())
+    for name, share in shares.items():
+        u -= share
+        if u < 0:
+            return name
+    return name
+
+
 def tenant_stream(seed: int, types: list[str], prefix: str = "t") -> Iterator[dict[str, Any]]:
     """An endless, seeded stream of tenant dicts (arrival left at 0: the caller spreads arrivals)."""
     s_class, s_work, s_compat, s_speed, s_value, s_ckpt = (
         np.random.default_rng(x) for x in np.random.SeedSequence(seed).spawn(6)
     )
-    names = list(TENANT_CLASSES)
-    shares = np.array([TENANT_CLASSES[c].share for c in names])
+    s_family = np.random.default_rng(np.random.SeedSequence(seed).spawn(8)[7])
+    classes = {k: c.share for k, c in TENANT_CLASSES.items()}
+    workloads = {k: w.share for k, w in WORKLOADS.items()}
     n = 0
     while True:
-        cls_name = names[int(s_class.choice(len(names), p=shares / shares.sum()))]
+        cls_name = _pick(s_class, classes)
         cls = TENANT_CLASSES[cls_name]
-        work = float(s_work.uniform(1.0, 8.0))
-        k = int(s_compat.integers(2, len(types) + 1))
+        family = _pick(s_family, workloads)
+        wl = WORKLOADS[family]
+        work = float(s_work.uniform(*wl.work))
+        k = int(s_compat.integers(min(wl.types[0], len(types)), min(wl.types[1], len(types)) + 1))
         compatible = sorted(s_compat.choice(len(types), size=k, replace=False).tolist())
         noise = s_speed.uniform(0.8, 1.25, size=len(types))
         hours = {types[j]: float(ACCELERATORS[types[j]][1] * noise[j]) for j in compatible}
@@ -97,13 +142,14 @@ def tenant_stream(seed: int, types: list[str], prefix: str = "t") -> Iterator[di
         value = float(s_value.uniform(lo, hi)) if hi > 0 else 0.0
         best = work * min(hours.values())
         tenant: dict[str, object] = {
-            "id": f"{prefix}{n}-{cls_name}",
+            "id": f"{prefix}{n}-{family}-{cls_name}",
             "work": work,
             "execution_hours": hours,
-            "checkpoint_interval_hours": float(s_ckpt.uniform(0.25, 1.0)),
-            "checkpoint_restart_cost": float(s_ckpt.uniform(0.0, 0.5)),
-            "restart_hours": float(s_ckpt.uniform(0.0, 0.05)),
+            "checkpoint_interval_hours": float(s_ckpt.uniform(*wl.checkpoint_hours)),
+            "checkpoint_restart_cost": float(s_ckpt.uniform(*wl.restart_usd)),
+            "restart_hours": float(s_ckpt.uniform(*wl.restart_hours)),
             "value_per_hour": value,
+            "stateless": wl.stateless,
         }
         if cls.deadline == "hard":
             tenant["deadline"] = {
@@ -144,7 +190,7 @@ def generate(
     target = contention * capacity * window_hours
     types = [k for k in mix if mix[k] > 0]
     arrivals = np.random.default_rng(np.random.SeedSequence(seed).spawn(7)[6])
-    tenants: list[dict[str, object]] = []
+    tenants: list[Tenant] = []
     offered = 0.0
     for raw in tenant_stream(seed, types):
         if (offered >= target) if n_tenants is None else (len(tenants) >= n_tenants):
@@ -156,7 +202,7 @@ def generate(
         raw["arrival_hours"] = float(arrivals.uniform(0.0, window_hours))
         t = Tenant.model_validate(raw)
         offered += t.hours_on(t.preference(prices)[0])
-        tenants.append(raw)
+        tenants.append(t)  # validated once: the scenario takes the instance as it is
     doc = {
         "version": 1,
         "name": f"{composition if isinstance(composition, str) else 'custom'} rho={contention:g} seed={seed}",

@@ -4,16 +4,19 @@ Every accelerator stays contestable while it runs:
 
 - **Bids.** Each tenant's agent bids, for its preferred type (least generalized cost to finish on at
   base prices), its willingness to pay :meth:`~finops_cli.sim.market.base.Policy.willingness_to_pay`:
-  the cost of finishing on its next-best type plus the value of the time it saves, less what a
+  the cost of finishing on its best alternative at live prices plus the value of the time it saves, less what a
   migration would cost now, ÷ its time on this one (``value_per_hour`` 0: the break-even bid). Agents
   re-bid at their decision points: arrival and every checkpoint.
 - **Clearing.** Per accelerator, second price: the highest bid holds the claim; the claimant pays the
   best *losing* bid standing on that accelerator, never less than the base price. Ties keep the
   incumbent (then the earlier arrival). A challenger contests the weakest claim of its type.
-- **Migration only at checkpoint boundaries.** A holder that loses keeps running (and paying the
-  price, now set by its own losing bid) until its next checkpoint, then moves to its best free
-  alternative; the winner moves in at *its* next checkpoint (at once if it was not running). The loser's
-  bid keeps standing, so the price stays up until its owner finishes or withdraws.
+- **Migration timing.** A holder that loses keeps running (and paying the price, now set by its own
+  losing bid) until its next checkpoint, then is placed again; the winner moves in when the accelerator
+  is vacated if it was not running, else it chooses to move now, hold both until its checkpoint, or
+  release it (:func:`.agent.migration_timing`). The loser's bid keeps standing, so the price stays up
+  until its owner finishes or withdraws.
+- **Launch tables.** A tenant with nothing free contests, at live prices, the weakest claim of its next
+  types in order (:meth:`Renegotiate.contest_fallback`) rather than only queueing.
 - **Floor.** With no losing bids the price returns to the floor — at once, or no faster than
   ``options.floor_fall_per_hour``. The floor is the base price, or for a pool with ``load_pricing``
   the operator's price for its current load (a holder whose bid falls below it moves to a free
@@ -33,6 +36,7 @@ import heapq
 import math
 from typing import Any
 
+from finops_cli.sim.market import agent
 from finops_cli.sim.market.base import EPS, Policy
 
 
@@ -149,6 +153,11 @@ class Renegotiate(Policy):
 
     def start(self, i: int, a: int, t: float) -> None:
         super().start(i, a, t)
+        c = self.target[i]
+        if c >= 0 and self.acc_type[c] != self.pref[i][0]:  # a bid for a fallback type: it has a home now
+            self.withdraw(i, t)
+            if self.acc_type[a] == self.pref[i][0]:
+                self.bid[i] = self._bid(i, t, incumbent=True)
         self.claim_changed(a)  # every holder has a claim others can contest
 
     def is_free(self, a: int) -> bool:
@@ -226,7 +235,31 @@ class Renegotiate(Policy):
         if a >= 0:
             self.start(i, a, t)
             return
-        self.enqueue(i)
+        if self.reserved_acc[i] < 0:
+            self.contest_fallback(i, t)
+        self.enqueue(i)  # until an accelerator it won or waits for is free
+
+    def contest_fallback(self, i: int, t: float) -> bool:
+        """Nothing free it can use: bid, at live prices, for the weakest claim of its next types in order
+        (its launch table) — the first whose claimant it outbids. True when it won one (it moves in when the
+        holder leaves at its checkpoint); a bid that lost keeps standing there."""
+        for j in self.pref[i][1:]:
+            a = self.weakest_claim(j)
+            if a < 0 or not self.can_afford(i, j):
+                continue
+            b = self.willingness_to_pay(i, j)
+            if self.opts.bid_clip is not None:
+                b = min(b, self.price_at(a, t) * (1.0 + self.opts.bid_clip))
+            if b < self.floor_price(j) - EPS or b <= self.claim_bid[a] + EPS:
+                continue
+            self.withdraw(i, t)
+            self.bid[i], self.target[i] = b, a
+            self.pool[j].add(i)
+            self.challengers[a][i] = b
+            self.log(t, "bid", i, a, b)
+            self.clear(a, t)
+            return self.reserved_acc[i] >= 0
+        return False
 
     def challenge(self, i: int, t: float) -> None:
         """Bid for the preferred type: take a free one now, else contest the weakest claim."""
@@ -261,14 +294,15 @@ class Renegotiate(Policy):
             self.defend(c, a, t)  # the holder's agent answers the challenge with its live defence
         if j >= 0 and (c < 0 or self.bid[j] > self.claim_bid[a] + EPS):
             if c >= 0:
-                if self.reserved_by[a] == c:
+                won = self.reserved_by[a] == c  # a winner that had not moved in yet
+                if won:
                     self.bill_idle(a, t)
                     self.idle_from[a] = -1.0
                     self.reserved_acc[c] = -1
                 else:
                     self.displaced[c] = True
                 self.log(t, "lose", c, a, self.bid[j])
-                if self.pref[c][0] == self.acc_type[a]:  # it still wants this type: its bid keeps standing
+                if won or self.pref[c][0] == self.acc_type[a]:  # it still wants this one: its bid keeps standing
                     if self.target[c] >= 0 and self.target[c] != a:
                         self.withdraw(c, t)
                     ch[c] = self.bid[c]
@@ -278,7 +312,7 @@ class Renegotiate(Policy):
                     self.displaced_bid[a] = self.claim_bid[a]
             del ch[j]
             self.target[j] = -1
-            self.pool[self.pref[j][0]].discard(j)
+            self.pool[self.acc_type[a]].discard(j)
             self.reserved_by[a], self.reserved_acc[j] = j, a
             self.claim_changed(a)
             self.reprice(a, t)
@@ -288,7 +322,7 @@ class Renegotiate(Policy):
                 if self.on[j] < 0:
                     self.move_in(j, a, t)
                 else:
-                    self._idle(a, t)
+                    self.won_while_running(j, a, t)
             elif self.displaced[h] and self.seg_t0[h] == t and self.progress_at(h, t) <= self.ckpt[h] + EPS:
                 self.leave(h, t)  # started this instant: nothing to checkpoint, it can go now
             return
@@ -375,9 +409,33 @@ class Renegotiate(Policy):
             self.pool[self.acc_type[a]].discard(i)
             self.reprice(a, t)
 
-    def move_in(self, i: int, a: int, t: float) -> None:
-        """Tenant ``i`` takes the accelerator it won (at a checkpoint boundary, or at once if idle)."""
-        prev = self.stop(i, t) if self.on[i] >= 0 else -1
+    def won_while_running(self, i: int, a: int, t: float) -> None:
+        """``a`` is free and won by ``i``, which runs elsewhere: it moves now (losing the work since its
+        checkpoint), holds both until its checkpoint, or waits (:func:`.agent.migration_timing`)."""
+        choice = agent.migration_timing(self, i, a, t)
+        self.log(t, {"now": "move-now", "hold": "hold", "wait": "release"}[choice], i, a, self.price_at(a, t))
+        if choice == "hold":
+            self._idle(a, t)
+        elif choice == "now":
+            self.move_in(i, a, t, lose_work=True)
+        else:  # nobody else wants it: not held, taken at the checkpoint if still free
+            self.reserved_by[a] = self.reserved_acc[i] = -1
+            self.claim_changed(a)
+            self.reprice(a, t)
+            self.mark_free(a)
+
+    def contested(self, a: int, i: int) -> bool:
+        if any(k != i for k in self.challengers[a]) or any(k != i for k in self.pool[self.acc_type[a]]):
+            return True
+        q = self.waiting[self.acc_type[a]]
+        while q and not self.queued(q[0]):
+            q.popleft()
+        return len(q) > 1 or (len(q) == 1 and q[0] != i)
+
+    def move_in(self, i: int, a: int, t: float, *, lose_work: bool = False) -> None:
+        """Tenant ``i`` takes the accelerator it won (at a checkpoint boundary, at once if idle, or now by
+        choice, ``lose_work``)."""
+        prev = self.stop(i, t, redo=lose_work) if self.on[i] >= 0 else -1
         self.bill_idle(a, t)
         self.idle_from[a] = -1.0
         self.reserved_by[a] = self.reserved_acc[i] = -1
@@ -388,14 +446,15 @@ class Renegotiate(Policy):
             self.on_vacated(prev, t)
 
     def leave(self, i: int, t: float) -> None:
-        """A displaced holder at its checkpoint: off the accelerator, then placed again."""
+        """A displaced holder at its checkpoint: off the accelerator, placed again (first, so that the winner
+        deciding when to move in sees it as demand), then the accelerator is handed on."""
         a = self.stop(i, t)
         self.displaced[i] = False
         self.displaced_bid[a] = 0.0
         self.claim_changed(a)
         self.reprice(a, t)
-        self.on_vacated(a, t)
         self.place(i, t)
+        self.on_vacated(a, t)
 
     # --- the operator: a floor that rises with load -------------------------------------------------
 
@@ -407,6 +466,19 @@ class Renegotiate(Policy):
             return base
         u = self.busy[type_j] / len(self.by_type[type_j])
         return base * (1.0 + (lp.multiple_at_full - 1.0) * max(0.0, u - lp.knee) / (1.0 - lp.knee))
+
+    def live_price(self, i: int, type_j: int) -> float:
+        """What ``type_j`` costs tenant ``i`` an hour now (the exchange table's rate): what it pays for the one
+        it holds; the floor when one is free; else the current price of the one it would contest (the
+        weakest claim of the type)."""
+        a = self.on[i]
+        if a >= 0 and self.acc_type[a] == type_j:
+            return self.price_at(a, self.now)
+        floor = self.floor_price(type_j)
+        if self.peek_free(type_j) >= 0:
+            return floor
+        w = self.weakest_claim(type_j)
+        return floor if w < 0 else max(floor, self.price_at(w, self.now))
 
     def _load_change(self, j: int, delta: int, t: float) -> None:
         super()._load_change(j, delta, t)
@@ -431,8 +503,8 @@ class Renegotiate(Policy):
         if r >= 0:
             if self.on[r] < 0:
                 self.move_in(r, a, t)
-            else:  # the winner moves in at its next checkpoint and pays for the idle accelerator until then
-                self._idle(a, t)
+            else:
+                self.won_while_running(r, a, t)
             return
         x = self.acc_type[a]
         j = self._best(self.challengers[a])
@@ -447,7 +519,7 @@ class Renegotiate(Policy):
             if self.on[j] < 0:
                 self.move_in(j, a, t)
             else:
-                self._idle(a, t)
+                self.won_while_running(j, a, t)
             return
         j = self.pop_waiting(x)
         if j >= 0:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import Any, TypedDict
 
 
 @dataclass
@@ -21,6 +21,7 @@ class TenantResult:
     penalty: float = 0.0
     time_value: float = 0.0
     budget_exhausted: bool = False  # its money ran out (or never covered the job): stopped, unfinished
+    work_redone_hours: float = 0.0  # work since its checkpoint given up by its own choice (a move now)
 
     def as_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -36,6 +37,7 @@ class PolicyTotals(TypedDict):
     makespan_hours: float | None
     migrations: int
     work_lost_hours: float
+    work_redone_hours: float
     mean_performance_retained: float | None
     deadline_misses: int
     penalty: float
@@ -71,6 +73,7 @@ class PolicyResult:
             "makespan_hours": max((t.finish_hours or 0.0 for t in done), default=None),
             "migrations": sum(t.migrations for t in self.tenants),
             "work_lost_hours": sum(t.work_lost_hours for t in self.tenants),
+            "work_redone_hours": sum(t.work_redone_hours for t in self.tenants),
             "mean_performance_retained": (sum(perf) / len(perf)) if perf else None,
             "deadline_misses": sum(1 for t in self.tenants if t.deadline_missed),
             "penalty": penalty,
@@ -93,3 +96,25 @@ class PolicyResult:
         if events:
             out["events"] = self.events
         return out
+
+
+@dataclass
+class ExperimentResult:
+    """One experiment: what was run (``params``), the table (``columns`` × ``rows``) and a ``summary``."""
+
+    experiment: str
+    params: dict[str, Any]
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any] = field(default_factory=dict)
+    series: dict[str, Any] = field(default_factory=dict)  # extra data the chart needs (timelines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "params": self.params,
+            "columns": self.columns,
+            "rows": self.rows,
+            "summary": self.summary,
+            "series": self.series,
+        }

@@ -17,6 +17,7 @@
         value_per_hour: 0                      # USD an hour earlier is worth (0: the break-even agent)
         deadline: {hours: 2.0, kind: soft, penalty_per_hour: 5.0}   # or {hours, kind: hard, penalty}
         overhead_estimate: 1.0                 # the agent's estimate of its migration cost ÷ the true one
+        stateless: false                       # true: a service whose moves lose no work
     launch_table: [{type: A10, max_price: 0.9}, {type: L4}]   # ranked; omitted: by cost
     options: {bid_clip: null, floor_fall_per_hour: null, incumbent_migration: add}
 """
@@ -127,6 +128,7 @@ class Tenant(_Strict):
     value_ramp: ValueRamp | None = None  # the value of time rises after arrival (None: constant)
     deadline: Deadline | None = None
     overhead_estimate: PositiveFloat = 1.0  # the agent's migration cost estimate ÷ the true cost
+    stateless: bool = False  # a service: a move loses no work (checkpoint_interval_hours: its agent's period)
     launch_table: list[LaunchEntry] | None = Field(default=None, min_length=1)
     spot_opt_in: bool | None = None  # under ``spot``: buy the spot class (None: iff no value of time, no deadline)
 
