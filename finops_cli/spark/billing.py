@@ -17,7 +17,7 @@ from typing import Any
 
 from finops_cli.ingest.billing.executors import FileJob, FileResult, Progress, stage_file
 from finops_cli.spark import bucket
-from finops_cli.spark.session import get_session, run_tasks, task_staging, writes_bucket
+from finops_cli.spark.session import get_session, run_tasks, writes_bucket
 from finops_cli.store.engine import DuckDBEngine, using
 
 
@@ -38,7 +38,7 @@ class SparkStager:
             tx.remote.update(bucket.check_uploads(tx.store, tx.txid, [up for _, up in done]))
             results: list[FileResult] = [r for r, _ in done]
         else:
-            results = run_tasks(spark, functools.partial(_stage, task_staging(tx)), jobs)
+            results = run_tasks(spark, functools.partial(_stage, str(tx.staging)), jobs)
         return sorted(results, key=lambda r: r.index)
 
 

@@ -89,6 +89,8 @@ def check_uploads(store: Any, txid: str, uploads: Sequence[Uploaded]) -> dict[Pa
         for rel, (size, md5) in up.files.items():
             key = f"{up.prefix}/{rel}"
             found = listed.get(key)
+            if found is not None and found[1] is not None and found[1] != md5 and _encrypted_by_kms(store, key):
+                found = (found[0], None)  # an SSE-KMS object's ETag is not its MD5: its size is what is checked
             if found is None or found[0] != size or (found[1] is not None and found[1] != md5):
                 what = "missing" if found is None else "not what the task wrote"
                 raise InputError(
@@ -116,3 +118,15 @@ def _listing(store: Any, prefix: str) -> dict[str, tuple[int, str | None]]:
 
     infos = store.filesystem.get_file_info(FileSelector(prefix, recursive=True, allow_not_found=True))
     return {i.path: (int(i.size), None) for i in infos if i.type == FileType.File}
+
+
+def _encrypted_by_kms(store: Any, key: str) -> bool:
+    """Whether an S3 object is encrypted with KMS (its ETag is then not the MD5 of its bytes)."""
+    from finops_cli.uri import s3_client
+
+    bucket, _, name = key.partition("/")
+    try:
+        head = s3_client().head_object(Bucket=bucket, Key=name)
+    except Exception:  # unreachable or gone: the size and MD5 checks decide
+        return False
+    return str(head.get("ServerSideEncryption", "")).startswith("aws:kms")

@@ -161,9 +161,3 @@ def writes_bucket(spark: SparkSession, tx: Any) -> bool:
     """Whether the tasks upload into the bucket store themselves (:mod:`finops_cli.spark.bucket`): a bucket store
     whose transaction stages on this machine's disk, which a cluster's executors cannot write."""
     return isinstance(tx.store, ObjectStore) and not shares_disk(spark)
-
-
-def task_staging(tx: Any) -> str:
-    """The transaction's staging directory, where tasks write when they share it (a directory store on storage
-    every executor mounts, or any store with a local master)."""
-    return str(tx.staging)

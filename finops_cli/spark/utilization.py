@@ -15,7 +15,7 @@ from typing import Any
 from finops_cli.errors import InputError
 from finops_cli.ingest.utilization.pipeline import SourceDone, SourceOptions, ingest_source
 from finops_cli.spark import bucket
-from finops_cli.spark.session import get_session, run_tasks, task_staging, writes_bucket
+from finops_cli.spark.session import get_session, run_tasks, writes_bucket
 from finops_cli.store.engine import DuckDBEngine, stage_aggregates, using
 from finops_cli.store.staging import StagedWriter
 
@@ -37,7 +37,7 @@ class SparkStager:
             tx.remote.update(bucket.check_uploads(tx.store, tx.txid, [up for _, up in pairs]))
             done: list[SourceDone] = [d for d, _ in pairs]
         else:
-            done = run_tasks(spark, functools.partial(_ingest, task_staging(tx), options), jobs)
+            done = run_tasks(spark, functools.partial(_ingest, str(tx.staging), options), jobs)
         for d in done:
             missing = [
                 r for r in [*d.staged, *d.aggregates] if Path(r) not in tx.remote and not (tx.staging / r).is_file()
