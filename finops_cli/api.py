@@ -350,14 +350,16 @@ def pricebook_refresh(
     instance_types: list[str] | None = None,
     pricebook: str | Path | None = None,
     aws_profile: str | None = None,
+    aws_source: str = "api",
     **seams: Any,
 ) -> RefreshResult:
     """``finops pricebook refresh``: list prices from the providers' price APIs into the user pricebook.
 
     ``providers``: some of aws, gcp, azure (default all three). ``regions``: per provider (default: the regions
     the pricebook already prices). ``instance_types``: beyond the pricebook's instance table. ``pricebook``: the
-    directory (default ``$FINOPS_PRICEBOOK`` or ``~/.config/finops``). ``seams`` (tests): ``aws_client``,
-    ``gcp_transport``, ``azure_url``, ``now``. Nothing is written unless every provider answered.
+    directory (default ``$FINOPS_PRICEBOOK`` or ``~/.config/finops``). ``aws_source``: ``api`` (GetProducts,
+    credentials) or ``offers`` (public bulk offer files). ``seams`` (tests): ``aws_client``, ``gcp_transport``,
+    ``azure_url``, ``aws_offers_url``, ``now``. Nothing is written unless every provider answered.
     """
     from finops_cli.catalog.pricebook import use_pricebook, user_pricebook_dir
     from finops_cli.catalog.refresh import PROVIDERS, refresh_pricebook
@@ -370,8 +372,20 @@ def pricebook_refresh(
         extra_types=instance_types or [],
         directory=user_pricebook_dir(),
         aws_profile=aws_profile,
+        aws_source=aws_source,
         **seams,
     )
+
+
+def pricebook_import_skypilot(directory: str | Path, *, pricebook: str | Path | None = None) -> Any:
+    """``finops pricebook import skypilot DIR``: a SkyPilot catalog's ``vms.csv`` files into the user pricebook
+    (instance facts and on-demand/spot prices; see :mod:`finops_cli.catalog.skypilot`)."""
+    from finops_cli.catalog.pricebook import use_pricebook, user_pricebook_dir
+    from finops_cli.catalog.skypilot import import_skypilot
+
+    if pricebook is not None:
+        use_pricebook(pricebook)
+    return import_skypilot(Path(directory), user_pricebook_dir())
 
 
 def pricebook_table(*, pricebook: str | Path | None = None, provider: str | None = None) -> pd.DataFrame:
@@ -537,8 +551,8 @@ def plan(
 
 
 def gate(
-    plan: PlanDocument | dict | str | Path,
-    baseline: PlanDocument | dict | str | Path | None = None,
+    plan: PlanDocument | dict[str, Any] | str | Path,
+    baseline: PlanDocument | dict[str, Any] | str | Path | None = None,
     thresholds: Thresholds | None = None,
 ) -> GateResult:
     """Check a new plan against a baseline plan and thresholds (``finops gate``); each plan is a document, a
@@ -551,7 +565,7 @@ def gate(
 
 
 def report(
-    plan: PlanDocument | dict | str | Path,
+    plan: PlanDocument | dict[str, Any] | str | Path,
     store: str | Path | Store | None = None,
     *,
     estate: Estate | PricedEstate | Fleet | None = None,

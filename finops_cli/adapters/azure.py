@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
+from finops_cli.adapters.public_http import UNTOUCHED, read_body, short_url
 from finops_cli.errors import InputError
 
 RETAIL_PRICES_URL = "https://prices.azure.com/api/retail/prices"
@@ -48,21 +47,11 @@ def retail_prices(
 
 
 def _get_json(url: str, timeout: float) -> dict[str, Any]:
-    request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "finops"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read(MAX_PAGE_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        raise InputError(f"Azure Retail Prices: HTTP {exc.code} {exc.reason} ({_short(url)})") from None
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:  # ValueError: a malformed URL
-        reason = getattr(exc, "reason", exc)
-        raise InputError(f"Azure Retail Prices: cannot reach {_short(url)} ({reason})") from None
-    if len(body) > MAX_PAGE_BYTES:
-        raise InputError(f"Azure Retail Prices: a page larger than {MAX_PAGE_BYTES >> 20} MiB ({_short(url)})")
+    body = read_body(url, what="Azure Retail Prices", timeout=timeout, limit=MAX_PAGE_BYTES)
     try:
         page = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: arrays nested thousands deep
-        raise InputError(f"Azure Retail Prices: the answer is not JSON ({_short(url)})") from None
+        raise InputError(f"Azure Retail Prices: the answer is not JSON ({_short(url)}); {UNTOUCHED}") from None
     if not isinstance(page, dict):
         raise InputError(f"Azure Retail Prices: the answer is not a JSON object ({_short(url)})")
     return page
@@ -73,9 +62,7 @@ def _same_origin(a: str, b: str) -> bool:
     return pa.scheme in ("https", "http") and (pa.scheme, pa.hostname) == (pb.scheme, pb.hostname)
 
 
-def _short(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
+_short = short_url
 
 
 def odata_quote(value: str) -> str:

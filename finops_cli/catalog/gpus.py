@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from finops_cli.catalog.pricebook import _layers
+from finops_cli.catalog.pricebook import _layers, user_pricebook_dir
 from finops_cli.errors import InputError
 from finops_cli.files import csv_line, read_csv_rows, read_csv_text
 
@@ -144,6 +144,7 @@ def gcp_pricing_category(description: str) -> str:
 # --- instance types named in free text (FOCUS ChargeDescription, usage types, meters) -------------------------------
 
 GPU_FAMILIES_FILE = "gpu_families.csv"
+CPU_ONLY_FAMILIES_FILE = "cpu_only_families.csv"
 
 #: An instance-type-shaped token: AWS ``g5.4xlarge`` / ``p6-b200.48xlarge``, GCP ``a3-highgpu-8g`` /
 #: ``n2-standard-4``, Azure ``Standard_ND96isr_H100_v5``.
@@ -160,12 +161,16 @@ def _gpu_family_patterns() -> list[tuple[str, re.Pattern[str]]]:
     return _family_patterns(_layers(GPU_FAMILIES_FILE))
 
 
-@lru_cache(maxsize=8)
+def _cpu_family_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    return _family_patterns(_layers(CPU_ONLY_FAMILIES_FILE))
+
+
+@lru_cache(maxsize=16)
 def _family_patterns(layers: tuple[tuple[str, str, int], ...]) -> list[tuple[str, re.Pattern[str]]]:
     """Every layer's patterns: the user pricebook may add families (its rows are added to the shipped ones)."""
     out = []
     for path, _, _ in layers:
-        frame = read_csv_text(Path(path), kind="GPU family table")
+        frame = read_csv_text(Path(path), kind="instance family table")
         if not {"provider", "pattern"} <= set(frame.columns):
             raise InputError("missing column(s) provider, pattern", path=Path(path))
         for i, row in frame.iterrows():
@@ -191,6 +196,49 @@ def is_gpu_family(instance_type: str) -> bool:
     """Does the name belong to a GPU family (``pricebooks/gpu_families.csv``)? CPU-only types do not."""
     low = instance_type.strip().lower()
     return any(p.match(low) for _, p in _gpu_family_patterns())
+
+
+def is_cpu_only(instance_type: str) -> bool:
+    """Is the name a known family without a GPU (``pricebooks/cpu_only_families.csv``: ``c5.xlarge``,
+    ``n2-standard-4``, ``Standard_D2s_v3``)? Such types are never reported as missing a GPU count."""
+    low = instance_type.strip().lower()
+    return any(p.match(low) for _, p in _cpu_family_patterns())
+
+
+#: how the catalog knows an instance type: GPUs counted, CPU-only, a GPU family without a row, or not at all
+GPU, CPU_ONLY, GPU_UNLISTED, UNKNOWN = "gpu", "cpu_only", "gpu_unlisted", "unknown"
+
+
+def classify_instance_type(provider: str, instance_type: str) -> str:
+    """:data:`GPU` (a row gives its GPU count), :data:`CPU_ONLY`, :data:`GPU_UNLISTED` (a GPU family with no
+    row: plans cannot price it per GPU) or :data:`UNKNOWN` (neither list names its family)."""
+    if instance_gpu_facts(provider, instance_type) is not None:
+        return GPU
+    if is_gpu_family(instance_type):
+        return GPU_UNLISTED
+    return CPU_ONLY if is_cpu_only(instance_type) else UNKNOWN
+
+
+def missing_row_hint(provider: str, instance_type: str) -> str:
+    """Where the fix for a missing GPU count goes: the row to append to the user's ``instance_types.csv``."""
+    path = user_pricebook_dir() / INSTANCE_TYPES_FILE
+    return (
+        f"{instance_type} has no GPU count in the pricebook: add the row "
+        f"'{provider},instance,{instance_type},<gpus>,<accelerator>' to {path} "
+        f"(columns {','.join(INSTANCE_COLUMNS)}; create the file with that header if it is new)"
+    )
+
+
+def unknown_types_line(unknown: list[str], unlisted: list[str], *, shown: int = 5) -> str:
+    """One summary line for the instance types an ingest could not count GPUs for (never one line per type)."""
+    head = ", ".join(unknown[:shown]) + (f", … ({len(unknown) - shown} more)" if len(unknown) > shown else "")
+    path = user_pricebook_dir()
+    gpu = f"{len(unlisted)} in GPU families; " if unlisted else ""
+    return (
+        f"{len(unknown)} instance type(s) with no GPU count in the pricebook ({gpu}{head}): prices per GPU-hour "
+        f"left empty; add rows to {path / INSTANCE_TYPES_FILE}, or list CPU-only families in "
+        f"{path / CPU_ONLY_FAMILIES_FILE}"
+    )
 
 
 _INSTANCE_RE = re.compile(INSTANCE_TOKEN)

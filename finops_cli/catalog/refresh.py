@@ -17,6 +17,7 @@ import pandas as pd
 
 from finops_cli.atomic import check_writable, write_text
 from finops_cli.catalog.fetchers.aws import fetch_aws
+from finops_cli.catalog.fetchers.aws_offers import fetch_aws_offers
 from finops_cli.catalog.fetchers.azure import fetch_azure
 from finops_cli.catalog.fetchers.gcp import fetch_gcp
 from finops_cli.catalog.gpus import instance_types, is_gpu_family
@@ -25,6 +26,8 @@ from finops_cli.catalog.prices import reference_prices
 from finops_cli.errors import InputError
 
 PROVIDERS = ("aws", "gcp", "azure")
+#: where AWS list prices come from: the Price List API (credentials) or the public bulk offer files (none)
+AWS_SOURCES = ("api", "offers")
 COLUMNS = [*REF_COLUMNS, FETCHED_AT]
 #: what a refreshed row is identified by: a new fetch replaces the user's row with the same key
 KEY = ["provider", "offering", "term", "region"]
@@ -76,13 +79,18 @@ def refresh_pricebook(
     aws_profile: str | None = None,
     gcp_transport: Any = None,
     azure_url: str | None = None,
+    aws_source: str = "api",
+    aws_offers_url: str | None = None,
     now: datetime | None = None,
 ) -> RefreshResult:
     """Fetch list prices from each provider's API and merge them into the user pricebook, atomically.
 
     ``regions`` per provider default to those the pricebook already prices; ``extra_types`` are priced beyond the
     pricebook's instance table; ``directory`` (default :func:`~finops_cli.catalog.pricebook.user_pricebook_dir`)
-    is created if missing."""
+    is created if missing. ``aws_source``: ``api`` (GetProducts, AWS credentials) or ``offers`` (the public bulk
+    offer files, no credentials)."""
+    if aws_source not in AWS_SOURCES:
+        raise InputError(f"{aws_source!r}: expected {' or '.join(AWS_SOURCES)}", param="aws_source")
     chosen = list(dict.fromkeys(p.strip().lower() for p in providers))
     unknown = [p for p in chosen if p not in PROVIDERS]
     if unknown or not chosen:
@@ -105,7 +113,9 @@ def refresh_pricebook(
         fresh: list[dict[str, str]] = []
         for provider in chosen:
             where = _regions(provider, (regions or {}).get(provider))
-            if provider == "aws":
+            if provider == "aws" and aws_source == "offers":
+                rows = fetch_aws_offers(where, _wanted("aws", extra), fetched, url=aws_offers_url)
+            elif provider == "aws":
                 rows = fetch_aws(where, _wanted("aws", extra), fetched, client=aws_client, profile=aws_profile)
             elif provider == "gcp":
                 rows = fetch_gcp(where, fetched, transport=gcp_transport)

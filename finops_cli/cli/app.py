@@ -236,8 +236,9 @@ _GROUPS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "budget": ("Budgets on any scope with thresholds on actual and forecast spend (budgets.yaml).",
                ("finops budget check --budgets budgets.yaml",),
                ("alerts.register_group",)),
-    "pricebook": ("Keep list prices current: refresh them from the providers' price APIs, show them.",
-                  ("finops pricebook refresh", "finops pricebook show"),
+    "pricebook": ("Keep list prices current: refresh them from the providers' price APIs, import a SkyPilot "
+                  "catalog, show them.",
+                  ("finops pricebook refresh", "finops pricebook import skypilot DIR", "finops pricebook show"),
                   ("pricebook.register_group",)),
 }  # fmt: skip
 

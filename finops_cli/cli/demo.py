@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,7 +12,7 @@ from finops_cli.cli.options import AsOfOpt, command_engine, parse_as_of
 from finops_cli.cli.output import log, status, stdout_console
 
 
-def _show_notify(document: dict, plan_path: Path) -> None:
+def _show_notify(document: dict[str, Any], plan_path: Path) -> None:
     """What ``finops notify --to slack --dry-run`` would post about the plan: the alerts' one payload the demo shows."""
     import json
 

@@ -162,7 +162,12 @@ def render_summary(summary: IngestSummary) -> Group:
     for f in summary.files:
         how = "sniffed header" if f.sniffed else "--input-format"
         fmt = f.format + (f" ({f.azure_export})" if f.azure_export else "")
+        fmt += f" {f.focus_version}" if f.focus_version else ""
         files.add_row(Path(f.path).name, fmt, how, number(f.rows))
+    contracts = summary.contract_commitments
+    if contracts:
+        for path, n in contracts["files"].items():
+            files.add_row(Path(path).name, "focus contract commitments", "sniffed header", number(n))
 
     cost = Table(title="Cost by provider", title_justify="left", header_style="bold")
     for name, justify in (

@@ -246,11 +246,9 @@ def register(app: typer.Typer) -> None:
         for where, reason in result.failures.items():
             log.warning(f"{where}: {reason} (skipped; other sources kept)")
         if result.unknown_instance_types:
-            log.warning(
-                "GPU count unknown (not in pricebooks/instance_types.csv): "
-                + ", ".join(result.unknown_instance_types)
-                + "; prices per GPU-hour are left empty for them"
-            )
+            from finops_cli.catalog.gpus import unknown_types_line
+
+            log.warning(unknown_types_line(result.unknown_instance_types, result.unlisted_gpu_types))
         if output == SummaryFormat.json:
             emit_json(result.to_dict())
             return

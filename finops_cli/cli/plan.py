@@ -12,7 +12,7 @@ import json
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console, Group
@@ -51,7 +51,7 @@ class SolverChoice(StrEnum):
     highs = "highs"
 
 
-def _tables(doc: dict) -> list:
+def _tables(doc: dict[str, Any]) -> list[Any]:
     cur = doc["currency"]
     tables = []
     # allocation by workload × substrate kind (GPU-hours and cost)
@@ -214,7 +214,7 @@ def _tables(doc: dict) -> list:
     return tables
 
 
-def _prices_used_table(doc: dict) -> Table | None:
+def _prices_used_table(doc: dict[str, Any]) -> Table | None:
     """The substrate prices the plan used (``prices`` in plan.json), as the report prints them."""
     from finops_cli.report.markdown import PRICES_HEADERS, prices_rows
     from finops_cli.schema.plan import PlanDocument
@@ -232,7 +232,7 @@ def _prices_used_table(doc: dict) -> Table | None:
     )
 
 
-def _clearing_rows(doc: dict) -> list[list]:
+def _clearing_rows(doc: dict[str, Any]) -> list[list[Any]]:
     """Per workload: price in block 0 (the peak hour) and the range over blocks; deferrable work: one price."""
     by_w: dict[str, dict[int, float]] = {}
     for p in doc.get("clearing_prices") or []:
@@ -246,7 +246,7 @@ def _clearing_rows(doc: dict) -> list[list]:
     return rows
 
 
-def _summary(doc: dict) -> str:
+def _summary(doc: dict[str, Any]) -> str:
     t, s, h = doc["totals"], doc["solver"], doc["horizon"]
     cur = doc["currency"]
     sav = t["savings"]
@@ -265,7 +265,7 @@ def _summary(doc: dict) -> str:
     )
 
 
-def _certified(doc: dict) -> str:
+def _certified(doc: dict[str, Any]) -> str:
     """The certificate in one sentence: the bound the plan proved on its own distance from the hourly optimum."""
     c = doc.get("certification")
     if not c:
@@ -279,7 +279,7 @@ def _certified(doc: dict) -> str:
     )
 
 
-def _markdown(doc: dict) -> str:
+def _markdown(doc: dict[str, Any]) -> str:
     """The plan as GitHub markdown: ids come from the user's estate files, so every cell and the summary
     go through :mod:`finops_cli.report.escape` (no HTML, mention, image or broken table)."""
     from finops_cli.report.escape import md_table
@@ -442,7 +442,7 @@ def register(app: typer.Typer) -> None:
             log.info(f"wrote {out}")
 
 
-def render_plan(doc: dict, console: Console) -> None:
+def render_plan(doc: dict[str, Any], console: Console) -> None:
     """Print a plan document's summary line and tables (shared with ``finops demo``)."""
     if not console.is_terminal:
         console.width = max(console.width, 140)  # piped: do not squeeze columns to ellipses
@@ -455,7 +455,7 @@ def render_plan(doc: dict, console: Console) -> None:
         console.print(table)
 
 
-def _demand_words(source: dict) -> str:
+def _demand_words(source: dict[str, Any]) -> str:
     """A ``demand_sources`` entry in words: which GPU-hours, and how the horizon was filled."""
     quantity = "busy GPU-hours" if source["quantity"] == "busy_gpu_hours" else "allocated GPU-hours"
     text = (

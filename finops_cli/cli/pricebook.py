@@ -1,4 +1,4 @@
-"""``finops pricebook refresh`` / ``finops pricebook show``: parse → api → render."""
+"""``finops pricebook refresh`` / ``import`` / ``show``: parse → api → render."""
 
 from __future__ import annotations
 
@@ -42,12 +42,21 @@ def register_group(app: typer.Typer) -> None:
             typer.Option("--instance-type", help="Also price this type (repeatable), e.g. p3.2xlarge, g4dn.xlarge."),
         ] = None,
         aws_profile: Annotated[str | None, typer.Option("--aws-profile", help="Named AWS profile.")] = None,
+        aws_source: Annotated[
+            str,
+            typer.Option(
+                "--aws-source",
+                help="api: the Price List API (AWS credentials); offers: the public bulk offer files (no "
+                "credentials; large, read as a stream).",
+            ),
+        ] = "api",
         pricebook: PricebookOpt = None,
     ) -> None:
         """Fetch list prices of GPU instance types into the user pricebook: AWS Price List API (GetProducts,
-        boto3 credentials), GCP Cloud Billing Catalog (list_skus, Application Default Credentials), Azure Retail
-        Prices API (public). Default regions: those the pricebook already prices. Every row keeps its source and
-        fetch time; nothing is written unless every provider answered."""
+        boto3 credentials; or --aws-source offers: the public offer files), GCP Cloud Billing Catalog (list_skus,
+        Application Default Credentials), Azure Retail Prices API (public). Default regions: those the pricebook
+        already prices. Every row keeps its source and fetch time; nothing is written unless every provider
+        answered."""
         from finops_cli import api
 
         regions = {k: v for k, v in (("aws", aws_region), ("gcp", gcp_region), ("azure", azure_region)) if v}
@@ -57,6 +66,7 @@ def register_group(app: typer.Typer) -> None:
             instance_types=instance_type,
             pricebook=pricebook,
             aws_profile=aws_profile,
+            aws_source=aws_source.strip().lower(),
         )
         counts = ", ".join(f"{p} {n}" for p, n in result.rows.items())
         console = stderr_console()
@@ -67,6 +77,33 @@ def register_group(app: typer.Typer) -> None:
         )
         for note in result.notes:
             console.print(f"note: {note}", soft_wrap=True, markup=False)
+
+    @app.command("import", epilog=example("finops pricebook import skypilot ~/.sky/catalogs/v8"))
+    def _import(
+        kind: Annotated[str, typer.Argument(help="The catalog's layout: skypilot.", show_default=False)],
+        directory: Annotated[
+            Path, typer.Argument(help="A folder with vms.csv, or with <cloud>/vms.csv folders.", show_default=False)
+        ],
+        pricebook: PricebookOpt = None,
+    ) -> None:
+        """Import an external catalog into the user pricebook. skypilot: SkyPilot's vms.csv (InstanceType,
+        AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Price, SpotPrice, Region): GPU types become
+        instance_types.csv rows, Price/SpotPrice become on-demand/spot reference prices (median over zones)."""
+        from finops_cli import api
+        from finops_cli.errors import InputError
+
+        if kind.strip().lower() != "skypilot":
+            raise InputError(f"{kind!r}: expected skypilot", param="kind")
+        result = api.pricebook_import_skypilot(directory, pricebook=pricebook)
+        skipped = ", ".join(f"{n} {why}" for why, n in result.skipped.items())
+        stderr_console().print(
+            f"imported {len(result.files)} vms.csv: {sum(result.instance_types.values())} GPU instance types, "
+            f"{sum(result.prices.values())} prices"
+            + (f" ({', '.join(f'{p} {n}' for p, n in result.instance_types.items())})" if result.instance_types else "")
+            + (f"; skipped rows: {skipped}" if skipped else ""),
+            soft_wrap=True,
+            markup=False,
+        )
 
     @app.command("show", epilog=example("finops pricebook show --provider aws --format json"))
     def _show(

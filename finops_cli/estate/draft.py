@@ -123,7 +123,7 @@ def _key(frame: pd.DataFrame) -> pd.Series:
     return pd.Series(list(map(tuple, key.to_numpy())), index=frame.index, dtype=object)
 
 
-def _most_frequent(frame: pd.DataFrame, by: str, value: str, count: str) -> dict:
+def _most_frequent(frame: pd.DataFrame, by: str, value: str, count: str) -> dict[str, Any]:
     """Per ``by``: the ``value`` with the highest ``count``, the smallest one on a tie (as ``Series.mode``)."""
     if frame.empty:
         return {}
@@ -131,7 +131,7 @@ def _most_frequent(frame: pd.DataFrame, by: str, value: str, count: str) -> dict
     return ordered.drop_duplicates(by).set_index(by)[value].to_dict()
 
 
-def _substrate_rows(store: Store, month: str, currency: str, hours: int) -> list[dict]:
+def _substrate_rows(store: Store, month: str, currency: str, hours: int) -> list[dict[str, Any]]:
     params = {"month": month, "currency": currency}
     subs = engine.run_pandas(store, DRAFT_SUBSTRATES, params)
     if subs is None or subs.empty:
@@ -185,7 +185,7 @@ def _dump(value: object) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
 
 
-def _fleet_yaml(rows: list[dict], month: str, currency: str) -> str:
+def _fleet_yaml(rows: list[dict[str, Any]], month: str, currency: str) -> str:
     total = sum(r["effective_cost"] for r in rows)
     out = [
         f"# DRAFT written by 'finops estate draft' from the {month} GPU billing lines in the store.",
@@ -303,7 +303,7 @@ def _busy_profiles(store: Store, month: str, hours: int) -> dict[str, np.ndarray
     return out
 
 
-def _workload_rows(store: Store, month: str, currency: str, hours: int) -> list[dict]:
+def _workload_rows(store: Store, month: str, currency: str, hours: int) -> list[dict[str, Any]]:
     groups = engine.run_pandas(
         store, DRAFT_WORKLOAD_TEAMS, {"month": month, "currency": currency, "untagged": UNTAGGED}
     )
@@ -355,7 +355,7 @@ def profile_csv(profile: np.ndarray, month: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _workloads_yaml(rows: list[dict], accelerators: list[str], month: str) -> str:
+def _workloads_yaml(rows: list[dict[str, Any]], accelerators: list[str], month: str) -> str:
     out = [
         f"# DRAFT written by 'finops estate draft': one workload per workload/team tag seen in {month}.",
         "# Demand is in GPU-hours: busy GPU-hours where utilisation was ingested, else billed GPU-hours, hour by",

@@ -115,7 +115,7 @@ def feed_label(feed: PriceFeed) -> str:
 def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: datetime) -> FeedStat:
     """The feed's statistic in USD per GPU-hour from the store's ``spot_prices`` (the instance price divided by
     ``gpus_per_instance`` when given, else the per-GPU price recorded at ingest); ``end``: the horizon's end."""
-    from finops_cli.report.prices import NoPriceData, feed_statistic
+    from finops_cli.report.prices import NoGpuCount, NoPriceData, feed_statistic
 
     label = feed_label(feed)
     hint = "ingest spot prices first (finops ingest spot-prices ...) or give price_per_gpu_hour"
@@ -139,6 +139,8 @@ def feed_price(substrate_id: str, feed: PriceFeed, store: Store | None, end: dat
             stat = replace(stat, value=stat.value / feed.gpus_per_instance)
         else:
             stat = feed_statistic(*args, per="gpu_hour", product=feed.product, end=end)
+    except NoGpuCount as exc:  # prices are there: the fix is a pricebook row (or gpus_per_instance), not an ingest
+        raise InputError(f"substrate {substrate_id}: price_feed {label}: {exc} (or give gpus_per_instance)") from None
     except NoPriceData as exc:
         raise InputError(f"substrate {substrate_id}: price_feed {label}: {exc}; {hint}") from None
     if not stat.value > 0:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from finops_cli.errors import InputError
 from finops_cli.files import csv_line, read_csv_rows
@@ -73,7 +73,7 @@ def parse_profile(path: Path) -> Profile:
         units.append(amount)
     texts = [row[h].strip() for row in rows]
     offsets = not texts or _number(texts[0]) is not None  # the first row decides: integer offsets or timestamps
-    hours: list = []
+    hours: list[Any] = []
     for i, text in enumerate(texts):
         if offsets:
             num = _number(text)

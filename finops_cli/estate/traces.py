@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ from finops_cli.errors import InputError
 from finops_cli.files import csv_line, parse_json, read_csv_text, read_text
 
 
-def _trace_nodes(path: Path, meta: dict, counts: np.ndarray, nodes: int | None) -> int:
+def _trace_nodes(path: Path, meta: dict[str, Any], counts: np.ndarray, nodes: int | None) -> int:
     """N for a multi-node trace: given, metadata, an ``<N>-node`` directory, else the largest count seen."""
     if nodes is not None:
         return nodes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
 
@@ -271,7 +272,7 @@ def _certification(out: PlannerOutput) -> Certification | None:
     )
 
 
-def _fractional(frac: pd.DataFrame, applies: bool) -> dict:
+def _fractional(frac: pd.DataFrame, applies: bool) -> dict[str, Any]:
     """Totals fields for the fractional nodes a plan without ``--integer-nodes`` assumed."""
     if not applies:
         return {}

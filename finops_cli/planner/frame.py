@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -85,7 +86,7 @@ class PlanFrame:
         return sorted(set(self.rows["group"]))
 
 
-def _pricing_key(workload: Workload) -> tuple:
+def _pricing_key(workload: Workload) -> tuple[Any, ...]:
     """What of a workload :func:`~finops_cli.core.pricing.segments` and ``spot_multiplier`` read: its unit
     (API prices), interruptibility and checkpoints (NETC multiplier) and SLO (reliability penalty)."""
     cp = workload.checkpoint
@@ -104,10 +105,10 @@ class _SegmentCache:
     def __init__(self, fleet: Fleet, mode: Mode) -> None:
         self.fleet, self.mode = fleet, mode
         self.unit: dict[str, Substrate] = {}
-        self.seen: dict[tuple, list] = {}
-        self.walls: dict[tuple, float] = {}
+        self.seen: dict[tuple[Any, ...], list[Any]] = {}
+        self.walls: dict[tuple[Any, ...], float] = {}
 
-    def __call__(self, substrate: Substrate, workload: Workload) -> list:
+    def __call__(self, substrate: Substrate, workload: Workload) -> list[Any]:
         key = (substrate.id, _pricing_key(workload))
         got = self.seen.get(key)
         if got is None:
@@ -129,10 +130,12 @@ class _SegmentCache:
         return got
 
 
-def _priced_rows(workload: Workload, fleet: Fleet, cache: _SegmentCache) -> tuple[list[tuple], dict[str, list[str]]]:
+def _priced_rows(
+    workload: Workload, fleet: Fleet, cache: _SegmentCache
+) -> tuple[list[tuple[Any, ...]], dict[str, list[str]]]:
     """(substrate, segment, usd, penalty, units/GPU-hour, share of capacity or None) per compliant row."""
     priced, excluded = priced_destinations(workload, fleet, lambda s: cache(s, workload))
-    rows: list[tuple] = []
+    rows: list[tuple[Any, ...]] = []
     for s, segs in priced:
         thr = units_per_gpu_hour(s, workload)
         for seg in segs:
@@ -142,7 +145,7 @@ def _priced_rows(workload: Workload, fleet: Fleet, cache: _SegmentCache) -> tupl
     return rows, excluded
 
 
-def _prune(rows: list[tuple], fleet: Fleet, node_ids: frozenset[str] = frozenset()) -> list[tuple]:
+def _prune(rows: list[tuple[Any, ...]], fleet: Fleet, node_ids: frozenset[str] = frozenset()) -> list[tuple[Any, ...]]:
     """Drop rows dearer per unit than the workload's cheapest unbounded destination.
 
     A substrate billed per whole node (``node_ids``) is never the reference: its price per unit leaves out the
@@ -190,7 +193,7 @@ def build_frame(
     node_ids = frozenset(
         s.id for s in fleet.substrates if integer_nodes and s.kind in NODE_KINDS and s.gpus_per_node is not None
     )
-    priced: dict[str, list[tuple]] = {}
+    priced: dict[str, list[tuple[Any, ...]]] = {}
     refused: dict[str, list[str]] = {}
     cache = _SegmentCache(fleet, mode)
     for w in workloads:
@@ -200,7 +203,7 @@ def build_frame(
 
     # group identical workloads
     group_of: dict[str, str] = {}
-    signature_group: dict[tuple, str] = {}
+    signature_group: dict[tuple[Any, ...], str] = {}
     for w in workloads:
         if not group or w.max_parallel_gpus is not None:
             group_of[w.id] = w.id

@@ -9,6 +9,7 @@ commitment blocks | nodes | unserved per demand row | unserved per deferrable to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -147,7 +148,7 @@ def build_matrix(frame: PlanFrame) -> PlanMatrix:
     lower: list[np.ndarray] = []
     upper: list[np.ndarray] = []
 
-    def add_rows(n: int, lo: object, up: object, *terms: tuple) -> None:
+    def add_rows(n: int, lo: object, up: object, *terms: tuple[Any, ...]) -> None:
         """``n`` rows bounded ``[lo, up]`` with their ``(row within these n, column, value)`` terms."""
         row0 = sum(len(part) for part in lower)
         for r, c, v in terms:

@@ -66,7 +66,7 @@ def read_plan(path: str | Path) -> PlanDocument:
     return parse_plan(parse_json(text, path), path)
 
 
-def plan_or_path(plan: PlanDocument | dict | str | Path) -> PlanDocument:
+def plan_or_path(plan: PlanDocument | dict[str, Any] | str | Path) -> PlanDocument:
     """Accept a document, a decoded dict or a path (the API's convenience)."""
     if isinstance(plan, PlanDocument):
         return plan

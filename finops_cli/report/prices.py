@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,10 @@ GROUP_KEYS: list[str] = ["provider", "region", "zone", "instance_type", "product
 
 class NoPriceData(LookupError):
     """No price rows match the provider/region/instance type (and window) asked for."""
+
+
+class NoGpuCount(NoPriceData):
+    """Prices are stored but the pricebook gives no GPU count for the type: the fix is a pricebook row."""
 
 
 def _utc(when: datetime | pd.Timestamp) -> pd.Timestamp:
@@ -87,7 +91,7 @@ def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> floa
     return float(v[min(i, len(v) - 1)])
 
 
-def _series_stats(group: pd.DataFrame, value_col: str, start: pd.Timestamp | None, end: pd.Timestamp) -> dict:
+def _series_stats(group: pd.DataFrame, value_col: str, start: pd.Timestamp | None, end: pd.Timestamp) -> dict[str, Any]:
     """Pool the per-zone segments of one group and compute every statistic."""
     vals: list[np.ndarray] = []
     secs: list[np.ndarray] = []
@@ -201,7 +205,12 @@ def feed_statistic(
     sel, used_product = _select_product(sel, provider, product, what)
     value_col = "usd_per_gpu_hour" if per == "gpu_hour" else "usd_per_instance_hour"
     if sel[value_col].isna().all():
-        raise NoPriceData(f"no GPU count known for {what}; cannot give a price per GPU-hour")
+        from finops_cli.catalog.gpus import instance_gpu_facts, missing_row_hint
+
+        facts = instance_gpu_facts(provider, instance_type)  # a row added after the prices were ingested
+        if facts is None:
+            raise NoGpuCount(f"{len(sel):,} prices stored for {what} but {missing_row_hint(provider, instance_type)}")
+        sel = sel.assign(usd_per_gpu_hour=sel["usd_per_instance_hour"] / facts[0])
     end_ts = sel["timestamp"].max() if end is None else min(sel["timestamp"].max(), _utc(end))
     start_ts = end_ts - timedelta(days=float(window_days))
     try:

@@ -93,6 +93,7 @@ PROVIDER_SLUGS: dict[str, str] = {
         "gcp": ("gcp", "google", "google cloud", "google cloud platform"),
         "azure": ("azure", "microsoft", "microsoft azure"),
         "coreweave": ("coreweave",),
+        "oci": ("oci", "oracle", "oracle cloud", "oracle cloud infrastructure"),
         "onprem": ("onprem", "on-prem", "on prem", "on-premises", "on premises"),
     }.items()
     for name in names

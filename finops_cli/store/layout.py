@@ -24,6 +24,7 @@ DATASETS: dict[str, tuple[str, ...]] = {
     "billing": ("provider", "billing_period"),
     "utilization": ("month",),
     "spot_prices": ("provider", "month"),
+    "contract_commitments": ("provider",),  # FOCUS 1.3 Contract Commitment rows (terms, not billed money)
     # ingest aggregates: one file per detail file, same partition and name, written at commit
     "billing_hourly": ("provider", "billing_period"),
     "utilization_hourly": ("month",),

@@ -14,6 +14,7 @@ import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from finops_cli.errors import InputError
 from finops_cli.store.layout import (
@@ -56,7 +57,7 @@ def _files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def _manifest(root: Path) -> list[dict]:
+def _manifest(root: Path) -> list[dict[str, Any]]:
     path = root / _MANIFEST
     if not path.exists() and not path.is_symlink():
         return []

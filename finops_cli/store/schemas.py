@@ -8,11 +8,17 @@ import duckdb
 import pyarrow as pa
 
 from finops_cli.schema.billing import BILLING_SCHEMA
+from finops_cli.schema.contracts import CONTRACT_SCHEMA
 from finops_cli.schema.spot import SPOT_SCHEMA
 from finops_cli.schema.utilization import STORE_SCHEMA
 from finops_cli.store.queries import AGGREGATES
 
-_DETAILS = {"billing": BILLING_SCHEMA, "utilization": STORE_SCHEMA, "spot_prices": SPOT_SCHEMA}
+_DETAILS = {
+    "billing": BILLING_SCHEMA,
+    "utilization": STORE_SCHEMA,
+    "spot_prices": SPOT_SCHEMA,
+    "contract_commitments": CONTRACT_SCHEMA,
+}
 
 
 def _family(t: pa.DataType) -> str:

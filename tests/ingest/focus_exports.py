@@ -130,7 +130,7 @@ def aws_focus_10(path: Path, seed: int = 1) -> tuple[Path, Expected]:
     types = [("g5.4xlarge", 1, "A10G", 1.624, True), ("p5.48xlarge", 8, "H100", 98.32, True),
              ("p4de.24xlarge", 8, "A100", 40.96, True), ("c5.xlarge", 0, None, 0.17, False),
              ("m7i.2xlarge", 0, None, 0.403, False), ("g6f.4xlarge", 1, "L4", 1.1, False),
-             ("p6-b300.48xlarge", 8, "B300", 142.0, False)]  # fmt: skip
+             ("p7.48xlarge", 8, "B300", 142.0, False)]  # fmt: skip
     rows = []
     for h in range(72):
         t = START + timedelta(hours=h)
@@ -188,7 +188,7 @@ def azure_focus(path: Path, version: str = "1.0", seed: int = 2) -> tuple[Path, 
     sizes = [("Standard_ND96isr_H100_v5", "ND96isr H100 v5", 8, "H100", 90.0, True),
              ("Standard_NC24ads_A100_v4", "NC24ads A100 v4", 1, "A100", 3.4, True),
              ("Standard_D8s_v5", "D8s v5", 0, None, 0.35, False),
-             ("Standard_NV36ads_A10_v5", "NV36ads A10 v5", 1, "A10", 2.9, False)]  # fmt: skip
+             ("Standard_NV12ads_A10_v5", "NV12ads A10 v5", 1, "A10", 2.9, False)]  # fmt: skip
     rows = []
     for h in range(48):
         t = START + timedelta(hours=h)

@@ -83,9 +83,9 @@ def test_tsv_feed(tmp_path: Path, store: Store) -> None:
 
 
 def test_unknown_instance_type_is_kept_without_gpu_price(tmp_path: Path, store: Store) -> None:
-    f = _cli_json(tmp_path / "h.json", [{**REC, "InstanceType": "m7i.large", "SpotPrice": "0.05"}])
+    f = _cli_json(tmp_path / "h.json", [{**REC, "InstanceType": "zz7.large", "SpotPrice": "0.05"}])
     result = ingest_spot_prices(store, files=[f])
-    assert result.unknown_instance_types == ["aws/m7i.large"]
+    assert result.unknown_instance_types == ["aws/zz7.large"]
     [row] = store.read("spot_prices").to_pylist()
     assert row["gpus"] is None and row["usd_per_gpu_hour"] is None
 

@@ -35,6 +35,7 @@ def test_wheel_carries_package_data_and_metadata(wheel: Path) -> None:
     assert "finops_cli/pricebooks/instance_types.csv" in names
     assert "finops_cli/pricebooks/reference_prices.csv" in names
     assert "finops_cli/pricebooks/gpu_families.csv" in names
+    assert "finops_cli/pricebooks/cpu_only_families.csv" in names
     assert "finops_cli/_samples/fleet.yaml" in names
     assert any(n.startswith("finops_cli/_samples/billing/") for n in names)
     assert not any(n.startswith("pricebooks/") for n in names), "the top-level pricebooks/ ships inside the package"

@@ -68,6 +68,36 @@ SERVICE_CATEGORY = {
     "AWSSupportBusiness": "Management and Governance",
     "AWSSupportEnterprise": "Management and Governance",
     "AmazonCloudWatch": "Management and Governance",
+    "AWSCloudTrail": "Management and Governance",
+    "AWSConfig": "Management and Governance",
+    "AWSGlue": "Analytics",
+    "AmazonAthena": "Analytics",
+    "AmazonKinesis": "Analytics",
+    "ElasticMapReduce": "Analytics",
+    "AmazonSNS": "Integration",
+    "AWSQueueService": "Integration",
+    "AmazonStates": "Integration",
+    "AWSEvents": "Integration",
+    "awskms": "Security",
+    "AWSSecretsManager": "Security",
+    "AmazonGuardDuty": "Security",
+    "AWSIoT": "Internet of Things",
+    "AmazonRoute53": "Networking",
+    "AWSELB": "Networking",
+    "AmazonElastiCache": "Databases",
+    "AmazonECR": "Compute",
+}
+#: display names for product codes whose lines carry no ``product/ProductName``
+SERVICE_NAME = {
+    "AmazonCloudWatch": "Amazon CloudWatch",
+    "AWSGlue": "AWS Glue",
+    "AmazonSNS": "Amazon Simple Notification Service",
+    "AWSQueueService": "Amazon Simple Queue Service",
+    "AmazonStates": "AWS Step Functions",
+    "awskms": "AWS Key Management Service",
+    "AWSSecretsManager": "AWS Secrets Manager",
+    "AWSCloudTrail": "AWS CloudTrail",
+    "AWSIoT": "AWS IoT",
 }
 
 #: internal names every AWS layout maps; the money and quantity ones are read as float64.
@@ -75,6 +105,7 @@ NUMERIC = (
     "unblended_cost",
     "usage_amount",
     "public_on_demand_cost",
+    "public_on_demand_rate",
     "ri_effective_cost",
     "ri_unused_upfront",
     "ri_unused_recurring",
@@ -156,7 +187,8 @@ def convert_aws(
     az = text("availability_zone")
     region = coalesce(text("region"), pc.utf8_slice_codeunits(az, 0, -1) if az is not None else None)
     product_code = text("product_code")
-    service = coalesce(text("product_name"), product_code)
+    named = lookup(product_code, SERVICE_NAME, None) if product_code is not None else None
+    service = coalesce(text("product_name"), named, product_code)
     service_category = (
         lookup(product_code, SERVICE_CATEGORY, "Other") if product_code is not None else const("Other", n)
     )
@@ -171,6 +203,9 @@ def convert_aws(
         "BilledCost": cost,
         "EffectiveCost": effective,
         "ListCost": num("public_on_demand_cost"),
+        # FOCUS: list unit price and SKU price id on Usage and Purchase lines, where the CUR carries them
+        "ListUnitPrice": only(priced, num("public_on_demand_rate")),
+        "SkuPriceId": only(priced, text("rate_code")),
         "BillingCurrency": get("currency"),
         "ChargeCategory": charge_category,
         "ChargeClass": charge_class,
@@ -250,6 +285,8 @@ NAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sku": (("product/sku",), ("product_sku",)),
     "pricing_unit": (("pricing/unit",), ("pricing_unit",)),
     "public_on_demand_cost": (("pricing/publicOnDemandCost",), ("pricing_public_on_demand_cost",)),
+    "public_on_demand_rate": (("pricing/publicOnDemandRate",), ("pricing_public_on_demand_rate",)),
+    "rate_code": (("pricing/RateCode",), ("pricing_rate_code",)),
     "ri_effective_cost": (("reservation/EffectiveCost",), ("reservation_effective_cost",)),
     "ri_unused_upfront": (
         ("reservation/UnusedAmortizedUpfrontFeeForBillingPeriod",),

@@ -20,6 +20,7 @@ from finops_cli.ingest.billing.base import (
     BillingFormat,
     Converted,
     SourceColumns,
+    add_months,
     coalesce,
     const,
     hours_factor,
@@ -62,22 +63,22 @@ SERVICE_CATEGORY = {
 }
 #: canonical (EA PascalCase) name → accepted spellings, first found wins (matched case-insensitively)
 NAMES: dict[str, tuple[str, ...]] = {
-    "BillingAccountId": ("BillingAccountId",),
+    "BillingAccountId": ("BillingAccountId",),  # absent from the legacy cost report: the subscription stands in
     "BillingAccountName": ("BillingAccountName",),
     "SubscriptionName": ("SubscriptionName",),
     "ReservationName": ("ReservationName",),
     "BillingPeriodStartDate": ("BillingPeriodStartDate",),
     "BillingPeriodEndDate": ("BillingPeriodEndDate",),
     "SubscriptionId": ("SubscriptionId", "SubscriptionGuid"),
-    "Date": ("Date", "UsageDateTime"),
+    "Date": ("Date", "UsageDateTime", "UsageDate"),
     "MeterCategory": ("MeterCategory",),
     "MeterName": ("MeterName",),
     "MeterId": ("MeterId",),
     "ProductName": ("ProductName", "Product"),
-    "Quantity": ("Quantity",),
+    "Quantity": ("Quantity", "UsageQuantity"),
     "Cost": ("CostInBillingCurrency", "Cost", "PreTaxCost"),
     "BillingCurrency": ("BillingCurrency", "BillingCurrencyCode", "Currency"),
-    "ResourceLocation": ("ResourceLocation",),
+    "ResourceLocation": ("ResourceLocation", "ResourceLocationNormalized"),
     "AvailabilityZone": ("AvailabilityZone",),
     "ResourceId": ("ResourceId", "InstanceId"),
     "ResourceName": ("ResourceName",),
@@ -95,9 +96,10 @@ NUMERIC = ("Quantity", "Cost", "PayGPrice")
 
 
 def _sniff(cols: frozenset[str]) -> float:
+    """EA/MCA (PascalCase or camelCase: ChargeType) and the legacy cost report (UsageDateTime, PreTaxCost)."""
     low = {c.lower() for c in cols}
     cost = "costinbillingcurrency" in low or "cost" in low or "pretaxcost" in low
-    return 2.0 if cost and "metercategory" in low and "chargetype" in low else 0.0
+    return 2.0 if cost and "metercategory" in low and ("chargetype" in low or "usagedatetime" in low) else 0.0
 
 
 def _resolve(header: Sequence[str]) -> dict[str, str]:
@@ -115,7 +117,7 @@ def _resolve(header: Sequence[str]) -> dict[str, str]:
 @BILLING_FORMATS.register("azure", aliases=["azure-ea", "azure-mca", "azure-cost"], sniff=_sniff)
 class AzureCost(BillingFormat):
     name = "azure"
-    required = ("BillingAccountId", "Date", "Cost", "BillingCurrency", "ChargeType")
+    required = ("Date", "Cost", "BillingCurrency")
 
     def columns(self, header: Sequence[str], *, every_known: bool = False) -> list[str] | None:
         """The header's spelling of each column (Azure varies the case): always from the header itself."""
@@ -146,7 +148,8 @@ class AzureCost(BillingFormat):
             return parse_json_cells(a, fn, path=ctx.path, column=found[key], first_row=ctx.first_row, brace_less=True)
 
         cost = num("Cost")
-        charge_type = pc.fill_null(get("ChargeType"), "Usage")
+        given_type = get("ChargeType")  # the legacy cost report has none: every line is usage
+        charge_type = pc.fill_null(given_type, "Usage") if given_type is not None else const("Usage", n)
         unused = isin(charge_type, ["UnusedReservation", "UnusedSavingsPlan"])
         category = lookup(charge_type, CHARGE_TYPE, "Usage")
         model = get("PricingModel")
@@ -157,13 +160,12 @@ class AzureCost(BillingFormat):
         _note_kind(ctx, charge_type, model, cost)
 
         day = ts("Date")
-        period_start = ts("BillingPeriodStartDate")
-        if period_start is None:
-            period_start = month_floor(day)
+        # an empty billingPeriodStartDate (camelCase usage details) is the month of the line's date
+        period_start = coalesce(ts("BillingPeriodStartDate"), month_floor(day))
         period_end = ts("BillingPeriodEndDate")
         # Azure's BillingPeriodEndDate is the last day (inclusive); FOCUS ends are exclusive.
         one_day = pa.scalar(86_400_000_000, pa.duration("us"))
-        period_end = pc.add(period_end, one_day) if period_end is not None else None
+        period_end = coalesce(pc.add(period_end, one_day) if period_end is not None else None, add_months(period_start))
 
         unit = get("UnitOfMeasure")
         quantity = num("Quantity")
@@ -186,7 +188,7 @@ class AzureCost(BillingFormat):
         publisher = get("PublisherName")
 
         columns = {
-            "BillingAccountId": get("BillingAccountId"),
+            "BillingAccountId": coalesce(get("BillingAccountId"), get("SubscriptionId")),
             "BillingAccountName": get("BillingAccountName"),
             "SubAccountName": get("SubscriptionName"),
             "CommitmentDiscountName": get("ReservationName"),
@@ -199,6 +201,7 @@ class AzureCost(BillingFormat):
             "BilledCost": cost,
             "EffectiveCost": where(_commitment_purchase(charge_type, model), 0.0, cost),
             "ListCost": list_cost,
+            "ListUnitPrice": only(isin(category, ["Usage", "Purchase"]), paygo),
             "BillingCurrency": get("BillingCurrency"),
             "ChargeCategory": category,
             "ChargeClass": charge_class,

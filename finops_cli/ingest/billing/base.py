@@ -6,6 +6,7 @@ A format turns record batches of source columns into :class:`Converted`: canonic
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -212,8 +213,12 @@ def parse_json_cells(
     column: str,
     first_row: int,
     brace_less: bool = False,
+    python_literals: bool = False,
 ) -> pa.Array:
-    """Apply ``fn`` to each distinct JSON cell (parsed); a cell that is not JSON names its row and column."""
+    """Apply ``fn`` to each distinct JSON cell (parsed); a cell that is not JSON names its row and column.
+
+    ``python_literals``: a cell written as a Python literal (``[{'amount': -1.5}]``, as some BigQuery-to-CSV
+    tools print records) is read with :func:`ast.literal_eval`, which only reads data and never runs code."""
 
     def one(text: str) -> str | None:
         t = text.strip()
@@ -222,8 +227,8 @@ def parse_json_cells(
         if brace_less and not t.startswith(("{", "[")):
             t = "{" + t + "}"
         try:
-            return fn(json.loads(t))
-        except (json.JSONDecodeError, TypeError, AttributeError, ValueError, RecursionError):
+            return fn(_loads(t, python_literals))
+        except (json.JSONDecodeError, TypeError, AttributeError, ValueError, RecursionError, SyntaxError, MemoryError):
             raise _BadCell(text) from None  # RecursionError: nested thousands deep; ValueError: 5,000 digits
 
     try:
@@ -233,6 +238,15 @@ def parse_json_cells(
         raise InputError(
             f"expected JSON (got {bad.value[:60]!r})", path=path, where=f"row {first_row + idx}, column {column!r}"
         ) from None
+
+
+def _loads(text: str, python_literals: bool) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        if not python_literals or len(text) > 100_000:
+            raise
+        return ast.literal_eval(text)
 
 
 class _BadCell(Exception):

@@ -19,8 +19,9 @@ from finops_cli.errors import InputError
 from finops_cli.files import file_digest
 
 # Importing the format modules registers them.
-from finops_cli.ingest.billing import aws, azure, focus, gcp  # noqa: F401
+from finops_cli.ingest.billing import aws, azure, focus, gcp, oci  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS
+from finops_cli.ingest.billing.focus import focus_version
 from finops_cli.ingest.billing.money import _Acc
 from finops_cli.ingest.billing.normalise import convert_file
 from finops_cli.ingest.billing.write import _flush, _write
@@ -40,6 +41,8 @@ class FileSummary:
     sniffed: bool
     rows: int
     azure_export: str | None = None
+    #: FOCUS files: the version their columns show (1.0 … 1.3)
+    focus_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,8 @@ def stage_file(
             writer.discard()
             raise
         built = [str(p) for p in stage_aggregates(staging, staged)] if aggregates else None
-        summary = FileSummary(str(job.path), parser.name, job.sniffed, rows, state.get("azure_kind"))
+        version = focus_version(job.header) if parser.name == "focus" else None
+        summary = FileSummary(str(job.path), parser.name, job.sniffed, rows, state.get("azure_kind"), version)
         return FileResult(
             job.index, summary, acc, [str(p) for p in staged], writer.rows_written, digest.result(), built
         )

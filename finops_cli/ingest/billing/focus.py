@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import pyarrow as pa
@@ -25,15 +25,15 @@ from finops_cli.ingest.billing.base import (
     col,
     const,
     hours_factor,
-    lookup,
     month_floor,
     only,
     parse_json_cells,
     tags_json,
     where,
 )
+from finops_cli.ingest.billing.oci import oci_accelerator
 from finops_cli.ingest.readers.values import map_unique, refuse_first
-from finops_cli.schema.billing import BILLING_SCHEMA, CHARGE_CATEGORIES, PRICING_CATEGORIES
+from finops_cli.schema.billing import BILLING_SCHEMA, CHARGE_CATEGORIES, PRICING_CATEGORIES, provider_slug
 
 MONEY = (
     "BilledCost",
@@ -57,6 +57,30 @@ PROVIDER_COLUMNS = ("SkuPriceDetails", "SkuMeter", "x_SkuDetails", "x_SkuMeterNa
 
 def _sniff(cols: frozenset[str]) -> float:
     return 3.0 if {"BilledCost", "ChargePeriodStart", "BillingCurrency"} <= cols else 0.0
+
+
+#: columns each FOCUS version added (newest first): a file's version is the newest whose columns it has
+VERSION_COLUMNS = (
+    ("1.3", ("ServiceProviderName", "HostProviderName", "ContractApplied", "AllocatedMethodId")),
+    ("1.2", ("InvoiceId", "PricingCurrency", "BillingAccountType", "SubAccountType", "PricingCurrencyEffectiveCost")),
+    (
+        "1.1",
+        (
+            "ServiceSubcategory",
+            "SkuMeter",
+            "SkuPriceDetails",
+            "CapacityReservationId",
+            "CommitmentDiscountQuantity",
+            "CommitmentDiscountUnit",
+        ),
+    ),
+)
+
+
+def focus_version(header: Sequence[str]) -> str:
+    """The FOCUS version a file's columns show (1.0 when it has none of the later versions' columns)."""
+    have = set(header)
+    return next((v for v, cols in VERSION_COLUMNS if have.intersection(cols)), "1.0")
 
 
 @BILLING_FORMATS.register("focus", aliases=["focus-1.0", "focus-1.2", "focus-1.3"], sniff=_sniff)
@@ -86,10 +110,13 @@ class Focus(BillingFormat):
             columns["ProviderName"] = col(batch, "ServiceProviderName")
         if columns["EffectiveCost"] is None:
             columns["EffectiveCost"] = columns["BilledCost"]
-        # Canonical spelling of the enumerations (files in the wild vary in case).
+        # Canonical spelling of the enumerations (files in the wild vary in case: Oracle's 'Usage-based').
         for name, allowed in (("ChargeCategory", CHARGE_CATEGORIES), ("PricingCategory", PRICING_CATEGORIES)):
             if columns[name] is not None:
-                columns[name] = lookup(columns[name], {v: v for v in allowed}, None)
+                columns[name] = _canonical(columns[name], allowed, keep_unknown=False)
+        for name, spelled in ENUMERATIONS.items():
+            if columns[name] is not None:
+                columns[name] = _canonical(columns[name], spelled, keep_unknown=True)
         tags = col(batch, "Tags")
         columns["Tags"] = (
             parse_json_cells(tags, tags_json, path=ctx.path, column="Tags", first_row=ctx.first_row)
@@ -117,8 +144,43 @@ class Focus(BillingFormat):
                 columns["x_GpuHours"] = (
                     direct if columns["x_GpuHours"] is None else pc.coalesce(columns["x_GpuHours"], direct)
                 )
+        _oracle_gpu_skus(columns)
         cost_in = columns["BilledCost"]
         return Converted(columns, cost_in=cost_in, usage_hours=usage_hours)
+
+
+#: FOCUS enumerations spelled as the spec spells them (a value outside the list is kept as the file has it)
+ENUMERATIONS = {
+    "ChargeFrequency": ("One-Time", "Recurring", "Usage-Based"),
+    "ChargeClass": ("Correction",),
+    "CommitmentDiscountCategory": ("Spend", "Usage"),
+    "CommitmentDiscountStatus": ("Used", "Unused"),
+}
+
+
+def _canonical(values: pa.Array, allowed: tuple[str, ...], *, keep_unknown: bool) -> pa.Array:
+    """Each value in the spec's spelling, matched case-insensitively; unknown ones kept or nulled."""
+    spelled = {v.lower(): v for v in allowed}
+    return map_unique(values, lambda v: spelled.get(v.strip().lower(), v if keep_unknown else None), pa.string())
+
+
+def _oracle_gpu_skus(columns: dict[str, pa.Array | None]) -> None:
+    """OCI's FOCUS export bills GPUs per GPU-hour ("Compute - GPU - H100"): such usage lines are GPU time."""
+    provider, description = columns["ProviderName"], columns["ChargeDescription"]
+    quantity, category = columns["ConsumedQuantity"], columns["ChargeCategory"]
+    if provider is None or description is None or quantity is None:
+        return
+    oracle = pc.fill_null(pc.equal(map_unique(provider, provider_slug, pa.string()), "oci"), False)
+    if not pc.any(oracle).as_py():
+        return
+    accelerator = only(oracle, map_unique(description, oci_accelerator, pa.string()))
+    usage = pc.fill_null(pc.equal(category, "Usage"), False) if category is not None else oracle
+    gpu = pc.and_(pc.fill_null(pc.is_valid(accelerator), False), pc.and_(usage, pc.is_null(columns["x_InstanceType"])))
+    have_acc, have_hours = columns["x_AcceleratorType"], columns["x_GpuHours"]
+    found = only(gpu, accelerator)
+    columns["x_AcceleratorType"] = found if have_acc is None else pc.coalesce(have_acc, found)
+    hours = only(gpu, pc.fill_null(quantity, 0.0))
+    columns["x_GpuHours"] = hours if have_hours is None else pc.coalesce(have_hours, hours)
 
 
 def _check_gpu_count(gpus: pa.Array | None, ctx: BatchContext) -> None:

@@ -227,7 +227,9 @@ def _credit_sums(values: pa.Array, ctx: BatchContext) -> pa.Array:
             raise ValueError("credits must be a list")
         return repr(sum(float(c.get("amount") or 0.0) for c in obj))
 
-    sums_text = parse_json_cells(values, total, path=ctx.path, column="credits", first_row=ctx.first_row)
+    sums_text = parse_json_cells(
+        values, total, path=ctx.path, column="credits", first_row=ctx.first_row, python_literals=True
+    )
     return pc.fill_null(pc.cast(sums_text, pa.float64()), 0.0)
 
 
@@ -244,7 +246,9 @@ def _has_cud(values: pa.Array, ctx: BatchContext) -> pa.Array:
     def cud(obj: object) -> str | None:
         return "1" if isinstance(obj, list) and any("COMMITTED_USAGE" in str(c.get("type", "")) for c in obj) else None
 
-    flags = parse_json_cells(values, cud, path=ctx.path, column="credits", first_row=ctx.first_row)
+    flags = parse_json_cells(
+        values, cud, path=ctx.path, column="credits", first_row=ctx.first_row, python_literals=True
+    )
     return pc.is_valid(flags)
 
 
@@ -262,7 +266,7 @@ def _labels(values: pa.Array, ctx: BatchContext, column: str, pick: str | None =
 
     if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
         return _pick_label(values, pick) if pick is not None else tags_from_lists(values)
-    return parse_json_cells(values, fn, path=ctx.path, column=column, first_row=ctx.first_row)
+    return parse_json_cells(values, fn, path=ctx.path, column=column, first_row=ctx.first_row, python_literals=True)
 
 
 def _pick_label(values: pa.Array, key: str) -> pa.Array:

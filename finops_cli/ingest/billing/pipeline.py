@@ -18,8 +18,9 @@ from finops_cli.errors import InputError
 from finops_cli.files import content_fingerprint
 
 # Importing the format modules registers them.
-from finops_cli.ingest.billing import aws, azure, focus, gcp  # noqa: F401
+from finops_cli.ingest.billing import aws, azure, focus, gcp, oci  # noqa: F401
 from finops_cli.ingest.billing.base import BILLING_FORMATS
+from finops_cli.ingest.billing.contracts import ingest_contract_commitments, is_contract_commitment
 from finops_cli.ingest.billing.executors import (
     _FILE,
     BillingStager,
@@ -56,6 +57,8 @@ class IngestSummary:
     sources: list[dict[str, Any]] = field(default_factory=list)
     #: one line each, e.g. GPU instance types missing from the pricebook (with a count, not a list)
     warnings: list[str] = field(default_factory=list)
+    #: FOCUS 1.3 Contract Commitment files given beside the bills (see :mod:`.contracts`), else None
+    contract_commitments: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,9 +77,15 @@ def ingest_billing(
         store = open_store()
     stager = stager or LocalStager()
     files = discover(paths, what="billing export")
+    headers = {path: read_header(path) for path in files}
+    contract_files = [p for p in files if is_contract_commitment(headers[p])] if fmt in ("auto", "focus") else []
+    contracts = ingest_contract_commitments(store, contract_files) if contract_files else None
+    files = [p for p in files if p not in set(contract_files)]
+    if contracts is not None and not files:  # only Contract Commitment files: nothing billed
+        return IngestSummary(str(store.location), [], 0, [], [], [], [], contract_commitments=contracts.to_dict())
     plan: list[FileJob] = []
     for index, path in enumerate(files):
-        header = read_header(path)
+        header = headers[path]
         entry, sniffed = BILLING_FORMATS.resolve(fmt, header, path)
         entry.obj.check_header(header, path)
         plan.append(FileJob(index, path, entry.obj.name, sniffed, header))
@@ -93,8 +102,11 @@ def ingest_billing(
                 _check_azure_kinds(azure_kinds, acc, Path(f.path), f.azure_export or "unknown")
         _check_conservation(acc)
         _check_currencies(acc)
-        _record_sources(tx, acc, previous, store, digests)
-    return _summary(store, summaries, acc, previous)
+        versions = {f.path: f.focus_version for f in summaries if f.focus_version}
+        _record_sources(tx, acc, previous, store, digests, versions)
+    summary = _summary(store, summaries, acc, previous)
+    summary.contract_commitments = contracts.to_dict() if contracts is not None else None
+    return summary
 
 
 def _adopt(results: Iterable[FileResult], tx: Any, acc: _Acc) -> tuple[list[FileSummary], dict[str, str]]:
@@ -139,7 +151,12 @@ def _rename(tx: Any, rels: list[str], names: dict[str, str], suffix: str) -> lis
 
 
 def _record_sources(
-    tx: Any, acc: _Acc, previous: dict[Any, dict[str, Any]], store: Store, digests: dict[str, str]
+    tx: Any,
+    acc: _Acc,
+    previous: dict[Any, dict[str, Any]],
+    store: Store,
+    digests: dict[str, str],
+    versions: dict[str, str] | None = None,
 ) -> None:
     """One manifest entry per idempotency key written; drop every earlier file of the key not rewritten."""
     for key, info in acc.keys.items():
@@ -164,8 +181,15 @@ def _record_sources(
                 "rows": info["rows"],
                 "billed_cost": {c: round(v, 6) for c, v in info["billed"].items()},
                 "fingerprint": content_fingerprint((Path(f) for f in info["files"]), digests),
+                **_focus_versions(info["files"], versions or {}),
             }
         )
+
+
+def _focus_versions(files: Iterable[str], versions: dict[str, str]) -> dict[str, str]:
+    """``{"focus_version": "1.2"}`` for a FOCUS source (the newest its files show), else nothing."""
+    found = sorted({versions[f] for f in files if f in versions}, key=lambda v: tuple(map(int, v.split("."))))
+    return {"focus_version": found[-1]} if found else {}
 
 
 def _unknown_gpu_warning(unknown: dict[str, int]) -> list[str]:

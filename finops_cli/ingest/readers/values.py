@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -171,7 +172,9 @@ def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) ->
     return pc.take(mapped, enc.indices)
 
 
-def raise_first_uncastable(values: list, target: pa.DataType, *, path: object, column: str, first_row: int) -> None:
+def raise_first_uncastable(
+    values: list[Any], target: pa.DataType, *, path: object, column: str, first_row: int
+) -> None:
     """After a whole-column cast failed: name the first value that does not cast to ``target``."""
     for j, v in enumerate(values):
         try:

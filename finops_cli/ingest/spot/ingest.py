@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 from finops_cli.adapters.aws import fetch_spot_prices
 from finops_cli.adapters.gcp import catalog_client, list_skus
 from finops_cli.catalog.fetchers.gcp import gcp_skus_to_frame
-from finops_cli.catalog.gpus import instance_gpu_facts
+from finops_cli.catalog.gpus import CPU_ONLY, GPU_UNLISTED, classify_instance_type, instance_gpu_facts
 from finops_cli.errors import InputError
 from finops_cli.files import read_json
 from finops_cli.ingest.readers.common import NULL_VALUES
@@ -73,7 +73,12 @@ class SpotIngest:
     partitions: list[dict[str, str]] = field(default_factory=list)
     sources: dict[str, int] = field(default_factory=dict)
     failures: dict[str, str] = field(default_factory=dict)
+    #: types neither counted by the pricebook nor known CPU-only (``provider/type``); GPU families first
     unknown_instance_types: list[str] = field(default_factory=list)
+    #: of those, the ones in a GPU family: a pricebook row would price them per GPU-hour
+    unlisted_gpu_types: list[str] = field(default_factory=list)
+    #: instance types recognised as CPU-only (kept, never reported)
+    cpu_only_types: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -188,7 +193,7 @@ def aws_records_to_frame(records: list[dict[str, Any]], source: str, path: objec
     )
 
 
-def _attach_gpus(df: pd.DataFrame, unknown: set[str]) -> pd.DataFrame:
+def _attach_gpus(df: pd.DataFrame, unknown: set[str], unlisted: set[str], cpu_only: set[str]) -> pd.DataFrame:
     if "gpus" not in df:
         df["gpus"] = None
     if "accelerator" not in df:
@@ -198,7 +203,11 @@ def _attach_gpus(df: pd.DataFrame, unknown: set[str]) -> pd.DataFrame:
             continue
         facts = instance_gpu_facts(provider, itype)
         if facts is None:
-            unknown.add(f"{provider}/{itype}")
+            kind = classify_instance_type(provider, itype)
+            if kind == CPU_ONLY:
+                cpu_only.add(f"{provider}/{itype}")
+            else:
+                (unlisted if kind == GPU_UNLISTED else unknown).add(f"{provider}/{itype}")
             continue
         df.loc[idx, "gpus"] = facts[0]
         df.loc[idx, "accelerator"] = facts[1]
@@ -215,8 +224,12 @@ def write_prices(store: Store, frames: list[pd.DataFrame], result: SpotIngest) -
         return result
     df = pd.concat(frames, ignore_index=True)
     unknown: set[str] = set()
-    df = _attach_gpus(df, unknown)
-    result.unknown_instance_types = sorted(unknown)
+    unlisted: set[str] = set()
+    cpu_only: set[str] = set()
+    df = _attach_gpus(df, unknown, unlisted, cpu_only)
+    result.unlisted_gpu_types = sorted(unlisted)
+    result.unknown_instance_types = [*result.unlisted_gpu_types, *sorted(unknown)]
+    result.cpu_only_types = len(cpu_only)
     df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True)
     df["month"] = df["timestamp"].dt.strftime("%Y-%m")
     result.rows_in += len(df)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +45,7 @@ def accelerator_from_model_name(model_name: str | None) -> str | None:
     return m.group(0).upper() if m else model_name
 
 
-def raw_batch(columns: Mapping[str, Sequence | pa.Array | np.ndarray]) -> pa.RecordBatch:
+def raw_batch(columns: Mapping[str, Sequence[Any] | pa.Array | np.ndarray]) -> pa.RecordBatch:
     """Build a :data:`RAW_SCHEMA` batch; missing optional columns become nulls.
 
     String columns may also be given dictionary-encoded (kept as they are: the pipeline encodes them).

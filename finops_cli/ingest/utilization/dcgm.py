@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import reduce
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -64,7 +65,7 @@ def scrape_files(path: Path) -> list[Path]:
     return [path]
 
 
-def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, list]:
+def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, list[Any]]:
     """One scrape → columns of :data:`RAW_SCHEMA` (utilisation in the metric's own scale)."""
     per_device: dict[tuple[str, int | None], dict[str, tuple[float, dict[str, str]]]] = {}
     try:
@@ -92,7 +93,7 @@ def parse_scrape(text: str, path: Path, file_ts_ns: int | None) -> dict[str, lis
                 per_device.setdefault((device, ts), {})[sample.name] = (float(sample.value), labels)
     except ValueError as exc:
         raise InputError(f"not Prometheus text exposition format: {exc}", path=path) from None
-    cols: dict[str, list] = {k: [] for k in RAW_SCHEMA.names}
+    cols: dict[str, list[Any]] = {k: [] for k in RAW_SCHEMA.names}
     for (_, ts), metrics in per_device.items():
         name = PROF_GR_ENGINE_ACTIVE if PROF_GR_ENGINE_ACTIVE in metrics else DEV_GPU_UTIL
         value, labels = metrics[name]
@@ -162,7 +163,7 @@ def _parse_group(group: list[tuple[Path, bytes, int | None]]) -> Iterator[pa.Rec
         if len(fast["timestamp_ns"]):
             yield raw_batch(fast)
         return
-    buffer: dict[str, list] | None = None
+    buffer: dict[str, list[Any]] | None = None
     for file, data, file_ts in group:
         cols = parse_scrape(decode_text(data, file, kind=_KIND), file, file_ts)
         if buffer is None:
@@ -186,7 +187,7 @@ _OURS = "|".join(_METRICS)
 #: value and optional time at the end of a validated sample line
 _TAIL = rf"[ \t]+(?P<value>{_NUMBER})(?:[ \t]+(?P<ts>-?[0-9]+))?$"
 #: label set text → its facts: the same devices report in every scrape, so each set is parsed once
-_FACT_CACHE: dict[str, tuple] = {}
+_FACT_CACHE: dict[str, tuple[Any, ...]] = {}
 _FACT_CACHE_SIZE = 200_000
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -59,7 +60,7 @@ def _when(us: int) -> str:
     return str(np.datetime64(int(us), "us").astype("datetime64[s]")).replace("T", " ")
 
 
-def check_overlaps(store: Store, tx: Transaction, new: pd.DataFrame, *, replace: bool) -> list[dict]:
+def check_overlaps(store: Store, tx: Transaction, new: pd.DataFrame, *, replace: bool) -> list[dict[str, Any]]:
     """Refuse (or with ``replace``, remove) stored sources covering the same device at the same time.
 
     Sources of one command may not overlap each other either. Returns the stored sources removed.

@@ -47,9 +47,9 @@ class UtilizationIngest:
     sources: list[SourceSummary]
     rows_written: int
     #: stored sources removed because a new source overlaps them (``replace=True``): {key, source, devices}
-    replaced: list[dict] = field(default_factory=list)
+    replaced: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "rows_written": self.rows_written,
             "replaced": self.replaced,
@@ -137,7 +137,7 @@ class SourceDone:
     aggregates: list[str] = field(default_factory=list)
     rows: int = 0
 
-    def entry(self) -> dict:
+    def entry(self) -> dict[str, Any]:
         """Its manifest entry."""
         return {
             "dataset": DATASET,

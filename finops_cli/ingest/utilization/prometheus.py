@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +35,7 @@ def iter_prometheus_range(path: Path) -> Iterator[pa.RecordBatch]:
             where="data.resultType",
         )
     series = data["result"]
-    chosen: dict[str, tuple[int, dict]] = {}
+    chosen: dict[str, tuple[int, dict[str, Any]]] = {}
     rank = {PROF_GR_ENGINE_ACTIVE: 0, None: 1, DEV_GPU_UTIL: 2}
     for i, s in enumerate(series):
         labels = (s.get("metric") if isinstance(s, dict) else None) or {}

@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -96,7 +97,7 @@ def columns_for_sniffing(path: Path) -> frozenset[str]:
     return frozenset(read_header(path))
 
 
-def content_key(path: Path, fmt: str, options: dict) -> tuple[str, str]:
+def content_key(path: Path, fmt: str, options: dict[str, Any]) -> tuple[str, str]:
     """(store key: content + the options that change its meaning, content fingerprint alone)."""
     h = hashlib.sha1(usedforsecurity=False)  # a content fingerprint (SHA-NI makes it ~0.6 GB/s here)
     content = hashlib.sha1(usedforsecurity=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -353,11 +354,11 @@ def _one_seed(
     return states, deferred
 
 
-def _spot_loads(plan: PlanDocument, schedule: pd.DataFrame | None) -> dict[tuple[str, str], tuple]:
+def _spot_loads(plan: PlanDocument, schedule: pd.DataFrame | None) -> dict[tuple[str, str], tuple[Any, ...]]:
     """Each spot (workload, substrate) pair's (useful GPU-hours per hour, units per GPU-hour, cost): the
     schedule's ``gpus`` rows, else the allocation spread evenly over the horizon."""
     hours = plan.horizon.hours
-    out: dict[tuple[str, str], tuple] = {}
+    out: dict[tuple[str, str], tuple[Any, ...]] = {}
     if schedule is None:
         for a in plan.allocations:
             if a.kind == "spot" and a.gpu_hours > 0:
