@@ -10,6 +10,10 @@ its figures. Usage::
 
     python benchmarks/spark.py                            # 10 M lines in 10 files
     python benchmarks/spark.py --rows 1000000 --files 4 --keep /tmp/cur-parts
+    python benchmarks/spark.py --master local[2],standalone   # also on a 2-worker standalone cluster
+
+``--master`` takes a comma-separated list; ``standalone`` starts a Spark standalone master and two 1-core
+workers on 127.0.0.1 for the run (``tests/spark/cluster.py``), a ``spark://`` URL uses a running cluster.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest import generate  # the sibling benchmark's CUR generator
@@ -84,17 +89,31 @@ def _run(engine: str, parts: Path, work: Path, master: str, warm: bool, jobs: in
     shutil.rmtree(store, ignore_errors=True)
     cmd = [sys.executable, __file__, "--child", engine, "--parts", str(parts), "--store", str(store)]
     cmd += ["--master", master] + (["--warm"] if warm else []) + (["--jobs", str(jobs)] if jobs else [])
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}  # executors too
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"{engine} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _standalone(root: Path) -> Any:
+    """A standalone master and two 1-core workers on 127.0.0.1 (the test suite's cluster), started for the run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.spark.cluster import StandaloneCluster, cluster_env
+
+    t0 = time.perf_counter()
+    cluster = StandaloneCluster(root, cluster_env(), worker_memory="2g").start()
+    print(f"standalone cluster: master and 2 workers × 1 core up in {time.perf_counter() - t0:.1f} s")
+    return cluster
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000, help="lines in all files together")
     ap.add_argument("--files", type=int, default=10)
-    ap.add_argument("--master", default="local[2]")
+    ap.add_argument(
+        "--master", default="local[2]", help="Spark masters, comma-separated; standalone: a 2-worker cluster"
+    )
     ap.add_argument("--keep", type=Path, help="generate the parts here and keep them (reused if present)")
     ap.add_argument("--engines", default="local,spark")
     ap.add_argument("--warm", action="store_true", help="ingest twice per engine; report the second run too")
@@ -120,25 +139,46 @@ def main(argv: list[str] | None = None) -> None:
         size = sum(p.stat().st_size for p in parts.glob("*.csv"))
         print(f"{args.files} files, {args.rows:,} lines, {size / 1e9:.2f} GB ({time.perf_counter() - t0:.0f} s)")
         results = {}
-        for engine in args.engines.split(","):
+        runs = [
+            (engine, master)
+            for engine in args.engines.split(",")
+            for master in (args.master.split(",") if engine == "spark" else [""])
+        ]
+        cluster = None
+        for engine, master in runs:
+            label = f"{engine} {master}".strip()
+            if master == "standalone":
+                if cluster is None:
+                    cluster = _standalone(tmp / "cluster")
+                master = cluster.master_url
             load_before = os.getloadavg()[0]
-            r = _run(engine, parts, tmp, args.master, args.warm, args.jobs)
-            results[engine] = r
+            try:
+                r = _run(engine, parts, tmp, master, args.warm, args.jobs)
+            except BaseException:
+                if cluster is not None:
+                    cluster.stop()
+                raise
+            results[label] = r
+            engine = label
             extra = f"  (+ {float(r['startup_seconds']):.1f} s session start)" if "startup_seconds" in r else ""
             extra += f"  CPU {float(r['cpu_seconds']):.1f} s"  # type: ignore[arg-type]
             extra += f"  warm rerun {float(r['warm_seconds']):.1f} s" if "warm_seconds" in r else ""  # type: ignore[arg-type]
             secs = float(r["seconds"])  # type: ignore[arg-type]
             print(
-                f"{engine:<6} {secs:8.1f} s  {int(r['rows']) / secs:>10,.0f} lines/s{extra}  "  # type: ignore[call-overload]
+                f"{engine:<18} {secs:8.1f} s  {int(r['rows']) / secs:>10,.0f} lines/s{extra}  "  # type: ignore[call-overload]
                 f"load {load_before:.1f} → {os.getloadavg()[0]:.1f}"
             )
-        if {"local", "spark"} <= set(results):
-            loc, spk = results["local"], results["spark"]
+        if cluster is not None:
+            cluster.stop()
+        for label, spk in results.items():
+            if "local" not in results or not label.startswith("spark"):
+                continue
+            loc = results["local"]
             assert loc["stored_rows"] == spk["stored_rows"] == loc["rows"], "stores differ in rows"
             assert loc["conservation"] == spk["conservation"], "stores differ in money"
             ratio = float(spk["seconds"]) / float(loc["seconds"])  # type: ignore[arg-type]
             print(
-                f"Spark overhead: {ratio:.2f}x the local wall time (job only), "
+                f"{label} overhead: {ratio:.2f}x the local wall time (job only), "
                 f"{(float(spk['seconds']) + float(spk['startup_seconds'])) / float(loc['seconds']):.2f}x "  # type: ignore[arg-type]
                 f"with the session start; same {int(loc['rows']):,} rows and money on both"  # type: ignore[call-overload]
             )

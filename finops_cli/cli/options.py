@@ -179,8 +179,10 @@ SparkMasterOpt = Annotated[
     str | None,
     typer.Option(
         "--spark-master",
+        "--spark-remote",
         envvar="FINOPS_SPARK_MASTER",
-        help="Spark master URL for --engine spark (default: the spark-submit/Databricks session, else local[*]).",
+        help="Spark master URL for --engine spark (default: the spark-submit/Databricks session, else local[*]); "
+        "a Spark Connect server as --spark-remote sc://HOST:PORT (or $SPARK_REMOTE).",
         show_default=False,
     ),
 ]

@@ -26,6 +26,8 @@ R = TypeVar("R")
 #: ``--spark-master`` when none is given and no session is active: every core of this machine
 DEFAULT_MASTER = "local[*]"
 MASTER_ENV = "FINOPS_SPARK_MASTER"
+#: a Spark Connect server (``sc://host:port``), as pyspark itself reads it; ``--spark-remote`` wins
+REMOTE_ENV = "SPARK_REMOTE"
 INSTALL_HINT = "pip install 'gpu-fleet-finops[spark]'"
 
 #: partition values are text in every engine, hours are UTC hours, Arrow carries batches to the Python workers
@@ -47,7 +49,8 @@ def _java_available() -> bool:
 
 
 def get_session(master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
-    """The active SparkSession, else a new one on ``master`` (``$FINOPS_SPARK_MASTER``, else ``local[*]``).
+    """The active SparkSession, else a new one on ``master`` (``$FINOPS_SPARK_MASTER``, else ``local[*]``), or a
+    Spark Connect session when ``master`` is ``sc://…`` (``--spark-remote``, or ``$SPARK_REMOTE`` without a master).
 
     Under spark-submit or on Databricks the session (and its master) already exists and is used as it is.
     """
@@ -59,6 +62,9 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None) -
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    remote = master if master and master.startswith("sc://") else None if master else os.environ.get(REMOTE_ENV)
+    if remote:
+        return _connect(remote, conf)
     if "PYSPARK_GATEWAY_PORT" not in os.environ and not _java_available():
         raise InputError("spark needs Java 17 or later: set JAVA_HOME or put java on the PATH", param="engine")
     master = master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
@@ -77,6 +83,26 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None) -
         return builder.getOrCreate()
     except Exception as exc:  # the JVM did not start (no Java, bad master URL): one line, not a Java trace
         raise InputError(f"cannot start Spark on {master!r}: {_first_line(exc)}") from None
+
+
+def _connect(remote: str, conf: dict[str, str] | None) -> SparkSession:
+    """A Spark Connect session on ``remote`` (``sc://host:port``; Databricks Connect speaks the same protocol):
+    no JVM here; the tasks run in the server's executors, which need finops installed as on any cluster."""
+    from pyspark.sql import SparkSession
+
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+    try:
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+        for key, value in {**CONF, **(conf or {})}.items():
+            if key.startswith("spark.sql."):  # the server's static settings (UI, memory) are the server's
+                spark.conf.set(key, value)
+    except ImportError as exc:  # grpcio, zstandard…: pyspark's connect extra
+        raise InputError(
+            f"spark connect needs {exc.name or exc}: pip install 'pyspark[connect]'", param="engine"
+        ) from None
+    except Exception as exc:
+        raise InputError(f"cannot reach Spark Connect at {remote!r}: {_first_line(exc)}", param="engine") from None
+    return spark
 
 
 def _first_line(exc: BaseException) -> str:
@@ -124,14 +150,14 @@ def _task(fn: Callable[[Any], Any], items: list[Any], batches: Iterator[pa.Recor
         yield pa.RecordBatch.from_arrays([pa.array(ids, pa.int64()), pa.array(out, pa.binary())], ["id", "payload"])
 
 
-def task_staging(spark: SparkSession, tx: Any) -> str:
-    """The transaction's staging directory, where tasks write; refused where executors cannot reach it (a bucket
-    store stages on this machine's disk: only a local master's tasks can write there)."""
-    if isinstance(tx.store, ObjectStore) and not str(spark.sparkContext.master).startswith("local"):
-        raise InputError(
-            f"spark writes a bucket store ({tx.store.location}) only with a local master (local[N]) for now: "
-            "its transaction stages on this machine's disk, which a cluster's executors cannot write; on a cluster "
-            "use a store on a file system every executor shares (docs/scale.md)",
-            param="engine",
-        )
-    return str(tx.staging)
+def shares_disk(spark: SparkSession) -> bool:
+    """Whether the tasks run on this machine, beside the driver (a local master, not through Spark Connect)."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return False
+    return str(spark.conf.get("spark.master", "")).startswith("local")
+
+
+def writes_bucket(spark: SparkSession, tx: Any) -> bool:
+    """Whether the tasks upload into the bucket store themselves (:mod:`finops_cli.spark.bucket`): a bucket store
+    whose transaction stages on this machine's disk, which a cluster's executors cannot write."""
+    return isinstance(tx.store, ObjectStore) and not shares_disk(spark)

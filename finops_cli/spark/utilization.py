@@ -14,7 +14,8 @@ from typing import Any
 
 from finops_cli.errors import InputError
 from finops_cli.ingest.utilization.pipeline import SourceDone, SourceOptions, ingest_source
-from finops_cli.spark.session import get_session, run_tasks, task_staging
+from finops_cli.spark import bucket
+from finops_cli.spark.session import get_session, run_tasks, writes_bucket
 from finops_cli.store.engine import DuckDBEngine, stage_aggregates, using
 from finops_cli.store.staging import StagedWriter
 
@@ -31,9 +32,16 @@ class SparkStager:
         """Ingest ``sources`` into ``tx``'s staging directory and adopt their files; their results."""
         spark = get_session(self.master)
         jobs = [(i, str(src)) for i, src in enumerate(sources)]
-        done: list[SourceDone] = run_tasks(spark, functools.partial(_ingest, task_staging(spark, tx), options), jobs)
+        if writes_bucket(spark, tx):  # executors upload into the bucket themselves (finops_cli.spark.bucket)
+            pairs = run_tasks(spark, functools.partial(_ingest_to_bucket, tx.store.location, tx.txid, options), jobs)
+            tx.remote.update(bucket.check_uploads(tx.store, tx.txid, [up for _, up in pairs]))
+            done: list[SourceDone] = [d for d, _ in pairs]
+        else:
+            done = run_tasks(spark, functools.partial(_ingest, str(tx.staging), options), jobs)
         for d in done:
-            missing = [r for r in [*d.staged, *d.aggregates] if not (tx.staging / r).is_file()]
+            missing = [
+                r for r in [*d.staged, *d.aggregates] if Path(r) not in tx.remote and not (tx.staging / r).is_file()
+            ]
             if missing:
                 raise InputError(
                     f"Spark tasks wrote {missing[0]} where this driver cannot see it; the store must be on storage "
@@ -59,3 +67,12 @@ def _ingest(staging: str, options: SourceOptions, job: tuple[int, str]) -> Sourc
         raise
     done.rows = writer.rows_written
     return done
+
+
+def _ingest_to_bucket(
+    store_uri: str, txid: str, options: SourceOptions, job: tuple[int, str]
+) -> tuple[SourceDone, bucket.Uploaded]:
+    """Task: one source staged on this executor's disk, then uploaded under this attempt's prefix."""
+    return bucket.stage_and_upload(
+        store_uri, txid, lambda staging: _ingest(str(staging), options, job), lambda d: [*d.staged, *d.aggregates]
+    )

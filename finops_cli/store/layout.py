@@ -150,6 +150,17 @@ def object_key(root: str, txid: str, rel: str) -> str:
     return key
 
 
+def task_prefix(root: str, txid: str, attempt: str | None = None) -> str:
+    """Where Spark task attempts of transaction ``txid`` upload their files (``<root>/_txn/<txid>/_tasks/…``), each
+    attempt under its own name; the driver publishes the chosen ones under :func:`object_key` names at commit."""
+    prefix = f"{root}/{TXN_DIR}/{check_txid(txid)}/_tasks"
+    if attempt is None:
+        return prefix
+    if not re.fullmatch(r"[A-Za-z0-9-]{1,64}", attempt):
+        raise ValueError(f"{_shown(attempt)} is not a task attempt name")
+    return f"{prefix}/{attempt}"
+
+
 def read_document(raw: bytes, where: object, *, what: str = "store document") -> Any:
     """The JSON in ``raw`` (at most :data:`MAX_DOCUMENT_BYTES`, nested at most 64 levels), else one clear line.
 

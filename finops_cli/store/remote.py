@@ -18,7 +18,15 @@ from typing import Any
 import pyarrow as pa
 
 from finops_cli.errors import InputError
-from finops_cli.store.layout import LOG_DIR, MAX_DOCUMENT_BYTES, TXN_DIR, check_txid, generation_name, generation_of
+from finops_cli.store.layout import (
+    LOG_DIR,
+    MAX_DOCUMENT_BYTES,
+    TXN_DIR,
+    check_txid,
+    generation_name,
+    generation_of,
+    task_prefix,
+)
 from finops_cli.store.log import State
 from finops_cli.store.store import Store, Transaction
 from finops_cli.uri import Location, open_uri, short
@@ -125,7 +133,10 @@ class ObjectStore(Store):
         for rel in staged:  # until the log object exists, none of them is named anywhere
             target = self.physical("/".join(rel.parts), tx.txid)
             _parent_dir(self, target)
-            pafs.copy_files(str(tx.staging / rel), target, destination_filesystem=self.filesystem)
+            if rel in tx.remote:  # an executor's upload: copied inside the bucket, not through this machine
+                self.filesystem.copy_file(tx.remote[rel], target)
+            else:
+                pafs.copy_files(str(tx.staging / rel), target, destination_filesystem=self.filesystem)
 
     def _discard(self, tx: Transaction) -> None:
         if tx._staging is not None:
@@ -136,6 +147,9 @@ class ObjectStore(Store):
     def _end(self, tx: Transaction) -> None:
         if tx._staging is not None:
             shutil.rmtree(tx._staging, ignore_errors=True)
+        if tx.remote:  # the executors' uploads, copied to their names at commit
+            with suppress(OSError):
+                self.filesystem.delete_dir(task_prefix(str(self.root), tx.txid))
 
     def _tidy(self, generation: int) -> None:
         """Old generations (as on disk), then uploads of writers that never committed, once old enough."""

@@ -426,6 +426,9 @@ class Transaction:
     _lock_fd: int | None = None
     _staging: Path | None = None
     rows_written: int = 0
+    #: staged files Spark executors wrote straight into a bucket store (relative path -> object key), checked by
+    #: the driver; published by a copy inside the bucket at commit (:meth:`ObjectStore._upload`)
+    remote: dict[Path, str] = field(default_factory=dict)
 
     def _release_lock(self) -> None:
         if self._lock_fd is not None:
@@ -456,13 +459,23 @@ class Transaction:
         rels = [Path(r) for r in rel_paths]
         built = None if aggregates is None else [Path(a) for a in aggregates]
         for rel in [*rels, *(built or [])]:
-            if not (self.staging / rel).is_file():
+            if rel not in self.remote and not (self.staging / rel).is_file():
                 raise RuntimeError(f"staged file {rel} is missing")
         if built is None:
             self._adopted += rels
         else:
             self._adopted_aggregates += [*rels, *built]
         self.rows_written += rows
+
+    def move_staged(self, rel: Path, new: Path) -> bool:
+        """Rename a staged file (one in the bucket only in :attr:`remote`); False if no such file is staged."""
+        if rel in self.remote:
+            self.remote[new] = self.remote.pop(rel)
+            return True
+        if not (self.staging / rel).is_file():
+            return False
+        os.replace(self.staging / rel, self.staging / new)
+        return True
 
     def write_partitioned(self, dataset: str, data: pa.Table | pa.RecordBatch, key: str) -> list[dict[str, str]]:
         """Split ``data`` by its partition columns, write each part under ``key``; return the partitions."""

@@ -11,6 +11,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.spark.cluster import StandaloneCluster, cluster_env
+from tests.store.test_object_store import s3_server  # noqa: F401  (a fixture)
+
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -30,3 +33,28 @@ def spark() -> Iterator[object]:
     session = get_session("local[2]", conf=SPARK_CONF)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory, s3_server: str) -> Iterator[StandaloneCluster]:  # noqa: F811
+    """A standalone master and two 1-core workers on 127.0.0.1 for every cluster test (stopped even when a test
+    fails). The workers' environment, inherited by their executors, holds the moto server's endpoint and
+    credentials: tasks find them there, never in what the driver ships."""
+    running = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"), cluster_env(s3_env(s3_server)))
+    try:
+        yield running.start()
+    finally:
+        running.stop()
+
+
+def s3_env(endpoint: str) -> dict[str, str]:
+    """The moto server's endpoint and test credentials, for processes the tests start (nothing from ~/.aws)."""
+    return {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": "/nonexistent/finops-test-aws-config",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/finops-test-aws-credentials",
+        "FINOPS_S3_ENDPOINT": endpoint,
+    }

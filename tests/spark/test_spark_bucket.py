@@ -1,21 +1,24 @@
 """``--engine spark`` into a bucket store (``s3://…``, moto's server mode on 127.0.0.1): with a local master the
 tasks stage on this machine's disk, the driver uploads and commits by the store's conditional PUT; the
-bucket then holds what the local engine puts there. A cluster master with a bucket store is refused in one
-line (its executors cannot write the driver's staging)."""
+bucket then holds what the local engine puts there. With a cluster master the executors upload themselves
+(tests/spark/test_spark_cluster.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from finops_cli import api
 from finops_cli.errors import InputError
-from finops_cli.spark.session import task_staging
+from finops_cli.spark import bucket as bucket_mod
+from finops_cli.spark.session import writes_bucket
 from finops_cli.store import open_store
 from finops_cli.store.remote import ObjectStore
+from finops_cli.uri import s3_client
 from tests.spark.cur_parts import write_parts
 from tests.spark.test_spark_utilization import write_traces
 from tests.store.test_object_store import bucket, s3_server  # noqa: F401  (fixtures)
@@ -59,12 +62,36 @@ def test_spark_ingest_into_a_bucket_store_gives_the_local_engines_store(
     assert _manifest(local) == _manifest(on_spark)  # type: ignore[arg-type]
 
 
-def test_a_cluster_master_with_a_bucket_store_is_one_line(bucket: str) -> None:  # noqa: F811
+def test_a_bucket_store_is_written_by_the_tasks_only_where_they_cannot_share_the_drivers_disk(
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     store = open_store(f"s3://{bucket}/cluster")
-    cluster = SimpleNamespace(sparkContext=SimpleNamespace(master="spark://head:7077"))
-    with store.transaction() as tx, pytest.raises(InputError, match="only with a local master") as err:
-        task_staging(cluster, tx)  # type: ignore[arg-type]
-    assert "\n" not in str(err.value)
-    local = SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]"))
+    cluster = SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None: "spark://head:7077"))
+    local = SimpleNamespace(conf=SimpleNamespace(get=lambda key, default=None: "local[2]"))
     with store.transaction() as tx:
-        assert task_staging(local, tx) == str(tx.staging)  # type: ignore[arg-type]
+        assert writes_bucket(cluster, tx)  # type: ignore[arg-type]
+        assert not writes_bucket(local, tx)  # type: ignore[arg-type]
+    with open_store(tmp_path / "store").transaction() as tx:
+        assert not writes_bucket(cluster, tx)  # type: ignore[arg-type]
+
+
+def test_the_driver_takes_only_uploads_that_are_in_the_bucket_as_the_tasks_wrote_them(
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    store = open_store(f"s3://{bucket}/checked")
+    rel = "billing/provider=aws/billing_period=2026-10/k-file0.parquet"
+    (tmp_path / rel).parent.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2, 3]}), tmp_path / rel)
+    with store.transaction() as tx:
+        up = bucket_mod.upload(store.location, tx.txid, tmp_path, [rel])
+        assert "/_txn/" + tx.txid + "/_tasks/" in up.prefix
+        assert bucket_mod.check_uploads(store, tx.txid, [up]) == {Path(rel): f"{up.prefix}/{rel}"}
+        key = f"{up.prefix}/{rel}".split("/", 1)[1]
+        s3_client().put_object(Bucket=bucket, Key=key, Body=b"not the task's bytes")
+        with pytest.raises(InputError, match="not what the task wrote"):
+            bucket_mod.check_uploads(store, tx.txid, [up])
+        gone = bucket_mod.Uploaded(up.prefix, {rel.replace("k-file0", "other"): (1, "0" * 32)})
+        with pytest.raises(InputError, match="missing in the bucket"):
+            bucket_mod.check_uploads(store, tx.txid, [gone])

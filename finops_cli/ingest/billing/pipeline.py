@@ -8,7 +8,6 @@ it. The promises for users: docs/formats.md ("Money in", "Idempotency and re-exp
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -127,8 +126,8 @@ def _adopt(results: Iterable[FileResult], tx: Any, acc: _Acc) -> tuple[list[File
                 names[key] = part_key(key, files_of_key[key])
                 files_of_key[key] += 1
 
-        staged = _rename(tx.staging, result.staged, names, suffix)
-        built = None if result.aggregates is None else _rename(tx.staging, result.aggregates, names, suffix)
+        staged = _rename(tx, result.staged, names, suffix)
+        built = None if result.aggregates is None else _rename(tx, result.aggregates, names, suffix)
         tx.adopt(staged, result.rows_staged, built)
         acc.merge(result.acc, order)
         summaries.append(result.summary)
@@ -136,18 +135,17 @@ def _adopt(results: Iterable[FileResult], tx: Any, acc: _Acc) -> tuple[list[File
     return summaries, digests
 
 
-def _rename(staging: Path, rels: list[str], names: dict[str, str], suffix: str) -> list[Path]:
+def _rename(tx: Any, rels: list[str], names: dict[str, str], suffix: str) -> list[Path]:
     """Staged files ``<key><suffix>.parquet`` renamed ``<names[key]>.parquet``; their new relative paths."""
     out = []
     for rel in map(Path, rels):
-        if not (staging / rel).is_file():
+        new = rel.with_name(f"{names[rel.stem.removesuffix(suffix)]}.parquet")
+        if not tx.move_staged(rel, new):
             raise InputError(
                 f"staged file {rel} is not where this process can see it; the store must be on storage "
                 "every worker shares (see docs/scale.md)",
-                path=staging,
+                path=tx.staging,
             )
-        new = rel.with_name(f"{names[rel.stem.removesuffix(suffix)]}.parquet")
-        os.replace(staging / rel, staging / new)
         out.append(new)
     return out
 

@@ -1,0 +1,205 @@
+"""``--engine spark`` on a real standalone cluster (a master and two 1-core workers on 127.0.0.1, the session
+fixture ``cluster``) into a bucket store on moto's S3 server: the executors, in their own processes and work
+directories, stage on their own disks and upload under the transaction's ``_txn/<txid>/_tasks/<attempt>/``;
+the driver checks what they uploaded and commits. The bucket then holds what the local engine puts there.
+
+Each cluster ingest runs the CLI in its own process (the driver), as a user runs it: one process can hold only
+one SparkContext, and the local-master tests of this directory hold theirs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from finops_cli import api
+from finops_cli.store import open_store
+from finops_cli.store.remote import ObjectStore
+from tests.spark.cluster import StandaloneCluster, Worker, cluster_env, start_connect_server
+from tests.spark.conftest import s3_env
+from tests.spark.cur_parts import write_parts
+from tests.spark.test_spark_bucket import _contents, _manifest
+from tests.spark.test_spark_utilization import write_traces
+from tests.store.test_object_store import _keys, bucket, s3_server  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.xdist_group("spark-cluster")
+
+#: a driver's whole run on a loaded 2-core machine (JVM start, executors' Python workers, the job)
+DRIVER_TIMEOUT = 600
+
+
+def driver(args: list[str], cluster: StandaloneCluster | str, log: Path) -> subprocess.Popen[bytes]:
+    """The CLI in its own process group, as the Spark driver of ``cluster`` (or the client of a Spark Connect
+    server, ``sc://…``); its output in ``log``."""
+    env = cluster_env({k: v for k, v in os.environ.items() if k.startswith(("AWS_", "FINOPS_"))})
+    code = "from finops_cli.cli.app import main; main()"
+    if isinstance(cluster, str):
+        command = [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-remote", cluster]
+    else:
+        command = [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-master", cluster.master_url]
+    with log.open("wb") as out:
+        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def finops(args: list[str], cluster: StandaloneCluster | str, log: Path) -> tuple[int, str]:
+    """:func:`driver` run to its end: its exit code and output."""
+    process = driver(args, cluster, log)
+    try:
+        code = process.wait(timeout=DRIVER_TIMEOUT)
+    finally:
+        _kill(process)
+    return code, log.read_text(errors="replace")
+
+
+def running_task(cluster: StandaloneCluster, app_logs: set[Path], timeout: float = DRIVER_TIMEOUT) -> Worker:
+    """The first worker whose executor (of an application not in ``app_logs``) has started a task."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for worker in cluster.workers:
+            for log in set(worker.work_dir.glob("app-*/*/stderr")) - app_logs:
+                if "Running task" in log.read_text(errors="replace"):
+                    return worker
+        time.sleep(0.2)
+    raise AssertionError(f"no executor started a task within {timeout:.0f} s")
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+def _app_logs(cluster: StandaloneCluster) -> set[Path]:
+    return {log for w in cluster.workers for log in w.work_dir.glob("app-*/*/stderr")}
+
+
+@pytest.fixture
+def month(bucket: str, tmp_path: Path) -> Path:  # noqa: F811
+    """The generated multi-file CUR month (a directory), ingested by the local engine into ``s3://<bucket>/local``."""
+    parts = write_parts(tmp_path / "cur", rows_per_part=300, parts_per_export=2)
+    api.ingest_billing(parts, "aws-cur", f"s3://{bucket}/local", engine="local")
+    return tmp_path / "cur"
+
+
+def test_a_cluster_ingests_into_a_bucket_store_as_the_local_engine_does(
+    cluster: StandaloneCluster,
+    month: Path,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    traces = write_traces(tmp_path / "traces", sources=2, samples=40)
+    api.ingest_utilization(traces, store=f"s3://{bucket}/local", engine="local")
+
+    uri = f"s3://{bucket}/cluster"
+    for name, args in (
+        ("billing", ["ingest", "billing", str(month), "--format", "aws-cur", "--store", uri]),
+        ("utilization", ["ingest", "utilization", *map(str, traces), "--store", uri]),
+    ):
+        code, output = finops(args, cluster, tmp_path / f"{name}.log")
+        assert code == 0, output[-3000:]
+
+    local, on_cluster = open_store(f"s3://{bucket}/local"), open_store(uri)
+    assert isinstance(on_cluster, ObjectStore) and on_cluster.state().generation == 2  # one commit per ingest
+    for dataset in ("billing", "utilization", "billing_hourly", "utilization_hourly", "utilization_devices"):
+        a, b = _contents(local, dataset), _contents(on_cluster, dataset)  # type: ignore[arg-type]
+        assert a and list(a) == list(b), dataset
+        for rel in a:
+            assert a[rel].equals(b[rel]), (dataset, rel)  # type: ignore[attr-defined]
+    assert _manifest(local) == _manifest(on_cluster)  # type: ignore[arg-type]
+    # the money per currency, as the store's own report adds it up
+    mine, theirs = api.costs(store=uri), api.costs(store=f"s3://{bucket}/local")
+    assert mine.totals and mine.totals == pytest.approx(theirs.totals, abs=0.005)  # to the cent per currency
+    # nothing left but the log and the files it names: the attempts' uploads went after the commit
+    named = {on_cluster.physical(rel, txid) for rel, txid in on_cluster.state().files.items()}
+    left = {f"{bucket}/{k}" for k in _keys(bucket, "cluster/_txn/") if not k.endswith("/")}  # (empty markers)
+    assert left == named
+    # the tasks ran in the workers' executors (their own processes and work directories), not in the driver
+    assert any(any(w.work_dir.glob("app-*/*/stderr")) for w in cluster.workers)
+
+
+def _same_billing(store_uri: str, expected_uri: str) -> None:
+    mine, theirs = open_store(store_uri), open_store(expected_uri)
+    for dataset in ("billing", "billing_hourly"):
+        a, b = _contents(theirs, dataset), _contents(mine, dataset)  # type: ignore[arg-type]
+        assert a and list(a) == list(b) and all(a[rel].equals(b[rel]) for rel in a), dataset  # type: ignore[attr-defined]
+    billing = [e for e in _manifest(mine) if e.get("dataset") == "billing"]  # type: ignore[arg-type]
+    assert billing and billing == [e for e in _manifest(theirs) if e.get("dataset") == "billing"]  # type: ignore[arg-type]
+
+
+def test_a_worker_killed_mid_ingest_leaves_the_store_as_a_clean_run(
+    cluster: StandaloneCluster,
+    month: Path,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    uri = f"s3://{bucket}/cluster"
+    before = _app_logs(cluster)
+    process = driver(["ingest", "billing", str(month), "--store", uri], cluster, tmp_path / "driver.log")
+    try:
+        cluster.kill_worker(running_task(cluster, before))  # with its executor: Spark runs the task again elsewhere
+        code = process.wait(timeout=DRIVER_TIMEOUT)
+    finally:
+        _kill(process)
+        cluster.workers = [w for w in cluster.workers if w.process.poll() is None]
+        cluster.start_worker()  # two workers again for the next test
+    assert code == 0, (tmp_path / "driver.log").read_text(errors="replace")[-3000:]
+    _same_billing(uri, f"s3://{bucket}/local")
+    assert open_store(uri).state().generation == 1
+    assert all("/_tasks/" not in k for k in _keys(bucket, "cluster/_txn/"))  # the attempts' uploads went
+
+
+def test_a_driver_killed_mid_ingest_leaves_the_store_as_it_was_and_the_next_ingest_recovers(
+    cluster: StandaloneCluster,
+    month: Path,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    traces = write_traces(tmp_path / "traces", sources=1, samples=40)
+    uri = f"s3://{bucket}/cluster"
+    api.ingest_utilization(traces, store=uri, engine="local")  # the before state
+    before = open_store(uri).state()
+    apps = _app_logs(cluster)
+    process = driver(["ingest", "billing", str(month), "--store", uri], cluster, tmp_path / "driver.log")
+    try:
+        running_task(cluster, apps)
+    finally:
+        _kill(process)  # the driver and its JVM, mid-job
+    after = open_store(uri).state()
+    assert (after.generation, after.files, after.manifest) == (before.generation, before.files, before.manifest)
+    api.ingest_billing([month], "aws-cur", uri, engine="local")  # the next ingest commits over the debris
+    _same_billing(uri, f"s3://{bucket}/local")
+    assert open_store(uri).state().generation == before.generation + 1
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory: pytest.TempPathFactory, s3_server: str) -> Iterator[str]:  # noqa: F811
+    """A Spark Connect server on 127.0.0.1 (its own ``local[2]``; its Python workers see the bucket's endpoint
+    and credentials in its environment); its ``sc://`` URL."""
+    server = start_connect_server(tmp_path_factory.mktemp("spark-connect"), cluster_env(s3_env(s3_server)))
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def test_spark_connect_ingests_into_a_bucket_store_as_the_local_engine_does(
+    connect_server: str,
+    month: Path,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    uri = f"s3://{bucket}/connect"
+    args = ["ingest", "billing", str(month), "--format", "aws-cur", "--store", uri]
+    code, output = finops(args, connect_server, tmp_path / "client.log")
+    assert code == 0, output[-3000:]
+    _same_billing(uri, f"s3://{bucket}/local")
+    assert open_store(uri).state().generation == 1
