@@ -361,42 +361,39 @@ def pricebook_refresh(
     credentials) or ``offers`` (public bulk offer files). ``seams`` (tests): ``aws_client``, ``gcp_transport``,
     ``azure_url``, ``aws_offers_url``, ``now``. Nothing is written unless every provider answered.
     """
-    from finops_cli.catalog.pricebook import use_pricebook, user_pricebook_dir
+    from finops_cli.catalog.pricebook import pricebook_at, user_pricebook_dir
     from finops_cli.catalog.refresh import PROVIDERS, refresh_pricebook
 
-    if pricebook is not None:
-        use_pricebook(pricebook)
-    return refresh_pricebook(
-        providers=providers or list(PROVIDERS),
-        regions=regions,
-        extra_types=instance_types or [],
-        directory=user_pricebook_dir(),
-        aws_profile=aws_profile,
-        aws_source=aws_source,
-        **seams,
-    )
+    with pricebook_at(pricebook):
+        return refresh_pricebook(
+            providers=providers or list(PROVIDERS),
+            regions=regions,
+            extra_types=instance_types or [],
+            directory=user_pricebook_dir(),
+            aws_profile=aws_profile,
+            aws_source=aws_source,
+            **seams,
+        )
 
 
 def pricebook_import_skypilot(directory: str | Path, *, pricebook: str | Path | None = None) -> Any:
     """``finops pricebook import skypilot DIR``: a SkyPilot catalog's ``vms.csv`` files into the user pricebook
     (instance facts and on-demand/spot prices; see :mod:`finops_cli.catalog.skypilot`)."""
-    from finops_cli.catalog.pricebook import use_pricebook, user_pricebook_dir
+    from finops_cli.catalog.pricebook import pricebook_at, user_pricebook_dir
     from finops_cli.catalog.skypilot import import_skypilot
 
-    if pricebook is not None:
-        use_pricebook(pricebook)
-    return import_skypilot(Path(directory), user_pricebook_dir())
+    with pricebook_at(pricebook):
+        return import_skypilot(Path(directory), user_pricebook_dir())
 
 
 def pricebook_table(*, pricebook: str | Path | None = None, provider: str | None = None) -> pd.DataFrame:
     """``finops pricebook show``: the reference prices every command uses, shipped overlaid by the user's, with
     each row's ``origin`` (``shipped`` or the user file), ``source`` and ``read_on``/``fetched_at``."""
-    from finops_cli.catalog.pricebook import use_pricebook
+    from finops_cli.catalog.pricebook import pricebook_at
     from finops_cli.catalog.prices import reference_prices
 
-    if pricebook is not None:
-        use_pricebook(pricebook)
-    table = reference_prices()
+    with pricebook_at(pricebook):
+        table = reference_prices()
     if provider:
         table = table[table["provider"] == provider]
     return table.reset_index(drop=True)

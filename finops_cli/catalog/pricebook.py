@@ -6,6 +6,8 @@ row with the same key.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -49,6 +51,20 @@ def use_pricebook(path: str | os.PathLike[str] | None) -> None:
     """Make ``path`` the user pricebook for this process (``--pricebook``); None goes back to the default."""
     global _override
     _override = None if path is None else Path(path).expanduser()
+
+
+@contextmanager
+def pricebook_at(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """``path`` as the user pricebook inside the block only (the Python API's ``pricebook=``: a call, even a
+    failing one, must not change what later calls in the process read); None keeps the current one."""
+    global _override
+    previous = _override
+    if path is not None:
+        _override = Path(path).expanduser()
+    try:
+        yield
+    finally:
+        _override = previous
 
 
 def user_pricebook_dir() -> Path:
