@@ -9,8 +9,10 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import IO
 
 from finops_cli.errors import InputError
@@ -28,11 +30,27 @@ def short_url(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}{parts.path}"
 
 
-def _wait_s(exc: urllib.error.HTTPError) -> float:
+def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds ``Retry-After`` asks for (delta-seconds or an HTTP date); None when absent or unreadable."""
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
     try:
-        return min(max(float(exc.headers.get("Retry-After", "1")), 0.0), MAX_WAIT_S)
-    except (TypeError, ValueError):  # an HTTP date instead of seconds: wait the cap
-        return MAX_WAIT_S
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def _wait_s(exc: urllib.error.HTTPError) -> float:
+    """What ``Retry-After`` asks for, capped; unreadable: the cap; absent: one second."""
+    if "Retry-After" not in exc.headers:
+        return 1.0
+    wait = retry_after(dict(exc.headers.items()))
+    return MAX_WAIT_S if wait is None else min(wait, MAX_WAIT_S)
 
 
 @contextmanager

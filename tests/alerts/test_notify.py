@@ -16,8 +16,9 @@ from pytest_httpserver import HTTPServer
 from typer.testing import CliRunner
 from werkzeug import Request, Response
 
+from finops_cli.adapters.public_http import retry_after
 from finops_cli.alerts.notify import notify
-from finops_cli.alerts.notify.transport import NotDelivered, Policy, Rejected, retry_after
+from finops_cli.alerts.notify.transport import NotDelivered, Policy, Rejected
 from finops_cli.cli.app import app
 
 runner = CliRunner()

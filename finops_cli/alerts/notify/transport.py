@@ -11,9 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
+from finops_cli.adapters.public_http import retry_after
 from finops_cli.errors import EXIT_GATE_FAILED, EXIT_INVALID_INPUT, FinopsError
 from finops_cli.text import one_line
 
@@ -54,21 +53,6 @@ class Reply:
     status: int
     headers: Mapping[str, str]
     body: str
-
-
-def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
-    """Seconds ``Retry-After`` asks for (delta-seconds or an HTTP date); None when absent or unreadable."""
-    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), None)
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:
