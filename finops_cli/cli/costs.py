@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from finops_cli.cli.helptext import example
-from finops_cli.cli.options import OutOpt, StoreOpt, command_engine
+from finops_cli.cli.options import Engine, EngineOpt, OutOpt, SparkMasterOpt, StoreOpt, command_engine
 from finops_cli.cli.output import emit_json, emit_text, log
 
 
@@ -171,11 +171,16 @@ def register(app: typer.Typer) -> None:
         fmt: Annotated[CostsFormat, typer.Option("--format", help="Output format.")] = CostsFormat.table,
         store: StoreOpt = None,
         out: OutOpt = None,
+        engine: EngineOpt = Engine.local,
+        spark_master: SparkMasterOpt = None,
     ) -> None:
-        """GPU spend from the store by any dimension or tag; month over month; chargeback to teams."""
+        """GPU spend from the store by any dimension or tag; month over month; chargeback to teams.
+
+        With --engine spark the same queries run on Spark SQL.
+        """
         from finops_cli import api
 
-        with command_engine():
+        with command_engine(engine, spark_master):
             result = api.costs(
                 store=store,
                 by=by.split(",") if by is not None else (None if chargeback else ["team"]),

@@ -20,6 +20,8 @@ from rich.console import Console, Group
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import (
     AsOfOpt,
+    Engine,
+    EngineOpt,
     FleetOpt,
     FormatOpt,
     FxOpt,
@@ -28,6 +30,7 @@ from finops_cli.cli.options import (
     ModeOpt,
     OutOpt,
     OutputFormat,
+    SparkMasterOpt,
     StoreOpt,
     WorkloadsOpt,
     check_out,
@@ -384,8 +387,13 @@ def register(app: typer.Typer) -> None:
                 callback=check_out,
             ),
         ] = None,
+        engine: EngineOpt = Engine.local,
+        spark_master: SparkMasterOpt = None,
     ) -> None:
-        """Plan the cheapest compliant substrate mix for the workloads' demand, with savings against the bill."""
+        """Plan the cheapest compliant substrate mix for the workloads' demand, with savings against the bill.
+
+        With --engine spark the store's queries (the billed baseline, demand from the store) run on Spark SQL.
+        """
         fmt = output_format(fmt, out)
         from finops_cli import api
         from finops_cli.atomic import check_not_an_input
@@ -402,7 +410,7 @@ def register(app: typer.Typer) -> None:
         st = api.open_store(store) if (store is not None or store_exists(None)) else None
         started = time.perf_counter()
         planning = f"planning {len(est.workloads.workloads)} workloads on {len(est.fleet.substrates)} substrates"
-        with command_engine(), status(planning):
+        with command_engine(engine, spark_master), status(planning):
             result = api.plan(
                 est,
                 st,

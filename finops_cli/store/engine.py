@@ -427,17 +427,26 @@ _DUCKDB_TYPES = {
 def _arrow_dataset(table: str, paths: list[str], filesystem: Any, schemas: Schemas = None) -> Any:
     """A pyarrow dataset over ``paths`` with Hive partition columns as strings and the files' schemas
     united by name (what ``union_by_name`` does for the local files)."""
-    partitions = pa.schema([(c, pa.string()) for c in DATASETS[table]])
     read = schemas or (lambda p: pq.read_schema(p, filesystem=filesystem))
-    body = pa.unify_schemas([pa.schema([f for f in read(p) if f.name not in partitions.names]) for p in paths])
-    schema = pa.unify_schemas([body, partitions])
     return ds.dataset(
         paths,
         filesystem=filesystem,
         format="parquet",
-        partitioning=ds.partitioning(partitions, flavor="hive"),
-        schema=schema,
+        partitioning=hive_partitioning(table),
+        schema=united_schema(table, [read(p) for p in paths]),
     )
+
+
+def hive_partitioning(table: str) -> Any:
+    """Dataset ``table``'s partition columns, read as text from the ``key=value`` directories of each path."""
+    return ds.partitioning(pa.schema([(c, pa.string()) for c in DATASETS[table]]), flavor="hive")
+
+
+def united_schema(table: str, footers: Iterable[pa.Schema]) -> pa.Schema:
+    """The files' columns united by name, then the partition columns as text: one schema over every file."""
+    partitions = pa.schema([(c, pa.string()) for c in DATASETS[table]])
+    body = pa.unify_schemas([pa.schema([f for f in s if f.name not in partitions.names]) for s in footers])
+    return pa.unify_schemas([body, partitions])
 
 
 def _duckdb_type(t: pa.DataType) -> str:

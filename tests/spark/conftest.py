@@ -27,10 +27,13 @@ SPARK_CONF = {
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark(s3_server: str) -> Iterator[object]:  # noqa: F811
+    """``local[2]``; its Python workers take the moto server's endpoint and test credentials from the session's
+    ``spark.executorEnv.*`` (a bucket store's views are read there), as a cluster's executors from their own."""
     from finops_cli.spark.session import get_session
 
-    session = get_session("local[2]", conf=SPARK_CONF)
+    executor_env = {f"spark.executorEnv.{k}": v for k, v in s3_env(s3_server).items()}
+    session = get_session("local[2]", conf={**SPARK_CONF, **executor_env})
     yield session
     session.stop()
 

@@ -10,6 +10,7 @@ one SparkContext, and the local-master tests of this directory hold theirs.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -19,14 +20,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from finops_cli import api
+from finops_cli.cli.app import app
 from finops_cli.store import open_store
+from finops_cli.store.layout import new_txid
 from finops_cli.store.remote import ObjectStore
+from tests.conftest import SAMPLES
 from tests.spark.cluster import StandaloneCluster, Worker, cluster_env, start_connect_server
 from tests.spark.conftest import s3_env
-from tests.spark.cur_parts import write_parts
+from tests.spark.cur_parts import EXPORTS, write_parts
 from tests.spark.test_spark_bucket import _contents, _manifest
+from tests.spark.test_spark_sql import ANALYSES, _timeless, assert_same_json
 from tests.spark.test_spark_utilization import write_traces
 from tests.store.test_object_store import _keys, bucket, s3_server  # noqa: F401  (fixtures)
 
@@ -36,22 +42,43 @@ pytestmark = pytest.mark.xdist_group("spark-cluster")
 DRIVER_TIMEOUT = 600
 
 
-def driver(args: list[str], cluster: StandaloneCluster | str, log: Path) -> subprocess.Popen[bytes]:
-    """The CLI in its own process group, as the Spark driver of ``cluster`` (or the client of a Spark Connect
-    server, ``sc://…``); its output in ``log``."""
-    env = cluster_env({k: v for k, v in os.environ.items() if k.startswith(("AWS_", "FINOPS_"))})
-    code = "from finops_cli.cli.app import main; main()"
-    if isinstance(cluster, str):
-        command = [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-remote", cluster]
+#: the CLI as a driver process
+CLI = "from finops_cli.cli.app import main; main()"
+#: several CLI commands in one driver process (one Spark application, its session started once): a JSON list
+#: of argument lists in ``argv[1]``; the first that fails ends the process with its exit code
+SEVERAL = """
+import json, sys
+from finops_cli.cli.app import app
+for args in json.loads(sys.argv[1]):
+    try:
+        app(args, prog_name="finops")
+    except SystemExit as exc:
+        if exc.code:
+            raise
+"""
+
+
+def driver(
+    args: list[str], cluster: StandaloneCluster | str, log: Path, code: str = CLI, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """``code`` (the CLI) in its own process group, as the Spark driver of ``cluster`` (or the client of a Spark
+    Connect server, ``sc://…``) with ``args``; its output in ``log``."""
+    env = cluster_env({**{k: v for k, v in os.environ.items() if k.startswith(("AWS_", "FINOPS_"))}, **(env or {})})
+    spark = ["--engine", "spark", "--spark-remote" if isinstance(cluster, str) else "--spark-master"]
+    spark.append(cluster if isinstance(cluster, str) else cluster.master_url)
+    if code == SEVERAL:  # each command of the JSON list runs on the cluster
+        args = [json.dumps([[*command, *spark] for command in json.loads(args[0])]), *args[1:]]
     else:
-        command = [sys.executable, "-c", code, *args, "--engine", "spark", "--spark-master", cluster.master_url]
+        args = [*args, *spark]
     with log.open("wb") as out:
-        return subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", code, *args], env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
-def finops(args: list[str], cluster: StandaloneCluster | str, log: Path) -> tuple[int, str]:
+def finops(args: list[str], cluster: StandaloneCluster | str, log: Path, code: str = CLI) -> tuple[int, str]:
     """:func:`driver` run to its end: its exit code and output."""
-    process = driver(args, cluster, log)
+    process = driver(args, cluster, log, code)
     try:
         code = process.wait(timeout=DRIVER_TIMEOUT)
     finally:
@@ -203,3 +230,122 @@ def test_spark_connect_ingests_into_a_bucket_store_as_the_local_engine_does(
     assert code == 0, output[-3000:]
     _same_billing(uri, f"s3://{bucket}/local")
     assert open_store(uri).state().generation == 1
+
+
+def test_costs_waste_and_the_plans_baseline_on_the_cluster_answer_as_duckdb_over_the_bucket_store(
+    cluster: StandaloneCluster,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "driver-secret-" + new_txid()  # this driver's; moto takes any
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    uri = f"s3://{bucket}/samples"
+    api.ingest_billing([SAMPLES / "billing"], store=uri)
+    api.ingest_utilization([SAMPLES / "utilization" / "gpu_util_hourly.csv.gz"], store=uri)
+    api.ingest_spot_prices(store=uri, files=sorted((SAMPLES / "spot_prices").iterdir()))
+    # an upload no commit names (a running or killed writer's): a reader that listed the prefix would count it
+    store = open_store(uri)
+    committed = next(p for p in store.files("billing") if "provider=aws" in str(p))
+    stray = store.locate(committed).replace(store.state().files[str(committed.relative_to(store.root))], new_txid())
+    store.filesystem.copy_file(store.locate(committed), stray)
+
+    commands = [[*a, "--store", uri, "--out", str(tmp_path / f"{name}-spark.json")] for name, a in ANALYSES.items()]
+    code, output = finops([json.dumps(commands)], cluster, tmp_path / "driver.log", SEVERAL)
+    assert code == 0, output[-3000:]
+    for name, args in ANALYSES.items():
+        local = CliRunner().invoke(app, [*args, "--store", uri, "--out", str(tmp_path / f"{name}-local.json")])
+        assert local.exit_code == 0, local.output
+        on_duckdb, on_spark = (json.loads((tmp_path / f"{name}-{e}.json").read_text()) for e in ("local", "spark"))
+        assert_same_json(_timeless(on_duckdb), _timeless(on_spark), name)  # numbers to 1e-9: well within a cent
+    plan = json.loads((tmp_path / "plan-spark.json").read_text())
+    assert plan["totals"]["baseline_source"] == "billing" and plan["totals"]["baseline_cost"] > 0
+    costs = json.loads((tmp_path / "costs-spark.json").read_text())
+    assert costs["rows"] and costs["totals"]
+    # the executors read the bucket with their own credentials: the driver's are in no log of the run
+    logs = [tmp_path / "driver.log", *(p for w in cluster.workers for p in w.work_dir.rglob("std*"))]
+    assert all(secret not in p.read_text(errors="replace") for p in logs)
+
+
+#: the CLI as a driver that, at its commit, waits (at most five minutes) until every driver of the test is there:
+#: two ingests then race for the same log generation, whatever their speeds (``argv[1]``: the meeting directory)
+AT_THE_COMMIT = """
+import os, sys, time
+from pathlib import Path
+from finops_cli.store.remote import ObjectStore
+meeting, drivers, put = Path(sys.argv.pop(1)), int(sys.argv.pop(1)), ObjectStore._put_log
+def _put_log(self, generation, body):
+    (meeting / str(os.getpid())).touch()
+    deadline = time.monotonic() + 300
+    while len(list(meeting.iterdir())) < drivers and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return put(self, generation, body)
+ObjectStore._put_log = _put_log
+from finops_cli.cli.app import main
+main()
+"""
+
+
+def _money(paths: list[Path]) -> dict[str, float]:
+    """The inputs' money per currency (Σ lineItem/UnblendedCost, the CUR's BilledCost)."""
+    import pyarrow.csv as pacsv
+
+    out: dict[str, float] = {}
+    for path in paths:
+        t = pacsv.read_csv(path).to_pydict()
+        for currency, cost in zip(t["lineItem/CurrencyCode"], t["lineItem/UnblendedCost"], strict=True):
+            out[currency] = out.get(currency, 0.0) + cost
+    return out
+
+
+def _manifest_money(uri: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for entry in open_store(uri).manifest():
+        for currency, cost in entry.get("billed_cost", {}).items():
+            out[currency] = out.get(currency, 0.0) + cost
+    return out
+
+
+def test_two_drivers_ingesting_into_one_bucket_store_one_commits_the_other_exits_2_and_nothing_is_lost(
+    cluster: StandaloneCluster,
+    bucket: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    parts = write_parts(tmp_path / "cur", rows_per_part=50, parts_per_export=1)
+    inputs = {currency: [p for p in parts if payer in p.name] for payer, currency, _ in EXPORTS}
+    uri = f"s3://{bucket}/race"
+    meeting = tmp_path / "meeting"
+    meeting.mkdir()
+    # one executor each (a worker apiece), so neither application waits for the other's cores
+    env = {"PYSPARK_SUBMIT_ARGS": "--conf spark.cores.max=1 pyspark-shell"}
+    processes = {
+        name: driver(
+            [str(meeting), "2", "ingest", "billing", *map(str, files), "--format", "aws-cur", "--store", uri],
+            cluster,
+            tmp_path / f"{name}.log",
+            AT_THE_COMMIT,
+            env,
+        )
+        for name, files in inputs.items()
+    }
+    try:
+        codes = {name: p.wait(timeout=DRIVER_TIMEOUT) for name, p in processes.items()}
+    finally:
+        for p in processes.values():
+            _kill(p)
+    assert len(list(meeting.iterdir())) == 2  # both reached their commit: they raced
+    assert sorted(codes.values()) == [0, 2], codes
+    winner, loser = sorted(codes, key=codes.__getitem__)
+    said = (tmp_path / f"{loser}.log").read_text(errors="replace")
+    assert "another writer committed generation 1 while this one ran; nothing was committed" in said, said[-2000:]
+    assert "Traceback" not in said
+    # the store is the winner's ingest alone: its money per currency, and nothing of the loser's in the bucket
+    store = open_store(uri)
+    assert store.state().generation == 1
+    assert _manifest_money(uri) == pytest.approx(_money(inputs[winner]), abs=0.005)
+    named = {store.physical(rel, txid) for rel, txid in store.state().files.items()}
+    assert {f"{bucket}/{k}" for k in _keys(bucket, "race/_txn/") if not k.endswith("/")} == named
+    # the loser runs again and commits: both ingests are there, to the cent per currency
+    api.ingest_billing(inputs[loser], "aws-cur", uri, engine="local")
+    assert open_store(uri).state().generation == 2
+    assert _manifest_money(uri) == pytest.approx(_money(parts), abs=0.005)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import builtins
 import json
 import math
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,9 +19,10 @@ from finops_cli import api
 from finops_cli.cli.app import app
 from finops_cli.errors import InputError
 from finops_cli.spark.sql import SparkEngine, to_spark_sql
-from finops_cli.store import Store, engine
+from finops_cli.store import Store, engine, open_store
 from finops_cli.store.queries import QUERIES
 from tests.conftest import SAMPLES
+from tests.store.test_object_store import _new_bucket, _s3_env, s3_server  # noqa: F401  (a fixture)
 
 runner = CliRunner()
 #: one worker runs every Spark test, so the suite starts one JVM (see conftest.py)
@@ -33,7 +35,7 @@ PARAMS = {
     "last_month": "2026-10",
     "start": datetime(2026, 10, 1, tzinfo=UTC),
     "end": datetime(2026, 11, 1, tzinfo=UTC),
-    "tag_path": "$.team",
+    "tag_path": engine.json_path("team"),  # as the commands pass it: $."team"
     "value": "research",
 }
 SLOTS = {
@@ -46,13 +48,28 @@ SLOTS = {
 }
 
 
+def _ingest_samples(store: str | Path) -> None:
+    api.ingest_billing([SAMPLES / "billing"], store=store)
+    api.ingest_utilization([SAMPLES / "utilization" / "gpu_util_hourly.csv.gz"], store=store)
+    api.ingest_spot_prices(store=store, files=sorted((SAMPLES / "spot_prices").iterdir()))
+
+
 @pytest.fixture(scope="module")
 def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
     root = tmp_path_factory.mktemp("sql") / "store"
-    api.ingest_billing([SAMPLES / "billing"], store=root)
-    api.ingest_utilization([SAMPLES / "utilization" / "gpu_util_hourly.csv.gz"], store=root)
-    api.ingest_spot_prices(store=root, files=sorted((SAMPLES / "spot_prices").iterdir()))
+    _ingest_samples(root)
     return Store(root)
+
+
+@pytest.fixture(scope="module")
+def bucket_samples(s3_server: str) -> Iterator[Store]:  # noqa: F811
+    """The samples in a bucket store on moto's S3 server (its endpoint and credentials in this process's
+    environment for the module's tests; the Spark session's executors have their own, see conftest.py)."""
+    with pytest.MonkeyPatch.context() as mp:
+        _s3_env(mp, s3_server)
+        uri = f"s3://{_new_bucket(s3_server)}/samples"
+        _ingest_samples(uri)
+        yield open_store(uri)
 
 
 def _rows(table: pa.Table) -> list[tuple]:
@@ -62,13 +79,18 @@ def _rows(table: pa.Table) -> list[tuple]:
     return sorted((tuple(norm(v) for v in r.values()) for r in table.to_pylist()), key=repr)
 
 
+@pytest.mark.parametrize("store_kind", ["directory", "bucket"])
 @pytest.mark.parametrize("name", sorted(QUERIES))
-def test_every_query_answers_the_same_on_spark(spark: object, sample_store: Store, name: str) -> None:
+def test_every_query_answers_the_same_on_spark(
+    spark: object, request: pytest.FixtureRequest, store_kind: str, name: str
+) -> None:
+    """Over a directory (Spark's Parquet reader) and over a bucket store (tasks reading the committed objects)."""
+    store = request.getfixturevalue("sample_store" if store_kind == "directory" else "bucket_samples")
     query = QUERIES[name]
     slots = {k: v for k, v in SLOTS.items() if "{" + k + "}" in query.sql}
-    duck = engine.run(sample_store, query, PARAMS, **slots)
+    duck = engine.run(store, query, PARAMS, **slots)
     with engine.using(SparkEngine()):
-        on_spark = engine.run(sample_store, query, PARAMS, **slots)
+        on_spark = engine.run(store, query, PARAMS, **slots)
     assert duck is not None and on_spark is not None
     assert duck.num_rows > 0, name  # a comparison of two empty answers proves nothing
     assert on_spark.column_names == duck.column_names
@@ -101,12 +123,55 @@ def assert_same_json(a: object, b: object, where: str = "") -> None:
         assert a == b, where
 
 
+#: the analyses that read the store (costs, waste, and a plan: its billed baseline, spot prices and demand), as JSON
+ANALYSES = {
+    "costs": ["costs", "--by", "team,provider,instance_type", "--format", "json"],
+    "waste": ["waste", "--by", "team", "--format", "json", "--month", "2026-10"],
+    "plan": [
+        *("plan", "--fleet", str(SAMPLES / "fleet.yaml"), "--workloads", str(SAMPLES / "workloads.yaml")),
+        *("--as-of", "2026-11-01", "--format", "json"),
+    ],
+}
+
+
+def _timeless(doc: object) -> object:
+    """``doc`` without the solver's timings (``seconds``, ``build_seconds``), which differ from run to run."""
+    if isinstance(doc, dict):
+        return {k: _timeless(v) for k, v in doc.items() if not k.endswith("seconds")}
+    if isinstance(doc, list):
+        return [_timeless(v) for v in doc]
+    return doc
+
+
+def test_costs_waste_and_the_plans_baseline_on_spark_answer_as_duckdb_over_a_bucket_store(
+    spark: object, bucket_samples: Store, tmp_path: Path
+) -> None:
+    """``local[2]``: the tasks read the committed objects with pyarrow.fs (the cluster: test_spark_cluster.py)."""
+    for name, args in ANALYSES.items():
+        answers = []
+        for engine_args in ([], ["--engine", "spark"]):
+            result = runner.invoke(app, [*args, "--store", bucket_samples.location, *engine_args])
+            assert result.exit_code == 0, result.output
+            answers.append(_timeless(json.loads(result.stdout)))
+        assert_same_json(*answers, name)  # type: ignore[misc]
+
+
 def test_parameters_are_bound_as_literals_never_as_sql() -> None:
     sql = to_spark_sql(QUERIES["demand_from_billing"].sql, {**PARAMS, "value": "x' OR '1'='1"})
     assert "GET_JSON_OBJECT" in sql and "'x\\' OR \\'1\\'=\\'1'" in sql
     assert "CAST('2026-10-01 00:00:00' AS TIMESTAMP)" in sql
     with pytest.raises(ValueError, match="month"):
         to_spark_sql(QUERIES["waste_device_usage"].sql, {})
+
+
+def test_json_paths_and_json_valid_as_spark_reads_them() -> None:
+    """Spark's GET_JSON_OBJECT answers NULL for a quoted key (``$."team"``) and has no JSON_VALID."""
+    sql = "SELECT CASE WHEN json_valid(Tags) THEN json_extract_string(Tags, $p) END FROM billing"
+    spark_sql = to_spark_sql(sql, {"p": engine.json_path("kubernetes.io/team")})
+    assert "GET_JSON_OBJECT(Tags, '$[\\'kubernetes.io/team\\']')" in spark_sql
+    assert "(NOT GET_JSON_OBJECT(Tags, '$') IS NULL)" in spark_sql and "JSON_VALID" not in spark_sql.upper()
+    with pytest.raises(InputError, match="cannot read a key with"):
+        to_spark_sql(sql, {"p": engine.json_path("it's")})
 
 
 def test_without_pyspark_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
