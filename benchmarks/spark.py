@@ -1,19 +1,20 @@
-"""Billing ingest of a generated multi-file CUR on both engines: local (this process) vs Spark ``local[2]``.
+"""Billing ingest of a generated multi-file CUR: the local engine, Spark ``local[2]`` and a 2-worker standalone cluster.
 
 Generates ``--files`` CUR-like CSV parts (the legacy ``lineItem/…`` layout of ``benchmarks/ingest.py``;
 one payer and period split into parts, as AWS delivers a large export) with ``--rows`` lines in all, then
 ingests them into a fresh store once per engine, each in its own subprocess (so the JVM and the memory of
 one run do not leak into the other). For Spark it reports the session start-up apart from the ingest job.
-Prints wall seconds, rows/s, the Spark overhead (Spark ÷ local) and the machine's load, and checks that
-both stores hold the same rows and the same BilledCost per currency to the cent. docs/scale.md quotes
-its figures. Usage::
+Prints wall seconds, rows/s, the Spark overhead (Spark ÷ local) and the machine's load, then one table of
+every run side by side, and checks that the stores hold the same rows and the same BilledCost per currency
+to the cent. docs/scale.md quotes its figures. Usage::
 
-    python benchmarks/spark.py                            # 10 M lines in 10 files
-    python benchmarks/spark.py --rows 1000000 --files 4 --keep /tmp/cur-parts
-    python benchmarks/spark.py --master local[2],standalone   # also on a 2-worker standalone cluster
+    python benchmarks/spark.py                            # 10 M lines in 10 files: local, local[2], cluster
+    python benchmarks/spark.py --lines 2000000 --files 4 --keep /tmp/cur-parts
+    python benchmarks/spark.py --master local[2]          # without the cluster
 
 ``--master`` takes a comma-separated list; ``standalone`` starts a Spark standalone master and two 1-core
-workers on 127.0.0.1 for the run (``tests/spark/cluster.py``), a ``spark://`` URL uses a running cluster.
+workers on 127.0.0.1 for the run (``tests/spark/cluster.py``; the store is a directory on this machine, which
+its executors share), a ``spark://`` URL uses a running cluster.
 """
 
 from __future__ import annotations
@@ -107,12 +108,32 @@ def _standalone(root: Path) -> Any:
     return cluster
 
 
+def _table(results: dict[str, dict[str, Any]], rows: int, files: int, size: int) -> None:
+    """Every run side by side: wall time of the job, session start, CPU of the process tree, lines/s, ratio."""
+    local = float(results["local"]["seconds"]) if "local" in results else None
+    print(
+        f"\n| engine ({rows / 1e6:g} M lines, {files} files, {size / 1e9:.2f} GB) | wall (job) | session start "
+        "| CPU (process tree) | lines/s | ratio to local |"
+    )
+    print("|---|--:|--:|--:|--:|--:|")
+    for label, r in results.items():
+        secs = float(r["seconds"])
+        start = f"{float(r['startup_seconds']):.1f} s" if "startup_seconds" in r else "—"
+        if "cluster_start_seconds" in r:
+            start += f" (+ {float(r['cluster_start_seconds']):.1f} s to start the cluster)"
+        cpu = "—" if r.get("cluster") else f"{float(r['cpu_seconds']):.1f} s"
+        ratio = f"{secs / local:.2f}×" if local else "—"
+        print(f"| {label} | {secs:.1f} s | {start} | {cpu} | {int(r['rows']) / secs / 1e3:,.0f} k | {ratio} |")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=10_000_000, help="lines in all files together")
+    ap.add_argument("--lines", "--rows", dest="rows", type=int, default=10_000_000, help="lines in all files together")
     ap.add_argument("--files", type=int, default=10)
     ap.add_argument(
-        "--master", default="local[2]", help="Spark masters, comma-separated; standalone: a 2-worker cluster"
+        "--master",
+        default="local[2],standalone",
+        help="Spark masters, comma-separated; standalone: a 2-worker cluster started for the run",
     )
     ap.add_argument("--keep", type=Path, help="generate the parts here and keep them (reused if present)")
     ap.add_argument("--engines", default="local,spark")
@@ -144,12 +165,14 @@ def main(argv: list[str] | None = None) -> None:
             for engine in args.engines.split(",")
             for master in (args.master.split(",") if engine == "spark" else [""])
         ]
-        cluster = None
+        cluster, cluster_start = None, None
         for engine, master in runs:
             label = f"{engine} {master}".strip()
             if master == "standalone":
                 if cluster is None:
+                    t0 = time.perf_counter()
                     cluster = _standalone(tmp / "cluster")
+                    cluster_start = time.perf_counter() - t0
                 master = cluster.master_url
             load_before = os.getloadavg()[0]
             try:
@@ -158,6 +181,10 @@ def main(argv: list[str] | None = None) -> None:
                 if cluster is not None:
                     cluster.stop()
                 raise
+            if master.startswith("spark://"):  # its executors are not this process's children: CPU not comparable
+                r["cluster"] = True
+                if cluster_start is not None:
+                    r["cluster_start_seconds"] = cluster_start
             results[label] = r
             engine = label
             extra = f"  (+ {float(r['startup_seconds']):.1f} s session start)" if "startup_seconds" in r else ""
@@ -182,6 +209,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{(float(spk['seconds']) + float(spk['startup_seconds'])) / float(loc['seconds']):.2f}x "  # type: ignore[arg-type]
                 f"with the session start; same {int(loc['rows']):,} rows and money on both"  # type: ignore[call-overload]
             )
+        _table(results, args.rows, args.files, size)
         write_json(args.json, "spark", [{"engine": engine, **r} for engine, r in results.items()])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
