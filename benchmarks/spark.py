@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"with the session start; same {int(loc['rows']):,} rows and money on both"  # type: ignore[call-overload]
             )
         _table(results, args.rows, args.files, size)
-        write_json(args.json, "spark", [{"engine": engine, **r} for engine, r in results.items()])
+        write_json(args.json, "spark", [{**r, "engine": label} for label, r in results.items()])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -163,6 +163,9 @@ def _s3(bucket: str, shown: str) -> Any:
         "region": region or "us-east-1",
         "connect_timeout": 10,
         "request_timeout": 60,
+        # a file smaller than one part is one PUT at close, not a multipart upload of three requests (which an
+        # S3-compatible server may answer badly); a failed write is then reported at close, which every write has
+        "allow_delayed_open": True,
     }
     if endpoint:
         scheme, _, host = endpoint.rpartition("://")

@@ -44,7 +44,7 @@ def test_spark_ingest_into_a_bucket_store_gives_the_local_engines_store(
     bucket: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    parts = write_parts(tmp_path / "cur", rows_per_part=400, parts_per_export=2)
+    parts = write_parts(tmp_path / "cur", rows_per_part=100, parts_per_export=2)
     traces = write_traces(tmp_path / "traces", sources=2, samples=60)
     for engine in ("local", "spark"):
         uri = f"s3://{bucket}/{engine}"

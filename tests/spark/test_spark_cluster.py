@@ -17,24 +17,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from finops_cli import api
-from finops_cli.cli.app import app
-from finops_cli.store import open_store
+from finops_cli.store import Store, open_store
 from finops_cli.store.layout import new_txid
 from finops_cli.store.remote import ObjectStore
-from tests.conftest import SAMPLES
+from tests.spark.analyses import ANALYSES, assert_same_json, timeless
 from tests.spark.cluster import StandaloneCluster, Worker, cluster_env, start_connect_server
 from tests.spark.conftest import s3_env
 from tests.spark.cur_parts import EXPORTS, write_parts
 from tests.spark.test_spark_bucket import _contents, _manifest
-from tests.spark.test_spark_sql import ANALYSES, _timeless, assert_same_json
 from tests.spark.test_spark_utilization import write_traces
-from tests.store.test_object_store import _keys, bucket, s3_server  # noqa: F401  (fixtures)
+from tests.store.test_object_store import _keys, _new_bucket, _s3_env, bucket, s3_server  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.xdist_group("spark-cluster")
 
@@ -109,17 +107,31 @@ def _app_logs(cluster: StandaloneCluster) -> set[Path]:
     return {log for w in cluster.workers for log in w.work_dir.glob("app-*/*/stderr")}
 
 
-@pytest.fixture
-def month(bucket: str, tmp_path: Path) -> Path:  # noqa: F811
-    """The generated multi-file CUR month (a directory), ingested by the local engine into ``s3://<bucket>/local``."""
-    parts = write_parts(tmp_path / "cur", rows_per_part=300, parts_per_export=2)
-    api.ingest_billing(parts, "aws-cur", f"s3://{bucket}/local", engine="local")
-    return tmp_path / "cur"
+@dataclass(frozen=True)
+class Month:
+    """The generated multi-file CUR month, and the store the local engine makes of it (in a bucket of its own)."""
+
+    directory: Path
+    store: str
+
+
+@pytest.fixture(scope="module")
+def month(tmp_path_factory: pytest.TempPathFactory, s3_server: str) -> Month:  # noqa: F811
+    """:class:`Month`, generated and ingested by the local engine once: every cluster ingest of the module is
+    compared with it (two export parts per payer and period, so the parts' files are named as the local engine
+    names them)."""
+    directory = tmp_path_factory.mktemp("month") / "cur"
+    parts = write_parts(directory, rows_per_part=100, parts_per_export=2)
+    with pytest.MonkeyPatch.context() as mp:
+        _s3_env(mp, s3_server)
+        uri = f"s3://{_new_bucket(s3_server)}/local"
+        api.ingest_billing(parts, "aws-cur", uri, engine="local")
+    return Month(directory, uri)
 
 
 def test_a_cluster_ingests_into_a_bucket_store_as_the_local_engine_does(
     cluster: StandaloneCluster,
-    month: Path,
+    month: Month,
     bucket: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -127,23 +139,29 @@ def test_a_cluster_ingests_into_a_bucket_store_as_the_local_engine_does(
     api.ingest_utilization(traces, store=f"s3://{bucket}/local", engine="local")
 
     uri = f"s3://{bucket}/cluster"
-    for name, args in (
-        ("billing", ["ingest", "billing", str(month), "--format", "aws-cur", "--store", uri]),
-        ("utilization", ["ingest", "utilization", *map(str, traces), "--store", uri]),
-    ):
-        code, output = finops(args, cluster, tmp_path / f"{name}.log")
-        assert code == 0, output[-3000:]
+    ingests = [
+        ["ingest", "billing", str(month.directory), "--format", "aws-cur", "--store", uri],
+        ["ingest", "utilization", *map(str, traces), "--store", uri],
+    ]
+    code, output = finops([json.dumps(ingests)], cluster, tmp_path / "driver.log", SEVERAL)  # one application
+    assert code == 0, output[-3000:]
 
-    local, on_cluster = open_store(f"s3://{bucket}/local"), open_store(uri)
+    billing, utilization = open_store(month.store), open_store(f"s3://{bucket}/local")
+    on_cluster = open_store(uri)
     assert isinstance(on_cluster, ObjectStore) and on_cluster.state().generation == 2  # one commit per ingest
-    for dataset in ("billing", "utilization", "billing_hourly", "utilization_hourly", "utilization_devices"):
-        a, b = _contents(local, dataset), _contents(on_cluster, dataset)  # type: ignore[arg-type]
-        assert a and list(a) == list(b), dataset
-        for rel in a:
-            assert a[rel].equals(b[rel]), (dataset, rel)  # type: ignore[attr-defined]
-    assert _manifest(local) == _manifest(on_cluster)  # type: ignore[arg-type]
+    for local, datasets in (
+        (billing, ("billing", "billing_hourly")),
+        (utilization, ("utilization", "utilization_hourly", "utilization_devices")),
+    ):
+        for dataset in datasets:
+            a, b = _contents(local, dataset), _contents(on_cluster, dataset)  # type: ignore[arg-type]
+            assert a and list(a) == list(b), dataset
+            for rel in a:
+                assert a[rel].equals(b[rel]), (dataset, rel)  # type: ignore[attr-defined]
+    both = sorted(_manifest(billing) + _manifest(utilization), key=str)  # type: ignore[arg-type]
+    assert both == _manifest(on_cluster)  # type: ignore[arg-type]
     # the money per currency, as the store's own report adds it up
-    mine, theirs = api.costs(store=uri), api.costs(store=f"s3://{bucket}/local")
+    mine, theirs = api.costs(store=uri), api.costs(store=month.store)
     assert mine.totals and mine.totals == pytest.approx(theirs.totals, abs=0.005)  # to the cent per currency
     # nothing left but the log and the files it names: the attempts' uploads went after the commit
     named = {on_cluster.physical(rel, txid) for rel, txid in on_cluster.state().files.items()}
@@ -164,13 +182,13 @@ def _same_billing(store_uri: str, expected_uri: str) -> None:
 
 def test_a_worker_killed_mid_ingest_leaves_the_store_as_a_clean_run(
     cluster: StandaloneCluster,
-    month: Path,
+    month: Month,
     bucket: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     uri = f"s3://{bucket}/cluster"
     before = _app_logs(cluster)
-    process = driver(["ingest", "billing", str(month), "--store", uri], cluster, tmp_path / "driver.log")
+    process = driver(["ingest", "billing", str(month.directory), "--store", uri], cluster, tmp_path / "driver.log")
     try:
         cluster.kill_worker(running_task(cluster, before))  # with its executor: Spark runs the task again elsewhere
         code = process.wait(timeout=DRIVER_TIMEOUT)
@@ -179,14 +197,14 @@ def test_a_worker_killed_mid_ingest_leaves_the_store_as_a_clean_run(
         cluster.workers = [w for w in cluster.workers if w.process.poll() is None]
         cluster.start_worker()  # two workers again for the next test
     assert code == 0, (tmp_path / "driver.log").read_text(errors="replace")[-3000:]
-    _same_billing(uri, f"s3://{bucket}/local")
+    _same_billing(uri, month.store)
     assert open_store(uri).state().generation == 1
     assert all("/_tasks/" not in k for k in _keys(bucket, "cluster/_txn/"))  # the attempts' uploads went
 
 
 def test_a_driver_killed_mid_ingest_leaves_the_store_as_it_was_and_the_next_ingest_recovers(
     cluster: StandaloneCluster,
-    month: Path,
+    month: Month,
     bucket: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -195,15 +213,15 @@ def test_a_driver_killed_mid_ingest_leaves_the_store_as_it_was_and_the_next_inge
     api.ingest_utilization(traces, store=uri, engine="local")  # the before state
     before = open_store(uri).state()
     apps = _app_logs(cluster)
-    process = driver(["ingest", "billing", str(month), "--store", uri], cluster, tmp_path / "driver.log")
+    process = driver(["ingest", "billing", str(month.directory), "--store", uri], cluster, tmp_path / "driver.log")
     try:
         running_task(cluster, apps)
     finally:
         _kill(process)  # the driver and its JVM, mid-job
     after = open_store(uri).state()
     assert (after.generation, after.files, after.manifest) == (before.generation, before.files, before.manifest)
-    api.ingest_billing([month], "aws-cur", uri, engine="local")  # the next ingest commits over the debris
-    _same_billing(uri, f"s3://{bucket}/local")
+    api.ingest_billing([month.directory], "aws-cur", uri, engine="local")  # the next ingest commits over the debris
+    _same_billing(uri, month.store)
     assert open_store(uri).state().generation == before.generation + 1
 
 
@@ -220,49 +238,38 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory, s3_server: str) -> 
 
 def test_spark_connect_ingests_into_a_bucket_store_as_the_local_engine_does(
     connect_server: str,
-    month: Path,
+    month: Month,
     bucket: str,  # noqa: F811
     tmp_path: Path,
 ) -> None:
     uri = f"s3://{bucket}/connect"
-    args = ["ingest", "billing", str(month), "--format", "aws-cur", "--store", uri]
+    args = ["ingest", "billing", str(month.directory), "--format", "aws-cur", "--store", uri]
     code, output = finops(args, connect_server, tmp_path / "client.log")
     assert code == 0, output[-3000:]
-    _same_billing(uri, f"s3://{bucket}/local")
+    _same_billing(uri, month.store)
     assert open_store(uri).state().generation == 1
 
 
 def test_costs_waste_and_the_plans_baseline_on_the_cluster_answer_as_duckdb_over_the_bucket_store(
     cluster: StandaloneCluster,
-    bucket: str,  # noqa: F811
+    bucket_samples: Store,
+    analyses_on_duckdb: dict[str, object],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The executors read the objects the store's log names, with their own credentials (the sample store holds
+    an uncommitted upload too: see conftest.py)."""
     secret = "driver-secret-" + new_txid()  # this driver's; moto takes any
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
-    uri = f"s3://{bucket}/samples"
-    api.ingest_billing([SAMPLES / "billing"], store=uri)
-    api.ingest_utilization([SAMPLES / "utilization" / "gpu_util_hourly.csv.gz"], store=uri)
-    api.ingest_spot_prices(store=uri, files=sorted((SAMPLES / "spot_prices").iterdir()))
-    # an upload no commit names (a running or killed writer's): a reader that listed the prefix would count it
-    store = open_store(uri)
-    committed = next(p for p in store.files("billing") if "provider=aws" in str(p))
-    stray = store.locate(committed).replace(store.state().files[str(committed.relative_to(store.root))], new_txid())
-    store.filesystem.copy_file(store.locate(committed), stray)
-
-    commands = [[*a, "--store", uri, "--out", str(tmp_path / f"{name}-spark.json")] for name, a in ANALYSES.items()]
+    out = {name: tmp_path / f"{name}.json" for name in ANALYSES}
+    commands = [[*args, "--store", bucket_samples.location, "--out", str(out[name])] for name, args in ANALYSES.items()]
     code, output = finops([json.dumps(commands)], cluster, tmp_path / "driver.log", SEVERAL)
     assert code == 0, output[-3000:]
-    for name, args in ANALYSES.items():
-        local = CliRunner().invoke(app, [*args, "--store", uri, "--out", str(tmp_path / f"{name}-local.json")])
-        assert local.exit_code == 0, local.output
-        on_duckdb, on_spark = (json.loads((tmp_path / f"{name}-{e}.json").read_text()) for e in ("local", "spark"))
-        assert_same_json(_timeless(on_duckdb), _timeless(on_spark), name)  # numbers to 1e-9: well within a cent
-    plan = json.loads((tmp_path / "plan-spark.json").read_text())
+    for name in ANALYSES:
+        assert_same_json(analyses_on_duckdb[name], timeless(json.loads(out[name].read_text())), name)
+    plan = json.loads(out["plan"].read_text())
     assert plan["totals"]["baseline_source"] == "billing" and plan["totals"]["baseline_cost"] > 0
-    costs = json.loads((tmp_path / "costs-spark.json").read_text())
-    assert costs["rows"] and costs["totals"]
-    # the executors read the bucket with their own credentials: the driver's are in no log of the run
+    # the driver's credentials are in no log of the run (the executors have their own)
     logs = [tmp_path / "driver.log", *(p for w in cluster.workers for p in w.work_dir.rglob("std*"))]
     assert all(secret not in p.read_text(errors="replace") for p in logs)
 
