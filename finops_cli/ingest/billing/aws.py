@@ -31,6 +31,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
+from finops_cli.ingest.billing.units import focus_units
 
 _USAGE = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation")
 _PURCHASE = ("RIFee", "Fee", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
@@ -82,6 +83,11 @@ SERVICE_CATEGORY = {
     "AWSSecretsManager": "Security",
     "AmazonGuardDuty": "Security",
     "AWSIoT": "Internet of Things",
+    **dict.fromkeys(
+        ("AWSIoTAnalytics", "AWSIoTDeviceManagement", "AWSIoTDeviceDefender", "AWSIoTEvents", "AWSIoTSiteWise",
+         "AWSIoTFleetWise", "AWSIoTTwinMaker", "AWSGreengrass"),
+        "Internet of Things",
+    ),  # fmt: skip
     "AmazonRoute53": "Networking",
     "AWSELB": "Networking",
     "AmazonElastiCache": "Databases",
@@ -174,9 +180,8 @@ def convert_aws(
     pricing = only(priced, pricing)
     charge_class = only(pc.equal(t, "Refund"), "Correction")
 
-    unit = text("pricing_unit")
-    consumed_unit = lookup(unit, {"Hrs": "Hours", "Hours": "Hours"}, None) if unit is not None else const(None, n)
-    consumed_unit = pc.coalesce(consumed_unit, unit) if unit is not None else consumed_unit
+    unit = text("pricing_unit")  # AWS rates are per one unit: the FOCUS spelling only (Hrs → Hours, GB-Mo → GB-Months)
+    consumed_unit = aws_units(unit) if unit is not None else const(None, n)
     usage_amount = num("usage_amount")
     is_usage = pc.equal(charge_category, "Usage")
     quantity = only(is_usage, usage_amount)
@@ -243,6 +248,12 @@ _PRODUCT_KEYS = {
     "pricing_unit": ("pricing_unit",),
     "availability_zone": ("availability_zone",),
 }
+
+
+def aws_units(unit: pa.Array) -> pa.Array:
+    """``pricing/unit`` in FOCUS Unit Format where it reads as one unit (a block would change the CUR's quantity)."""
+    block, name, _ = focus_units(unit)
+    return where(pc.equal(block, 1.0), name, unit)
 
 
 def _product_attr(product: pa.Array, keys: tuple[str, ...], ctx: BatchContext) -> pa.Array:

@@ -176,6 +176,18 @@ def lookup(a: pa.Array, mapping: Mapping[str, str | None], default: str | None =
     return pc.fill_null(out, default) if default is not None else out
 
 
+def canonical(values: pa.Array, allowed: Sequence[str], *, keep_unknown: bool) -> pa.Array:
+    """Each value in the spec's spelling (``allowed``), matched on its letters alone so that case, spaces and
+    hyphens do not matter (Oracle's ``Usage-based``, Azure's ``UsageBased``, ``one time``); unknown values are
+    kept as written or nulled."""
+    spelled = {_letters(v): v for v in allowed}
+    return map_unique(values, lambda v: spelled.get(_letters(v), v if keep_unknown else None), pa.string())
+
+
+def _letters(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
 def where(cond: pa.Array, a: object, b: object) -> pa.Array:
     return pc.if_else(pc.fill_null(cond, False), a, b)
 
