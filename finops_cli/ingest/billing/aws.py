@@ -51,6 +51,8 @@ CHARGE_CATEGORY = {
     "Tax": "Tax",
     "Refund": "Adjustment",
 }
+#: AWS IoT's other product codes (Analytics, Device Management, …), one category with AWSIoT
+IOT_CODES = ("AWSIoTAnalytics", "AWSIoTDeviceManagement", "AWSIoTDeviceDefender", "AWSIoTEvents", "AWSIoTSiteWise")
 SERVICE_CATEGORY = {
     "AmazonEC2": "Compute",
     "AmazonECS": "Compute",
@@ -83,11 +85,7 @@ SERVICE_CATEGORY = {
     "AWSSecretsManager": "Security",
     "AmazonGuardDuty": "Security",
     "AWSIoT": "Internet of Things",
-    **dict.fromkeys(
-        ("AWSIoTAnalytics", "AWSIoTDeviceManagement", "AWSIoTDeviceDefender", "AWSIoTEvents", "AWSIoTSiteWise",
-         "AWSIoTFleetWise", "AWSIoTTwinMaker", "AWSGreengrass"),
-        "Internet of Things",
-    ),  # fmt: skip
+    **dict.fromkeys(IOT_CODES, "Internet of Things"),
     "AmazonRoute53": "Networking",
     "AWSELB": "Networking",
     "AmazonElastiCache": "Databases",
