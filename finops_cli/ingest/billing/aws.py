@@ -22,6 +22,7 @@ from finops_cli.ingest.billing.base import (
     coalesce,
     col,
     const,
+    empty_to_null,
     fill0,
     isin,
     lookup,
@@ -146,10 +147,11 @@ def convert_aws(
     get, num, ts = src.get, src.num, src.ts
 
     def text(key: str) -> pa.Array | None:
+        """A product or pricing attribute; empty is null (Parquet keeps ``""`` where CSV has nothing)."""
         a = get(key)
         if a is None and product_map is not None and key in _PRODUCT_KEYS:
             a = _product_attr(product_map, _PRODUCT_KEYS[key], ctx)
-        return a
+        return None if a is None else empty_to_null(a)
 
     item_type = pc.fill_null(get("line_item_type"), "Usage")
     usage_type = get("usage_type") if get("usage_type") is not None else const(None, n)

@@ -306,7 +306,7 @@ _JSON_PLAIN = r"^[\x20\x21\x23-\x5b\x5d-\x7e]*$"
 
 def _tag_fragments(key: str, arrays: Sequence[pa.Array]) -> pa.Array:
     """``"key":"value",`` per row (``""`` where the tag is empty), escaped exactly as :func:`json.dumps` does."""
-    values = arrays[0] if len(arrays) == 1 else pc.coalesce(*(_empty_to_null(a) for a in arrays))
+    values = arrays[0] if len(arrays) == 1 else pc.coalesce(*(empty_to_null(a) for a in arrays))
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     enc = pc.dictionary_encode(pc.cast(values, pa.string()))
@@ -372,7 +372,7 @@ def _key_value_fragments(keys: pa.Array, values: pa.Array) -> pa.Array:
     return text
 
 
-def _empty_to_null(a: pa.Array) -> pa.Array:
+def empty_to_null(a: pa.Array) -> pa.Array:
     a = pc.cast(a, pa.string())
     return pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a)
 
