@@ -254,6 +254,8 @@ def test_cur_list_unit_price_sku_price_id_service_and_units_on_messy_data(tmp_pa
     assert [r["ListUnitPrice"] for r in rows] == [98.32, None, 0.0555, None, None, None, 0.05, 0.1]
     assert [r["SkuPriceId"] for r in rows] == ["A.B.C", None, "R.I.F", "S.P.R", None, None, "S.M.1", "C.W.1"]
     assert [r["ConsumedUnit"] for r in rows] == ["Hours", "GB-Months", None, None, None, None, "Requests", "Counts"]
+    priced = [(r["PricingQuantity"], r["PricingUnit"]) for r in rows[:3]]
+    assert priced == [(1, "Hours"), (5, "GB-Months"), (720, "Hours")]
     assert rows[0]["x_GpuHours"] == 8.0
     assert (rows[6]["ServiceCategory"], rows[6]["ServiceName"]) == ("Security", "AWS Secrets Manager")
     assert (rows[7]["ServiceCategory"], rows[7]["ServiceName"]) == ("Management and Governance", "Amazon CloudWatch")
@@ -276,3 +278,24 @@ def test_focus_enumerations_in_every_spelling(tmp_path: Path, store: Store) -> N
     assert [r["ChargeFrequency"] for r in rows] == ["Usage-Based"] * 3 + ["One-Time", "One-Time", "Recurring"]
     assert [r["ChargeCategory"] for r in rows] == ["Usage"] * 3 + ["Purchase"] * 3
     assert [r["CommitmentDiscountStatus"] for r in rows] == ["Used", None, None, None, None, "Unused"]
+
+
+def test_gcp_units_and_pricing_units(tmp_path: Path, store: Store) -> None:
+    header = ["billing_account_id", "sku.description", "usage_start_time", "cost", "currency", "usage.amount",
+              "usage.unit", "usage.amount_in_pricing_units", "usage.pricing_unit", "invoice.month", "cost_type",
+              "system_labels"]  # fmt: skip
+    rows = [
+        ["01A2B3", "Nvidia H100 80GB GPU running in Americas", "2026-10-01 00:00:00+00:00", 11.06, "USD", 14400.0,
+         "seconds", 4.0, "hour", "202610", "regular", "[]"],
+        ["01A2B3", "SSD backed PD Capacity", "2026-10-01 00:00:00+00:00", 0.5, "USD", 2.7e14, "byte-seconds", 2.9,
+         "gibibyte month", "202610", "regular", "[]"],
+        ["01A2B3", "Tax", "2026-10-01 00:00:00+00:00", 1.0, "USD", None, None, None, None, "202610", "tax", "[]"],
+    ]  # fmt: skip
+    path = tmp_path / "gcp.csv"
+    pacsv.write_csv(pa.table({h: [r[i] for r in rows] for i, h in enumerate(header)}), path)
+    ingest_billing([path], "gcp", store)
+    got = sorted(store.read("billing").to_pylist(), key=lambda r: r["x_SourceRow"])
+    assert [(r["ConsumedUnit"], r["PricingQuantity"], r["PricingUnit"]) for r in got] == [
+        ("Seconds", 4.0, "Hours"), ("B-Seconds", 2.9, "GiB-Months"), (None, None, None)
+    ]  # fmt: skip
+    assert got[0]["x_GpuHours"] == 4.0  # from the consumed seconds, as before

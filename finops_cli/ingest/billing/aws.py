@@ -224,6 +224,8 @@ def convert_aws(
         "CommitmentDiscountId": commitment_id,
         "ConsumedQuantity": quantity,
         "ConsumedUnit": only(is_usage, consumed_unit),
+        "PricingQuantity": only(priced, usage_amount),  # purchases (RI fees) are priced in their hours too
+        "PricingUnit": only(priced, consumed_unit),
         "ResourceId": get("resource_id"),
         "ServiceName": service,
         "ServiceCategory": service_category,
