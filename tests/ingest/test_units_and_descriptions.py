@@ -240,6 +240,7 @@ def _messy_cur2(path: Path) -> Path:
         "pricing_public_on_demand_rate": [98.32, None, 0.0555, None, 0.0, None, 0.05, 0.1],
         "pricing_rate_code": ["A.B.C", "", "R.I.F", "S.P.R", "T.A.X", "", "S.M.1", "C.W.1"],
         "product": pa.array(product, pa.map_(pa.string(), pa.string())),
+        "product_product_name": ["Amazon Elastic Compute Cloud"] + [""] * (n - 1),  # Parquet: empty, not null
     })  # fmt: skip
     pq.write_table(table, path)
     return path
@@ -299,3 +300,20 @@ def test_gcp_units_and_pricing_units(tmp_path: Path, store: Store) -> None:
         ("Seconds", 4.0, "Hours"), ("B-Seconds", 2.9, "GiB-Months"), (None, None, None)
     ]  # fmt: skip
     assert got[0]["x_GpuHours"] == 4.0  # from the consumed seconds, as before
+
+
+def test_oci_block_units(tmp_path: Path, store: Store) -> None:
+    header = ["lineItem/tenantId", "lineItem/intervalUsageStart", "lineItem/intervalUsageEnd", "usage/billedQuantity",
+              "product/Description", "cost/myCost", "cost/currencyCode", "cost/skuUnitDescription"]  # fmt: skip
+    rows = [
+        ["t", "2026-10-01T00:00Z", "2026-10-01T01:00Z", 0.000002, "Monitoring Service - Retrieval", 2.3e-9, "USD",
+         "Million Datapoints"],
+        ["t", "2026-10-01T00:00Z", "2026-10-01T01:00Z", 8.0, "Compute - GPU - H100", 80.0, "USD", "GPU Per Hour"],
+    ]  # fmt: skip
+    path = tmp_path / "oci.csv"
+    pacsv.write_csv(pa.table({h: [r[i] for r in rows] for i, h in enumerate(header)}), path)
+    ingest_billing([path], "auto", store)
+    got = sorted(store.read("billing").to_pylist(), key=lambda r: r["x_SourceRow"])
+    units = [(r["PricingQuantity"], r["PricingUnit"], r["ConsumedQuantity"], r["ConsumedUnit"]) for r in got]
+    assert units[0] == (0.000002, "1000000 Datapoints", pytest.approx(2.0), "Datapoints")
+    assert units[1] == (8.0, "GPU-Hours", 8.0, "GPU-Hours") and got[1]["x_GpuHours"] == 8.0

@@ -3,7 +3,7 @@
 A block-priced unit (Azure ``10K``, ``100 Hours``) prices a block of units: the source's quantity counts blocks.
 FOCUS's PricingUnit keeps the block (``10000 Units``: the spec's "unit quantity", as on the price list) with the
 quantity as given, so ``ListUnitPrice × PricingQuantity = ListCost``; ConsumedUnit is the single unit with the
-quantity × the block. The rules and the table of examples: docs/formats.md ("Units").
+quantity × the block. The rules and a table of examples: docs/formats.md ("Units, descriptions and instance types").
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _TIME = {
 #: count words spelled as FOCUS recommends
 _COUNT = {"api calls": "Request", "api call": "Request", "per call": "Call", "": "Unit", "unassigned": "Unit"}
 _MULTIPLIER = {"": 1, "K": 1_000, "M": 1_000_000, "B": 1_000_000_000}
-_LEADING = re.compile(r"^(\d+)\s*([KMB]?)(?![A-Za-z])\s*(.*)$")
+_LEADING = re.compile(r"^(\d+)([KMB]?)(?![A-Za-z])\s*(.*)$")  # "10K" (no space: "1 B" is a byte)
 _WORDS = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 
 
@@ -94,11 +94,13 @@ def _compound(head: str, period: str) -> str | None:
     if time is None or time[0] != "time":
         return None
     words = [w for w in re.split(r"[-\s]+", head) if w]
-    data = next((_DATA[w.lower()] for w in words if w.lower() in _DATA), None)
-    first = data if data is not None else _base(head.replace("-", " ")) if words else ("count", "Unit")
+    first = next((_DATA[w.lower()] for w in words if w.lower() in _DATA), None)
     if first is None:
-        return None
-    return f"{first if isinstance(first, str) else first[1]}-{_plural(time[1])}"
+        base = _base(" ".join(words)) if words else ("count", "Unit")  # "1/Month": a price per item per month
+        if base is None:
+            return None
+        first = base[1]
+    return f"{first}-{_plural(time[1])}"
 
 
 @lru_cache(maxsize=4096)
@@ -136,16 +138,9 @@ def focus_unit(text: str | None) -> Unit | None:
 
 def focus_units(units: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
     """Per line: the block (1 where the unit cannot be read), the consumed unit and the pricing unit (the source's
-    text where it cannot be read), computed once per distinct unit."""
-
-    def read(text: str) -> Unit | None:
-        return focus_unit(text)
-
-    block = map_unique(units, lambda u: (r := read(u)) and r.block, pa.int64())
-    consumed = map_unique(units, lambda u: (r := read(u)) and r.name, pa.string())
-    pricing = map_unique(units, lambda u: (r := read(u)) and r.pricing, pa.string())
-    return (
-        pc.cast(pc.fill_null(block, 1), pa.float64()),
-        pc.coalesce(consumed, units),
-        pc.coalesce(pricing, units),
-    )
+    text where it cannot be read); each distinct unit is read once."""
+    block = map_unique(units, lambda u: (r := focus_unit(u)) and r.block, pa.int64())
+    consumed = map_unique(units, lambda u: (r := focus_unit(u)) and r.name, pa.string())
+    pricing = map_unique(units, lambda u: (r := focus_unit(u)) and r.pricing, pa.string())
+    text = pc.cast(units, pa.string())
+    return pc.cast(pc.fill_null(block, 1), pa.float64()), pc.coalesce(consumed, text), pc.coalesce(pricing, text)
