@@ -164,7 +164,7 @@ def ingest_utilization(
     with query_engine(engine, spark_master), local_inputs(paths) as local:
         result = _ingest(
             st,
-            [Path(p) for p in local],
+            local,
             fmt=fmt,
             mapping=mapping,
             util_scale=util_scale,

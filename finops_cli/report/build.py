@@ -1,6 +1,6 @@
 """The leadership report's inputs gathered from the store and the priced estate, then the report written.
 
-:func:`finops_cli.api.report` hands over here; the supply curve comes from a callable
+:func:`finops_cli.estate.supply.report_estate` hands over here; the supply curve comes from a callable
 (the estate layer above prices it), so this module reads only the store.
 """
 
