@@ -63,7 +63,6 @@ NOTED_PARAMS = (
     "integer_nodes",
     "max_node_rounding_pct",
     "all_lines",
-    "price_per_gpu_hour",
     "seeds",
     "schedule",
 )
