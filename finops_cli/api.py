@@ -163,14 +163,7 @@ def ingest_utilization(
     st = _store(store)
     with query_engine(engine, spark_master), local_inputs(paths) as local:
         result = _ingest(
-            st,
-            local,
-            fmt=fmt,
-            mapping=mapping,
-            util_scale=util_scale,
-            on_rows=on_rows,
-            replace=replace,
-            stager=stager,
+            st, local, fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows, replace=replace, stager=stager
         )
         return origin_fields(result)
 
@@ -305,10 +298,8 @@ def pricebook_refresh(
     aws_source: str = "api",
     **seams: Any,
 ) -> RefreshResult:
-    """``finops pricebook refresh``: list prices from the providers' price APIs into the user pricebook;
-    nothing is written unless every provider answered. ``aws_source``: ``api`` (credentials) or ``offers``
-    (public bulk files); ``seams`` (tests): ``aws_client``, ``gcp_transport``, ``azure_url``, ``aws_offers_url``,
-    ``now``. See :mod:`finops_cli.catalog.refresh`."""
+    """``finops pricebook refresh``: list prices from the providers' APIs into the user pricebook, all or nothing;
+    ``aws_source``: ``api`` (credentials) or ``offers`` (public bulk files); ``seams``: see catalog.refresh."""
     from finops_cli.catalog.pricebook import pricebook_at, user_pricebook_dir
     from finops_cli.catalog.refresh import PROVIDERS, refresh_pricebook
 
@@ -365,9 +356,8 @@ def price(
     demand_from_store: bool = True,
     default_store: bool = True,
 ) -> PricedEstate:
-    """Price ``estate`` (or a fleet on its own) once for a command (:func:`finops_cli.estate.priced.price_estate`);
-    :func:`stack`, :func:`netc`, :func:`plan`, :func:`report` and the simulators then use its horizon, prices,
-    store and as-of instant as they are."""
+    """Price ``estate`` (or a fleet on its own) once for a command: :func:`stack`, :func:`netc`, :func:`plan`,
+    :func:`report` and the simulators then use its horizon, prices, store and as-of instant as they are."""
     from finops_cli.estate.priced import price_estate
 
     return price_estate(
@@ -524,10 +514,9 @@ def simulate_dispatch(
     log: Callable[[str], None] | None = None,
     as_of: datetime | None = None,
 ) -> DispatchResult:
-    """Replay a request trace (CSV/Parquet ``timestamp, workload, units``) through the estate's merit
-    order (``finops simulate dispatch``); with ``generate`` about ``requests`` Poisson arrivals following the
-    workloads' demand are made (and written to ``trace``). ``events``: outages and rate limits (docs/dispatch.md);
-    ``log`` receives the horizon line, month warnings and price notes."""
+    """Replay a request trace (CSV/Parquet ``timestamp, workload, units``) through the estate's merit order
+    (``finops simulate dispatch``); ``generate``: about ``requests`` Poisson arrivals following the workloads'
+    demand, written to ``trace``; ``events``: outages and rate limits (docs/dispatch.md)."""
     from finops_cli.estate.dispatch import check_dispatch_options, dispatch_priced
     from finops_cli.estate.priced import ensure_priced
 
@@ -593,8 +582,7 @@ def market_experiment(
     seeds: int | None = None,
     spot: str = "paper",
 ) -> MarketExperiment:
-    """Run one of the LaissezCloud paper's experiments on generated clusters; with ``out_dir`` its
-    chart is drawn there as ``<name>.png``."""
+    """One of the LaissezCloud paper's experiments on generated clusters; its chart as ``out_dir/<name>.png``."""
     from finops_cli.sim.market.charts import experiment_chart
     from finops_cli.sim.market.experiments import run_experiment
 
