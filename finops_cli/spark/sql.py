@@ -73,7 +73,9 @@ def _spark_json_path(path: str) -> str:
         return path
     key = re.sub(r"\\(.)", r"\1", m.group(1))
     if "'" in key or "]" in key:
-        raise InputError(f"tag key {key!r}: Spark SQL cannot read a key with ' or ] (use --engine local)")
+        raise InputError(
+            f"tag key {key!r} holds ' or ], which Spark SQL cannot read; the local engine can", param="engine"
+        )
     return f"$['{key}']"
 
 
