@@ -91,6 +91,8 @@ NAMES: dict[str, tuple[str, ...]] = {
     "PricingModel": ("PricingModel",),
     "PayGPrice": ("PayGPrice",),
     "PublisherName": ("PublisherName",),
+    "InvoiceId": ("InvoiceId",),
+    "PricingCurrency": ("PricingCurrency",),
 }
 NUMERIC = ("Quantity", "Cost", "PayGPrice")
 
@@ -222,6 +224,9 @@ class AzureCost(BillingFormat):
             "SkuId": get("MeterId"),
             "Tags": json_cells("Tags", tags_json),
             "x_InstanceType": json_cells("AdditionalInfo", _service_type),
+            "InvoiceId": get("InvoiceId"),
+            "PricingCurrency": get("PricingCurrency"),
+            "SkuMeter": get("MeterName"),
         }
         return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="azure")
 
