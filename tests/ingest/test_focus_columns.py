@@ -24,7 +24,8 @@ from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.store import Store
 from finops_cli.store.engine import run
 from finops_cli.store.queries import Query
-from tests.ingest.focus_exports import FOCUS_10, START, _base
+from tests.ingest.focus_exports import FOCUS_10, START, _base, _write
+from tests.ingest.test_focus_conformance import _cur
 
 TEXT_12 = [
     "InvoiceId",
@@ -118,19 +119,18 @@ def _row(rng: random.Random, i: int, version: str) -> dict[str, str]:
     return row
 
 
-def focus_file(path: Path, version: str, rows: int = 96, seed: int = 29) -> tuple[Path, list[dict[str, str]]]:
+def focus_file(
+    path: Path, version: str, rows: int = 96, seed: int = 29, account_suffix: str = ""
+) -> tuple[Path, list[dict[str, str]]]:
     """A generated FOCUS ``version`` (1.2 or 1.3) CSV and its rows as written."""
     rng = random.Random(seed)
     data = [_row(rng, i, version) for i in range(rows)]
+    for r in data:
+        r["BillingAccountId"] += account_suffix
     header = [*FOCUS_10, *TEXT_12, *NUMBERS]
     if version == "1.3":
         header = [c for c in header if c != "ProviderName"] + TEXT_13  # 1.3 names the provider ServiceProviderName
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=header)
-        w.writeheader()
-        for r in data:
-            w.writerow({k: r.get(k, "") for k in header})
-    return path, data
+    return _write(path, header, data), data
 
 
 def _stored(store: Store) -> dict[tuple[str, int], dict]:
@@ -234,10 +234,7 @@ def test_a_store_written_before_the_new_columns_reads_with_nulls(tmp_path: Path,
         assert aged[name].null_count == aged.num_rows, name
     assert _cents(pc.sum(aged["BilledCost"]).as_py()) == _cents(sum(float(r["BilledCost"]) for r in old_rows))
     # a newer ingest beside the old files (other accounts): one table, old lines null, new ones filled
-    new_path, new_rows = focus_file(tmp_path / "new-1.3.csv", "1.3", rows=24, seed=2)
-    for r in new_rows:
-        r["BillingAccountId"] += "-new"
-    new_path = _rewrite(new_path, new_rows)
+    new_path, new_rows = focus_file(tmp_path / "new-1.3.csv", "1.3", rows=24, seed=2, account_suffix="-new")
     ingest_billing([new_path], "auto", old_store)
     mixed = Store(store.root)
     both = mixed.read("billing")
@@ -263,55 +260,31 @@ def test_a_store_written_before_the_new_columns_reads_with_nulls(tmp_path: Path,
     assert all(s.names == BILLING_SCHEMA.names for s in Store(store.root).checked_schemas("billing").values())
 
 
-def _rewrite(path: Path, rows: list[dict[str, str]]) -> Path:
-    with open(path, newline="", encoding="utf-8") as fh:
-        header = next(csv.reader(fh))
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=header)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: r.get(k, "") for k in header})
-    return path
-
-
 @pytest.mark.parametrize("legacy", [True, False])
 def test_cur_invoice_and_capacity_reservation(tmp_path: Path, store: Store, legacy: bool) -> None:
-    names = {
-        "payer": ("bill/PayerAccountId", "bill_payer_account_id"),
-        "invoice": ("bill/InvoiceId", "bill_invoice_id"),
-        "period": ("bill/BillingPeriodStartDate", "bill_billing_period_start_date"),
-        "type": ("lineItem/LineItemType", "line_item_line_item_type"),
-        "start": ("lineItem/UsageStartDate", "line_item_usage_start_date"),
-        "cost": ("lineItem/UnblendedCost", "line_item_unblended_cost"),
-        "currency": ("lineItem/CurrencyCode", "line_item_currency_code"),
-    }
-    values = {
-        "payer": ["444455556666"] * 3,
-        "invoice": ["EUINGB26-123456", "EUINGB26-123456", ""],
-        "period": ["2026-10-01T00:00:00Z"] * 3,
-        "type": ["Usage", "Usage", "Tax"],
-        "start": ["2026-10-01T00:00:00Z"] * 3,
-        "cost": [98.32, 12.0, 8.8],
-        "currency": ["USD"] * 3,
-    }
-    table = {names[k][0 if legacy else 1]: v for k, v in values.items()}
+    table = _cur(legacy)  # Usage, Tax, Usage
+    table = table.append_column(
+        "bill/InvoiceId" if legacy else "bill_invoice_id", pa.array(["EUINGB26-1", "", "EUINGB26-1"])
+    )
+    arn = "arn:aws:ec2:us-east-1:444455556666:capacity-reservation/cr-0123456789abcdef0"
     if not legacy:  # CUR 2.0 with INCLUDE CAPACITY RESERVATION DATA, and its pricing currency
-        arn = "arn:aws:ec2:us-east-1:444455556666:capacity-reservation/cr-0123456789abcdef0"
-        table["capacity_reservation_capacity_reservation_arn"] = [arn, arn, ""]
-        table["capacity_reservation_capacity_reservation_status"] = ["Used", "unused", ""]
-        table["pricing_currency"] = ["USD", "USD", ""]
+        table = table.append_column("capacity_reservation_capacity_reservation_arn", pa.array([arn, "", arn]))
+        table = table.append_column(
+            "capacity_reservation_capacity_reservation_status", pa.array(["Used", "", "unused"])
+        )
+        table = table.append_column("pricing_currency", pa.array(["USD", "", "USD"]))
     path = tmp_path / "cur.csv"
-    pacsv.write_csv(pa.table(table), path)
+    pacsv.write_csv(table, path)
     ingest_billing([path], "aws-cur" if legacy else "aws-cur2", store)
     rows = sorted(store.read("billing").to_pylist(), key=lambda r: r["x_SourceRow"])
-    assert [r["InvoiceId"] for r in rows] == ["EUINGB26-123456", "EUINGB26-123456", None]
+    assert [r["InvoiceId"] for r in rows] == ["EUINGB26-1", None, "EUINGB26-1"]
     assert all(r["ServiceProviderName"] == "AWS" for r in rows)
     if legacy:  # the legacy CUR has no capacity reservation or pricing currency column
         assert all(r["CapacityReservationId"] is None and r["PricingCurrency"] is None for r in rows)
     else:
-        assert [r["CapacityReservationId"] for r in rows] == [arn, arn, None]
-        assert [r["CapacityReservationStatus"] for r in rows] == ["Used", "Unused", None]
-        assert [r["PricingCurrency"] for r in rows] == ["USD", "USD", None]
+        assert [r["CapacityReservationId"] for r in rows] == [arn, None, arn]
+        assert [r["CapacityReservationStatus"] for r in rows] == ["Used", None, "Unused"]
+        assert [r["PricingCurrency"] for r in rows] == ["USD", None, "USD"]
 
 
 def test_azure_invoice_pricing_currency_and_meter(tmp_path: Path, store: Store) -> None:
