@@ -22,6 +22,7 @@ import pytest
 from finops_cli.ingest.billing import ingest_billing
 from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.store import Store
+from finops_cli.store.cost_query import cost_groups
 from finops_cli.store.engine import run
 from finops_cli.store.queries import Query
 from tests.ingest.focus_exports import FOCUS_10, START, _base, _write
@@ -308,3 +309,16 @@ def test_azure_invoice_pricing_currency_and_meter(tmp_path: Path, store: Store) 
     assert [r["SkuMeter"] for r in lines] == ["ND96isr H100 v5", "P30 LRS Disk"]
     assert [r["ServiceProviderName"] for r in lines] == ["Microsoft", "Microsoft"]
     assert all(r["CapacityReservationId"] is None and r["HostProviderName"] is None for r in lines)
+
+
+def test_costs_group_by_the_new_columns(tmp_path: Path, store: Store) -> None:
+    """Commitment reports: cost per capacity reservation and currency; lines without one under (none)."""
+    path, rows = focus_file(tmp_path / "focus-1.3.csv", "1.3")
+    ingest_billing([path], "auto", store)
+    frame = cost_groups(store, ["CapacityReservationId"], gpu_only=False)
+    assert frame is not None
+    want: dict[tuple[str, str], float] = defaultdict(float)
+    for r in rows:
+        want[(r.get("CapacityReservationId") or "(none)", r["BillingCurrency"])] += float(r["BilledCost"])
+    got = {(g["CapacityReservationId"], g["currency"]): g["billed_cost"] for g in frame.to_dict("records")}
+    assert {k: _cents(v) for k, v in got.items()} == {k: _cents(v) for k, v in want.items()}
