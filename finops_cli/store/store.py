@@ -171,7 +171,7 @@ class Store:
         """A pyarrow dataset over ``name`` (partition columns as strings), or None if empty.
 
         ``billing`` reads as its current schema whatever its files' age: a column a file written before it
-        existed lacks (the FOCUS 1.2/1.3 columns) is null there, and the files are never rewritten."""
+        existed lacks (the FOCUS 1.1–1.3 columns) is null there, and the files are never rewritten."""
         footers = self.checked_schemas(name)
         paths = list(footers)
         if not paths:

@@ -60,7 +60,7 @@ MONEY = (
     "x_GpuCount",
 )
 TIMES = ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd")
-#: FOCUS 1.1+ JSON columns, kept as JSON text (a Parquet file may hold them as structs or maps)
+#: FOCUS 1.1+ JSON columns, kept as JSON text (a Parquet file may hold them as maps or lists)
 JSON_COLUMNS = ("SkuPriceDetails", "ContractApplied", "AllocatedMethodDetails", "AllocatedTags")
 TEXT = tuple(f.name for f in BILLING_SCHEMA if f.name not in MONEY + TIMES and f.name not in ("Tags", "x_SourceRow"))
 
@@ -174,7 +174,7 @@ ENUMERATIONS = {
 
 
 def json_text(values: pa.Array) -> pa.Array:
-    """A JSON column as text: strings as the file writes them, Parquet structs, maps and lists serialised."""
+    """A JSON column as text: strings as the file writes them, Parquet maps and lists serialised."""
     if not pa.types.is_nested(values.type):
         return pc.cast(values, pa.string())
     is_map = pa.types.is_map(values.type)
