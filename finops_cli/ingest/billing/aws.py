@@ -237,8 +237,19 @@ def convert_aws(
         "SkuId": text("sku"),
         "Tags": tags,
         "x_InstanceType": text("instance_type"),
+        "InvoiceId": text("invoice_id"),
+        "PricingCurrency": text("pricing_currency"),
+        "CapacityReservationId": text("capacity_reservation_arn"),
+        "CapacityReservationStatus": _capacity_status(text("capacity_reservation_status")),
     }
     return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="aws")
+
+
+def _capacity_status(status: pa.Array | None) -> pa.Array | None:
+    """FOCUS spells the status Used / Unused; another value (a future-dated reservation's) is kept as AWS writes it."""
+    if status is None:
+        return None
+    return pc.coalesce(lookup(status, {"Used": "Used", "Unused": "Unused"}, None), status)
 
 
 #: CUR 2.0 keeps product attributes in the ``product`` map; these internal names can come from it.
@@ -317,6 +328,11 @@ NAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("savingsPlan/SavingsPlanARN",),
         ("savings_plan_savings_plan_arn", "savings_plan_savings_plan_a_r_n"),
     ),
+    # FOCUS 1.2 columns (capacity reservations and the pricing currency: CUR 2.0 only)
+    "invoice_id": (("bill/InvoiceId",), ("bill_invoice_id",)),
+    "pricing_currency": ((), ("pricing_currency",)),
+    "capacity_reservation_arn": ((), ("capacity_reservation_capacity_reservation_arn",)),
+    "capacity_reservation_status": ((), ("capacity_reservation_capacity_reservation_status",)),
 }
 CUR_NAMES = {key: layouts[0] for key, layouts in NAMES.items()}
 CUR2_NAMES = {key: layouts[1] for key, layouts in NAMES.items()}

@@ -99,6 +99,8 @@ NAMES: dict[str, tuple[str, ...]] = {
     "EffectivePrice": ("EffectivePrice", "UnitPrice", "ResourceRate"),
     "Frequency": ("Frequency",),
     "PublisherName": ("PublisherName",),
+    "InvoiceId": ("InvoiceId",),
+    "PricingCurrency": ("PricingCurrency",),
 }
 NUMERIC = ("Quantity", "Cost", "PayGPrice", "EffectivePrice")
 
@@ -236,6 +238,9 @@ class AzureCost(BillingFormat):
             "SkuId": get("MeterId"),
             "Tags": json_cells("Tags", tags_json),
             "x_InstanceType": _compute_only(json_cells("AdditionalInfo", _service_type), service),
+            "InvoiceId": get("InvoiceId"),
+            "PricingCurrency": get("PricingCurrency"),
+            "SkuMeter": get("MeterName"),
         }
         return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="azure")
 

@@ -52,10 +52,16 @@ MONEY = (
     "ContractedUnitPrice",
     "ConsumedQuantity",
     "PricingQuantity",
+    "PricingCurrencyListUnitPrice",
+    "PricingCurrencyContractedUnitPrice",
+    "PricingCurrencyEffectiveCost",
+    "CommitmentDiscountQuantity",
     "x_GpuHours",
     "x_GpuCount",
 )
 TIMES = ("BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd")
+#: FOCUS 1.1+ JSON columns, kept as JSON text (a Parquet file may hold them as maps or lists)
+JSON_COLUMNS = ("SkuPriceDetails", "ContractApplied", "AllocatedMethodDetails", "AllocatedTags")
 TEXT = tuple(f.name for f in BILLING_SCHEMA if f.name not in MONEY + TIMES and f.name not in ("Tags", "x_SourceRow"))
 
 
@@ -96,7 +102,7 @@ class Focus(BillingFormat):
     name = "focus"
     required = ("BilledCost", "BillingCurrency", "ChargePeriodStart", "BillingAccountId")
     types: ClassVar[Mapping[str, pa.DataType]] = {c: pa.float64() for c in MONEY}
-    optional = (*TEXT, *TIMES, "Tags", "ServiceProviderName", "ChargeCategory", "PricingCategory", *PROVIDER_COLUMNS)
+    optional = (*TEXT, *TIMES, "Tags", "ChargeCategory", "PricingCategory", *PROVIDER_COLUMNS)
 
     def convert(self, batch: pa.RecordBatch, ctx: BatchContext) -> Converted:
         n = batch.num_rows
@@ -104,7 +110,7 @@ class Focus(BillingFormat):
         columns: dict[str, pa.Array | None] = {}
         for name in TEXT:
             a = src.get(name)
-            columns[name] = None if a is None else pc.cast(a, pa.string())
+            columns[name] = None if a is None else json_text(a) if name in JSON_COLUMNS else pc.cast(a, pa.string())
         columns.update({name: src.num(name) for name in MONEY})
         columns.update({name: src.ts(name) for name in TIMES})
         _check_gpu_count(columns["x_GpuCount"], ctx)
@@ -115,7 +121,7 @@ class Focus(BillingFormat):
         if columns["BillingPeriodEnd"] is None:
             columns["BillingPeriodEnd"] = add_months(columns["BillingPeriodStart"], 1)
         if columns["ProviderName"] is None:
-            columns["ProviderName"] = col(batch, "ServiceProviderName")
+            columns["ProviderName"] = columns["ServiceProviderName"]
         if columns["EffectiveCost"] is None:
             columns["EffectiveCost"] = columns["BilledCost"]
         # Canonical spelling of the enumerations (files in the wild vary in case: Oracle's 'Usage-based').
@@ -163,7 +169,22 @@ ENUMERATIONS = {
     "ChargeClass": ("Correction",),
     "CommitmentDiscountCategory": ("Spend", "Usage"),
     "CommitmentDiscountStatus": ("Used", "Unused"),
+    "CapacityReservationStatus": ("Used", "Unused"),
 }
+
+
+def json_text(values: pa.Array) -> pa.Array:
+    """A JSON column as text: strings as the file writes them, Parquet maps and lists serialised."""
+    if not pa.types.is_nested(values.type):
+        return pc.cast(values, pa.string())
+    is_map = pa.types.is_map(values.type)
+    return pa.array(
+        [
+            None if v is None else json.dumps(dict(v) if is_map else v, sort_keys=True, default=str)
+            for v in values.to_pylist()
+        ],
+        pa.string(),
+    )
 
 
 def _oracle_gpu_skus(columns: dict[str, pa.Array | None]) -> None:
@@ -272,8 +293,8 @@ def _instance_types(batch: pa.RecordBatch, columns: dict[str, pa.Array | None]) 
         if values is not None:
             found.append(map_unique(pc.cast(values, pa.string()), partial(_compute_type, rule), pa.string()))
     types = pc.coalesce(*found) if len(found) > 1 else found[0] if found else pa.nulls(batch.num_rows, pa.string())
-    details = col(batch, "SkuPriceDetails")
-    gpus = map_unique(pc.cast(details, pa.string()), _details_gpus, pa.int32()) if details is not None else None
+    details = columns.get("SkuPriceDetails")
+    gpus = map_unique(details, _details_gpus, pa.int32()) if details is not None else None
     return types, gpus
 
 

@@ -120,7 +120,8 @@ _FREQUENCY = {"Usage": "Usage-Based", "Purchase": "One-Time", "Tax": "One-Time",
 
 def _focus_defaults(table: pa.Table) -> pa.Table:
     """Fill FOCUS columns the source leaves empty with the defaults docs/formats.md lists (ListCost and
-    ContractedCost = BilledCost, pricing = consumed quantity, ChargeFrequency from ChargeCategory, …)."""
+    ContractedCost = BilledCost, pricing = consumed quantity, ChargeFrequency from ChargeCategory,
+    ServiceProviderName = ProviderName, …)."""
 
     def setcol(name: str, values: pa.Array) -> None:
         nonlocal table
@@ -131,6 +132,8 @@ def _focus_defaults(table: pa.Table) -> pa.Table:
     setcol("ContractedCost", pc.coalesce(table["ContractedCost"], billed))
     setcol("PricingQuantity", pc.coalesce(table["PricingQuantity"], table["ConsumedQuantity"]))
     setcol("PricingUnit", pc.coalesce(table["PricingUnit"], table["ConsumedUnit"]))
+    # FOCUS 1.3 renamed ProviderName to ServiceProviderName: the same fact under either name
+    setcol("ServiceProviderName", pc.coalesce(table["ServiceProviderName"], table["ProviderName"]))
     frequency = map_unique(table["ChargeCategory"], lambda c: _FREQUENCY.get(c, "One-Time"), pa.string())
     setcol("ChargeFrequency", pc.coalesce(table["ChargeFrequency"], frequency))
     commitment = table["CommitmentDiscountId"]
