@@ -707,10 +707,13 @@ def market_experiment(
     out_dir: str | Path | None = None,
     seeds: int | None = None,
     spot: str = "paper",
+    services: str = "volume",
+    jobs: int = 1,
 ) -> MarketExperiment:
     """Run one of the LaissezCloud paper's experiments on generated clusters (``simulate market --experiment``).
 
-    With ``out_dir``, also draws the experiment's chart there as ``<name>.png``.
+    ``services``: ``volume`` or ``lifetime`` (docs/market.md); ``jobs``: worker processes over seeds (the result
+    does not depend on it). With ``out_dir``, also draws the experiment's chart there as ``<name>.png``.
     """
     from finops_cli.errors import InputError
     from finops_cli.sim.market.charts import experiment_chart
@@ -729,6 +732,8 @@ def market_experiment(
             window_hours=window_hours,
             seeds=seeds,
             spot=spot,
+            services=services,
+            jobs=jobs,
         )
     except ValueError as exc:
         raise InputError(str(exc)) from None
