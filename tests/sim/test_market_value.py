@@ -247,6 +247,10 @@ def _value_scenarios(draw):
             t["budget"] = draw(st.floats(0.05, 5.0))
         if draw(st.booleans()):
             t["value_ramp"] = {"to_value_per_hour": draw(st.sampled_from([0.0, 5.0, 50.0])), "over_hours": 0.5}
+        t["agent"] = draw(st.sampled_from([None, "planner", "fixed"]))
+        if draw(st.integers(0, 3)) == 0:  # a service with a lifetime: it ends when its lifetime does
+            t |= {"stateless": True, "lifetime_hours": draw(st.floats(0.1, 1.5))}
+            t.pop("deadline", None)
         tenants.append(t)
     options = {
         "bid_clip": draw(st.sampled_from([None, 0.1, 1.0])),
