@@ -106,6 +106,7 @@ class Policy:
         self.redone_hours = [0.0] * n  # work given up by choice: a move now, before the checkpoint
         self.finish: list[float | None] = [None] * n
         self.started = [False] * n
+        self.left_acc = [-1] * n  # the accelerator the tenant last left (at seg_t0)
         self.next_ckpt = [math.inf] * n  # a running tenant's next checkpoint (inf: it finishes first)
         self.version = [0] * n
         self.used: list[list[str]] = [[] for _ in range(n)]
@@ -345,7 +346,9 @@ class Policy:
         if self.on[i] >= 0:
             self.stop(i, t)
         # a move before any work was done (displaced the instant it started) is no migration
-        migrating = self.started[i] and not (self.progress[i] <= 0 and self.seg_t0[i] == t)
+        # nor is taking back, at the same instant, the accelerator it has just left (nothing moved)
+        back = self.left_acc[i] == a and self.seg_t0[i] == t
+        migrating = self.started[i] and not back and not (self.progress[i] <= 0 and self.seg_t0[i] == t)
         b = self.budget[i]
         if migrating and b is not None and self.cost[i] + self.tenants[i].checkpoint_restart_cost > b + EPS:
             self.exhausted[i] = True  # it cannot pay to restore its checkpoint: it stops here
@@ -407,6 +410,7 @@ class Policy:
             f = self.ckpt[i]
         self.progress[i] = f
         self.seg_t0[i] = t
+        self.left_acc[i] = a
         self.on[i] = -1
         self.holder[a] = -1
         self.version[i] += 1
