@@ -6,7 +6,6 @@ function so ``import finops_cli.api`` stays cheap.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
     from finops_cli.sim.dispatch.replay import PlanReplay
     from finops_cli.sim.market import PolicyResult as MarketPolicyResult
     from finops_cli.sim.market import Scenario as MarketScenario
-    from finops_cli.sim.market.experiments import ExperimentResult as MarketExperiment
+    from finops_cli.sim.market.results import ExperimentResult as MarketExperiment
     from finops_cli.store import Store
     from finops_cli.store.sources import AggregateResult, CheckResult, RemoveResult, SourceInfo
 
@@ -86,10 +85,9 @@ def ingest_billing(
     spark_master: str | None = None,
     jobs: int | None = None,
 ) -> IngestSummary:
-    """Ingest billing exports (AWS CUR / CUR 2.0, GCP, Azure, FOCUS; local paths or ``s3://``/``gs://`` objects
-    or prefixes) into the store's ``billing`` dataset: atomic, idempotent per (format, account, period), and per
-    currency the cost in equals the BilledCost written, to the cent. ``fmt``: a format name or ``auto``
-    (sniffed). ``jobs`` worker processes or ``engine="spark"`` convert the files; the store is the same."""
+    """Ingest billing exports (AWS CUR / CUR 2.0, GCP, Azure, FOCUS; local paths or bucket objects/prefixes)
+    into ``billing``: atomic, idempotent per (format, account, period), money conserved per currency to the cent.
+    ``fmt``: a format name or ``auto``; ``jobs`` worker processes or ``engine="spark"`` convert the files."""
     from finops_cli.engines import billing_stager, query_engine
     from finops_cli.ingest.billing import ingest_billing as _ingest
     from finops_cli.uri import local_inputs, origin_fields
@@ -155,11 +153,8 @@ def ingest_utilization(
     engine: str = "local",
     spark_master: str | None = None,
 ) -> UtilizationIngest:
-    """Ingest utilisation traces (dcgm scrapes, Prometheus range JSON, generic CSV) into ``utilization``.
-
-    A source overlapping a stored one (same device, overlapping time) is refused unless ``replace``.
-    ``engine="spark"`` ingests each source as a Spark task (``spark_master``): the same store.
-    """
+    """Ingest utilisation traces (dcgm scrapes, Prometheus range JSON, generic CSV) into ``utilization``;
+    a source overlapping a stored one (same device and time) is refused unless ``replace``."""
     from finops_cli.engines import query_engine, utilization_stager
     from finops_cli.ingest.utilization import ingest_utilization as _ingest
     from finops_cli.uri import local_inputs, origin_fields
@@ -168,23 +163,14 @@ def ingest_utilization(
     st = _store(store)
     with query_engine(engine, spark_master), local_inputs(paths) as local:
         result = _ingest(
-            st,
-            [Path(p) for p in local],
-            fmt=fmt,
-            mapping=mapping,
-            util_scale=util_scale,
-            on_rows=on_rows,
-            replace=replace,
-            stager=stager,
+            st, local, fmt=fmt, mapping=mapping, util_scale=util_scale, on_rows=on_rows, replace=replace, stager=stager
         )
         return origin_fields(result)
 
 
 def ingest_spot_prices(*, store: str | Path | Store | None = None, **kwargs: Any) -> SpotIngest:
-    """Fetch (AWS boto3, GCP catalog) or read (AWS CLI JSON, CSV/TSV) spot prices into ``spot_prices``.
-
-    Keyword arguments are those of :func:`finops_cli.ingest.spot.ingest_spot_prices`.
-    """
+    """Fetch (AWS, GCP) or read (AWS CLI JSON, CSV/TSV) spot prices into ``spot_prices``; keyword
+    arguments are those of :func:`finops_cli.ingest.spot.ingest_spot_prices`."""
     from finops_cli.ingest.spot import ingest_spot_prices as _ingest
     from finops_cli.uri import local_inputs, origin_fields
 
@@ -201,18 +187,9 @@ def prices(
     since: datetime | None = None,
 ) -> pd.DataFrame:
     """``finops prices``: time-weighted statistics per provider × region/zone × instance type."""
-    from finops_cli.errors import InputError
-    from finops_cli.report.prices import price_table
+    from finops_cli.report.prices import store_price_table
 
-    table = _store(store).read("spot_prices")
-    if table is None or table.num_rows == 0:
-        raise InputError("no spot prices in the store; run 'finops ingest spot-prices' first")
-    out = price_table(table, instance_types=instance_types, regions=regions, since=since)
-    if out.empty:
-        raise InputError(
-            "no spot prices match `instance_types`/`regions`/`since`", mentions=("instance_types", "regions", "since")
-        )
-    return out
+    return store_price_table(_store(store), instance_types=instance_types, regions=regions, since=since)
 
 
 def waste(
@@ -223,8 +200,8 @@ def waste(
     price_per_gpu_hour: float | None = None,
     month: str | None = None,
 ) -> WasteReport:
-    """``finops waste``: idle GPU-hours and dollars for one month of utilisation (default: the latest month with
-    GPU usage in the store, the rule every command uses). One grouping of :func:`waste_reports`."""
+    """``finops waste``: idle GPU-hours and money of one month (default: the default-month rule), one grouping
+    of :func:`waste_reports`."""
     return waste_reports(store=store, by=(by,), fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month)[by]
 
 
@@ -236,49 +213,22 @@ def waste_reports(
     price_per_gpu_hour: float | None = None,
     month: str | None = None,
 ) -> dict[str, WasteReport]:
-    """Idle waste of one month grouped each way in ``by``: the month's partition is queried and priced once
-    (:func:`finops_cli.report.waste_query.store_waste_reports`). Devices are priced from the billing store of the
-    same month, else ``fleet``, else ``price_per_gpu_hour``; a month with billing but no utilisation gives billed
-    GPU spend and GPU-hours per group (idle needs a trace)."""
-    from finops_cli.errors import InputError
-    from finops_cli.estate.horizon import default_month
+    """Idle waste of one month grouped each way in ``by``, the month queried and priced once. Devices are priced
+    from the same month's billing, else ``fleet``, else ``price_per_gpu_hour``; a month with billing but no
+    utilisation gives billed GPU spend and GPU-hours per group (idle needs a trace)."""
+    from finops_cli.estate.horizon import month_rule
     from finops_cli.estate.load import load_fleet
-    from finops_cli.report.waste import GROUP_BYS, GroupBy
-    from finops_cli.report.waste_query import store_waste_reports
-    from finops_cli.store import engine
+    from finops_cli.report.waste_query import waste_reports as _waste
 
-    groupings: list[GroupBy] = []
-    for group in by:
-        if group not in GROUP_BYS:
-            raise InputError(f"must be one of {', '.join(GROUP_BYS)}; got {group!r}", param="by")
-        groupings.append(group)
-    _check_month(month)
     st = _store(store)
-    if not st.has("utilization") and not st.has("billing"):
-        raise InputError(
-            "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
-        )
-    reason = "`month`"
-    if month is None:
-        picked = default_month(st)  # the one default-month rule
-        month, reason = picked.month, picked.reason
-    fl = load_fleet(fleet) if isinstance(fleet, str | Path) else fleet
-    with engine.system_allocator():  # the per-resource work on the month's bill: see engine.system_allocator
-        return store_waste_reports(
-            st,
-            groupings,
-            fleet=fl,
-            price_per_gpu_hour=price_per_gpu_hour,
-            month=month,
-            reason=reason,
-        )
-
-
-def _check_month(month: str | None) -> None:
-    from finops_cli.errors import InputError
-
-    if month is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", month):
-        raise InputError(f"{month!r}: expected YYYY-MM such as 2026-10", param="month")
+    return _waste(
+        st,
+        by,
+        fleet=lambda: load_fleet(fleet) if isinstance(fleet, str | Path) else fleet,
+        price_per_gpu_hour=price_per_gpu_hour,
+        month=month,
+        default_month=month_rule(st),
+    )
 
 
 def estate_draft(
@@ -291,9 +241,10 @@ def estate_draft(
 ) -> tuple[Draft, tuple[Path, Path]]:
     """``finops estate draft``: write a draft fleet.yaml and workloads.yaml from the store into ``out``; returns
     the draft and the two paths written."""
+    from finops_cli.core.demand import check_month
     from finops_cli.estate.draft import draft_estate, write_draft
 
-    _check_month(month)
+    check_month(month)
     draft = draft_estate(_store(store), month=month, currency=currency)
     return draft, write_draft(draft, Path(out), force=force)
 
@@ -311,20 +262,14 @@ def costs(
     chargeback: str | None = None,
     team_tag: str = "team",
 ) -> CostsResult:
-    """``finops costs``: spend grouped by dimensions or tag keys (``by``, filtered by ``where``:
-    ``NAME=VALUE[,VALUE]``), month over month (``compare``), or charged back to teams (``chargeback``:
-    ``proportional`` or ``even``, see :mod:`finops_cli.report.costs`); ``cost``: billed or effective (amortised).
-    Totals are per currency, over GPU lines unless ``all_lines``."""
-    from finops_cli.estate.horizon import default_month
+    """``finops costs``: spend grouped by ``by`` (filtered by ``where``: ``NAME=VALUE[,VALUE]``), month over
+    month (``compare``) or charged back to teams (``chargeback``, see :mod:`finops_cli.report.costs`); per
+    currency, over GPU lines unless ``all_lines``."""
+    from finops_cli.estate.horizon import month_rule
     from finops_cli.estate.load import load_fleet
     from finops_cli.report.costs import costs_report
 
     st = _store(store)
-
-    def month_rule() -> tuple[str, str]:
-        picked = default_month(st)
-        return picked.month, picked.reason
-
     return costs_report(
         st,
         by=by,
@@ -336,7 +281,7 @@ def costs(
         all_lines=all_lines,
         chargeback=chargeback,
         team_tag=team_tag,
-        default_month=month_rule,
+        default_month=month_rule(st),
     )
 
 
@@ -353,14 +298,8 @@ def pricebook_refresh(
     aws_source: str = "api",
     **seams: Any,
 ) -> RefreshResult:
-    """``finops pricebook refresh``: list prices from the providers' price APIs into the user pricebook.
-
-    ``providers``: some of aws, gcp, azure (default all three). ``regions``: per provider (default: the regions
-    the pricebook already prices). ``instance_types``: beyond the pricebook's instance table. ``pricebook``: the
-    directory (default ``$FINOPS_PRICEBOOK`` or ``~/.config/finops``). ``aws_source``: ``api`` (GetProducts,
-    credentials) or ``offers`` (public bulk offer files). ``seams`` (tests): ``aws_client``, ``gcp_transport``,
-    ``azure_url``, ``aws_offers_url``, ``now``. Nothing is written unless every provider answered.
-    """
+    """``finops pricebook refresh``: list prices from the providers' APIs into the user pricebook, all or nothing;
+    ``aws_source``: ``api`` (credentials) or ``offers`` (public bulk files); ``seams``: see catalog.refresh."""
     from finops_cli.catalog.pricebook import pricebook_at, user_pricebook_dir
     from finops_cli.catalog.refresh import PROVIDERS, refresh_pricebook
 
@@ -402,17 +341,9 @@ def pricebook_table(*, pricebook: str | Path | None = None, provider: str | None
 def validate(fleet: str | Path, workloads: str | Path | None = None, *, strict: bool = False) -> list[str]:
     """Load and check ``fleet.yaml`` (and ``workloads.yaml``); return warnings. Errors name file and field path
     (InputError); a workload with no compliant destination raises NoCompliantDestination."""
-    from finops_cli.estate.checks import check_estate, check_price_refs, check_reserved_capacity, check_spot_rates
-    from finops_cli.estate.load import Estate, load_estate, load_fleet
-    from finops_cli.schema.estate import Workloads
+    from finops_cli.estate.checks import check_files
 
-    if workloads is not None:
-        return check_estate(load_estate(fleet, workloads), strict)
-    placeholder = Workloads.model_validate(
-        {"version": 1, "workloads": [{"id": "-", "unit": "-", "demand": {"total": 0}}]}
-    )
-    est = Estate(load_fleet(fleet), placeholder, Path(fleet).parent, fleet_path=Path(fleet))
-    return [w for check in (check_price_refs, check_spot_rates, check_reserved_capacity) for w in check(est, strict)]
+    return check_files(fleet, workloads, strict)
 
 
 def price(
@@ -425,10 +356,8 @@ def price(
     demand_from_store: bool = True,
     default_store: bool = True,
 ) -> PricedEstate:
-    """Price ``estate`` (or a fleet on its own) once for a command: see :func:`finops_cli.estate.priced.price_estate`.
-
-    Hand the result to :func:`stack`, :func:`netc`, :func:`plan`, :func:`report` and :func:`simulate_dispatch`
-    instead of the estate: each then uses its horizon, prices, store and as-of instant as they are."""
+    """Price ``estate`` (or a fleet on its own) once for a command: :func:`stack`, :func:`netc`, :func:`plan`,
+    :func:`report` and the simulators then use its horizon, prices, store and as-of instant as they are."""
     from finops_cli.estate.priced import price_estate
 
     return price_estate(
@@ -453,14 +382,10 @@ def stack(
     as_of: datetime | None = None,
     max_price_age: float | None = None,
 ) -> StackResult:
-    """The merit order (docs/economics.md §5) of each workload, or of ``workload`` only, cleared against its demand.
+    """The merit order of each workload (or ``workload``) cleared against its demand (docs/economics.md §5).
 
-    ``estate``: from :func:`estate`, or priced (:func:`price`), or a fleet on its own (shown in GPU-hours).
-    Demand per workload is its mean hourly units when deferrable, else its peak hour, over ``horizon``
-    (default: the default-month rule, :func:`finops_cli.estate.horizon.choose_horizon`). A ``price_feed`` needs
-    the spot-price store (``store`` or the default one). ``fx``: exchange rates (``{"USD:CAD": 1.37}``) over the
-    fleet's ``fx:``. Stale and thin prices (``max_price_age`` days) are in the warnings.
-    """
+    ``estate``: loaded, priced (:func:`price`) or a fleet on its own (shown in GPU-hours). ``fx``: exchange
+    rates over the fleet's ``fx:``; stale and thin prices (``max_price_age`` days) are in the warnings."""
     from finops_cli.estate.priced import ensure_priced
     from finops_cli.estate.supply import check_max_price_age, stack_estate
 
@@ -478,12 +403,8 @@ def netc(
     fx: dict[str, float] | None = None,
     as_of: datetime | None = None,
 ) -> NetcResult:
-    """NETC of every interruptible workload's demand on each compliant spot substrate (docs/economics.md §5).
-
-    ``estate``: from :func:`estate`, or priced (:func:`price`). With ``trace`` (Can't Be Late JSON or
-    preemption-timestamp CSV) λ is estimated from it and the job is replayed on it; ``substrate`` limits the
-    report (and the trace) to one spot substrate.
-    """
+    """NETC of every interruptible workload's demand on each compliant spot substrate (docs/economics.md §5);
+    with ``trace`` λ is estimated from it and the job replayed on it; ``substrate`` limits the report to one."""
     from finops_cli.estate.priced import PricedEstate, ensure_priced
     from finops_cli.estate.supply import netc_estate, netc_substrate
 
@@ -511,18 +432,11 @@ def plan(
 ) -> PlanResult:
     """Plan ``estate``'s demand on its fleet: the cheapest compliant mix, with savings against the bill.
 
-    ``estate``: from :func:`estate` (a ``price_feed`` needs ``store``), or priced (:func:`price`): then its horizon,
-    store, fx and as-of instant are the plan's. ``store``: billing (the baseline), spot prices, ``from_store``
-    demand; None plans without them. ``horizon``: ``YYYY-MM`` or ``START:HOURS`` (default: the default-month rule).
-    ``blocks``: load-duration blocks (``>= hours`` = hourly). ``demand``: units per hour per workload to plan
-    instead of the workloads' own. ``integer_nodes``: whole nodes of ``gpus_per_node``. ``fx``: exchange rates
-    (``{"USD:CAD": 1.37}``) over the fleet's ``fx:``. ``tolerance``: the certified gap to reach by refining the
-    blocks (default 0.1 %) within ``time_limit``; the hourly schedule is ``result.schedule()``. ``as_of``: the
-    instant price ages and "the current month" are counted from (default now), recorded in the document so the
-    same inputs give the same plan on any date. Prices older than ``max_price_age`` days, and thin ones, are in
-    ``result.warnings``. Raises :class:`~finops_cli.errors.InfeasibleError` (exit 3) when a workload has no
-    compliant destination or its demand exceeds compliant capacity.
-    """
+    ``estate``: loaded (a ``price_feed`` needs ``store``) or priced (:func:`price`). ``store``: billing (the
+    baseline), spot prices, ``from_store`` demand. ``demand`` replaces the workloads' own; ``tolerance``: the
+    certified gap to reach within ``time_limit`` (docs/planner.md describes each option). ``as_of`` is recorded so
+    the same inputs give the same plan on any date. Raises :class:`~finops_cli.errors.InfeasibleError` (exit 3)
+    when a workload has no compliant destination or its demand exceeds compliant capacity."""
     from finops_cli.estate.planning import check_plan_options, plan_priced
     from finops_cli.estate.priced import ensure_priced
     from finops_cli.estate.supply import check_max_price_age
@@ -573,36 +487,12 @@ def report(
     (``None``: only the markdown, returned). Plan numbers come from ``plan``, idle waste and price-feed age from
     ``store``, the supply curve from ``estate`` priced as the plan was (a fleet on its own prices idle devices
     only); a missing input makes its section say "not available" (``ReportResult.unavailable``)."""
-    from finops_cli.core.demand import Horizon
-    from finops_cli.estate.horizon import latest_billed_gpu_month, latest_utilization_month, month_warnings
-    from finops_cli.estate.load import Estate
-    from finops_cli.estate.priced import PricedEstate
-    from finops_cli.estate.supply import supply_curves
-    from finops_cli.report.build import build_report
+    from finops_cli.estate.supply import report_estate
     from finops_cli.report.gate import plan_or_path
-    from finops_cli.report.metrics import ReportInputs, horizon_bounds
-    from finops_cli.schema.estate import Fleet
 
-    doc = plan_or_path(plan)
-    est = estate.estate if isinstance(estate, PricedEstate) else estate
-    fleet = estate.loaded_fleet if isinstance(estate, PricedEstate) else est.fleet if isinstance(est, Estate) else est
-    st = _store(store)
-    result = build_report(
-        ReportInputs(plan=doc, title=title),
-        st,
-        Path(out_path) if out_path is not None else None,
-        fleet=fleet,
-        fleet_name=est.fleet_path if isinstance(est, Estate) else None,
-        plan_path=plan if isinstance(plan, str | Path) else None,
-        supply=supply_curves(estate, st, doc) if estate is not None and not isinstance(estate, Fleet) else None,
-        supply_missing="needs the workloads as well as the fleet" if estate is not None else None,
-    )
-    start, _ = horizon_bounds(doc)
-    if start is not None:
-        hz = Horizon(start, doc.horizon.hours)
-        billed = latest_billed_gpu_month(st) if st.has("billing") else None
-        result.warnings = month_warnings(hz, billed, latest_utilization_month(st))
-    return result
+    plan_path = plan if isinstance(plan, str | Path) else None
+    out = Path(out_path) if out_path is not None else None
+    return report_estate(plan_or_path(plan), _store(store), estate, out, title=title, plan_path=plan_path)
 
 
 # --- simulate -------------------------------------------------------------------------------------
@@ -624,14 +514,9 @@ def simulate_dispatch(
     log: Callable[[str], None] | None = None,
     as_of: datetime | None = None,
 ) -> DispatchResult:
-    """Replay a request trace through the estate's merit order (``finops simulate dispatch``).
-
-    ``trace``: CSV/Parquet ``timestamp, workload, units``. With ``generate`` a synthetic trace of about
-    ``requests`` Poisson arrivals following the workloads' demand over ``horizon`` is made (and written to
-    ``trace`` when given). ``events``: YAML list of ``{type: outage|rate_limit|recover, substrate, start, end,
-    capacity_factor}``. ``horizon`` prices the fleet and spans a generated trace (default: the default-month
-    rule). ``log`` receives the horizon line, month warnings and price notes (the CLI's stderr).
-    """
+    """Replay a request trace (CSV/Parquet ``timestamp, workload, units``) through the estate's merit order
+    (``finops simulate dispatch``); ``generate``: about ``requests`` Poisson arrivals following the workloads'
+    demand, written to ``trace``; ``events``: outages and rate limits (docs/dispatch.md)."""
     from finops_cli.estate.dispatch import check_dispatch_options, dispatch_priced
     from finops_cli.estate.priced import ensure_priced
 
@@ -663,21 +548,14 @@ def replay_plan(
     as_of: datetime | None = None,
     log: Callable[[str], None] | None = None,
 ) -> PlanReplay:
-    """Replay a plan's own allocation hour by hour under sampled preemptions (``finops simulate dispatch --plan``).
-
-    The fleet is priced for the plan's horizon and as-of instant (``horizon``/``as_of``, when given, must be the
-    plan's), so the replay uses the prices, λ and checkpoints the plan used; a plan that does not match the fleet
-    or the workloads (currency, substrates, prices, horizon, demand) raises :class:`~finops_cli.errors.InputError`.
-    ``schedule``: the hourly schedule ``plan`` wrote. See :mod:`finops_cli.sim.dispatch.replay` for the model.
-    """
-    from finops_cli.errors import InputError
-    from finops_cli.estate.dispatch import check_seed, plan_horizon, replay_priced
+    """Replay a plan's own allocation hour by hour under sampled preemptions, with the prices, λ and
+    checkpoints the plan used (:mod:`finops_cli.sim.dispatch.replay`); a plan that does not match the estate
+    raises :class:`~finops_cli.errors.InputError`. ``schedule``: the hourly schedule ``plan`` wrote."""
+    from finops_cli.estate.dispatch import check_replay_options, plan_horizon, replay_priced
     from finops_cli.estate.priced import ensure_priced
     from finops_cli.report.gate import plan_or_path
 
-    check_seed(seed)
-    if not 1 <= seeds <= 100_000:
-        raise InputError(f"{seeds}: expected an integer from 1 to 100000", param="seeds")
+    check_replay_options(seed, seeds)
     doc = plan_or_path(plan)
     p = ensure_priced(estate, store, plan_horizon(doc, horizon, as_of), fx, doc.as_of)
     return replay_priced(doc, p, schedule, seeds=seeds, seed=seed, log=log or (lambda _m: None))
@@ -686,15 +564,11 @@ def replay_plan(
 def simulate_market(scenario: str | Path | MarketScenario, policy: str = "renegotiate") -> list[MarketPolicyResult]:
     """Run one market policy (or ``all``) on a scenario (``finops simulate market``); a scenario file's errors name
     the file and the field path."""
-    from finops_cli.errors import InputError
     from finops_cli.estate.load import load_model
-    from finops_cli.sim.market import POLICIES, Scenario
+    from finops_cli.sim.market import Scenario
     from finops_cli.sim.market import simulate_market as run
 
-    sc = load_model(scenario, Scenario) if isinstance(scenario, str | Path) else scenario
-    if policy != "all" and policy not in POLICIES:
-        raise InputError(f"{policy!r}: expected one of {', '.join([*POLICIES, 'all'])}", param="policy")
-    return run(sc, policy)
+    return run(load_model(scenario, Scenario) if isinstance(scenario, str | Path) else scenario, policy)
 
 
 def market_experiment(
@@ -710,33 +584,22 @@ def market_experiment(
     services: str = "volume",
     jobs: int = 1,
 ) -> MarketExperiment:
-    """Run one of the LaissezCloud paper's experiments on generated clusters (``simulate market --experiment``).
-
-    ``services``: ``volume`` or ``lifetime`` (docs/market.md); ``jobs``: worker processes over seeds (the result
-    does not depend on it). With ``out_dir``, also draws the experiment's chart there as ``<name>.png``.
-    """
-    from finops_cli.errors import InputError
+    """One of the LaissezCloud paper's experiments on generated clusters (``services``, ``jobs``: see
+    :func:`~finops_cli.sim.market.experiments.run_experiment`); its chart as ``out_dir/<name>.png``."""
     from finops_cli.sim.market.charts import experiment_chart
     from finops_cli.sim.market.experiments import run_experiment
 
-    if n_accelerators is not None and n_accelerators < 5:
-        raise InputError(f"{n_accelerators}: expected at least 5 (one per accelerator type)", param="n_accelerators")
-    if window_hours is not None and window_hours <= 0:
-        raise InputError(f"{window_hours}: expected hours > 0", param="window_hours")
-    try:
-        result = run_experiment(
-            name,
-            size=size,
-            seed=seed,
-            n_accelerators=n_accelerators,
-            window_hours=window_hours,
-            seeds=seeds,
-            spot=spot,
-            services=services,
-            jobs=jobs,
-        )
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    result = run_experiment(
+        name,
+        size=size,
+        seed=seed,
+        n_accelerators=n_accelerators,
+        window_hours=window_hours,
+        seeds=seeds,
+        spot=spot,
+        services=services,
+        jobs=jobs,
+    )
     if out_dir is not None:
         experiment_chart(result.as_dict(), Path(out_dir) / f"{name}.png")
     return result

@@ -47,9 +47,11 @@ def run_demo(
     store_dir: Path | None = None,
     log: Callable[[str], None] = lambda _msg: None,
     as_of: datetime | None = None,
+    words: Callable[[str], str] = lambda text: text,
 ) -> DemoResult:
     """Ingest the samples into a fresh store (``store_dir``, else a temporary one), plan the sample estate as of
-    ``as_of`` and write ``plan.json``, ``report.md`` and its charts into ``out_dir``."""
+    ``as_of`` and write ``plan.json``, ``report.md`` and its charts into ``out_dir``. ``words`` rewrites the plan's
+    notes (the CLI spells the parameters they name as its options)."""
     samples = Path(samples) if samples is not None else default_samples_dir()
     needed = [samples / "billing", samples / "utilization", samples / "spot_prices", samples / "fleet.yaml"]
     missing = [str(p) for p in needed if not p.exists()]
@@ -101,6 +103,7 @@ def run_demo(
         done(f"stack: merit order for {len(stacked.stacks)} workloads")
 
         result = api.plan(priced)
+        result.document.notes = [words(n) for n in result.document.notes]
         out_dir.mkdir(parents=True, exist_ok=True)
         plan_path = out_dir / "plan.json"
         write_text(plan_path, result.document.model_dump_json(indent=2))

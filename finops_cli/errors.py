@@ -20,17 +20,22 @@ EXIT_BROKEN_PIPE = 1
 
 
 class FinopsError(Exception):
-    """Base class: a problem the user can act on, with the exit code it deserves."""
+    """Base class: a problem the user can act on, with the exit code it deserves. ``mentions`` are the
+    parameters the message names in backticks; the CLI renders them as its option names (:meth:`render`)."""
 
     exit_code: int = EXIT_INVALID_INPUT
+    mentions: tuple[str, ...] = ()
+
+    def render(self, spell: Callable[[str], str]) -> str:
+        """The message with each parameter name spelled by ``spell`` (the CLI: ``--option``)."""
+        return spell_params(str(self), spell, self.mentions)
 
 
 class InputError(FinopsError):
     """Invalid input or usage: a bad file, column, value or parameter (exit code 2).
 
     The message names the file, the row or column or field path, and what was expected. ``param`` is the
-    parameter the error is about (the message follows its name); ``mentions`` are other parameters the message
-    names in backticks. The CLI renders both as its option names (:meth:`render`).
+    parameter the error is about (the message follows its name), rendered as the CLI's option name too.
     """
 
     exit_code = EXIT_INVALID_INPUT
@@ -51,7 +56,6 @@ class InputError(FinopsError):
         super().__init__(self._text(param, message))
 
     def render(self, spell: Callable[[str], str]) -> str:
-        """The message with each parameter name spelled by ``spell`` (the CLI: ``--option``)."""
         return self._text(self.param and spell(self.param), spell_params(self.message, spell, self.mentions))
 
     def _text(self, name: str | None, message: str) -> str:
@@ -71,6 +75,10 @@ class InfeasibleError(FinopsError):
     """No compliant destination, or demand above compliant capacity with no overflow (exit code 3)."""
 
     exit_code = EXIT_INFEASIBLE
+
+    def __init__(self, message: str, *, mentions: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.mentions = mentions
 
 
 class GateFailed(FinopsError):

@@ -19,9 +19,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from finops_cli.errors import InputError
+
+T = TypeVar("T")
 
 #: schemes finops reads (``gcs`` is pyarrow's other spelling of ``gs``)
 SCHEMES = ("s3", "gs", "gcs")
@@ -207,7 +209,7 @@ def origin(value: Any) -> Any:
     return value
 
 
-def origin_fields(obj: Any) -> Any:
+def origin_fields(obj: T) -> T:
     """``obj`` (a result dataclass) with :func:`origin` applied to its fields, nested ones included, in place."""
     if not _ORIGINS.get():
         return obj

@@ -60,7 +60,7 @@ def _expected(series: pd.Series, period: int = 7) -> np.ndarray:
         warnings.simplefilter("ignore")
         smoothers = {"seasonal": 35, "trend": 21} if period == 7 else {}
         fit = STL(values, period=period, robust=True, **smoothers).fit()
-    expected = np.asarray(fit.trend) + np.asarray(fit.seasonal)
+    expected: np.ndarray = np.asarray(fit.trend) + np.asarray(fit.seasonal)
     return np.maximum(expected, 0.0) if values.min() >= 0 else expected  # no spend expected below nothing
 
 
@@ -127,9 +127,12 @@ def detect_anomalies(
     """The ``finops.anomalies`` document: anomalies of the last ``days`` complete days (module docstring);
     ``hourly``: of their hours, against a daily season (``day`` is then the hour's start)."""
     if days < 1 or warmup_days < 0 or sensitivity <= 0 or min_impact < 0:
-        raise InputError("--days must be >= 1, --warmup-days >= 0, --sensitivity > 0 and --min-impact >= 0")
+        raise InputError(
+            "`days` must be >= 1, `warmup_days` >= 0, `sensitivity` > 0 and `min_impact` >= 0",
+            mentions=("days", "warmup_days", "sensitivity", "min_impact"),
+        )
     if direction not in ("up", "both"):
-        raise InputError(f"--direction {direction!r}: expected up or both")
+        raise InputError(f"{direction!r}: expected up or both", param="direction")
     by = [dimension(b) for b in by if b.strip()]
     names = [dimension(c) for c in contributors if c.strip() and dimension(c) not in by]
     through = data_through(store, gpu_only=not all_lines)

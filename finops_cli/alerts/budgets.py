@@ -188,7 +188,7 @@ def check_budgets(
         try:
             day = datetime.strptime(month, "%Y-%m").replace(tzinfo=UTC).date()
         except ValueError:
-            raise InputError(f"--month {month!r}: expected YYYY-MM such as 2026-10") from None
+            raise InputError(f"{month!r}: expected YYYY-MM such as 2026-10", param="month") from None
     rows = [evaluate(store, b, budgets, through, day) for b in budgets.budgets]
     return {
         "kind": "finops.budget_check",

@@ -148,13 +148,13 @@ def realised_savings(
     column = f"{cost}_cost"  # as cost_groups names its sums
     by = [dimension(b) for b in by if b.strip()]
     if not by:
-        raise InputError("--by: name at least one dimension or tag, e.g. tag:run_id or team")
+        raise InputError(": name at least one dimension or tag, e.g. tag:run_id or team", param="by")
     if not store.has("billing"):
         raise InputError("no billing in the store; run 'finops ingest billing' first")
     periods = store.partition_values("billing", "billing_period")
     unknown = [m for m in months or [] if m not in periods]
     if unknown:
-        raise InputError(f"--month {unknown[0]}: no billing for it in the store (have {', '.join(periods)})")
+        raise InputError(f"{unknown[0]}: no billing for it in the store (have {', '.join(periods)})", param="months")
     keys = list(dict.fromkeys([*by, *_FINE]))
     spend = cost_groups(store, keys, where=where, months=months, gpu_only=not all_lines)
     sel = selection(keys, where, months=months, gpu_only=not all_lines)
@@ -212,7 +212,7 @@ def realised_savings(
     rows.sort(key=lambda r: (r["currency"], -r["savings"], *(str(r[b]) for b in by)))
     notes = [f"pricebook reference: {row}" for row in sorted(used)] + notes_redone
     if frame.empty:
-        notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
+        notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; `all_lines` for every line)"))
     if any(r[b] == NONE for r in rows for b in by):
         notes.append(f"{NONE}: lines without that dimension or tag")
     return SavingsResult(by, cost, list(months or periods), rows, totals, notes)

@@ -20,13 +20,13 @@ from finops_cli.store.engine import json_path
 COST_COLUMNS = {"effective": "EffectiveCost", "billed": "BilledCost"}
 
 
-def parse_where(items: Sequence[str] | None, flag: str = "--where") -> dict[str, list[str]]:
+def parse_where(items: Sequence[str] | None) -> dict[str, list[str]]:
     """``["team=research,data"]`` → ``{"team": ["research", "data"]}`` (repeats of one name add values)."""
     out: dict[str, list[str]] = {}
     for item in items or []:
         name, sep, values = item.partition("=")
         if not sep or not name.strip() or not values.strip():
-            raise InputError(f"{flag} {item!r}: expected NAME=VALUE[,VALUE...] such as team=research")
+            raise InputError(f"{item!r}: expected NAME=VALUE[,VALUE...] such as team=research", param="where")
         out.setdefault(dimension(name), []).extend(v.strip() for v in values.split(",") if v.strip())
     return out
 

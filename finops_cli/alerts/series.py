@@ -27,7 +27,8 @@ def data_through(store: Store, *, gpu_only: bool = True) -> datetime:
     frame = run(store, queries.DATA_SPAN, sel)
     if frame is None or frame.empty or pd.isna(frame["through"].iloc[0]):
         raise InputError("no billing line in the store" + (" is a GPU line" if gpu_only else ""))
-    return pd.Timestamp(frame["through"].iloc[0]).tz_convert(UTC).to_pydatetime()
+    through: datetime = pd.Timestamp(frame["through"].iloc[0]).tz_convert(UTC).to_pydatetime()
+    return through
 
 
 def daily_costs(

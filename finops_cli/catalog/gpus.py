@@ -192,6 +192,18 @@ def instance_type_in(text: str | None) -> str | None:
     return m.group(0) if m else None
 
 
+#: Database instance classes, which are not compute instance types: AWS RDS, Aurora, DocumentDB, Neptune and
+#: MemoryDB (``db.r6g.large``, ``db.serverless``), ElastiCache (``cache.r6g.large``), Azure SQL vCore SKUs
+#: (``GP_Gen5_4``, ``BC_Gen5_8``, ``HS_Gen5_2``, ``GP_S_Gen5_1``, ``BC_M_8``), GCP Cloud SQL tiers
+#: (``db-custom-4-15360``, ``db-n1-standard-2``, ``db-f1-micro``).
+DATABASE_CLASS = re.compile(r"^(?:(?:db|cache)\.\S+|db-[a-z0-9-]+|(?:gp|bc|hs)(?:_s)?_[a-z0-9]+_\d+)$", re.IGNORECASE)
+
+
+def is_database_class(name: str) -> bool:
+    """Is the name a database instance class (:data:`DATABASE_CLASS`) rather than a compute instance type?"""
+    return bool(DATABASE_CLASS.match(name.strip()))
+
+
 def is_gpu_family(instance_type: str) -> bool:
     """Does the name belong to a GPU family (``pricebooks/gpu_families.csv``)? CPU-only types do not."""
     low = instance_type.strip().lower()

@@ -12,7 +12,7 @@ import typer
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import AsOfOpt, OutOpt, StoreOpt, command_engine, parse_as_of
-from finops_cli.cli.output import emit_json, emit_text, log
+from finops_cli.cli.output import cli_words, emit_json, emit_text, log
 
 
 class AlertFormat(StrEnum):
@@ -139,6 +139,7 @@ def register(app: typer.Typer) -> None:
                 open_store(store), by.split(","), where=parse_where(where), months=month, cost=cost,
                 all_lines=all_lines, interruptions=events, checkpoint_minutes=checkpoint_minutes,
             )  # fmt: skip
+        result.notes = [cli_words(n) for n in result.notes]
         columns = [
             *[(b, "text") for b in result.by],
             ("currency", "text"),

@@ -10,7 +10,7 @@ import typer
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import OutOpt, StoreOpt, command_engine
-from finops_cli.cli.output import emit_json, emit_text, log
+from finops_cli.cli.output import cli_words, emit_json, emit_text, log
 
 
 class CostsFormat(StrEnum):
@@ -188,6 +188,7 @@ def register(app: typer.Typer) -> None:
                 chargeback=chargeback,
                 team_tag=team_tag,
             )
+        result.notes = [cli_words(n) for n in result.notes]
         if result.month_reason is not None:
             log.info(f"month: {result.months[0]}: {result.month_reason}")
         for warning in result.warnings:

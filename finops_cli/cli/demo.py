@@ -9,7 +9,7 @@ import typer
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import AsOfOpt, command_engine, parse_as_of
-from finops_cli.cli.output import log, status, stdout_console
+from finops_cli.cli.output import cli_words, log, status, stdout_console
 
 
 def _show_notify(document: dict[str, Any], plan_path: Path) -> None:
@@ -44,7 +44,9 @@ def register(app: typer.Typer) -> None:
         from finops_cli.demo import run_demo
 
         with status("finops demo: ingest, plan, report") as step, command_engine():
-            result = run_demo(out, samples=samples, store_dir=keep_store, log=step, as_of=parse_as_of(as_of))
+            result = run_demo(
+                out, samples=samples, store_dir=keep_store, log=step, as_of=parse_as_of(as_of), words=cli_words
+            )
         document = result.plan.document.model_dump(mode="json")
         render_plan(document, stdout_console())
         _show_notify(document, result.plan_path)

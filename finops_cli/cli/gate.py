@@ -11,7 +11,7 @@ import typer
 
 from finops_cli.cli.helptext import example
 from finops_cli.cli.options import OutOpt
-from finops_cli.cli.output import emit_text, log, stdout_console
+from finops_cli.cli.output import cli_words, emit_text, log, stdout_console
 from finops_cli.errors import GateFailed
 
 if TYPE_CHECKING:
@@ -155,6 +155,7 @@ def register(app: typer.Typer) -> None:
             max_node_rounding_pct=max_node_rounding_pct,
         )
         result = api.gate(plan, baseline, thresholds)
+        result.warnings = [cli_words(w) for w in result.warnings]
         for warning in result.warnings:
             log.warning(warning)
         if fmt in (GateFormat.text, GateFormat.table):

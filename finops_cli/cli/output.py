@@ -14,13 +14,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops_cli.atomic import write_text
-from finops_cli.errors import InputError, spell_params
+from finops_cli.errors import FinopsError, spell_params
 from finops_cli.text import terminal_safe
 
 if TYPE_CHECKING:
@@ -55,8 +55,17 @@ def live_progress(console: Console) -> bool:
 
 
 #: Parameters the library's notes and warnings name in backticks (why this month or horizon, when a price is
-#: stale): stderr spells them as options.
-NOTED_PARAMS = ("month", "horizon", "max_price_age")
+#: stale, what to plan with): the CLI spells them as options (:func:`cli_words`).
+NOTED_PARAMS = (
+    "month",
+    "horizon",
+    "max_price_age",
+    "integer_nodes",
+    "max_node_rounding_pct",
+    "all_lines",
+    "seeds",
+    "schedule",
+)
 
 #: The package's logger: library modules log under it (``logging.getLogger(__name__)``), the CLI shows it.
 log = logging.getLogger("finops_cli")
@@ -78,7 +87,7 @@ class StderrHandler(logging.Handler):
             from rich.markup import escape
 
             prefix = _PREFIX.get(record.levelno, "")
-            message = spell_params(record.getMessage(), option_name, NOTED_PARAMS)
+            message = cli_words(record.getMessage())
             stderr_console().print(prefix + escape(message), soft_wrap=True, highlight=False)
         except Exception:  # a broken stderr must not turn a diagnostic into a crash
             self.handleError(record)
@@ -169,6 +178,8 @@ _OPTIONS = {
     "files": "--file",
     "out_path": "--out",
     "store_dir": "--keep-store",
+    "destination": "--to",
+    "months": "--month",
 }
 
 
@@ -177,6 +188,11 @@ def option_name(param: str) -> str:
     return _OPTIONS.get(param, "--" + param.replace("_", "-"))
 
 
+def cli_words(text: str, names: Iterable[str] = NOTED_PARAMS) -> str:
+    """A library note or warning in the CLI's words: the parameters it names in backticks spelled as options."""
+    return spell_params(text, option_name, names)
+
+
 def error_text(exc: BaseException) -> str:
     """An error's message in the CLI's words: the API's parameter names spelled as options."""
-    return exc.render(option_name) if isinstance(exc, InputError) else str(exc)
+    return exc.render(option_name) if isinstance(exc, FinopsError) else str(exc)

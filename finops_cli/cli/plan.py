@@ -36,7 +36,7 @@ from finops_cli.cli.options import (
     parse_as_of,
 )
 from finops_cli.cli.options import Mode as ModeEnum
-from finops_cli.cli.output import emit_text, log, log_notes, status, stdout_console
+from finops_cli.cli.output import cli_words, emit_text, log, log_notes, status, stdout_console
 from finops_cli.cli.render import Col, money, money_table, pct, table_text
 from finops_cli.report.escape import md_text
 from finops_cli.report.format import unit_price
@@ -420,6 +420,7 @@ def register(app: typer.Typer) -> None:
             )
         log.debug(f"plan: solved in {time.perf_counter() - started:.2f} s ({solver.value})")
         log_notes(result.horizon_note, result.warnings)
+        result.document.notes = [cli_words(n) for n in result.document.notes]
         doc = result.document.model_dump(mode="json")
         text_json = json.dumps(doc, indent=2, allow_nan=False)
         if save_plan is not None:

@@ -26,7 +26,7 @@ from finops_cli.cli.options import (
     parse_as_of,
 )
 from finops_cli.cli.options import Mode as ModeEnum
-from finops_cli.cli.output import emit_json, emit_text, log
+from finops_cli.cli.output import cli_words, emit_json, emit_text, log
 from finops_cli.cli.render import Col, emit_tables, money, money_table, number, opt_pct
 from finops_cli.report.escape import md_table
 
@@ -373,7 +373,7 @@ def register(app: typer.Typer) -> None:
                 as_of=parse_as_of(as_of),
                 log=log.info,
             )
-            rdoc = rep.as_dict()
+            rdoc = rep.as_dict() | {"agreement": cli_words(rep.agreement()), "notes": [cli_words(n) for n in rep.notes]}
             if fmt == OutputFormat.json:
                 emit_json(rdoc, out)
             elif fmt == OutputFormat.markdown:

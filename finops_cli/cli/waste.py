@@ -20,7 +20,7 @@ from finops_cli.cli.options import (
     command_engine,
     output_format,
 )
-from finops_cli.cli.output import emit_json, emit_text, log, stdout_console
+from finops_cli.cli.output import cli_words, emit_json, emit_text, log, stdout_console
 from finops_cli.cli.render import Col, money_table, table_text
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
         if fmt is OutputFormat.json:
             emit_json(report.to_dict(), out)
         elif fmt is OutputFormat.markdown:
-            emit_text(to_markdown(report), out)
+            emit_text(cli_words(to_markdown(report), ("price_per_gpu_hour",)), out)
         elif out is None:
             stdout_console().print(render_table(report))
         else:

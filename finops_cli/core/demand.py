@@ -19,6 +19,12 @@ _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 MAX_HORIZON_HOURS = 87_600
 
 
+def check_month(value: str | None, param: str = "month") -> None:
+    """A month a caller names (``YYYY-MM``); ``None`` leaves the choice to the default-month rule."""
+    if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
+        raise InputError(f"{value!r}: expected YYYY-MM such as 2026-10", param=param)
+
+
 @dataclass(frozen=True)
 class Horizon:
     """``hours`` consecutive UTC hours from ``start`` (on the hour)."""
@@ -71,7 +77,21 @@ class Horizon:
         """Hour offsets from ``start`` (floor) of UTC timestamps; may fall outside ``[0, hours)``."""
         ts = pd.to_datetime(timestamps, utc=True)
         delta = (ts - pd.Timestamp(self.start)).to_numpy(dtype="timedelta64[s]").astype(np.int64)
-        return np.floor_divide(delta, 3600)
+        hours: np.ndarray = np.floor_divide(delta, 3600)
+        return hours
+
+
+def month_warnings(hz: Horizon, billed: str | None, util: str | None) -> list[str]:
+    """One warning when the store's utilisation, its billing and the horizon are different months."""
+    months = {"horizon": f"{hz.start:%Y-%m}"}
+    if billed:
+        months["billing (GPU-hours)"] = billed
+    if util:
+        months["utilisation"] = util
+    if len(set(months.values())) <= 1:
+        return []
+    said = ", ".join(f"{k} {v}" for k, v in months.items())
+    return [f"different months: {said}; the baseline, idle waste and plan describe different periods (`horizon`)"]
 
 
 def _hourly(timestamps: pd.Series, units: np.ndarray, horizon: Horizon) -> np.ndarray:

@@ -4,13 +4,15 @@ file and field; ``strict`` makes them an :class:`InputError`); a problem nothing
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from finops_cli.core.compliance import gate
 from finops_cli.errors import InputError
-from finops_cli.estate.load import Estate
+from finops_cli.estate.load import Estate, load_estate, load_fleet
 from finops_cli.estate.prices import resolve_price_ref
 from finops_cli.estate.profiles import parse_profile, profile_path
+from finops_cli.schema.estate import Workloads
 
 if TYPE_CHECKING:
     from finops_cli.core.demand import Horizon
@@ -117,6 +119,17 @@ def check_estate(estate: Estate, strict: bool = False) -> list[str]:
     for check in CHECKS:
         warnings.extend(check(estate, strict))
     return warnings
+
+
+def check_files(fleet: str | Path, workloads: str | Path | None, strict: bool = False) -> list[str]:
+    """``finops validate``: load and check the estate; a fleet on its own gets the checks that need no workloads."""
+    if workloads is not None:
+        return check_estate(load_estate(fleet, workloads), strict)
+    placeholder = Workloads.model_validate(
+        {"version": 1, "workloads": [{"id": "-", "unit": "-", "demand": {"total": 0}}]}
+    )
+    est = Estate(load_fleet(fleet), placeholder, Path(fleet).parent, fleet_path=Path(fleet))
+    return [w for check in (check_price_refs, check_spot_rates, check_reserved_capacity) for w in check(est, strict)]
 
 
 def check_profile_coverage(estate: Estate, horizon: Horizon, strict: bool = False) -> list[str]:

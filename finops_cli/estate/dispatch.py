@@ -29,6 +29,12 @@ def check_seed(seed: int) -> None:
         raise InputError(f"{seed}: expected an integer >= 0", param="seed")
 
 
+def check_replay_options(seed: int, seeds: int) -> None:
+    check_seed(seed)
+    if not 1 <= seeds <= 100_000:
+        raise InputError(f"{seeds}: expected an integer from 1 to 100000", param="seeds")
+
+
 def check_dispatch_options(mode: str, seed: int, requests: int, window_hours: float) -> None:
     """The replay's options, checked before any pricing."""
     if mode not in ("cost", "reliability"):

@@ -128,7 +128,8 @@ def _most_frequent(frame: pd.DataFrame, by: str, value: str, count: str) -> dict
     if frame.empty:
         return {}
     ordered = frame.sort_values([count, value], ascending=[False, True], kind="stable")
-    return ordered.drop_duplicates(by).set_index(by)[value].to_dict()
+    most: dict[str, Any] = ordered.drop_duplicates(by).set_index(by)[value].to_dict()
+    return most
 
 
 def _substrate_rows(store: Store, month: str, currency: str, hours: int) -> list[dict[str, Any]]:
@@ -256,8 +257,8 @@ def spread_hourly(periods: pd.DataFrame, start: pd.Timestamp, hours: int) -> np.
     steps = np.zeros(minutes + 1)
     np.add.at(steps, lo, rate)
     np.add.at(steps, hi, -rate)
-    per_minute = np.cumsum(steps)[:minutes]
-    return per_minute.reshape(hours, 60).sum(axis=1)
+    per_hour: np.ndarray = np.cumsum(steps)[:minutes].reshape(hours, 60).sum(axis=1)
+    return per_hour
 
 
 def _period_words(hours: pd.Series) -> str:

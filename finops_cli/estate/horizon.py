@@ -5,13 +5,13 @@ period, else the current month at ``--as-of`` (docs/economics.md §1, "The defau
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from finops_cli.core.demand import Horizon
-from finops_cli.store import engine
-from finops_cli.store.queries import LATEST_BILLED_GPU_MONTH, LATEST_BILLED_GPU_MONTH_HOURLY
+from finops_cli.core.demand import Horizon, month_warnings
+from finops_cli.store.cost_query import latest_usage_months
 
 if TYPE_CHECKING:
     from finops_cli.estate.load import Estate
@@ -32,20 +32,6 @@ class HorizonChoice:
         return f"horizon: {self.horizon.start:%Y-%m-%d} + {self.horizon.hours} h: {self.reason}"
 
 
-def latest_billed_gpu_month(store: Store) -> str | None:
-    """The latest ``billing_period`` with GPU-hours > 0 (non-GPU lines never decide the month)."""
-    hourly = store.has_aggregate("billing_hourly")
-    table = engine.run(store, LATEST_BILLED_GPU_MONTH_HOURLY if hourly else LATEST_BILLED_GPU_MONTH)
-    month = table.column("month")[0].as_py() if table is not None and table.num_rows else None
-    return None if month is None else str(month)
-
-
-def latest_utilization_month(store: Store) -> str | None:
-    """The latest month with utilisation samples in the store."""
-    months = store.partition_values("utilization", "month") if store.has("utilization") else []
-    return months[-1] if months else None
-
-
 @dataclass(frozen=True)
 class MonthChoice:
     """The month the default-month rule picked, why, and what the store holds (for warnings)."""
@@ -58,10 +44,8 @@ class MonthChoice:
 
 def default_month(store: Store | None, estate: Estate | None = None, as_of: datetime | None = None) -> MonthChoice:
     """The one default-month rule (module docstring)."""
-    has_billing = store is not None and store.has("billing")
-    billed = latest_billed_gpu_month(store) if store is not None and has_billing else None
-    util = latest_utilization_month(store) if store is not None else None
-    periods = store.partition_values("billing", "billing_period") if store is not None and has_billing else []
+    billed, util = latest_usage_months(store) if store is not None else (None, None)
+    periods = store.partition_values("billing", "billing_period") if store is not None and store.has("billing") else []
     if billed or util:
         month = max(m for m in (billed, util) if m)
         seen = ", ".join(f"{what} {m}" for what, m in (("GPU billing", billed), ("utilisation", util)) if m)
@@ -81,6 +65,16 @@ def default_month(store: Store | None, estate: Estate | None = None, as_of: date
     return MonthChoice(month, reason, billed, util)
 
 
+def month_rule(store: Store) -> Callable[[], tuple[str, str]]:
+    """:func:`default_month` on ``store`` (the month and why), for a verb that runs it only when it needs it."""
+
+    def rule() -> tuple[str, str]:
+        picked = default_month(store)
+        return picked.month, picked.reason
+
+    return rule
+
+
 def choose_horizon(
     given: str | Horizon | None, estate: Estate | None, store: Store | None, as_of: datetime | None = None
 ) -> HorizonChoice:
@@ -90,20 +84,6 @@ def choose_horizon(
         picked = default_month(store, estate, as_of)
         hz, reason, billed, util = Horizon.month(picked.month), picked.reason, picked.billed, picked.utilisation
     else:
-        billed = latest_billed_gpu_month(store) if store is not None and store.has("billing") else None
-        util = latest_utilization_month(store) if store is not None else None
+        billed, util = latest_usage_months(store) if store is not None else (None, None)
         hz, reason = (given, "as given") if isinstance(given, Horizon) else (Horizon.parse(given), "`horizon`")
     return HorizonChoice(hz, reason, month_warnings(hz, billed, util))
-
-
-def month_warnings(hz: Horizon, billed: str | None, util: str | None) -> list[str]:
-    """One warning when the store's utilisation, its billing and the horizon are different months."""
-    months = {"horizon": f"{hz.start:%Y-%m}"}
-    if billed:
-        months["billing (GPU-hours)"] = billed
-    if util:
-        months["utilisation"] = util
-    if len(set(months.values())) <= 1:
-        return []
-    said = ", ".join(f"{k} {v}" for k, v in months.items())
-    return [f"different months: {said}; the baseline, idle waste and plan describe different periods (`horizon`)"]

@@ -144,15 +144,13 @@ def _horizon_months(hz: Horizon) -> list[str]:
 def _measured_utilization(p: PricedEstate, month: str) -> dict[str, float]:
     """Busy ÷ device-hours per fleet substrate from the store's utilisation of ``month`` (empty without it)."""
     from finops_cli.report.waste_query import store_waste_reports
-    from finops_cli.store import engine
 
     store = p.store
     if store is None or not store.has("utilization") or month not in store.partition_values("utilization", "month"):
         return {}
-    with engine.system_allocator():
-        report = store_waste_reports(
-            store, ["substrate"], fleet=p.loaded_fleet, price_per_gpu_hour=None, month=month, reason="`month`"
-        )["substrate"]
+    report = store_waste_reports(
+        store, ["substrate"], fleet=p.loaded_fleet, price_per_gpu_hour=None, month=month, reason="`month`"
+    )["substrate"]
     ids = {s.id for s in p.fleet.substrates}
     return {
         str(g["key"]): float(g["busy_hours"]) / float(g["device_hours"])

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from finops_cli.estate.priced import PricedEstate
     from finops_cli.estate.prices import PriceSource
     from finops_cli.report.build import SupplyCurve
+    from finops_cli.report.metrics import ReportResult
+    from finops_cli.schema.estate import Fleet
     from finops_cli.schema.plan import PlanDocument
     from finops_cli.store import Store
 
@@ -188,3 +190,34 @@ def supply_curves(estate: Estate | PricedEstate, st: Store, doc: PlanDocument) -
         return SupplyCurve(curve.stacks[0], curve.currency, {p.substrate: p.value for p in curve.prices})
 
     return supply
+
+
+def report_estate(
+    doc: PlanDocument,
+    st: Store,
+    estate: Estate | PricedEstate | Fleet | None,
+    out: Path | None,
+    *,
+    title: str | None,
+    plan_path: Path | str | None,
+) -> ReportResult:
+    """:func:`finops_cli.api.report`: the fleet prices idle devices, the estate priced as the plan was draws the
+    supply curve (:func:`supply_curves`)."""
+    from finops_cli.estate.load import Estate
+    from finops_cli.estate.priced import PricedEstate
+    from finops_cli.report.build import build_report
+    from finops_cli.report.metrics import ReportInputs
+
+    est = estate.estate if isinstance(estate, PricedEstate) else estate
+    fleet = estate.loaded_fleet if isinstance(estate, PricedEstate) else est.fleet if isinstance(est, Estate) else est
+    priced_or_estate = estate if isinstance(estate, Estate | PricedEstate) else None
+    return build_report(
+        ReportInputs(plan=doc, title=title),
+        st,
+        out,
+        fleet=fleet,
+        fleet_name=est.fleet_path if isinstance(est, Estate) else None,
+        plan_path=plan_path,
+        supply=supply_curves(priced_or_estate, st, doc) if priced_or_estate is not None else None,
+        supply_missing="needs the workloads as well as the fleet" if estate is not None else None,
+    )

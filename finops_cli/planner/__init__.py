@@ -116,8 +116,11 @@ def plan_demand(
         solved = solve_model(model, name, time_limit=left, gap=gap, duals=False)  # type: ignore[arg-type]
         info = solved.info
         if info.status not in ("optimal", "feasible"):
-            hint = "; raise --time-limit or --gap" if info.status == "not_solved" else ""
-            raise InfeasibleError(f"the solver ({info.name}) stopped without a plan (status {info.status}){hint}")
+            hint = "; raise `time_limit` or `gap`" if info.status == "not_solved" else ""
+            raise InfeasibleError(
+                f"the solver ({info.name}) stopped without a plan (status {info.status}){hint}",
+                mentions=("time_limit", "gap"),
+            )
         if not allow_unserved:
             short = unserved_frame(model, solved.values)
             if not short.empty:

@@ -100,7 +100,7 @@ def merit_order_dispatch(frame: PlanFrame) -> DispatchResult:
             parallel[b][g] -= gpus
         cost[sid] = cost.get(sid, 0.0) + gpus * hours[b] * usd
         penalty[0] += gpus * hours[b] * pen
-        return gpus * thr
+        return float(gpus * thr)
 
     def fill(g: str, b: int, need: float) -> float:
         """Serve ``need`` units/hour of ``g`` in block ``b`` cheapest first; return what is left."""

@@ -88,7 +88,7 @@ def _refine(values: np.ndarray, w: np.ndarray, hour_block: np.ndarray, n_blocks:
     load = np.array([x[labels == b].sum(axis=1).mean() for b in used])
     mapping = np.zeros(n_blocks, dtype=int)
     mapping[used[np.argsort(-load, kind="stable")]] = np.arange(1, len(used) + 1)
-    out = mapping[labels]
+    out: np.ndarray = mapping[labels]
     out[peak] = 0
     return out
 

@@ -214,7 +214,7 @@ def certify(
         cost = float((per_hour_cost[js] * x[js] * ratio[g_of_x[js], h]).sum())
         sel = u_block == b
         cost += float((u_price[sel] / block_hours[b] * u_vals[sel] * ratio[u_group[sel], h]).sum())
-        return cost + node_cost_block[b] / block_hours[b]
+        return cost + float(node_cost_block[b] / block_hours[b])
 
     block_objective = float(mx.cost @ np.where(mx.integer, np.round(values), values))
     lower = min(lower_bound, block_objective)

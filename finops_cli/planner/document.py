@@ -290,5 +290,5 @@ def _fractional_note(frac: pd.DataFrame, currency: str) -> list[str]:
     return [
         f"fractional nodes assumed: {len(frac)} block(s) on {subs} node-billed substrate(s) run a fraction of a node "
         f"({(frac['nodes'] * frac['hours']).sum():,.1f} node-hours); whole nodes would add about "
-        f"{frac['rounding_cost'].sum():,.2f} {currency} — plan with --integer-nodes to provision whole nodes"
+        f"{frac['rounding_cost'].sum():,.2f} {currency} — plan with `integer_nodes` to provision whole nodes"
     ]

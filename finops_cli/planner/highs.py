@@ -12,10 +12,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from finops_cli.planner.matrix import PlanMatrix
+
+if TYPE_CHECKING:
+    from highspy import Highs, HighsBasis
 
 #: HiGHS's model status (by enum name) → ours; any other status is ``not_solved`` (``feasible`` with a solution).
 _STATUS = {
@@ -41,7 +45,7 @@ class HighsRun:
     values: np.ndarray
     row_duals: np.ndarray | None
     whole: bool = False  # an LP relaxation whose integer columns came out whole: the MILP optimum, with duals
-    basis: object | None = None  # the LP relaxation's basis, to start the dual re-solve from
+    basis: HighsBasis | None = None  # the LP relaxation's basis, to start the dual re-solve from
 
 
 @contextmanager
@@ -65,7 +69,7 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(null)
 
 
-def new_highs(time_limit: float | None, gap: float | None):
+def new_highs(time_limit: float | None, gap: float | None) -> Highs:
     """A silent single-thread ``Highs`` (no banner, no log) with the plan's time limit and MIP gap."""
     import highspy
 
@@ -81,7 +85,7 @@ def new_highs(time_limit: float | None, gap: float | None):
     return h
 
 
-def pass_matrix(h, mx: PlanMatrix, *, integers: bool = True, columns: np.ndarray | None = None) -> None:
+def pass_matrix(h: Highs, mx: PlanMatrix, *, integers: bool = True, columns: np.ndarray | None = None) -> None:
     """Hand ``mx`` to ``h`` column-wise (only ``columns``, in that order, if given: a working set whose other
     columns the caller prices out)."""
     import highspy
@@ -117,7 +121,7 @@ def column_slices(mx: PlanMatrix, columns: np.ndarray) -> tuple[np.ndarray, np.n
     return start, mx.index[pos], mx.value[pos]
 
 
-def _read(h, started: float, *, mip: bool) -> HighsRun:
+def _read(h: Highs, started: float, *, mip: bool) -> HighsRun:
     sol = h.getSolution()
     has_value = bool(sol.value_valid)
     name = _STATUS.get(h.getModelStatus().name, "feasible" if has_value else "not_solved")
@@ -133,7 +137,7 @@ def _read(h, started: float, *, mip: bool) -> HighsRun:
 
 def solve_matrix(
     mx: PlanMatrix, *, time_limit: float | None = None, gap: float | None = None
-) -> tuple[HighsRun, object]:
+) -> tuple[HighsRun, Highs]:
     """Solve ``mx``: the run and the ``Highs`` instance (kept for the warm dual re-solve)."""
     started = time.perf_counter()
     h = new_highs(time_limit, gap)
@@ -172,7 +176,7 @@ def solve_matrix(
 
 
 def _round_one_integer(
-    h, mx: PlanMatrix, relaxed: HighsRun, started: float, time_limit: float | None
+    h: Highs, mx: PlanMatrix, relaxed: HighsRun, started: float, time_limit: float | None
 ) -> HighsRun | None:
     """The MILP optimum of a model with one integer column: the cheaper of two warm LPs with it fixed at
     ``floor(x*)`` and ``ceil(x*)`` (exact: docs/planner.md, "One integer column"; ties to the smaller).
@@ -204,7 +208,7 @@ def _round_one_integer(
     return best
 
 
-def fixed_integer_duals(h, mx: PlanMatrix, run: HighsRun) -> HighsRun:
+def fixed_integer_duals(h: Highs, mx: PlanMatrix, run: HighsRun) -> HighsRun:
     """Fix the integer columns of a solved MILP at their values and re-solve the LP for the row duals, warm from
     the relaxation's basis (only bounds changed: a few pivots)."""
     import highspy

@@ -81,7 +81,7 @@ def replan_hours(
     for h in hours:
         b = int(hb[h])
         lower = np.where(deferrable, rate[:, b], d_gh[hourly_rows, h] if len(d_gh) else 0.0)
-        h_lp.changeRowsBounds(len(dem_rows), dem_rows, lower, inf)
+        h_lp.changeRowsBounds(len(dem_rows), dem_rows, lower, inf)  # type: ignore[attr-defined]  # not in the stub
         if len(node_cols):
             h_lp.changeColsBounds(
                 len(node_cols), pos_of[node_cols].astype(np.int32), node_value[:, b], node_value[:, b]

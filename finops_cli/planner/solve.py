@@ -7,14 +7,18 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from finops_cli.planner.highs import HighsRun, fixed_integer_duals, solve_matrix
 from finops_cli.planner.model import PlanModel
+
+if TYPE_CHECKING:
+    from highspy import Highs
 
 SolverName = Literal["auto", "cbc", "highs"]
 
@@ -46,8 +50,8 @@ def _cbc_path() -> str | None:
     except ImportError:  # pragma: no cover - PuLP without COIN support
         return None
     for path in (getattr(coin_api, "pulp_cbc_path", None), getattr(coin_api, "cbc_path", None)):
-        if path and shutil.which(path):
-            return shutil.which(path)
+        if path and (found := shutil.which(str(path))):
+            return found
     return None
 
 
@@ -62,7 +66,7 @@ def _highs_available() -> bool:
 def resolve_solver(name: SolverName) -> str:
     """``auto`` → HiGHS if available else CBC; an explicit choice that is missing falls back to the other (CBC is
     looked for only when asked for or HiGHS is missing: that imports PuLP, ~60 ms)."""
-    found = {"highs": _highs_available, "cbc": lambda: _cbc_path() is not None}
+    found: dict[str, Callable[[], bool]] = {"highs": _highs_available, "cbc": lambda: _cbc_path() is not None}
     for solver in ("cbc", "highs") if name == "cbc" else ("highs", "cbc"):
         if found[solver]():
             return solver
@@ -81,7 +85,7 @@ class Solved:
     values: np.ndarray
     row_duals: np.ndarray | None = None
     dual: SolveInfo | None = None
-    handle: tuple[object, HighsRun] | None = None  # (``Highs`` instance, its run): kept for the warm dual re-solve
+    handle: tuple[Highs, HighsRun] | None = None  # (``Highs`` instance, its run): kept for the warm dual re-solve
 
 
 def solve_model(

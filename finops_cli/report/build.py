@@ -1,6 +1,6 @@
 """The leadership report's inputs gathered from the store and the priced estate, then the report written.
 
-:func:`finops_cli.api.report` hands over here; the supply curve comes from a callable
+:func:`finops_cli.estate.supply.report_estate` hands over here; the supply curve comes from a callable
 (the estate layer above prices it), so this module reads only the store.
 """
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from finops_cli.core.demand import Horizon, month_warnings
 from finops_cli.errors import FinopsError, InputError
 from finops_cli.report.metrics import (
     ReportInputs,
@@ -23,7 +24,7 @@ from finops_cli.report.metrics import (
 from finops_cli.report.waste_query import store_waste_reports
 from finops_cli.report.write import check_report_path, write_report
 from finops_cli.store import engine
-from finops_cli.store.cost_query import actual_cost_notes
+from finops_cli.store.cost_query import actual_cost_notes, latest_usage_months
 from finops_cli.store.queries import SPOT_FEED_LATEST
 
 if TYPE_CHECKING:
@@ -53,7 +54,8 @@ def build_report(
     supply_missing: str | None,
 ) -> ReportResult:
     """Fill ``inputs`` from the store (idle waste, price-feed age, effective-cost notes) and ``supply`` (the merit
-    order of the plan's costliest workload), then write the report at ``out`` (charts drawn here).
+    order of the plan's costliest workload), then write the report at ``out`` (charts drawn here); its warnings
+    say when the plan, the billing and the utilisation are different months.
 
     ``fleet`` (read from ``fleet_name``) prices idle devices and must be in the plan's currency;
     ``supply_missing`` is the supply section's note when there is no ``supply``."""
@@ -99,10 +101,9 @@ def build_report(
         months = st.partition_values("utilization", "month")
         use = month if month in months else months[-1]
         try:
-            with engine.system_allocator():  # see finops_cli.api.waste_reports
-                reports = store_waste_reports(
-                    st, ("team", "substrate"), fleet=fleet, price_per_gpu_hour=None, month=use, reason="`month`"
-                )
+            reports = store_waste_reports(
+                st, ("team", "substrate"), fleet=fleet, price_per_gpu_hour=None, month=use, reason="`month`"
+            )
             by = {g: r.to_dict() for g, r in reports.items()}
             inputs.waste = WasteInputs(by, month=use)
             if use != month:
@@ -117,4 +118,5 @@ def build_report(
     result = write_report(inputs, out)
     if start is not None:
         result.horizon_note = f"horizon: {start:%Y-%m-%d} + {doc.horizon.hours} h: the plan's"
+        result.warnings = month_warnings(Horizon(start, doc.horizon.hours), *latest_usage_months(st))
     return result

@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
@@ -126,7 +127,7 @@ PLAN = "#1565c0"
 TOTAL = "#37474f"
 
 
-def _money_axis(ax, currency: str, axis: str = "y") -> None:
+def _money_axis(ax: Axes, currency: str, axis: str = "y") -> None:
     formatter = FuncFormatter(lambda value, _pos: plot_label(compact_money(value, currency)))
     (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(formatter)
 

@@ -6,7 +6,6 @@ states the chargeback rule). Pure functions over :func:`finops_cli.store.cost_qu
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import pandas as pd
 
 from finops_cli.core.baseline import match_billing
+from finops_cli.core.demand import check_month
 from finops_cli.errors import InputError
 from finops_cli.schema.currency import minor_units
 from finops_cli.store.cost_query import NONE, actual_cost_notes, cost_groups, month_coverage, usage_groups
@@ -262,9 +262,8 @@ def costs_report(
 ) -> CostsResult:
     """:func:`finops_cli.api.costs` on the store ``st``: ``fleet`` loads the fleet when substrates are asked for,
     ``default_month`` is the default-month rule (the month and why)."""
-    for param, value in (("month", month), ("compare", compare)):
-        if value is not None and not re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])", value):
-            raise InputError(f"{value!r}: expected YYYY-MM such as 2026-10", param=param)
+    check_month(month)
+    check_month(compare, "compare")
     if cost not in COST_BASES:
         raise InputError(f"{cost!r}: expected billed or effective", param="cost")
     if chargeback is not None and chargeback not in CHARGEBACK_RULES:
@@ -332,7 +331,7 @@ def costs_report(
     if all_lines and chargeback is None:
         notes.append("all lines: cost is every line's; per_gpu_hour is the GPU lines' cost ÷ their GPU-hours")
     if frame.empty:
-        notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; --all-lines for every line)"))
+        notes.append("no billing line matches" + ("" if all_lines else " (GPU lines only; `all_lines` for every line)"))
     if compare is not None:
         assert month is not None
         rows, totals = compare_costs(frame, [b for b in by if b != "month"], basis, month, compare)

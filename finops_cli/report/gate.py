@@ -330,7 +330,7 @@ def _node_rounding_rule(
                        f"{what} (limit {thresholds.max_node_rounding_pct:g}%)")
         )  # fmt: skip
     elif share > NODE_ROUNDING_WARN_PCT:
-        warnings.append(f"{what}: plan with --integer-nodes (or gate with --max-node-rounding-pct)")
+        warnings.append(f"{what}: plan with `integer_nodes` (or gate with `max_node_rounding_pct`)")
     return _finite(share)
 
 

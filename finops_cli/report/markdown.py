@@ -154,8 +154,9 @@ def _waste_totals(inp: ReportInputs) -> dict[str, Any] | None:
     if inp.waste is None:
         return None
     for doc in inp.waste.by.values():
-        if doc.get("totals"):
-            return doc["totals"]
+        totals: dict[str, Any] | None = doc.get("totals")
+        if totals:
+            return totals
     return None
 
 

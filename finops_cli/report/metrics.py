@@ -71,7 +71,7 @@ class ReportInputs:
     waste: WasteInputs | None = None
     waste_note: str = "no utilisation trace in the store (run finops ingest utilization, and billing for prices)"
     supply: SupplyInputs | None = None
-    supply_note: str = "needs --fleet and --workloads"
+    supply_note: str = "needs the fleet and the workloads"
     price_feeds: dict[str, datetime] | None = None  # latest spot-price sample per provider in the store
     notes: list[str] = field(default_factory=list)
 

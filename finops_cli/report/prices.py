@@ -2,7 +2,8 @@
 
 Spot-price feeds publish change events, not samples at a regular cadence, so a plain mean of the events
 over-weights turbulent hours: every statistic here weights a price by how long it was in effect inside the window.
-Pure: a ``spot_prices`` table in (docs/formats.md has its columns), numbers out.
+Pure: a ``spot_prices`` table in (docs/formats.md has its columns), numbers out; :func:`store_price_table` reads
+the store's.
 """
 
 from __future__ import annotations
@@ -10,11 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from finops_cli.errors import InputError
+
+if TYPE_CHECKING:
+    from finops_cli.store import Store
 
 Statistic = Literal["mean", "p50", "p90", "latest", "min", "max"]
 STATISTICS: tuple[str, ...] = ("mean", "p50", "p90", "latest", "min", "max")
@@ -284,6 +290,25 @@ def price_table(
         )
     columns = [*keys, "samples", "hours", *_TABLE_STATS, "gpus", "accelerator", "usd_per_gpu_hour_mean"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def store_price_table(
+    st: Store,
+    *,
+    instance_types: list[str] | None,
+    regions: list[str] | None,
+    since: datetime | None,
+) -> pd.DataFrame:
+    """:func:`price_table` over the store's ``spot_prices``; nothing to show is an :class:`InputError`."""
+    table = st.read("spot_prices")
+    if table is None or table.num_rows == 0:
+        raise InputError("no spot prices in the store; run 'finops ingest spot-prices' first")
+    out = price_table(table, instance_types=instance_types, regions=regions, since=since)
+    if out.empty:
+        raise InputError(
+            "no spot prices match `instance_types`/`regions`/`since`", mentions=("instance_types", "regions", "since")
+        )
+    return out
 
 
 def to_markdown(table: pd.DataFrame) -> str:

@@ -459,7 +459,7 @@ def to_markdown(report: WasteReport) -> str:
     lines += [
         "",
         f"Cost per GPU-hour from: {priced or 'nothing'} (billing EffectiveCost ÷ GPU-hours, else fleet, "
-        "else --price-per-gpu-hour).",
+        "else `price_per_gpu_hour`).",
         "",
         f"[^philly]: {PHILLY_REFERENCE}.",
     ]

@@ -5,13 +5,15 @@ aggregates stand in for the samples when every utilisation file has them: the sa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 
+from finops_cli.core.demand import check_month
 from finops_cli.errors import InputError
 from finops_cli.report.waste import (
+    GROUP_BYS,
     GroupBy,
     UtilHistogram,
     WasteReport,
@@ -36,6 +38,33 @@ if TYPE_CHECKING:
     from finops_cli.store import Store
 
 
+def waste_reports(
+    st: Store,
+    by: Sequence[str],
+    *,
+    fleet: Callable[[], Fleet | None],
+    price_per_gpu_hour: float | None,
+    month: str | None,
+    default_month: Callable[[], tuple[str, str]],
+) -> dict[str, WasteReport]:
+    """:func:`finops_cli.api.waste_reports` on the store ``st``: ``fleet`` loads the fleet, ``default_month`` is
+    the default-month rule (the month and why)."""
+    groupings: list[GroupBy] = []
+    for group in by:
+        if group not in GROUP_BYS:
+            raise InputError(f"must be one of {', '.join(GROUP_BYS)}; got {group!r}", param="by")
+        groupings.append(group)
+    check_month(month)
+    if not st.has("utilization") and not st.has("billing"):
+        raise InputError(
+            "no utilisation and no billing in the store; run 'finops ingest billing' and 'finops ingest utilization'"
+        )
+    month, reason = (month, "`month`") if month is not None else default_month()
+    return store_waste_reports(
+        st, groupings, fleet=fleet(), price_per_gpu_hour=price_per_gpu_hour, month=month, reason=reason
+    )
+
+
 def store_waste_reports(
     st: Store,
     groupings: Sequence[GroupBy],
@@ -48,7 +77,15 @@ def store_waste_reports(
     """Idle waste of ``month`` grouped each way in ``groupings`` (the month's partition is queried and priced
     once); ``reason`` says why this month. Devices are priced from the billing store of the same month, else
     ``fleet``, else ``price_per_gpu_hour``. A month with billing but no utilisation gives billed GPU spend and
-    GPU-hours per group (:func:`~finops_cli.report.waste.billed_gpu_report`, ``basis="billing"``)."""
+    GPU-hours per group (:func:`~finops_cli.report.waste.billed_gpu_report`, ``basis="billing"``). The
+    per-resource work on the month's bill runs on the system allocator (:func:`engine.system_allocator`)."""
+    with engine.system_allocator():
+        return _waste_reports(st, groupings, fleet, price_per_gpu_hour, month, reason)
+
+
+def _waste_reports(
+    st: Store, groupings: Sequence[GroupBy], fleet: Fleet | None, price: float | None, month: str, reason: str
+) -> dict[str, WasteReport]:
     util_months = st.partition_values("utilization", "month") if st.has("utilization") else []
     bill_months = st.partition_values("billing", "billing_period") if st.has("billing") else []
     if month not in util_months and month not in bill_months:
@@ -91,7 +128,7 @@ def store_waste_reports(
             groupings,
             rates=resource_rates_table(costs, fleet),  # per resource in Arrow: only the traced ones reach pandas
             fleet=fleet,
-            price_per_gpu_hour=price_per_gpu_hour,
+            price_per_gpu_hour=price,
             histogram=UtilHistogram.from_bins(bins) if bins is not None else None,
             span_hours=span_hours,
         )

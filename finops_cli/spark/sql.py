@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -17,6 +17,9 @@ from finops_cli.ingest.readers.values import map_unique
 from finops_cli.spark.session import get_session
 from finops_cli.store.engine import CANONICAL, Files, Schemas
 from finops_cli.store.layout import DATASETS
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 
 def to_spark_sql(sql: str, params: Mapping[str, Any] | None = None) -> str:
@@ -42,7 +45,7 @@ def to_spark_sql(sql: str, params: Mapping[str, Any] | None = None) -> str:
     return tree.sql(dialect="spark")
 
 
-def _literal(value: Any) -> Any:
+def _literal(value: Any) -> exp.Expression:
     """A typed SQL literal for one parameter value (text is a string literal, so it cannot become SQL)."""
     from sqlglot import exp
 

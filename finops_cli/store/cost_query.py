@@ -15,7 +15,14 @@ from finops_cli.schema.billing import BILLING_SCHEMA, GPU_LINE_SQL
 from finops_cli.schema.utilization import STORE_SCHEMA
 from finops_cli.store import engine
 from finops_cli.store.engine import json_path
-from finops_cli.store.queries import ACTUAL_COST_ONLY, COST_GROUPS, MONTH_COVERAGE, USAGE_GROUPS
+from finops_cli.store.queries import (
+    ACTUAL_COST_ONLY,
+    COST_GROUPS,
+    LATEST_BILLED_GPU_MONTH,
+    LATEST_BILLED_GPU_MONTH_HOURLY,
+    MONTH_COVERAGE,
+    USAGE_GROUPS,
+)
 from finops_cli.store.store import Store
 
 #: user-facing dimension → billing column (anything else is a tag key, e.g. ``team``)
@@ -130,3 +137,16 @@ def actual_cost_notes(store: Store, months: Sequence[str]) -> list[str]:
             "effective cost"
         )
     return out
+
+
+def latest_usage_months(store: Store) -> tuple[str | None, str | None]:
+    """The latest billing period with GPU-hours > 0 (non-GPU lines never decide the month) and the latest month
+    with utilisation samples; None where the store has neither."""
+    billed = None
+    if store.has("billing"):
+        hourly = store.has_aggregate("billing_hourly")
+        table = engine.run(store, LATEST_BILLED_GPU_MONTH_HOURLY if hourly else LATEST_BILLED_GPU_MONTH)
+        month = table.column("month")[0].as_py() if table is not None and table.num_rows else None
+        billed = None if month is None else str(month)
+    months = store.partition_values("utilization", "month") if store.has("utilization") else []
+    return billed, months[-1] if months else None

@@ -238,7 +238,8 @@ def check_manifest(doc: object, where: object) -> list[dict[str, Any]]:
                 if name in _NAMES and isinstance(value, types):
                     expected = "names of printable text without '/', '\\', leading '.' or '_'"
                 raise InputError(
-                    f"manifest entry {i}: {name!r} is {_shown(value)}, expected {expected}; is --store a finops store?",
+                    f"manifest entry {i}: {name!r} is {_shown(value)}, expected {expected}; is `store` a finops store?",
+                    mentions=("store",),
                     path=where,
                 )
     return doc

@@ -91,7 +91,9 @@ def parse_state(raw: bytes, generation: int, where: object) -> State:
             check_txid(txid)
             parse_time(since)
     except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"unreadable store state ({exc}); is --store a finops store?", path=where) from None
+        raise InputError(
+            f"unreadable store state ({exc}); is `store` a finops store?", mentions=("store",), path=where
+        ) from None
     return State(generation, files, check_manifest(doc.get("manifest"), where), [tuple(p) for p in pending])
 
 
@@ -112,15 +114,19 @@ def read_bounded(path: Path) -> bytes:
         raise
     except OSError as exc:
         why = "a symlink" if exc.errno == errno.ELOOP else reason(exc)
-        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
+        raise InputError(
+            f"unreadable store document ({why}); is `store` a finops store?", mentions=("store",), path=path
+        ) from None
     try:
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise InputError("not a regular file; is --store a finops store?", path=path)
+                raise InputError("not a regular file; is `store` a finops store?", mentions=("store",), path=path)
             return fh.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as exc:
         why = "a symlink" if exc.errno == errno.ELOOP else reason(exc)
-        raise InputError(f"unreadable store document ({why}); is --store a finops store?", path=path) from None
+        raise InputError(
+            f"unreadable store document ({why}); is `store` a finops store?", mentions=("store",), path=path
+        ) from None
 
 
 def create_if_absent(path: Path, body: bytes) -> bool:
@@ -163,7 +169,9 @@ def lock_for_writing(root: Path) -> int | None:
             return None
         path = root / LOCK
         if path.is_symlink() or (path.exists() and not path.is_file()):
-            raise InputError(f"{LOCK} is not a regular file; is --store a finops store?", path=root)
+            raise InputError(
+                f"{LOCK} is not a regular file; is `store` a finops store?", mentions=("store",), path=root
+            )
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
         raise InputError(f"cannot write the store: {reason(exc)}", path=root) from None

@@ -116,7 +116,8 @@ class ObjectStore(Store):
         if self.filesystem.get_file_info(f"{self.root}/manifest.json").type == FileType.File:
             raise InputError(
                 "holds a store copied from disk by an older finops (manifest.json, no _log/): a bucket store is "
-                "written by finops itself (ingest into it), or copy it back to a directory and use --store DIR",
+                "written by finops itself (ingest into it), or copy it back to a directory and use `store` DIR",
+                mentions=("store",),
                 path=self.location,
             )
         return None

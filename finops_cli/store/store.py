@@ -111,7 +111,7 @@ class Store:
             if ancestor.exists():
                 if not ancestor.is_dir():
                     where = "is a file" if ancestor == self.root else f"{ancestor} is a file"
-                    raise InputError(f"{where}; --store expects a directory", path=self.root)
+                    raise InputError(f"{where}; `store` expects a directory", mentions=("store",), path=self.root)
                 break
 
     # ------------------------------------------------------------------ the committed state
@@ -309,7 +309,9 @@ class Store:
             generation = generation_of(entry.name)
             if generation is not None:
                 if not entry.is_file(follow_symlinks=False) and os.path.lexists(entry.path):
-                    raise InputError("is not a regular file; is --store a finops store?", path=Path(entry.path))
+                    raise InputError(
+                        "is not a regular file; is `store` a finops store?", mentions=("store",), path=Path(entry.path)
+                    )
                 with suppress(FileNotFoundError):
                     gens.append((generation, entry.stat(follow_symlinks=False).st_mtime))
         return sorted(gens)
@@ -483,7 +485,7 @@ class Transaction:
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
         if table.num_rows == 0:
             return []
-        keys = table.select(cols).group_by(cols).aggregate([]).to_pylist()
+        keys: list[dict[str, str]] = table.select(cols).group_by(cols).aggregate([]).to_pylist()
         body_cols = [c for c in table.column_names if c not in cols]
         for part in keys:
             mask = functools.reduce(pc.and_, [pc.equal(table[c], part[c]) for c in cols])

@@ -259,7 +259,7 @@ def test_plan_without_the_switch_says_which_fractional_nodes_it_assumed():
     t = doc.totals
     assert t.fractional_nodes == 1 and t.fractional_node_hours == pytest.approx(16.25)
     assert t.fractional_node_rounding_cost == pytest.approx(120.0)
-    assert any("fractional nodes assumed" in n and "--integer-nodes" in n for n in doc.notes)
+    assert any("fractional nodes assumed" in n and "`integer_nodes`" in n for n in doc.notes)
     # 16 GPUs are two whole nodes: nothing fractional, nothing said
     whole = plan_demand(fleet(NODE), [workload("a")], demand(a=[16] * 10), n_blocks=1)
     assert whole.solution.fractional_nodes.empty

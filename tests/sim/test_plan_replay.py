@@ -150,7 +150,7 @@ def test_one_seed_is_reproducible_and_seeds_are_consecutive() -> None:
     many = replay_plan(doc, fleet, workloads, seeds=5, seed=10)
     one = replay_plan(doc, fleet, workloads, seeds=1, seed=12)
     assert one.realised_costs[0] == many.realised_costs[2]
-    assert one.z is None and "--seeds" in one.agreement()
+    assert one.z is None and "`seeds`" in one.agreement()
 
 
 def test_a_plan_priced_with_another_rate_is_refused() -> None:

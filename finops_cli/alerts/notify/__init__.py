@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,14 +78,17 @@ def read_secret(env_name: str, secret_file: Path | None, env: Mapping[str, str] 
         return text[0].strip()
     value = (env.get(env_name) or "").strip()
     if not value:
-        raise InputError(f"no secret: set ${env_name} or pass --secret-file FILE (never on the command line)")
+        raise InputError(
+            f"no secret: set ${env_name} or pass `secret_file` FILE (never on the command line)",
+            mentions=("secret_file",),
+        )
     return value
 
 
 def _check_url(url: str, source: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError(f"{source} is not an http(s) URL")
+        raise InputError(f"{source} is not an http(s) URL", mentions=("url",))
     return url
 
 
@@ -99,7 +102,7 @@ def payloads_for(destination: str, message: Message, *, channel: str | None = No
         return teams.payloads(message)
     if destination == "webhook":
         return webhook.payloads(message)
-    raise InputError(f"--to {destination!r}: expected one of {', '.join(DESTINATIONS)}")
+    raise InputError(f"{destination!r}: expected one of {', '.join(DESTINATIONS)}", param="destination")
 
 
 def notify(
@@ -125,6 +128,7 @@ def notify(
     if dry_run:
         return outcome
     policy = policy or Policy()
+    send: Callable[[dict[str, Any]], int]
     if destination == "slack":
         secret = read_secret(slack.TOKEN_ENV if channel else slack.SECRET_ENV, secret_file, env)
         if not channel:
@@ -140,7 +144,7 @@ def notify(
         send = lambda p: teams.send(p, secret, policy)  # noqa: E731
     else:
         secret = read_secret(webhook.SECRET_ENV, secret_file, env)
-        target = _check_url(url or env.get(webhook.URL_ENV) or "", f"--url or ${webhook.URL_ENV}")
+        target = _check_url(url or env.get(webhook.URL_ENV) or "", f"`url` or ${webhook.URL_ENV}")
         send = lambda p: webhook.send(p, secret, policy, target)  # noqa: E731
     path = ledger or default_ledger()  # where, not a secret: always this process's environment
     seen = _read_ledger(path)

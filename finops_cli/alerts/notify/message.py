@@ -120,7 +120,7 @@ def _anomalies(doc: dict[str, Any]) -> tuple[str, list[str], list[Item], str]:
         lines.append(text)
         items.append(Item(a["dedup_key"], f"Cost anomaly {text}", True, "error", a))
     by = ",".join(doc.get("parameters", {}).get("by") or [])
-    return head, lines, items, "finops anomalies" + (f" --by {by}" if by else "")
+    return head, lines, items, f"finops anomalies --by {by}" if by else "finops anomalies"
 
 
 def _gate(doc: dict[str, Any]) -> tuple[str, list[str], list[Item], str]:
@@ -155,16 +155,14 @@ def _plan(doc: dict[str, Any]) -> tuple[str, list[str], list[Item], str]:
 def kind_of(doc: Any) -> str:
     """Which result ``doc`` is: a finops.* document, a gate result or a plan."""
     if not isinstance(doc, dict):
-        raise InputError("expected a JSON object: the --format json output of savings, budget check, anomalies, "
-                         "gate or plan")  # fmt: skip
+        raise InputError("expected a JSON object: the JSON result of savings, budget check, anomalies, gate or plan")
     if str(doc.get("kind", "")).startswith("finops."):
         return str(doc["kind"])
     if "passed" in doc and "rules" in doc:
         return "finops.gate"
     if "totals" in doc and "allocations" in doc:
         return "finops.plan"
-    raise InputError("not a finops result: expected the --format json output of savings, budget check, anomalies, "
-                     "gate or plan")  # fmt: skip
+    raise InputError("not a finops result: expected the JSON result of savings, budget check, anomalies, gate or plan")
 
 
 _BUILDERS = {

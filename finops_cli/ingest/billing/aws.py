@@ -22,6 +22,7 @@ from finops_cli.ingest.billing.base import (
     coalesce,
     col,
     const,
+    empty_to_null,
     fill0,
     isin,
     lookup,
@@ -31,6 +32,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
+from finops_cli.ingest.billing.units import focus_units
 
 _USAGE = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation")
 _PURCHASE = ("RIFee", "Fee", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
@@ -50,6 +52,8 @@ CHARGE_CATEGORY = {
     "Tax": "Tax",
     "Refund": "Adjustment",
 }
+#: AWS IoT's other product codes (Analytics, Device Management, …), one category with AWSIoT
+IOT_CODES = ("AWSIoTAnalytics", "AWSIoTDeviceManagement", "AWSIoTDeviceDefender", "AWSIoTEvents", "AWSIoTSiteWise")
 SERVICE_CATEGORY = {
     "AmazonEC2": "Compute",
     "AmazonECS": "Compute",
@@ -82,6 +86,7 @@ SERVICE_CATEGORY = {
     "AWSSecretsManager": "Security",
     "AmazonGuardDuty": "Security",
     "AWSIoT": "Internet of Things",
+    **dict.fromkeys(IOT_CODES, "Internet of Things"),
     "AmazonRoute53": "Networking",
     "AWSELB": "Networking",
     "AmazonElastiCache": "Databases",
@@ -142,10 +147,11 @@ def convert_aws(
     get, num, ts = src.get, src.num, src.ts
 
     def text(key: str) -> pa.Array | None:
+        """A product or pricing attribute; empty is null (Parquet keeps ``""`` where CSV has nothing)."""
         a = get(key)
         if a is None and product_map is not None and key in _PRODUCT_KEYS:
             a = _product_attr(product_map, _PRODUCT_KEYS[key], ctx)
-        return a
+        return None if a is None else empty_to_null(a)
 
     item_type = pc.fill_null(get("line_item_type"), "Usage")
     usage_type = get("usage_type") if get("usage_type") is not None else const(None, n)
@@ -174,9 +180,8 @@ def convert_aws(
     pricing = only(priced, pricing)
     charge_class = only(pc.equal(t, "Refund"), "Correction")
 
-    unit = text("pricing_unit")
-    consumed_unit = lookup(unit, {"Hrs": "Hours", "Hours": "Hours"}, None) if unit is not None else const(None, n)
-    consumed_unit = pc.coalesce(consumed_unit, unit) if unit is not None else consumed_unit
+    unit = text("pricing_unit")  # AWS rates are per one unit: the FOCUS spelling only (Hrs → Hours, GB-Mo → GB-Months)
+    consumed_unit = aws_units(unit) if unit is not None else const(None, n)
     usage_amount = num("usage_amount")
     is_usage = pc.equal(charge_category, "Usage")
     quantity = only(is_usage, usage_amount)
@@ -219,6 +224,8 @@ def convert_aws(
         "CommitmentDiscountId": commitment_id,
         "ConsumedQuantity": quantity,
         "ConsumedUnit": only(is_usage, consumed_unit),
+        "PricingQuantity": only(priced, usage_amount),  # purchases (RI fees) are priced in their hours too
+        "PricingUnit": only(priced, consumed_unit),
         "ResourceId": get("resource_id"),
         "ServiceName": service,
         "ServiceCategory": service_category,
@@ -243,6 +250,12 @@ _PRODUCT_KEYS = {
     "pricing_unit": ("pricing_unit",),
     "availability_zone": ("availability_zone",),
 }
+
+
+def aws_units(unit: pa.Array) -> pa.Array:
+    """``pricing/unit`` in FOCUS Unit Format where it reads as one unit (a block would change the CUR's quantity)."""
+    block, name, _ = focus_units(unit)
+    return where(pc.equal(block, 1.0), name, unit)
 
 
 def _product_attr(product: pa.Array, keys: tuple[str, ...], ctx: BatchContext) -> pa.Array:

@@ -7,6 +7,7 @@ exports"). Both kinds of export describe the same money, so they share one idemp
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from finops_cli.ingest.billing.base import (
     Converted,
     SourceColumns,
     add_months,
+    canonical,
     coalesce,
     const,
     hours_factor,
@@ -32,6 +34,8 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
+from finops_cli.ingest.billing.units import focus_units
+from finops_cli.ingest.readers.values import map_unique
 
 PRICING_MODEL = {
     "OnDemand": "Standard",
@@ -72,7 +76,9 @@ NAMES: dict[str, tuple[str, ...]] = {
     "SubscriptionId": ("SubscriptionId", "SubscriptionGuid"),
     "Date": ("Date", "UsageDateTime", "UsageDate"),
     "MeterCategory": ("MeterCategory",),
+    "MeterSubCategory": ("MeterSubCategory",),
     "MeterName": ("MeterName",),
+    "MeterRegion": ("MeterRegion",),
     "MeterId": ("MeterId",),
     "ProductName": ("ProductName", "Product"),
     "Quantity": ("Quantity", "UsageQuantity"),
@@ -90,9 +96,11 @@ NAMES: dict[str, tuple[str, ...]] = {
     "ChargeType": ("ChargeType",),
     "PricingModel": ("PricingModel",),
     "PayGPrice": ("PayGPrice",),
+    "EffectivePrice": ("EffectivePrice", "UnitPrice", "ResourceRate"),
+    "Frequency": ("Frequency",),
     "PublisherName": ("PublisherName",),
 }
-NUMERIC = ("Quantity", "Cost", "PayGPrice")
+NUMERIC = ("Quantity", "Cost", "PayGPrice", "EffectivePrice")
 
 
 def _sniff(cols: frozenset[str]) -> float:
@@ -167,13 +175,16 @@ class AzureCost(BillingFormat):
         one_day = pa.scalar(86_400_000_000, pa.duration("us"))
         period_end = coalesce(pc.add(period_end, one_day) if period_end is not None else None, add_months(period_start))
 
+        # A block-priced unit (``10K``, ``100 Hours``) counts blocks: PricingQuantity is the quantity as given, in
+        # ``10000 Units``; ConsumedQuantity is that × the block, in Units (docs/formats.md, "Units").
         unit = get("UnitOfMeasure")
         quantity = num("Quantity")
-        factor = hours_factor(unit) if unit is not None else None
+        block, consumed_unit, pricing_unit = focus_units(unit) if unit is not None else (None, None, None)
+        consumed = pc.multiply(quantity, block) if quantity is not None and block is not None else quantity
+        factor = hours_factor(consumed_unit) if consumed_unit is not None else None
         is_usage = pc.equal(category, "Usage")
-        hours = pc.multiply(quantity, factor) if quantity is not None and factor is not None else None
-        consumed = pc.coalesce(hours, quantity) if hours is not None else quantity
-        consumed_unit = where(pc.is_valid(factor), "Hours", unit) if factor is not None else unit
+        priced = isin(category, ["Usage", "Purchase"])
+        hours = pc.multiply(consumed, factor) if consumed is not None and factor is not None else None
         usage_hours = where(pc.and_(is_usage, pc.is_valid(hours)), hours, 0.0) if hours is not None else None
         # Unused commitment lines are paid-for idle time, not GPU work.
         if usage_hours is not None:
@@ -201,15 +212,18 @@ class AzureCost(BillingFormat):
             "BilledCost": cost,
             "EffectiveCost": where(_commitment_purchase(charge_type, model), 0.0, cost),
             "ListCost": list_cost,
-            "ListUnitPrice": only(isin(category, ["Usage", "Purchase"]), paygo),
+            "ListUnitPrice": only(priced, paygo),
             "BillingCurrency": get("BillingCurrency"),
             "ChargeCategory": category,
             "ChargeClass": charge_class,
-            "ChargeDescription": get("MeterName") if get("MeterName") is not None else get("ProductName"),
+            "ChargeDescription": _description(get, num("EffectivePrice"), charge_type),
+            "ChargeFrequency": _frequency(get("Frequency")),
             "PricingCategory": pricing,
             "CommitmentDiscountId": commitment,
             "ConsumedQuantity": only(is_usage, consumed),
             "ConsumedUnit": only(is_usage, consumed_unit),
+            "PricingQuantity": only(priced, quantity),
+            "PricingUnit": only(priced, pricing_unit),
             "ResourceId": get("ResourceId"),
             "ResourceName": get("ResourceName"),
             "ServiceName": service,
@@ -221,7 +235,7 @@ class AzureCost(BillingFormat):
             "AvailabilityZone": get("AvailabilityZone"),
             "SkuId": get("MeterId"),
             "Tags": json_cells("Tags", tags_json),
-            "x_InstanceType": json_cells("AdditionalInfo", _service_type),
+            "x_InstanceType": _compute_only(json_cells("AdditionalInfo", _service_type), service),
         }
         return Converted(columns, cost_in=cost, usage_hours=usage_hours, provider="azure")
 
@@ -236,6 +250,75 @@ def _commitment_purchase(charge_type: pa.Array, model: pa.Array | None) -> pa.Ar
     if model is None:
         return pc.and_(purchase, pa.scalar(False))
     return pc.and_(purchase, pc.fill_null(isin(model, COMMITMENT_MODELS), False))
+
+
+#: MeterCategory of database services: the size in their AdditionalInfo (``GP_Gen5_4``, or a VM size behind a
+#: flexible server) is a database class, not a compute instance type
+DATABASE_SERVICES = (
+    "SQL Database",
+    "SQL Managed Instance",
+    "Azure Database for PostgreSQL",
+    "Azure Database for MySQL",
+    "Azure Database for MariaDB",
+    "Azure Cosmos DB",
+    "Redis Cache",
+    "Azure Cache for Redis",
+    "Azure Synapse Analytics",
+)
+
+
+def _compute_only(types: pa.Array | None, service: pa.Array | None) -> pa.Array | None:
+    """The instance type of compute lines; null on database services' lines."""
+    if types is None or service is None:
+        return types
+    return where(isin(service, DATABASE_SERVICES), pa.scalar(None, pa.string()), types)
+
+
+def _frequency(values: pa.Array | None) -> pa.Array | None:
+    """Azure's ``Frequency`` (``UsageBased``, ``OneTime``, ``Recurring``) in FOCUS spelling; unknown → the default."""
+    return None if values is None else canonical(values, ("One-Time", "Recurring", "Usage-Based"), keep_unknown=False)
+
+
+UNUSED = {"UnusedReservation": "Unused reservation: ", "UnusedSavingsPlan": "Unused savings plan: "}
+
+
+def _description(
+    get: Callable[[str], pa.Array | None], price: pa.Array | None, charge_type: pa.Array
+) -> pa.Array | None:
+    """FOCUS ChargeDescription, "a self-contained summary of the charge's purpose and price": the product (EA
+    ``Product``, MCA ``ProductName``), else meter category - subcategory - meter - region (the legacy cost report),
+    then the price per the source's unit (``, 98.32 USD per 1 Hour``); unused commitment lines say so first."""
+    parts = [get(k) for k in ("MeterCategory", "MeterSubCategory", "MeterName", "MeterRegion")]
+    present = [pc.fill_null(pc.cast(p, pa.string()), "") for p in parts if p is not None]
+    meter = map_unique(pc.binary_join_element_wise(*present, "\x1f"), _meter_summary, pa.string()) if present else None
+    product = get("ProductName")
+    if product is not None:
+        product = where(pc.equal(pc.utf8_trim_whitespace(product), ""), pa.scalar(None, pa.string()), product)
+    text = coalesce(product, meter)
+    if text is None:
+        return None
+    currency, unit = get("BillingCurrency"), get("UnitOfMeasure")
+    if price is not None and currency is not None and unit is not None:
+        priced = pc.binary_join_element_wise(text, ", ", map_unique(price, _price, pa.string()), " ", currency,
+                                             " per ", unit, "")  # fmt: skip
+        text = pc.coalesce(priced, text)
+    prefix = lookup(charge_type, UNUSED, "")
+    return pc.binary_join_element_wise(prefix, text, "")
+
+
+def _meter_summary(joined: str) -> str | None:
+    words: list[str] = []
+    for part in joined.split("\x1f"):
+        if part.strip() and part.strip() not in words:
+            words.append(part.strip())
+    return " - ".join(words) or None
+
+
+def _price(value: float | None) -> str | None:
+    """A price as written on a price list: ``98.32``, ``0.000114``, ``100`` (no exponent, no trailing zeros)."""
+    if value is None or value != value:
+        return None
+    return format(Decimal(repr(value)).normalize(), "f")
 
 
 def _service_type(obj: object) -> str | None:

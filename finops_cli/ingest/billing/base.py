@@ -176,6 +176,18 @@ def lookup(a: pa.Array, mapping: Mapping[str, str | None], default: str | None =
     return pc.fill_null(out, default) if default is not None else out
 
 
+def canonical(values: pa.Array, allowed: Sequence[str], *, keep_unknown: bool) -> pa.Array:
+    """Each value in the spec's spelling (``allowed``), matched on its letters alone so that case, spaces and
+    hyphens do not matter (Oracle's ``Usage-based``, Azure's ``UsageBased``, ``one time``); unknown values are
+    kept as written or nulled."""
+    spelled = {_letters(v): v for v in allowed}
+    return map_unique(values, lambda v: spelled.get(_letters(v), v if keep_unknown else None), pa.string())
+
+
+def _letters(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
 def where(cond: pa.Array, a: object, b: object) -> pa.Array:
     return pc.if_else(pc.fill_null(cond, False), a, b)
 
@@ -294,7 +306,7 @@ _JSON_PLAIN = r"^[\x20\x21\x23-\x5b\x5d-\x7e]*$"
 
 def _tag_fragments(key: str, arrays: Sequence[pa.Array]) -> pa.Array:
     """``"key":"value",`` per row (``""`` where the tag is empty), escaped exactly as :func:`json.dumps` does."""
-    values = arrays[0] if len(arrays) == 1 else pc.coalesce(*(_empty_to_null(a) for a in arrays))
+    values = arrays[0] if len(arrays) == 1 else pc.coalesce(*(empty_to_null(a) for a in arrays))
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     enc = pc.dictionary_encode(pc.cast(values, pa.string()))
@@ -360,7 +372,7 @@ def _key_value_fragments(keys: pa.Array, values: pa.Array) -> pa.Array:
     return text
 
 
-def _empty_to_null(a: pa.Array) -> pa.Array:
+def empty_to_null(a: pa.Array) -> pa.Array:
     a = pc.cast(a, pa.string())
     return pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a)
 

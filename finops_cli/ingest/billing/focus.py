@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from finops_cli.catalog.gpus import gcp_gpu_sku_facts, instance_gpu_facts, instance_type_in, is_gpu_family
+from finops_cli.catalog.gpus import (
+    gcp_gpu_sku_facts,
+    instance_gpu_facts,
+    instance_type_in,
+    is_database_class,
+    is_gpu_family,
+)
 from finops_cli.ingest.billing.base import (
     BILLING_FORMATS,
     BatchContext,
@@ -22,6 +29,7 @@ from finops_cli.ingest.billing.base import (
     Converted,
     SourceColumns,
     add_months,
+    canonical,
     col,
     const,
     hours_factor,
@@ -113,10 +121,10 @@ class Focus(BillingFormat):
         # Canonical spelling of the enumerations (files in the wild vary in case: Oracle's 'Usage-based').
         for name, allowed in (("ChargeCategory", CHARGE_CATEGORIES), ("PricingCategory", PRICING_CATEGORIES)):
             if columns[name] is not None:
-                columns[name] = _canonical(columns[name], allowed, keep_unknown=False)
+                columns[name] = canonical(columns[name], allowed, keep_unknown=False)
         for name, spelled in ENUMERATIONS.items():
             if columns[name] is not None:
-                columns[name] = _canonical(columns[name], spelled, keep_unknown=True)
+                columns[name] = canonical(columns[name], spelled, keep_unknown=True)
         tags = col(batch, "Tags")
         columns["Tags"] = (
             parse_json_cells(tags, tags_json, path=ctx.path, column="Tags", first_row=ctx.first_row)
@@ -156,12 +164,6 @@ ENUMERATIONS = {
     "CommitmentDiscountCategory": ("Spend", "Usage"),
     "CommitmentDiscountStatus": ("Used", "Unused"),
 }
-
-
-def _canonical(values: pa.Array, allowed: tuple[str, ...], *, keep_unknown: bool) -> pa.Array:
-    """Each value in the spec's spelling, matched case-insensitively; unknown ones kept or nulled."""
-    spelled = {v.lower(): v for v in allowed}
-    return map_unique(values, lambda v: spelled.get(v.strip().lower(), v if keep_unknown else None), pa.string())
 
 
 def _oracle_gpu_skus(columns: dict[str, pa.Array | None]) -> None:
@@ -256,13 +258,19 @@ _TYPE_RULES = (
 )
 
 
+def _compute_type(rule: Callable[[str], str | None], cell: str) -> str | None:
+    """A rule's type unless it is a database class (``db.r6g.large``, ``GP_Gen5_4``): the next rule may name one."""
+    found = rule(cell)
+    return None if found is None or is_database_class(found) else found
+
+
 def _instance_types(batch: pa.RecordBatch, columns: dict[str, pa.Array | None]) -> tuple[pa.Array, pa.Array | None]:
     """Each line's instance type by :data:`_TYPE_RULES`, and GPUs per instance from SkuPriceDetails (or None)."""
     found = []
     for name, rule in _TYPE_RULES:
         values = columns.get(name) if name in columns else col(batch, name)
         if values is not None:
-            found.append(map_unique(pc.cast(values, pa.string()), rule, pa.string()))
+            found.append(map_unique(pc.cast(values, pa.string()), partial(_compute_type, rule), pa.string()))
     types = pc.coalesce(*found) if len(found) > 1 else found[0] if found else pa.nulls(batch.num_rows, pa.string())
     details = col(batch, "SkuPriceDetails")
     gpus = map_unique(pc.cast(details, pa.string()), _details_gpus, pa.int32()) if details is not None else None

@@ -35,6 +35,7 @@ from finops_cli.ingest.billing.base import (
     tags_json,
     where,
 )
+from finops_cli.ingest.billing.units import focus_units
 from finops_cli.ingest.readers.values import MAX_YEAR, MIN_YEAR, map_unique, refuse_first
 
 MACHINE_SPEC = "compute.googleapis.com/machine_spec"
@@ -60,6 +61,7 @@ class GcpBilling(BillingFormat):
     types: ClassVar[Mapping[str, pa.DataType]] = {
         "cost": pa.float64(),
         "usage.amount": pa.float64(),
+        "usage.amount_in_pricing_units": pa.float64(),
         "currency_conversion_rate": pa.float64(),
     }
     nested: ClassVar[Mapping[str, pa.DataType]] = {
@@ -90,6 +92,7 @@ class GcpBilling(BillingFormat):
         "location.zone",
         "location.location",
         "usage.unit",
+        "usage.pricing_unit",
         "credits",
         "invoice.month",
         "cost_type",
@@ -126,7 +129,8 @@ class GcpBilling(BillingFormat):
         category = where(pc.and_(pc.equal(category, "Usage"), commitment_sku), "Purchase", category)
         pricing = map_unique(sku, gcp_pricing_category, pa.string())
         pricing = where(has_cud, "Committed", pc.fill_null(pricing, "Standard"))
-        pricing = only(isin(category, ["Usage", "Purchase"]), pricing)
+        priced = isin(category, ["Usage", "Purchase"])
+        pricing = only(priced, pricing)
 
         gpu_acc = map_unique(sku, lambda d: (f := gcp_gpu_sku_facts(d)) and f.accelerator, pa.string())
         amount = src.num("usage.amount")
@@ -162,7 +166,10 @@ class GcpBilling(BillingFormat):
             "ChargeDescription": sku,
             "PricingCategory": pricing,
             "ConsumedQuantity": only(pc.equal(category, "Usage"), amount),
-            "ConsumedUnit": only(pc.equal(category, "Usage"), unit),
+            "ConsumedUnit": only(pc.equal(category, "Usage"), _focus_unit(unit, 1)),
+            # the SKU's pricing unit and the quantity in it, as the export states them (``gibibyte month``)
+            "PricingQuantity": only(priced, src.num("usage.amount_in_pricing_units")),
+            "PricingUnit": only(priced, _focus_unit(col(batch, "usage.pricing_unit"), 2)),
             "ResourceId": resource_id,
             "ResourceName": resource_name,
             "ServiceName": service,
@@ -179,6 +186,12 @@ class GcpBilling(BillingFormat):
             "x_GpuHours": gpu_hours,
         }
         return Converted(columns, cost_in=billed, usage_hours=None, provider="gcp")
+
+
+def _focus_unit(units: pa.Array | None, which: int) -> pa.Array | None:
+    """GCP's unit names in FOCUS Unit Format (``seconds`` → Seconds, ``gibibyte month`` → GiB-Months): ``which`` 1
+    for the consumed unit, 2 for the pricing unit (a block, if any, kept: the quantity counts blocks)."""
+    return None if units is None else focus_units(units)[which]
 
 
 def _invoice_month(values: pa.Array | None, start: pa.Array, ctx: BatchContext) -> pa.Array:

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from finops_cli.catalog.gpus import instance_gpu_facts
+from finops_cli.catalog.gpus import instance_gpu_facts, is_database_class
 from finops_cli.errors import InputError
 from finops_cli.ingest.billing.base import BatchContext, BillingFormat, Converted, finish
 from finops_cli.ingest.billing.money import MONEY_COLUMNS, _Acc, _cost_in, check_money
@@ -75,6 +75,7 @@ def _convert(parser: BillingFormat, batch: pa.RecordBatch, ctx: BatchContext, ac
     cols["x_SourceFile"] = pa.repeat(pa.scalar(ctx.path.name), n)
     cols["x_SourceRow"] = pa.array(np.arange(ctx.first_row, ctx.first_row + n, dtype=np.int64))
     table = _focus_defaults(finish(cols, n))
+    table = _set(table, "x_InstanceType", _compute_types(table["x_InstanceType"]))
     _require(table, ctx, ["BilledCost", "BillingCurrency", "BillingAccountId", "BillingPeriodStart"])
     for name in MONEY_COLUMNS:
         check_money(table[name], name, ctx)
@@ -145,6 +146,14 @@ def _focus_defaults(table: pa.Table) -> pa.Table:
         )
         setcol("CommitmentDiscountStatus", pc.coalesce(table["CommitmentDiscountStatus"], used))
     return table
+
+
+def _compute_types(types: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """``x_InstanceType`` names compute instance types: a database class (``db.r6g.large``, ``GP_Gen5_4``) is left
+    empty, so it is never matched to a substrate nor reported as a GPU type the pricebook lacks."""
+    if types.null_count == len(types):
+        return types
+    return map_unique(types, lambda t: None if is_database_class(t) else t, pa.string())
 
 
 def _set(table: pa.Table, name: str, values: pa.Array | pa.ChunkedArray) -> pa.Table:

@@ -31,6 +31,7 @@ from finops_cli.ingest.billing.base import (
     tags_from_columns,
     where,
 )
+from finops_cli.ingest.billing.units import focus_units
 from finops_cli.ingest.readers.values import map_unique, refuse_first
 
 TAG_PREFIX = "tags/"
@@ -133,8 +134,7 @@ class OciCostReport(BillingFormat):
             "ChargeClass": only(is_correction, "Correction"),
             "ChargeDescription": description,
             "PricingCategory": const("Standard", n),
-            "ConsumedQuantity": quantity,
-            "ConsumedUnit": unit,
+            **_units(quantity, unit),
             "ResourceId": col(batch, "product/resourceId"),
             "ServiceName": service,
             "ServiceCategory": lookup(service, SERVICE_CATEGORY, "Other") if service is not None else const("Other", n),
@@ -149,3 +149,14 @@ class OciCostReport(BillingFormat):
             "x_GpuHours": gpu_hours,
         }
         return Converted(columns, cost_in=cost, usage_hours=None, provider="oci")
+
+
+def _units(quantity: pa.Array | None, unit: pa.Array | None) -> dict[str, pa.Array | None]:
+    """OCI counts blocks (``Million Datapoints``: the quantity is in millions): PricingQuantity/Unit as given
+    (``1000000 Datapoints``), ConsumedQuantity × the block in the single unit; names in FOCUS Unit Format."""
+    if unit is None:
+        return {"ConsumedQuantity": quantity, "PricingQuantity": quantity}
+    block, consumed_unit, pricing_unit = focus_units(unit)
+    consumed = None if quantity is None else pc.multiply(quantity, block)
+    return {"ConsumedQuantity": consumed, "ConsumedUnit": consumed_unit, "PricingQuantity": quantity,
+            "PricingUnit": pricing_unit}  # fmt: skip

@@ -160,7 +160,7 @@ def refuse_first(
         raise InputError(message if isinstance(message, str) else message(i), path=path, where=where)
 
 
-def map_unique(values: pa.Array | pa.ChunkedArray, fn, out_type: pa.DataType) -> pa.Array:
+def map_unique(values: pa.Array | pa.ChunkedArray, fn: Callable[[Any], Any], out_type: pa.DataType) -> pa.Array:
     """Apply a Python function once per distinct value and broadcast back (tags, SKU text, JSON cells).
 
     Billing columns are highly repetitive, so this is vectorised in practice: cost ∝ distinct values.

@@ -77,7 +77,8 @@ def parse_timestamps(values: pa.Array, *, path: object, column: str, first_row: 
     """
     if pa.types.is_timestamp(values.type):
         ts = values if values.type.tz else pc.assume_timezone(values, "UTC")
-        return pc.cast(ts, pa.timestamp("ns", tz="UTC")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        ns: np.ndarray = pc.cast(ts, pa.timestamp("ns", tz="UTC")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        return ns
     if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
         return _epoch_to_ns(values.cast(pa.float64()).to_numpy(zero_copy_only=False), path, column, first_row)
     strings = pc.cast(values, pa.string())
@@ -88,8 +89,10 @@ def parse_timestamps(values: pa.Array, *, path: object, column: str, first_row: 
     if len(strings) and re.match(_NUMERIC, strings[0].as_py()):
         nums = to_float(strings, path=path, column=column, first_row=first_row)
         return _epoch_to_ns(nums.to_numpy(zero_copy_only=False), path, column, first_row)
-    ts = to_utc(strings, path=path, column=column, first_row=first_row)
-    return pc.cast(ts, pa.int64()).to_numpy(zero_copy_only=False) * 1000
+    micros: np.ndarray = pc.cast(to_utc(strings, path=path, column=column, first_row=first_row), pa.int64()).to_numpy(
+        zero_copy_only=False
+    )
+    return micros * 1000
 
 
 def _epoch_to_ns(v: np.ndarray, path: object, column: str, first_row: int) -> np.ndarray:

@@ -73,7 +73,8 @@ class Codes:
             dtype=np.int32,
         )
         idx = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
-        return local[idx]
+        codes: np.ndarray = local[idx]
+        return codes
 
     def dictionary(self, name: str) -> pa.Array:
         return pa.array(list(self.maps[name]), pa.string())

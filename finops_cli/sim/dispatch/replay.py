@@ -151,7 +151,7 @@ class PlanReplay:
         z = self.z
         unserved = float(self.causes["unserved"].mean())
         if z is None:
-            return "one seed or no spot work: no statistical error to compare with (use --seeds N)"
+            return "one seed or no spot work: no statistical error to compare with (use `seeds` N)"
         within = abs(z) <= 3
         verdict = (
             f"within the statistical error ({z:+.2f} standard errors)"
@@ -510,7 +510,7 @@ def replay_plan(
     notes = []
     if schedule is None:
         notes.append(
-            "allocations spread evenly over the horizon's hours: give the plan's --schedule for its hour-by-hour load"
+            "allocations spread evenly over the horizon's hours: give the plan's `schedule` for its hour-by-hour load"
         )
     return PlanReplay(
         currency=plan.currency,

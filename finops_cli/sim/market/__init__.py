@@ -7,6 +7,7 @@ preemptive oracle), ``on-demand`` (no contention) and
 
 from __future__ import annotations
 
+from finops_cli.errors import InputError
 from finops_cli.sim.market.base import Policy
 from finops_cli.sim.market.fcfs import FCFS
 from finops_cli.sim.market.fcfs_preempt import FCFSPreempt
@@ -24,10 +25,9 @@ def simulate_market(
     scenario: Scenario, policy: str = "renegotiate", *, log_events: bool = True, horizon_hours: float | None = None
 ) -> list[PolicyResult]:
     """Run ``policy`` (a name from :data:`POLICIES`, or ``all``) on ``scenario``; one result per policy."""
+    if policy != "all" and policy not in POLICIES:
+        raise InputError(f"{policy!r}: expected one of {', '.join([*POLICIES, 'all'])}", param="policy")
     names = list(POLICIES) if policy == "all" else [policy]
-    unknown = [n for n in names if n not in POLICIES]
-    if unknown:
-        raise ValueError(f"unknown policy {unknown[0]!r}; expected one of {', '.join([*POLICIES, 'all'])}")
     return [POLICIES[n](scenario, log_events=log_events, horizon_hours=horizon_hours).run() for n in names]
 
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from finops_cli.errors import InputError
 from finops_cli.sim.market import families
 from finops_cli.sim.market.results import ExperimentResult, PolicyResult
 from finops_cli.sim.market.scenario import Scenario, Tenant
@@ -118,7 +119,7 @@ def _reduction(base: float | None, new: float | None) -> float | None:
 
 def _size(size: str, n_accelerators: int | None, window_hours: float | None) -> tuple[int, float]:
     if size not in families.SIZES:
-        raise ValueError(f"unknown size {size!r}; expected one of {', '.join(families.SIZES)}")
+        raise InputError(f"unknown size {size!r}; expected one of {', '.join(families.SIZES)}")
     n, w = families.SIZES[size]
     return n_accelerators or n, window_hours or w
 
@@ -489,14 +490,18 @@ def run_experiment(
     the ``services`` model (:data:`.families.SERVICE_MODELS`); ``jobs`` > 1 runs the seeds in that many
     worker processes (the same result for any ``jobs``: each seed's run is independent and the rows are
     aggregated in seed order)."""
+    if n_accelerators is not None and n_accelerators < 5:
+        raise InputError(f"{n_accelerators}: expected at least 5 (one per accelerator type)", param="n_accelerators")
+    if window_hours is not None and window_hours <= 0:
+        raise InputError(f"{window_hours}: expected hours > 0", param="window_hours")
     if name not in RUNNERS:
-        raise ValueError(f"unknown experiment {name!r}; expected one of {', '.join(EXPERIMENTS)}")
+        raise InputError(f"unknown experiment {name!r}; expected one of {', '.join(EXPERIMENTS)}")
     if spot not in SPOT_POLICIES:
-        raise ValueError(f"unknown spot baseline {spot!r}; expected one of {', '.join(SPOT_POLICIES)}")
+        raise InputError(f"unknown spot baseline {spot!r}; expected one of {', '.join(SPOT_POLICIES)}")
     if services not in families.SERVICE_MODELS:
-        raise ValueError(f"unknown service model {services!r}; expected one of {', '.join(families.SERVICE_MODELS)}")
+        raise InputError(f"unknown service model {services!r}; expected one of {', '.join(families.SERVICE_MODELS)}")
     if jobs < 1:
-        raise ValueError(f"jobs {jobs}: expected at least 1 worker process")
+        raise InputError(f"{jobs}: expected at least 1 worker process", param="jobs")
     n, w = _size(size, n_accelerators, window_hours)
     k = seeds or DEFAULT_SEEDS[size]
     t0 = time.perf_counter()

@@ -37,7 +37,8 @@ import math
 from typing import Any
 
 from finops_cli.sim.market import agent
-from finops_cli.sim.market.base import EPS, Policy
+from finops_cli.sim.market.agent import EPS
+from finops_cli.sim.market.base import Policy
 
 
 class Renegotiate(Policy):
