@@ -6,6 +6,7 @@ Usage::
     python benchmarks/market.py --agents break-even        # the original break-even-only tenants
     python benchmarks/market.py --policy renegotiate --accelerators 10000 --tenants 2000
     python benchmarks/market.py --experiments              # every paper experiment at full size, timed
+    python benchmarks/market.py --experiments --jobs 2 --services lifetime   # seeds in 2 processes
 
 ``--agents value`` (default): the documented tenant classes of docs/market.md (urgent / standard /
 batch: values of time and deadlines; 70 % of them prefer fast hardware) on a cluster whose fast
@@ -81,7 +82,7 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def experiments(seeds: int, spot: str, jobs: int, out_dir: str | None) -> list[dict]:
+def experiments(seeds: int, spot: str, jobs: int, out_dir: str | None, services: str = "volume") -> list[dict]:
     """Every experiment of ``simulate market --experiment`` at the full size, one after another, timed."""
     import json
     from pathlib import Path
@@ -93,7 +94,7 @@ def experiments(seeds: int, spot: str, jobs: int, out_dir: str | None) -> list[d
     cpu_total = 0.0
     for name in EXPERIMENTS:
         t0, c0 = time.perf_counter(), _cpu()
-        res = run_experiment(name, size="full", seeds=seeds, spot=spot, jobs=jobs)
+        res = run_experiment(name, size="full", seeds=seeds, spot=spot, jobs=jobs, services=services)
         dt, cpu = time.perf_counter() - t0, _cpu() - c0
         total += dt
         cpu_total += cpu
@@ -118,10 +119,13 @@ def main() -> None:
     ap.add_argument("--spot", default="paper", choices=["paper", "oracle"])
     ap.add_argument("--jobs", type=int, default=2, help="worker processes over seeds (with --experiments)")
     ap.add_argument("--out-dir", help="write each experiment's JSON here (with --experiments)")
+    ap.add_argument("--services", default="volume", choices=["volume", "lifetime"], help="with --experiments")
     add_json_option(ap)
     args = ap.parse_args()
     if args.experiments:
-        write_json(args.json, "market_experiments", experiments(args.seeds, args.spot, args.jobs, args.out_dir))
+        write_json(
+            args.json, "market_experiments", experiments(args.seeds, args.spot, args.jobs, args.out_dir, args.services)
+        )
         return
     t0 = time.perf_counter()
     if args.agents == "value":

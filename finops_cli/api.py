@@ -581,8 +581,11 @@ def market_experiment(
     out_dir: str | Path | None = None,
     seeds: int | None = None,
     spot: str = "paper",
+    services: str = "volume",
+    jobs: int = 1,
 ) -> MarketExperiment:
-    """One of the LaissezCloud paper's experiments on generated clusters; its chart as ``out_dir/<name>.png``."""
+    """One of the LaissezCloud paper's experiments on generated clusters (``services``, ``jobs``: see
+    :func:`~finops_cli.sim.market.experiments.run_experiment`); its chart as ``out_dir/<name>.png``."""
     from finops_cli.sim.market.charts import experiment_chart
     from finops_cli.sim.market.experiments import run_experiment
 
@@ -594,6 +597,8 @@ def market_experiment(
         window_hours=window_hours,
         seeds=seeds,
         spot=spot,
+        services=services,
+        jobs=jobs,
     )
     if out_dir is not None:
         experiment_chart(result.as_dict(), Path(out_dir) / f"{name}.png")

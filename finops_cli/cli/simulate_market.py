@@ -44,6 +44,11 @@ class SpotChoice(StrEnum):
     oracle = "oracle"
 
 
+class ServicesChoice(StrEnum):
+    volume = "volume"
+    lifetime = "lifetime"
+
+
 class SizeChoice(StrEnum):
     small = "small"
     full = "full"
@@ -199,6 +204,13 @@ def register(app: typer.Typer) -> None:
         out_dir: Annotated[
             Path, typer.Option("--out-dir", help="Experiment outputs: <experiment>.json, .md and .png.")
         ] = Path("market-experiments"),
+        services: Annotated[
+            ServicesChoice,
+            typer.Option("--services", help="Inference services: a fixed request volume, or a lifetime and a rate."),
+        ] = ServicesChoice.volume,
+        jobs: Annotated[
+            int, typer.Option("--jobs", min=1, help="Run the seeds in N worker processes (same result for any N).")
+        ] = 1,
         fmt: FormatOpt = None,
         out: OutOpt = None,
     ) -> None:
@@ -214,7 +226,18 @@ def register(app: typer.Typer) -> None:
             if scenario is not None:
                 raise InputError("give --scenario FILE or --experiment NAME, not both")
             _experiment(
-                experiment.value, size.value, seed, accelerators, window_hours, out_dir, fmt, out, seeds, spot.value
+                experiment.value,
+                size.value,
+                seed,
+                accelerators,
+                window_hours,
+                out_dir,
+                fmt,
+                out,
+                seeds,
+                spot.value,
+                services.value,
+                jobs,
             )
             return
         if scenario is None:
@@ -297,6 +320,8 @@ def _experiment(
     out: Path | None,
     seeds: int | None = None,
     spot: str = "paper",
+    services: str = "volume",
+    jobs: int = 1,
 ) -> None:
     from finops_cli import api
     from finops_cli.atomic import check_writable, write_text
@@ -311,6 +336,8 @@ def _experiment(
         out_dir=out_dir,
         seeds=seeds,
         spot=spot,
+        services=services,
+        jobs=jobs,
     )
     doc = result.as_dict()
     payload = json.dumps(doc, indent=2, allow_nan=False)

@@ -88,9 +88,10 @@ def test_frontier_has_a_budget_curve_and_baseline_points(outputs):
     doc = outputs["frontier"]
     curve = [r for r in doc["rows"] if r["policy"] == "renegotiate"]
     assert len(curve) >= 6 and curve[-1]["budget"] is None
-    assert {r["policy"] for r in doc["rows"]} == {"renegotiate", "fcfs", "spot", "on-demand"}
+    assert {r["policy"] for r in doc["rows"]} == {"renegotiate", "renegotiate-fixed", "fcfs", "spot", "on-demand"}
+    assert len([r for r in doc["rows"] if r["policy"] == "renegotiate-fixed"]) == len(curve)  # the ablation
     assert all(r["retained"] is not None and 0 <= r["retained"] <= 1 for r in doc["rows"])
-    for r in curve:  # a budget is a spending limit: the probe never pays more than it
+    for r in [r for r in doc["rows"] if r["policy"].startswith("renegotiate")]:  # a spending limit, both agents
         if r["budget"] is not None:
             assert r["cost"] <= r["budget"] + 1e-9, r
     # below its cheapest cost at base the probe cannot pay for the job anywhere: it does not launch
@@ -143,3 +144,28 @@ def test_urgency_rows_per_profile_and_policy_and_zero_urgency_pays_the_cheapest(
     assert len(profiles) == 6 and {r["policy"] for r in doc["rows"]} == {"renegotiate", "spot", "on-demand"}
     rn = {r["urgency"]: r for r in doc["rows"] if r["policy"] == "renegotiate"}
     assert rn["0 $/h"]["cost"] <= min(r["cost"] for r in rn.values()) + 1e-9  # no urgency: the cheapest allocation
+
+
+def test_seeds_in_worker_processes_give_the_same_result_as_in_one():
+    """``--jobs N`` runs the seeds in N processes; the table does not depend on N."""
+    from finops_cli.sim.market.experiments import run_experiment
+
+    kw = {"size": "small", "n_accelerators": 20, "window_hours": 4.0, "seeds": 2}
+    one = run_experiment("misestimate", jobs=1, **kw).as_dict()
+    two = run_experiment("misestimate", jobs=2, **kw).as_dict()
+    for doc in (one, two):
+        del doc["summary"]["wall_seconds"]
+    assert one == two and len(one["rows"]) == 7
+
+
+def test_services_with_a_lifetime_report_throughput_retained(tmp_path: Path):
+    args = ["--experiment", "contention", "--accelerators", "20", "--window-hours", "4", "--seeds", "2"]
+    args += ["--out-dir", str(tmp_path), "--format", "json", "--services"]
+    r = runner.invoke(app, ["simulate", "market", *args, "lifetime", "--jobs", "2"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["params"]["services"] == "lifetime"
+    services = [r["retained_services"] for r in doc["rows"] if r["retained_services"] is not None]
+    assert services and all(0 < v <= 1 for v in services)
+    r = runner.invoke(app, ["simulate", "market", *args, "seasons"])
+    assert r.exit_code == 2 and "Traceback" not in r.output

@@ -247,6 +247,10 @@ def _value_scenarios(draw):
             t["budget"] = draw(st.floats(0.05, 5.0))
         if draw(st.booleans()):
             t["value_ramp"] = {"to_value_per_hour": draw(st.sampled_from([0.0, 5.0, 50.0])), "over_hours": 0.5}
+        t["agent"] = draw(st.sampled_from([None, "planner", "fixed"]))
+        if draw(st.integers(0, 3)) == 0:  # a service with a lifetime: it ends when its lifetime does
+            t |= {"stateless": True, "lifetime_hours": draw(st.floats(0.1, 1.5))}
+            t.pop("deadline", None)
         tenants.append(t)
     options = {
         "bid_clip": draw(st.sampled_from([None, 0.1, 1.0])),
@@ -369,3 +373,41 @@ def test_value_ramp_time_value_is_the_integral():
     assert tenant.value_at(0.5) == 2.0 and tenant.value_at(2.0) == pytest.approx(4.0) and tenant.value_at(9) == 6.0
     assert tenant.time_value(4.0) == pytest.approx(8.0 + 6.0)  # (2 + 6) / 2 · 2 h, then 6 · 1 h
     assert not tenant.opts_into_spot()
+
+
+def test_a_waiting_planner_updates_every_period_and_a_fixed_agent_only_when_an_accelerator_frees():
+    """Nothing it can win at arrival: the planning agent re-plans at live prices every checkpoint interval
+    while it waits (a ``wait`` each time); the fixed agent bids once and waits for an accelerator to free."""
+    pools = [{"type": "X", "count": 1, "base_price_per_hour": 1.0}]
+    holder = {"id": "h", "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.5}
+    b = {"id": "b", "arrival_hours": 0.1, "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 0.25}
+    waits = {}
+    for agent in ("planner", "fixed"):
+        res, t = _run(_scenario(pools, [holder, {**b, "budget": 2.0, "agent": agent}]), "renegotiate")
+        waits[agent] = [round(e["t"], 6) for e in _events(res, "wait", "b")]
+        assert t["b"].finish_hours == pytest.approx(2.0) and t["b"].cost <= 2.0 + 1e-9
+    assert waits["fixed"] == [0.1]
+    assert waits["planner"] == [0.1, 0.35, 0.6, 0.85]  # then the holder finishes at 1.0 and b takes X
+
+
+def test_a_planner_chooses_among_the_types_it_can_pay_for_at_live_prices():
+    """X is held and contested, so its live price is above what b's budget pays for its work there; the
+    planner takes the slower Y it can afford and never bids for X; the fixed agent (ranked at base
+    prices, where X fits the budget) bids for X first."""
+    pools = [
+        {"type": "X", "count": 1, "base_price_per_hour": 1.0},
+        {"type": "Y", "count": 1, "base_price_per_hour": 0.5},
+    ]
+    holder = {"id": "h", "execution_hours": {"X": 2.0}, "checkpoint_interval_hours": 1.0}
+    rival = {"id": "r", "arrival_hours": 0.05, "execution_hours": {"X": 1.0}, "checkpoint_interval_hours": 1.0}
+    b = {"id": "b", "arrival_hours": 0.1, "execution_hours": {"X": 1.0, "Y": 2.0}, "checkpoint_interval_hours": 0.5}
+    b |= {"value_per_hour": 1.0, "budget": 1.5}
+    targets = {}
+    for agent in ("planner", "fixed"):
+        res, t = _run(
+            _scenario(pools, [holder, {**rival, "value_per_hour": 1.0}, {**b, "agent": agent}]), "renegotiate"
+        )
+        targets[agent] = {e["accelerator"] for e in _events(res, "bid", "b")}
+        assert t["b"].accelerators == ["Y"] and t["b"].cost <= 1.5 + 1e-9
+    assert targets["planner"] == {None, "Y/0"}  # its arrival bid, then its defence of the Y it runs on
+    assert "X/0" in targets["fixed"]  # it keeps contesting X at its budget's pace

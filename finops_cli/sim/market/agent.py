@@ -37,6 +37,7 @@ class Market(Protocol):
     def penalty(self, i: int, finish_at: float) -> float: ...
     def live_price(self, i: int, type_j: int) -> float: ...
     def contested(self, a: int, i: int) -> bool: ...
+    def floor_price(self, type_j: int) -> float: ...
 
 
 EPS = 1e-12
@@ -44,10 +45,11 @@ EPS = 1e-12
 
 def alternative(p: Market, i: int, others: list[int], f: float, v: float) -> tuple[int, float]:
     """Tenant ``i``'s best alternative among ``others`` and its live price: with a launch table, the
-    first listed whose live price is within its ``max_price``; without, the least generalized cost to
-    finish (from progress ``f``, value of time ``v``) at live prices, then preference order."""
+    first listed whose live price is within its ``max_price``; for a planning agent, the next in its plan
+    (:func:`plan`) that it can afford; otherwise the least generalized cost to finish (from progress
+    ``f``, value of time ``v``) at live prices, then preference order."""
     tenant = p.tenants[i]
-    if tenant.launch_table is not None:
+    if tenant.launch_table is not None or tenant.plans():
         for j in others:
             price = p.live_price(i, j)
             cap = tenant.max_price(p.types[j])
@@ -89,16 +91,19 @@ def willingness_to_pay(p: Market, i: int, type_j: int, *, incumbent: bool = Fals
     paper's App B) *adds* it while it is past its last checkpoint — leaving now would cost it a
     checkpoint-restart — and bids its plain break-even at a checkpoint boundary; ``subtract`` (an
     ablation) subtracts it like a challenger. Capped by the launch table's ``max_price`` for the
-    type and by the remaining budget ÷ :math:`R_X`; a tenant without an alternative bids
-    ``max_bid_multiple × base``. With :math:`v = 0` and no deadline this is the break-even bid.
+    type and by the remaining budget ÷ :math:`R_X`; a tenant without an alternative (a planning agent:
+    none it can still afford, :func:`affordable`) bids ``max_bid_multiple × base``. With :math:`v = 0`
+    and no deadline this is the break-even bid.
     """
     p.bid_updates += 1
     f = p.ckpt[i] if p.started[i] else 0.0
     rem_x = (1.0 - f) * p.hours[i][type_j]
     if rem_x <= EPS:
         return 0.0
-    others = [j for j in p.pref[i] if j != type_j]
     tenant = p.tenants[i]
+    others = [j for j in p.pref[i] if j != type_j]
+    if tenant.plans():  # a planner's alternatives are the types its money can still finish on
+        others = [j for j in others if affordable(p, i, j)]
     if not others:
         bid = p.opts.max_bid_multiple * p.base_by_type[type_j]
     else:
@@ -123,6 +128,47 @@ def willingness_to_pay(p: Market, i: int, type_j: int, *, incumbent: bool = Fals
     if tenant.budget is not None:
         bid = min(bid, max(0.0, tenant.budget - p.spent(i, p.now)) / rem_x)
     return bid
+
+
+def plan(p: Market, i: int, candidates: list[int]) -> list[int]:
+    """The planning agent's ranking of its types now (the paper's economic agent that "monitors market prices
+    of compatible cluster hardware" and migrates "to a more cost-effective platform" before a price exceeds
+    its budget): the types whose remaining work it can pay for at their *live* price with the money it has
+    left (:func:`affordable`) come first, by least generalized cost to finish there (money + value of time +
+    deadline penalty: a cheaper type wins whenever the time it costs is worth less than the money it saves,
+    i.e. when the tenant's slack allows), then the rest in the same order. Its bid on the first is capped by
+    the remaining budget ÷ the remaining hours there (:func:`willingness_to_pay`): the budget is spread over
+    the remaining work and never overspent.
+    """
+    tenant = p.tenants[i]
+    t = p.now
+    v = tenant.value_at(t)
+    rank = {j: n for n, j in enumerate(candidates)}
+
+    def key(j: int) -> tuple[bool, float, float, int]:
+        hours, money = _to_finish(p, i, j)
+        g = money + v * hours + p.penalty(i, t + hours)
+        return (not affordable(p, i, j), g, hours, rank[j])
+
+    return sorted(candidates, key=key)
+
+
+def _to_finish(p: Market, i: int, type_j: int) -> tuple[float, float]:
+    """Hours and USD to finish on ``type_j`` at its live price from the last checkpoint; moving there (not the
+    type it runs on, once it has started) adds the restart hours and the checkpoint-restart fee."""
+    tenant = p.tenants[i]
+    f = p.ckpt[i] if p.started[i] else 0.0
+    hours, fee = (1.0 - f) * p.hours[i][type_j], 0.0
+    if p.started[i] and f > 0 and (p.on[i] < 0 or p.acc_type[p.on[i]] != type_j):
+        hours += tenant.restart_hours
+        fee = tenant.checkpoint_restart_cost
+    return hours, hours * p.live_price(i, type_j) + fee
+
+
+def affordable(p: Market, i: int, type_j: int) -> bool:
+    """Whether tenant ``i``'s remaining budget pays to finish on ``type_j`` at its live price (no budget: yes)."""
+    budget = p.tenants[i].budget
+    return budget is None or _to_finish(p, i, type_j)[1] <= budget - p.spent(i, p.now) + EPS
 
 
 def migration_timing(p: Market, i: int, a: int, t: float) -> Literal["now", "hold", "wait"]:

@@ -32,7 +32,7 @@ from finops_cli.sim.market.agent import EPS
 from finops_cli.sim.market.results import PolicyResult, TenantResult
 from finops_cli.sim.market.scenario import Scenario
 
-_FINISH, _CHECKPOINT, _ARRIVAL, _BUDGET = 0, 1, 2, 3
+_FINISH, _CHECKPOINT, _ARRIVAL, _BUDGET, _WAKE, _END = 0, 1, 2, 3, 4, 5
 
 
 class Policy:
@@ -93,6 +93,7 @@ class Policy:
                 self.unaffordable[i] = not self.pref[i]
         self.exhausted = [False] * n
         self.budget_version = [0] * n
+        self.wake_version = [0] * n  # a waiting agent's next periodic update (stale when re-scheduled)
         self.on = [-1] * n
         self.progress = [0.0] * n  # fraction of work done at seg_t0
         self.ckpt = [0.0] * n  # fraction saved at the last checkpoint
@@ -105,6 +106,7 @@ class Policy:
         self.redone_hours = [0.0] * n  # work given up by choice: a move now, before the checkpoint
         self.finish: list[float | None] = [None] * n
         self.started = [False] * n
+        self.left_acc = [-1] * n  # the accelerator the tenant last left (at seg_t0)
         self.next_ckpt = [math.inf] * n  # a running tenant's next checkpoint (inf: it finishes first)
         self.version = [0] * n
         self.used: list[list[str]] = [[] for _ in range(n)]
@@ -133,11 +135,23 @@ class Policy:
                 self.log(tenant.arrival_hours, "budget", i, None, None)
                 continue
             heapq.heappush(self._heap, (tenant.arrival_hours, _ARRIVAL, i, 0, 0))
+            if tenant.lifetime_hours is not None:
+                heapq.heappush(self._heap, (tenant.arrival_hours + tenant.lifetime_hours, _END, i, 0, 0))
         while self._heap:
             t, kind, i, ver, _ = heapq.heappop(self._heap)
             if t > self.horizon:
                 break
+            if kind == _WAKE:  # a stale wake-up does not move the clock (it would stretch the run's end)
+                if ver == self.wake_version[i] and self.queued(i):
+                    self.now = t
+                    self.on_wake(i, t)
+                continue
+            if kind == _END and (self.finish[i] is not None or self.exhausted[i]):
+                continue  # it served everything (or stopped) before its lifetime ended
             self.now = t
+            if kind == _END:
+                self.end_of_life(i, t)
+                continue
             if kind == _BUDGET:
                 if ver == self.budget_version[i] and self.on[i] >= 0:
                     self._budget_check(i, t)
@@ -184,6 +198,27 @@ class Policy:
 
     def on_finish(self, i: int, a: int, t: float) -> None:
         self.on_vacated(a, t)
+
+    def end_of_life(self, i: int, t: float) -> None:
+        """A service's lifetime ends: it stops wherever it is (running, or still waiting) and has served what
+        it served; requests it did not serve are lost."""
+        a = self.stop(i, t)
+        self.finish[i] = t
+        self.log(t, "finish", i, a, None)
+        self.on_end_of_life(i, a, t)
+
+    def on_end_of_life(self, i: int, a: int, t: float) -> None:
+        """Hand on the accelerator a service held when its lifetime ended (-1: it was waiting)."""
+        if a >= 0:
+            self.on_finish(i, a, t)
+
+    def on_wake(self, i: int, t: float) -> None:
+        """A waiting tenant's agent updates (scheduled by :meth:`schedule_wake`); default: nothing."""
+
+    def schedule_wake(self, i: int, t: float) -> None:
+        """Wake waiting tenant ``i``'s agent at ``t`` (replacing any earlier wake-up)."""
+        self.wake_version[i] += 1
+        heapq.heappush(self._heap, (t, _WAKE, i, self.wake_version[i], 0))
 
     def on_budget_exhausted(self, i: int, a: int, t: float) -> None:
         """Tenant ``i``'s money ran out; it was taken off ``a`` (-1: it held nothing). Default: hand ``a`` on."""
@@ -311,7 +346,9 @@ class Policy:
         if self.on[i] >= 0:
             self.stop(i, t)
         # a move before any work was done (displaced the instant it started) is no migration
-        migrating = self.started[i] and not (self.progress[i] <= 0 and self.seg_t0[i] == t)
+        # nor is taking back, at the same instant, the accelerator it has just left (nothing moved)
+        back = self.left_acc[i] == a and self.seg_t0[i] == t
+        migrating = self.started[i] and not back and not (self.progress[i] <= 0 and self.seg_t0[i] == t)
         b = self.budget[i]
         if migrating and b is not None and self.cost[i] + self.tenants[i].checkpoint_restart_cost > b + EPS:
             self.exhausted[i] = True  # it cannot pay to restore its checkpoint: it stops here
@@ -373,6 +410,7 @@ class Policy:
             f = self.ckpt[i]
         self.progress[i] = f
         self.seg_t0[i] = t
+        self.left_acc[i] = a
         self.on[i] = -1
         self.holder[a] = -1
         self.version[i] += 1
@@ -492,6 +530,9 @@ class Policy:
             took = None if fin is None else fin - tenant.arrival_hours
             d = tenant.deadline
             missed = None if d is None or fin is None else fin - tenant.arrival_hours > d.hours + 1e-9
+            retained = None if not took else min(1.0, best / took)
+            if tenant.lifetime_hours is not None:  # a service: its share served ÷ the most it could serve
+                retained = min(1.0, self.progress_at(i, self.end) * best / tenant.lifetime_hours)
             out.append(
                 TenantResult(
                     tenant=tenant.id,
@@ -502,12 +543,13 @@ class Policy:
                     migrations=self.migrations[i],
                     work_lost_hours=self.lost_hours[i],
                     work_redone_hours=self.redone_hours[i],
-                    performance_retained=None if not took else min(1.0, best / took),
+                    performance_retained=retained,
                     accelerators=self.used[i],
                     deadline_missed=missed,
                     penalty=0.0 if fin is None else self.penalty(i, fin),
                     time_value=0.0 if fin is None else tenant.time_value(fin),
                     budget_exhausted=self.exhausted[i],
+                    served=None if tenant.lifetime_hours is None else self.progress_at(i, self.end),
                 )
             )
         listing = {t.id: k for k, t in enumerate(self.scenario.tenants)}

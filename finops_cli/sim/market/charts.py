@@ -17,6 +17,7 @@ POLICY_STYLE = {
     "fcfs-preempt": ("#dd8452", "s", "spot oracle (value-aware preemption)"),
     "spot": ("#c62828", "v", "spot (opt-in class, provider preempts)"),
     "renegotiate": ("#1565c0", "^", "renegotiate (LaissezCloud)"),
+    "renegotiate-fixed": ("#90caf9", "^", "renegotiate, fixed agent (ablation)"),
     "on-demand": ("#2e7d32", "D", "on-demand, uncontended"),
 }
 
@@ -133,14 +134,17 @@ def frontier_chart(doc: dict[str, Any], path: str | os.PathLike[str]) -> Path:
     """Figure 8: the probe tenant's cost vs performance as its budget varies, with baseline points."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    curve = [r for r in doc["rows"] if r["policy"] == "renegotiate"]
-    colour, marker, label = POLICY_STYLE["renegotiate"]
-    ax.plot([r["cost"] for r in curve], [r["retained"] for r in curve], marker=marker, color=colour, label=label)
-    for r in curve:
-        m = "∞" if r["budget_multiple"] is None else f"{r['budget_multiple']:g}×"
-        ax.annotate(m, (r["cost"], r["retained"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    curves = ("renegotiate-fixed", "renegotiate")
+    for name in curves:
+        curve = [r for r in doc["rows"] if r["policy"] == name]
+        colour, marker, label = POLICY_STYLE[name]
+        xs, ys = [r["cost"] for r in curve], [r["retained"] for r in curve]
+        ax.plot(xs, ys, marker=marker, color=colour, label=label)
+        for r in curve:
+            m = "∞" if r["budget_multiple"] is None else f"{r['budget_multiple']:g}×"
+            ax.annotate(m, (r["cost"], r["retained"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
     for r in doc["rows"]:
-        if r["policy"] != "renegotiate":
+        if r["policy"] not in curves:
             colour, marker, label = POLICY_STYLE[r["policy"]]
             ax.scatter([r["cost"]], [r["retained"]], color=colour, marker=marker, s=60, label=label, zorder=3)
     ax.set_xlabel("probe tenant's cost (USD)")

@@ -11,6 +11,8 @@ Metrics (per policy, over the tenants of one scenario):
   min(1, :math:`T_\\text{uncontended} / T`), with :math:`T` the completion time (finish − arrival) and
   :math:`T_\\text{uncontended}` the same tenant's under ``on-demand`` (its preferred type, no waiting).
   ``degradation`` = 1 − ``retained``: the quantity the paper says renegotiation reduces by 8–23 %.
+  A service with a lifetime (``--services lifetime``) counts its throughput retained instead: requests
+  served ÷ those it served uncontended.
 - ``retained_urgent`` — the same over the *urgent* class only.
 - ``fastest_retained`` — the simulator's per-tenant ``performance_retained`` (fastest type ÷ achieved).
 - ``cost`` (paid to the provider), ``generalized_cost`` (cost + value of time + deadline penalties),
@@ -56,25 +58,33 @@ def _run(sc: Scenario, policy: str) -> PolicyResult:
     return POLICIES[policy](sc, log_events=False).run()
 
 
-def metrics(res: PolicyResult, reference: PolicyResult) -> dict[str, Any]:
-    """The experiment metrics of one policy's run against the uncontended ``reference`` (on-demand)."""
+def metrics(res: PolicyResult, reference: PolicyResult, since: float = 0.0) -> dict[str, Any]:
+    """The experiment metrics of one policy's run against the uncontended ``reference`` (on-demand), over the
+    tenants arriving from ``since`` on (the steady-state window: the warm-up's tenants are not scored)."""
     ref = {t.tenant: t.completion_hours for t in reference.tenants}
     ratios: list[float] = []
     urgent: list[float] = []
     services: list[float] = []
-    for t in res.tenants:
-        base = ref.get(t.tenant)
-        if t.completion_hours and base:
-            r = min(1.0, base / t.completion_hours)
-            ratios.append(r)
-            if t.tenant.endswith("-urgent"):
-                urgent.append(r)
-            if "-inference-" in t.tenant:
-                services.append(r)
-    tot = res.totals()
-    n = len(res.tenants)
-    with_deadline = [t for t in res.tenants if t.deadline_missed is not None]
-    tenant_hours = sum(t.completion_hours or 0.0 for t in res.tenants)
+    served = {t.tenant: t.served for t in reference.tenants}
+    scored = [t for t in res.tenants if t.arrival_hours >= since]
+    for t in scored:
+        if t.served is not None:  # a service with a lifetime: throughput retained (served ÷ served uncontended)
+            s_ref = served.get(t.tenant)
+            r = min(1.0, t.served / s_ref) if s_ref else None
+        else:
+            base = ref.get(t.tenant)
+            r = min(1.0, base / t.completion_hours) if t.completion_hours and base else None
+        if r is None:
+            continue
+        ratios.append(r)
+        if t.tenant.endswith("-urgent"):
+            urgent.append(r)
+        if "-inference-" in t.tenant:
+            services.append(r)
+    tot = PolicyResult(res.policy, scored, [], res.bid_updates).totals()
+    n = len(scored)
+    with_deadline = [t for t in scored if t.deadline_missed is not None]
+    tenant_hours = sum(t.completion_hours or 0.0 for t in scored)
     retained = sum(ratios) / len(ratios) if ratios else None
     return {
         "policy": res.policy,
@@ -133,19 +143,28 @@ VOLATILITY_LADDER: tuple[tuple[float | None, float | None], ...] = (
     (0.02, 0.05),
 )
 BUDGET_MULTIPLES: tuple[float | None, ...] = (0.8, 1.0, 1.2, 1.5, 2.0, 3.0, None)
+#: The probe's agent on the frontier: the planner (re-plans its type at live prices within its remaining
+#: budget), and the fixed agent (bids for its launch-time type; the budget only caps the bid) as an ablation.
+FRONTIER_AGENTS = ("planner", "fixed")
 
 
-def contention(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+def contention(
+    n_accelerators: int, window_hours: float, seed: int, spot: str = "spot", services: str = "volume"
+) -> ExperimentResult:
     """Figure 6: retained performance and cost per policy across contention levels and compositions."""
     rows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {"reduction_vs": {b: [] for b in ("fcfs", spot)}}
     for comp in families.COMPOSITIONS:
         for rho in families.CONTENTION_LEVELS:
-            sc = families.generate(comp, rho, n_accelerators=n_accelerators, window_hours=window_hours, seed=seed)
+            sc = families.generate(
+                comp, rho, n_accelerators=n_accelerators, window_hours=window_hours, seed=seed, services=services
+            )
             ref = _run(sc, "on-demand")
-            by_policy = {p: metrics(_run(sc, p), ref) for p in ("fcfs", spot, "renegotiate")}
+            since = _warmup(window_hours)
+            by_policy = {p: metrics(_run(sc, p), ref, since) for p in ("fcfs", spot, "renegotiate")}
+            per_type = {f"rho_{k}": v for k, v in families.load_by_type(sc, since, window_hours).items()}
             for m in by_policy.values():
-                rows.append({"composition": comp, "contention": rho, **m})
+                rows.append({"composition": comp, "contention": rho, **m, **per_type})
             for b in ("fcfs", spot):
                 d_b, d_r = by_policy[b]["degradation"], by_policy["renegotiate"]["degradation"]
                 summary["reduction_vs"][b].append(
@@ -156,17 +175,23 @@ def contention(n_accelerators: int, window_hours: float, seed: int, spot: str = 
         summary[f"reduction_vs_{b}_range"] = [min(vals), max(vals)] if vals else None
     cols = ["composition", "contention", "policy", "tenants", "retained", "retained_services", "retained_urgent"]
     cols += ["cost", "deadline_miss_share", "migrations_per_tenant", "work_lost_hours", "work_redone_hours"]
+    cols += [f"rho_{k}" for k in families.ACCELERATORS]
     return ExperimentResult("contention", {}, cols, rows, summary)
 
 
-def _focus(n_accelerators: int, window_hours: float, seed: int, options: dict[str, Any] | None = None) -> Scenario:
+def _warmup(window_hours: float) -> float:
+    """Where the scored window starts: arrivals before it warm the (empty) cluster up and are not scored."""
+    return window_hours * families.WARMUP_SHARE
+
+
+def _focus(n_accelerators: int, window_hours: float, seed: int, services: str = "volume") -> Scenario:
     return families.generate(
         FOCUS_COMPOSITION,
         FOCUS_CONTENTION,
         n_accelerators=n_accelerators,
         window_hours=window_hours,
         seed=seed,
-        options=options,
+        services=services,
     )
 
 
@@ -192,29 +217,43 @@ def _sweep(
     key: str,
     values: Any,
     vary: Callable[[Scenario, Any], Scenario],
+    services: str = "volume",
 ) -> list[dict[str, Any]]:
     """Renegotiation on the focus scenario varied once per value of ``key``, with FCFS's retained beside it
     (FCFS and the uncontended reference never migrate: one run each)."""
-    base = _focus(n_accelerators, window_hours, seed)
+    base = _focus(n_accelerators, window_hours, seed, services)
     ref = _run(base, "on-demand")
-    fcfs = metrics(_run(base, "fcfs"), ref)["retained"]
-    return [{key: v, **metrics(_run(vary(base, v), "renegotiate"), ref), "fcfs_retained": fcfs} for v in values]
+    since = _warmup(window_hours)
+    fcfs = metrics(_run(base, "fcfs"), ref, since)["retained"]
+    return [{key: v, **metrics(_run(vary(base, v), "renegotiate"), ref, since), "fcfs_retained": fcfs} for v in values]
 
 
-def overhead(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+def overhead(
+    n_accelerators: int, window_hours: float, seed: int, spot: str = "spot", services: str = "volume"
+) -> ExperimentResult:
     """Figure 13: every tenant's migration cost and restart time × a multiplier, until renegotiation acts
     like FCFS."""
     rows = _sweep(
-        n_accelerators, window_hours, seed, "multiplier", OVERHEAD_MULTIPLIERS, lambda sc, m: _scaled(sc, overhead=m)
+        n_accelerators,
+        window_hours,
+        seed,
+        "multiplier",
+        OVERHEAD_MULTIPLIERS,
+        lambda sc, m: _scaled(sc, overhead=m),
+        services,
     )
     summary = {"degenerates_to_fcfs_at_multiplier": _degenerate(rows), "fcfs_retained": rows[0]["fcfs_retained"]}
     cols = ["multiplier", "retained", "fcfs_retained", "cost", "generalized_cost", "migrations_per_tenant"]
     return ExperimentResult("overhead", {}, [*cols, "work_redone_hours"], rows, summary)
 
 
-def misestimate(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+def misestimate(
+    n_accelerators: int, window_hours: float, seed: int, spot: str = "spot", services: str = "volume"
+) -> ExperimentResult:
     """Figure 15: every agent mis-estimates its migration cost by the same factor (the true cost is charged)."""
-    rows = _sweep(n_accelerators, window_hours, seed, "estimate", MISESTIMATES, lambda sc, e: _scaled(sc, estimate=e))
+    rows = _sweep(
+        n_accelerators, window_hours, seed, "estimate", MISESTIMATES, lambda sc, e: _scaled(sc, estimate=e), services
+    )
     exact = next(r for r in rows if r["estimate"] == 1.0)
     for r in rows:
         r["retained_change"] = r["retained"] - exact["retained"]
@@ -236,7 +275,9 @@ def _degenerate(sweep: list[dict[str, Any]]) -> float | None:
     return found
 
 
-def volatility(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+def volatility(
+    n_accelerators: int, window_hours: float, seed: int, spot: str = "spot", services: str = "volume"
+) -> ExperimentResult:
     """Figure 14: the volatility controls from none to tight (:data:`VOLATILITY_LADDER`): churn
     (migrations per tenant-hour) and performance."""
 
@@ -245,17 +286,19 @@ def volatility(n_accelerators: int, window_hours: float, seed: int, spot: str = 
         opts = sc.options.model_copy(update={"bid_clip": clip, "floor_fall_per_hour": fall})
         return sc.model_copy(update={"options": opts})
 
-    rows = _sweep(n_accelerators, window_hours, seed, "level", range(len(VOLATILITY_LADDER)), controlled)
+    rows = _sweep(n_accelerators, window_hours, seed, "level", range(len(VOLATILITY_LADDER)), controlled, services)
     for r in rows:
         r["bid_clip"], r["floor_fall_per_hour"] = VOLATILITY_LADDER[r["level"]]
     cols = ["level", "bid_clip", "floor_fall_per_hour", "churn_per_tenant_hour", "retained", "fcfs_retained"]
     return ExperimentResult("volatility", {}, [*cols, "cost", "migrations_per_tenant"], rows, {})
 
 
-def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
-    """Figure 8: one tenant's cost vs its performance retained as its budget varies; spot-like and
-    on-demand points for the same tenant."""
-    base = _focus(n_accelerators, window_hours, seed)
+def frontier(
+    n_accelerators: int, window_hours: float, seed: int, spot: str = "spot", services: str = "volume"
+) -> ExperimentResult:
+    """Figure 8: one tenant's cost vs its performance retained as its budget varies (its planning agent, and
+    the fixed agent as an ablation, ``renegotiate-fixed``); spot-like and on-demand points for the same tenant."""
+    base = _focus(n_accelerators, window_hours, seed, services)
     probe_hours = {k: families.ACCELERATORS[k][1] for k in families.COMPOSITIONS[FOCUS_COMPOSITION]}
     work = 4.0
     best = work * min(probe_hours.values())
@@ -289,12 +332,16 @@ def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
             "budget_exhausted": t.budget_exhausted,
         }
 
-    def with_probe(budget: float | None) -> Scenario:
-        return base.model_copy(update={"tenants": [*base.tenants, Tenant.model_validate({**probe, "budget": budget})]})
+    def with_probe(budget: float | None, agent: str | None = None) -> Scenario:
+        tenant = Tenant.model_validate({**probe, "budget": budget, "agent": agent})
+        return base.model_copy(update={"tenants": [*base.tenants, tenant]})
 
-    for multiple in BUDGET_MULTIPLES:
-        budget = None if multiple is None else multiple * cheapest
-        rows.append(probe_row(with_probe(budget), "renegotiate", budget, multiple))
+    for agent in FRONTIER_AGENTS:
+        label = "renegotiate" if agent == "planner" else f"renegotiate-{agent}"
+        for multiple in BUDGET_MULTIPLES:
+            budget = None if multiple is None else multiple * cheapest
+            row = probe_row(with_probe(budget, agent), "renegotiate", budget, multiple)
+            rows.append({**row, "policy": label})
     plain = with_probe(None)
     for policy in ("fcfs", spot, "on-demand"):
         rows.append(probe_row(plain, policy, None, None))
@@ -309,7 +356,9 @@ def frontier(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
 URGENCY_LEVELS: tuple[float, ...] = (0.0, 1.0, 3.0, 10.0, 30.0)
 
 
-def urgency(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+def urgency(
+    n_accelerators: int, window_hours: float, seed: int, spot: str = "spot", services: str = "volume"
+) -> ExperimentResult:
     """Figure 7: one tenant's cost and performance as its urgency (value of time) varies, per policy.
 
     The probe (4 units of work on all five types, mid-window arrival, no deadline, no budget) runs on the
@@ -317,7 +366,7 @@ def urgency(n_accelerators: int, window_hours: float, seed: int, spot: str = "sp
     ``renegotiate`` its agent bids what finishing sooner is worth at live prices: a low-urgency tenant
     settles for cheaper allocations. ``spot`` and ``on-demand`` decide at launch (the probe opts into spot).
     """
-    base = _focus(n_accelerators, window_hours, seed)
+    base = _focus(n_accelerators, window_hours, seed, services)
     hours = {k: families.ACCELERATORS[k][1] for k in families.COMPOSITIONS[FOCUS_COMPOSITION]}
     work = 4.0
     best = work * min(hours.values())
@@ -368,7 +417,9 @@ CAPPED = {
 OPERATOR_LEVELS = (0.8, 1.2)
 
 
-def operator(n_accelerators: int, window_hours: float, seed: int, spot: str = "spot") -> ExperimentResult:
+def operator(
+    n_accelerators: int, window_hours: float, seed: int, spot: str = "spot", services: str = "volume"
+) -> ExperimentResult:
     """Figure 11 (InfraMaps): a power cap expressed only as a price steers load off a group of accelerators."""
     extra = [
         {
@@ -389,6 +440,7 @@ def operator(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
             seed=seed,
             extra_pools=extra,
             hours_alias={"H100-dense": "H100"},
+            services=services,
         )
         ref = _run(sc, "on-demand")
         for policy in ("fcfs", spot, "renegotiate"):
@@ -397,7 +449,7 @@ def operator(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
             rows.append(
                 {
                     "contention": rho,
-                    **metrics(res, ref),
+                    **metrics(res, ref, _warmup(window_hours)),
                     "capped_mean_load": load.get("mean_load"),
                     "capped_peak_load": load.get("peak_load"),
                     "hours_over_cap": load.get("hours_over_cap"),
@@ -410,7 +462,7 @@ def operator(n_accelerators: int, window_hours: float, seed: int, spot: str = "s
     return ExperimentResult("operator", {"capped_group": CAPPED}, cols, rows, summary, series)
 
 
-RUNNERS: dict[str, Callable[[int, float, int, str], ExperimentResult]] = {
+RUNNERS: dict[str, Callable[[int, float, int, str, str], ExperimentResult]] = {
     "contention": contention,
     "urgency": urgency,
     "frontier": frontier,
@@ -431,10 +483,13 @@ def run_experiment(
     seeds: int | None = None,
     spot: str = "paper",
     jobs: int = 1,
+    services: str = "volume",
 ) -> ExperimentResult:
     """Run one experiment (a name from :data:`EXPERIMENTS`) on the generated families at ``size``, over
-    ``seeds`` seeds from ``seed`` (each cell: the mean and a 95 % interval), with the ``spot`` baseline;
-    ``jobs`` > 1 runs the seeds in that many worker processes (same result)."""
+    ``seeds`` seeds from ``seed`` (each cell: the mean and a 95 % interval), with the ``spot`` baseline and
+    the ``services`` model (:data:`.families.SERVICE_MODELS`); ``jobs`` > 1 runs the seeds in that many
+    worker processes (the same result for any ``jobs``: each seed's run is independent and the rows are
+    aggregated in seed order)."""
     if n_accelerators is not None and n_accelerators < 5:
         raise InputError(f"{n_accelerators}: expected at least 5 (one per accelerator type)", param="n_accelerators")
     if window_hours is not None and window_hours <= 0:
@@ -443,10 +498,14 @@ def run_experiment(
         raise InputError(f"unknown experiment {name!r}; expected one of {', '.join(EXPERIMENTS)}")
     if spot not in SPOT_POLICIES:
         raise InputError(f"unknown spot baseline {spot!r}; expected one of {', '.join(SPOT_POLICIES)}")
+    if services not in families.SERVICE_MODELS:
+        raise InputError(f"unknown service model {services!r}; expected one of {', '.join(families.SERVICE_MODELS)}")
+    if jobs < 1:
+        raise InputError(f"{jobs}: expected at least 1 worker process", param="jobs")
     n, w = _size(size, n_accelerators, window_hours)
     k = seeds or DEFAULT_SEEDS[size]
     t0 = time.perf_counter()
-    per_seed = _per_seed(name, n, w, range(seed, seed + k), SPOT_POLICIES[spot], jobs)
+    per_seed = _per_seed(name, n, w, range(seed, seed + k), SPOT_POLICIES[spot], services, jobs)
     rows, cols = aggregate(KEYS[name], per_seed)
     out = per_seed[0]
     summary: dict[str, Any] = {}
@@ -455,17 +514,19 @@ def run_experiment(
     else:
         summary = {**out.summary, "summary_seed": seed}  # the single-run summary of the first seed
     params = {"size": size, "accelerators": n, "window_hours": w, "seeds": list(range(seed, seed + k))}
+    params["services"] = services
     result = ExperimentResult(name, {**params, "spot": spot, **out.params}, cols, rows, summary, out.series)
     result.summary["wall_seconds"] = time.perf_counter() - t0
     return result
 
 
-def _per_seed(name: str, n: int, w: float, seeds: range, spot: str, jobs: int) -> list[ExperimentResult]:
+def _per_seed(name: str, n: int, w: float, seeds: range, spot: str, services: str, jobs: int) -> list[ExperimentResult]:
+    """Each seed's run, in seed order (``pool.map`` keeps it whatever process finishes first)."""
     if jobs <= 1 or len(seeds) < 2:
-        return [RUNNERS[name](n, w, s, spot) for s in seeds]
+        return [RUNNERS[name](n, w, s, spot, services) for s in seeds]
     import os
 
     from finops_cli.processes import die_with_parent, spawn_pool
 
     with spawn_pool(min(jobs, len(seeds)), die_with_parent, (os.getpid(),)) as pool:
-        return list(pool.map(RUNNERS[name], *zip(*[(n, w, s, spot) for s in seeds], strict=True)))
+        return list(pool.map(RUNNERS[name], *zip(*[(n, w, s, spot, services) for s in seeds], strict=True)))

@@ -96,6 +96,10 @@ TENANT_CLASSES: dict[str, TenantClass] = {
 #: Named sizes: accelerators and arrival window (hours). ``small`` runs in CI in seconds.
 SIZES: dict[str, tuple[int, float]] = {"small": (40, 8.0), "full": (400, 24.0)}
 
+#: The share of the arrival window that is warm-up: the cluster starts empty, so tenants arriving in it are
+#: simulated (they load the cluster) but not scored; the experiments' metrics cover arrivals after it.
+WARMUP_SHARE = 0.25
+
 #: The contention levels ρ (offered load ÷ capacity) of the *contention* experiment.
 CONTENTION_LEVELS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
 
@@ -119,8 +123,16 @@ def _pick(rng: np.random.Generator, shares: dict[str, float]) -> str:
     return name
 
 
-def tenant_stream(seed: int, types: list[str], prefix: str = "t") -> Iterator[dict[str, Any]]:
-    """An endless, seeded stream of tenant dicts (arrival left at 0: the caller spreads arrivals)."""
+#: How an inference service's demand is modelled: ``volume`` — a fixed volume of requests it finishes
+#: (done sooner on faster hardware); ``lifetime`` — a fixed lifetime and a request rate (the same requests
+#: spread over the time an A10 of its own speed takes to serve them): it serves at most that rate, and
+#: what it cannot serve while waiting or on slower hardware is lost (the metric: throughput retained).
+SERVICE_MODELS = ("volume", "lifetime")
+
+
+def tenant_stream(seed: int, types: list[str], prefix: str = "t", services: str = "volume") -> Iterator[dict[str, Any]]:
+    """An endless, seeded stream of tenant dicts (arrival left at 0: the caller spreads arrivals);
+    ``services`` is one of :data:`SERVICE_MODELS`."""
     s_class, s_work, s_compat, s_speed, s_value, s_ckpt = (
         np.random.default_rng(x) for x in np.random.SeedSequence(seed).spawn(6)
     )
@@ -151,7 +163,10 @@ def tenant_stream(seed: int, types: list[str], prefix: str = "t") -> Iterator[di
             "value_per_hour": value,
             "stateless": wl.stateless,
         }
-        if cls.deadline == "hard":
+        if wl.stateless and services == "lifetime":
+            ref = hours.get("A10") or sorted(hours.values())[len(hours) // 2]
+            tenant["lifetime_hours"] = work * ref  # no deadline: it ends when its lifetime does
+        elif cls.deadline == "hard":
             tenant["deadline"] = {
                 "hours": cls.deadline_multiple * best,
                 "kind": "hard",
@@ -174,6 +189,7 @@ def generate(
     extra_pools: list[dict[str, object]] | None = None,
     hours_alias: dict[str, str] | None = None,
     n_tenants: int | None = None,
+    services: str = "volume",
 ) -> Scenario:
     """One scenario of the family: ``composition`` at contention ρ = ``contention``.
 
@@ -181,7 +197,8 @@ def generate(
     type at base prices, :meth:`Tenant.preference`) reaches ρ × accelerators × window; arrivals are
     uniform over the window (their own stream). ``extra_pools`` and ``hours_alias`` (new type → the
     type whose speed it shares) add accelerator groups, e.g. the operator experiment's capped group.
-    ``n_tenants`` draws exactly that many tenants instead (the benchmark's 2,000).
+    ``n_tenants`` draws exactly that many tenants instead (the benchmark's 2,000). ``services``: how the
+    inference services' demand is modelled (:data:`SERVICE_MODELS`).
     """
     mix = COMPOSITIONS[composition] if isinstance(composition, str) else composition
     accelerators = pools(mix, n_accelerators) + list(extra_pools or [])
@@ -192,7 +209,9 @@ def generate(
     arrivals = np.random.default_rng(np.random.SeedSequence(seed).spawn(7)[6])
     tenants: list[Tenant] = []
     offered = 0.0
-    for raw in tenant_stream(seed, types):
+    if services not in SERVICE_MODELS:
+        raise ValueError(f"unknown service model {services!r}; expected one of {', '.join(SERVICE_MODELS)}")
+    for raw in tenant_stream(seed, types, services=services):
         if (offered >= target) if n_tenants is None else (len(tenants) >= n_tenants):
             break
         for new, like in (hours_alias or {}).items():
@@ -211,3 +230,16 @@ def generate(
         "options": options or {},
     }
     return Scenario.model_validate(doc)
+
+
+def load_by_type(sc: Scenario, since: float, until: float) -> dict[str, float]:
+    """Offered load ρ per accelerator type over ``[since, until)``: the hours the tenants arriving then need
+    on their preferred type (at base prices), ÷ that type's accelerators × the window's hours."""
+    prices = {a.type: a.base_price_per_hour for a in sc.accelerators}
+    offered = dict.fromkeys(prices, 0.0)
+    for t in sc.tenants:
+        if since <= t.arrival_hours < until:
+            k = t.preference(prices)[0]
+            offered[k] += t.hours_on(k)
+    span = max(until - since, 1e-12)
+    return {a.type: offered[a.type] / (a.count * span) for a in sc.accelerators}

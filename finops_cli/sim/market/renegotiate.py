@@ -64,6 +64,8 @@ class Renegotiate(Policy):
 
     def on_arrivals(self, tenants: list[int], t: float) -> None:
         for i in tenants:
+            if self.tenants[i].plans():
+                self.replan(i, t)
             self.bid[i] = self._bid(i, t)
             self.log(t, "bid", i, None, self.bid[i])
         for i in sorted(tenants, key=lambda i: (-self.bid[i], i)):  # one sealed-bid round for simultaneous arrivals
@@ -77,7 +79,9 @@ class Renegotiate(Policy):
         if self.displaced[i]:
             self.leave(i, t)
             return
-        if self.tenants[i].value_ramp is not None:
+        if self.tenants[i].plans() and r < 0:
+            self.replan(i, t)
+        elif self.tenants[i].value_ramp is not None:
             self.rerank(i, t)
         x = self.pref[i][0]
         a = self.on[i]
@@ -104,6 +108,8 @@ class Renegotiate(Policy):
             if self.displaced[i]:
                 self.leave(i, t)
                 return
+            if self.on[i] != a or self.reserved_acc[i] >= 0:
+                return  # displaced with nothing to checkpoint, it left at once and was placed again
         self.challenge(i, t)
 
     def rerank(self, i: int, t: float) -> None:
@@ -123,6 +129,36 @@ class Renegotiate(Policy):
         if self.pref[i][0] != old:
             self.withdraw(i, t)
             self.pool[old].discard(i)
+
+    def replan(self, i: int, t: float) -> None:
+        """A planning agent's update (:func:`.agent.plan`): its types re-ranked at live prices within the money
+        it has left. A new first choice withdraws its standing bid; it then bids for the new type."""
+        old = self.pref[i][0]
+        self.pref[i] = agent.plan(self, i, self.pref[i])
+        if self.pref[i][0] != old:
+            self.withdraw(i, t)
+            self.pool[old].discard(i)
+
+    def enqueue(self, i: int) -> None:
+        super().enqueue(i)
+        tenant = self.tenants[i]
+        if tenant.plans():  # a waiting planner updates every period, not only when an accelerator frees
+            if not any(self.can_afford(i, j) for j in self.pref[i]):
+                self.exhausted[i] = True  # its money no longer finishes the job anywhere: it stops waiting
+                self.log(self.now, "budget", i, None, None)
+                self.on_budget_exhausted(i, -1, self.now)
+                return
+            self.schedule_wake(i, self.now + tenant.checkpoint_interval_hours)
+
+    def on_wake(self, i: int, t: float) -> None:
+        if self.reserved_acc[i] >= 0:
+            return  # it won an accelerator: it moves in when the holder leaves
+        self.replan(i, t)
+        new_bid = self._bid(i, t)
+        if abs(new_bid - self.bid[i]) > EPS:
+            self.bid[i] = new_bid
+            self.log(t, "bid", i, self.target[i], new_bid)
+        self.place(i, t)
 
     def on_finish(self, i: int, a: int, t: float) -> None:
         self.withdraw(i, t)
@@ -265,6 +301,8 @@ class Renegotiate(Policy):
     def challenge(self, i: int, t: float) -> None:
         """Bid for the preferred type: take a free one now, else contest the weakest claim."""
         x = self.pref[i][0]
+        if self.reserved_acc[i] >= 0:
+            return  # it has won one already: a second win would leave an accelerator reserved for nobody
         if self.bid[i] < self.floor_price(x) - EPS:
             self.withdraw(i, t)  # not worth the floor price: stay on the alternative
             return
@@ -364,8 +402,21 @@ class Renegotiate(Policy):
         self.idle_from[a] = t
         self.schedule_budget(self.reserved_by[a], t)
 
+    def on_end_of_life(self, i: int, a: int, t: float) -> None:
+        r = self.reserved_acc[i]
+        if r >= 0:
+            self.bill_idle(r, t)  # what it held idle for itself is paid up to its end
+        if a >= 0:
+            self.on_finish(i, a, t)
+        else:
+            self.retire(i, -1, t)
+
     def on_budget_exhausted(self, i: int, a: int, t: float) -> None:
         """Out of money: its bids are withdrawn, an accelerator it won is released, the one it held freed."""
+        self.retire(i, a, t)
+
+    def retire(self, i: int, a: int, t: float) -> None:
+        """Tenant ``i`` leaves the market off ``a`` (-1: it held none): bids withdrawn, a won accelerator released."""
         self.withdraw(i, t)
         self.pool[self.pref[i][0]].discard(i)
         self.displaced[i] = False

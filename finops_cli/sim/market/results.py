@@ -22,6 +22,7 @@ class TenantResult:
     time_value: float = 0.0
     budget_exhausted: bool = False  # its money ran out (or never covered the job): stopped, unfinished
     work_redone_hours: float = 0.0  # work since its checkpoint given up by its own choice (a move now)
+    served: float | None = None  # a service with a lifetime: the share of its requests it served
 
     def as_dict(self) -> dict[str, object]:
         return dict(self.__dict__)

@@ -18,6 +18,8 @@
         deadline: {hours: 2.0, kind: soft, penalty_per_hour: 5.0}   # or {hours, kind: hard, penalty}
         overhead_estimate: 1.0                 # the agent's estimate of its migration cost ÷ the true one
         stateless: false                       # true: a service whose moves lose no work
+        lifetime_hours: null                   # a service: ends this long after arrival; work = its requests
+        agent: null                            # planner | fixed (null: planner iff it has a budget)
     launch_table: [{type: A10, max_price: 0.9}, {type: L4}]   # ranked; omitted: by cost
     options: {bid_clip: null, floor_fall_per_hour: null, incumbent_migration: add}
 """
@@ -131,6 +133,14 @@ class Tenant(_Strict):
     stateless: bool = False  # a service: a move loses no work (checkpoint_interval_hours: its agent's period)
     launch_table: list[LaunchEntry] | None = Field(default=None, min_length=1)
     spot_opt_in: bool | None = None  # under ``spot``: buy the spot class (None: iff no value of time, no deadline)
+    agent: Literal["planner", "fixed"] | None = None  # under ``renegotiate`` (None: planner iff it has a budget)
+    lifetime_hours: PositiveFloat | None = None  # a service that lives this long from arrival (see below)
+
+    def plans(self) -> bool:
+        """Whether its agent re-plans its type at live prices within its remaining budget at every update
+        (``planner``) rather than bidding for the type it ranked at launch (``fixed``, a budget only caps
+        the bid)."""
+        return self.agent == "planner" if self.agent is not None else self.budget is not None
 
     def opts_into_spot(self) -> bool:
         """Whether this tenant buys the spot class under the ``spot`` baseline."""
@@ -164,8 +174,14 @@ class Tenant(_Strict):
         return None
 
     def hours_on(self, accelerator_type: str) -> float:
-        """Wall hours to do all the work on one accelerator of this type."""
-        return self.work * self.execution_hours[accelerator_type]
+        """Wall hours to do all the work on one accelerator of this type.
+
+        A service with ``lifetime_hours`` receives ``work`` units of requests evenly over its lifetime (its
+        request rate: ``work ÷ lifetime_hours``) and serves at most that rate: on a type fast enough it takes
+        the whole lifetime; on a slower one, ``work × execution_hours`` (it falls behind, and whatever is
+        not served when its lifetime ends is lost: the throughput it did not retain)."""
+        hours = self.work * self.execution_hours[accelerator_type]
+        return hours if self.lifetime_hours is None else max(hours, self.lifetime_hours)
 
     def penalty_at(self, finish_hours: float) -> float:
         """USD the deadline charges for finishing at ``finish_hours`` (simulation clock); 0 without one."""
