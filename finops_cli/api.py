@@ -129,8 +129,7 @@ def store_aggregate(
     engine: str = "local",
     spark_master: str | None = None,
 ) -> AggregateResult:
-    """Build the hourly ingest aggregates detail files lack (all with ``rebuild``) on ``engine``
-    (``finops store aggregate``): the same SQL on DuckDB or Spark SQL, committed atomically."""
+    """``finops store aggregate``: the hourly aggregates detail files lack (all with ``rebuild``), on ``engine``."""
     from finops_cli.engines import query_engine
     from finops_cli.store.sources import build_aggregates
 
@@ -200,8 +199,7 @@ def waste(
     price_per_gpu_hour: float | None = None,
     month: str | None = None,
 ) -> WasteReport:
-    """``finops waste``: idle GPU-hours and money of one month (default: the default-month rule), one grouping
-    of :func:`waste_reports`."""
+    """``finops waste``: idle GPU-hours and money of one month, one grouping of :func:`waste_reports`."""
     return waste_reports(store=store, by=(by,), fleet=fleet, price_per_gpu_hour=price_per_gpu_hour, month=month)[by]
 
 
@@ -239,8 +237,7 @@ def estate_draft(
     currency: str | None = None,
     force: bool = False,
 ) -> tuple[Draft, tuple[Path, Path]]:
-    """``finops estate draft``: write a draft fleet.yaml and workloads.yaml from the store into ``out``; returns
-    the draft and the two paths written."""
+    """``finops estate draft``: a draft fleet.yaml and workloads.yaml from the store, written into ``out``."""
     from finops_cli.core.demand import check_month
     from finops_cli.estate.draft import draft_estate, write_draft
 
@@ -562,8 +559,7 @@ def replay_plan(
 
 
 def simulate_market(scenario: str | Path | MarketScenario, policy: str = "renegotiate") -> list[MarketPolicyResult]:
-    """Run one market policy (or ``all``) on a scenario (``finops simulate market``); a scenario file's errors name
-    the file and the field path."""
+    """Run one market policy (or ``all``) on a scenario (``finops simulate market``)."""
     from finops_cli.estate.load import load_model
     from finops_cli.sim.market import Scenario
     from finops_cli.sim.market import simulate_market as run
@@ -584,8 +580,7 @@ def market_experiment(
     services: str = "volume",
     jobs: int = 1,
 ) -> MarketExperiment:
-    """One of the LaissezCloud paper's experiments on generated clusters (``services``, ``jobs``: see
-    :func:`~finops_cli.sim.market.experiments.run_experiment`); its chart as ``out_dir/<name>.png``."""
+    """One of the LaissezCloud paper's experiments (see ``sim.market.experiments``); chart: ``out_dir/<name>.png``."""
     from finops_cli.sim.market.charts import experiment_chart
     from finops_cli.sim.market.experiments import run_experiment
 

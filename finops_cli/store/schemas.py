@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pyarrow as pa
 
 from finops_cli.schema.billing import BILLING_SCHEMA
@@ -77,6 +79,17 @@ def _family(t: pa.DataType) -> str:
 def dataset_schema(name: str) -> pa.Schema:
     """The schema ingest writes for dataset ``name`` (an aggregate's: :data:`AGGREGATE_SCHEMAS`)."""
     return _DETAILS[name] if name in _DETAILS else AGGREGATE_SCHEMAS[name]
+
+
+def current_schema(name: str, footers: Iterable[pa.Schema], partitions: pa.Schema) -> pa.Schema:
+    """Dataset ``name``'s columns, then any other column a file holds, then the partition columns: a column a file
+    written before it existed lacks (billing's FOCUS 1.1–1.3 columns) reads as null, and no file is rewritten."""
+    canonical = dataset_schema(name)
+    known = set(canonical.names) | set(partitions.names)
+    extra: dict[str, pa.Field] = {}
+    for footer in footers:
+        extra.update({f.name: f for f in footer if f.name not in known and f.name not in extra})
+    return pa.schema([*canonical, *extra.values(), *partitions])
 
 
 def schema_problem(name: str, schema: pa.Schema) -> str | None:

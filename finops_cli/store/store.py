@@ -55,7 +55,7 @@ from finops_cli.store.log import (
     sync_view,
 )
 from finops_cli.store.queries import AGGREGATES, aggregates_of
-from finops_cli.store.schemas import dataset_schema, schema_problem
+from finops_cli.store.schemas import current_schema, schema_problem
 from finops_cli.store.staging import StagedWriter
 
 DEFAULT_STORE_DIR = ".finops"
@@ -168,17 +168,15 @@ class Store:
         return bool(self.files(name))
 
     def dataset(self, name: str, schema: pa.Schema | None = None) -> ds.Dataset | None:
-        """A pyarrow dataset over ``name`` (partition columns as strings), or None if empty.
-
-        ``billing`` reads as its current schema whatever its files' age: a column a file written before it
-        existed lacks (the FOCUS 1.1–1.3 columns) is null there, and the files are never rewritten."""
+        """A pyarrow dataset over ``name`` (partition columns as strings), or None if empty; ``billing`` reads as
+        its current schema whatever its files' age (:func:`~finops_cli.store.schemas.current_schema`)."""
         footers = self.checked_schemas(name)
         paths = list(footers)
         if not paths:
             return None
         partitions = pa.schema([(c, pa.string()) for c in DATASETS[name]])
         if schema is None and name == "billing":
-            schema = _current_schema(dataset_schema(name), footers.values(), partitions)
+            schema = current_schema(name, footers.values(), partitions)
         part = ds.partitioning(partitions, flavor="hive")
         located = [self.locate(p) for p in paths]
         return ds.dataset(located, filesystem=self.filesystem, format="parquet", partitioning=part, schema=schema)
@@ -408,15 +406,6 @@ class Store:
             if old < generation and written is not None and written <= cutoff:
                 with suppress(OSError):
                     self._delete_log(old)
-
-
-def _current_schema(canonical: pa.Schema, footers: Iterable[pa.Schema], partitions: pa.Schema) -> pa.Schema:
-    """The canonical columns, then any other column a file holds, then the partition columns."""
-    known = set(canonical.names) | set(partitions.names)
-    extra: dict[str, pa.Field] = {}
-    for footer in footers:
-        extra.update({f.name: f for f in footer if f.name not in known and f.name not in extra})
-    return pa.schema([*canonical, *extra.values(), *partitions])
 
 
 def _aggregates_of(rel: Path) -> list[Path]:
