@@ -34,6 +34,7 @@ from finops_cli.store.queries import (
     BILLING_HOURLY_MATCHABLE,
     Query,
 )
+from finops_cli.store.schemas import partition_schema
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -439,12 +440,12 @@ def _arrow_dataset(table: str, paths: list[str], filesystem: Any, schemas: Schem
 
 def hive_partitioning(table: str) -> Any:
     """Dataset ``table``'s partition columns, read as text from the ``key=value`` directories of each path."""
-    return ds.partitioning(pa.schema([(c, pa.string()) for c in DATASETS[table]]), flavor="hive")
+    return ds.partitioning(partition_schema(table), flavor="hive")
 
 
 def united_schema(table: str, footers: Iterable[pa.Schema]) -> pa.Schema:
     """The files' columns united by name, then the partition columns as text: one schema over every file."""
-    partitions = pa.schema([(c, pa.string()) for c in DATASETS[table]])
+    partitions = partition_schema(table)
     body = pa.unify_schemas([pa.schema([f for f in s if f.name not in partitions.names]) for s in footers])
     return pa.unify_schemas([body, partitions])
 

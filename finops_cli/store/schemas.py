@@ -10,6 +10,7 @@ from finops_cli.schema.billing import BILLING_SCHEMA
 from finops_cli.schema.contracts import CONTRACT_SCHEMA
 from finops_cli.schema.spot import SPOT_SCHEMA
 from finops_cli.schema.utilization import STORE_SCHEMA
+from finops_cli.store.layout import DATASETS
 
 _DETAILS = {
     "billing": BILLING_SCHEMA,
@@ -79,6 +80,11 @@ def _family(t: pa.DataType) -> str:
 def dataset_schema(name: str) -> pa.Schema:
     """The schema ingest writes for dataset ``name`` (an aggregate's: :data:`AGGREGATE_SCHEMAS`)."""
     return _DETAILS[name] if name in _DETAILS else AGGREGATE_SCHEMAS[name]
+
+
+def partition_schema(name: str) -> pa.Schema:
+    """Dataset ``name``'s Hive partition columns, read as text from the ``key=value`` directories."""
+    return pa.schema([(c, pa.string()) for c in DATASETS[name]])
 
 
 def current_schema(name: str, footers: Iterable[pa.Schema], partitions: pa.Schema) -> pa.Schema:

@@ -55,7 +55,7 @@ from finops_cli.store.log import (
     sync_view,
 )
 from finops_cli.store.queries import AGGREGATES, aggregates_of
-from finops_cli.store.schemas import current_schema, schema_problem
+from finops_cli.store.schemas import current_schema, partition_schema, schema_problem
 from finops_cli.store.staging import StagedWriter
 
 DEFAULT_STORE_DIR = ".finops"
@@ -174,7 +174,7 @@ class Store:
         paths = list(footers)
         if not paths:
             return None
-        partitions = pa.schema([(c, pa.string()) for c in DATASETS[name]])
+        partitions = partition_schema(name)
         if schema is None and name == "billing":
             schema = current_schema(name, footers.values(), partitions)
         part = ds.partitioning(partitions, flavor="hive")
